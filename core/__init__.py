@@ -1,0 +1,95 @@
+"""memory-ext: long-term memory for LLM agents.
+
+One engine keeps every conversation turn, derives searchable memories without an LLM, and answers "what do I
+remember that helps with what I am about to do" through multi-channel retrieval.
+
+>>> import tempfile
+>>> from memory_ext import MemoryEngine, Turn
+>>> engine = MemoryEngine.open(tempfile.mkdtemp(), embedder="hashing")
+>>> _ = engine.add_turns([{"role": "user", "content": "My sister Lena lives in Porto", "speaker": "Sam"}], "sam")
+>>> engine.search("where does Lena live?", "sam", k=1).items[0].text
+'My sister Lena lives in Porto'
+>>> engine.close()
+"""
+
+from .config import EngineConfig, GlobalsConfig, LimitsConfig, RecallConfig, StorageConfig
+from .embed import E5Embedder, Embedder, HashingEmbedder
+from .engine import AddResult, ForgetReceipt, MemoryEngine, StoreStats
+from .errors import (
+    ConfigError,
+    EmbedderError,
+    EmbedderMismatchError,
+    InvalidNamespaceError,
+    InvalidQueryError,
+    InvalidTurnError,
+    MemoryExtError,
+    MissingDependencyError,
+    ReadOnlyStoreError,
+    RetrievalError,
+    SchemaVersionError,
+    StoreError,
+    StoreLockedError,
+    ValidationError,
+)
+from .models import (
+    ActionState,
+    ChannelError,
+    EvidenceNode,
+    EvidenceRoute,
+    IndexHook,
+    MemoryFile,
+    MemoryRecord,
+    Namespace,
+    RecordKind,
+    RetrievedItem,
+    Role,
+    SearchPlan,
+    SearchResult,
+    Turn,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ActionState",
+    "AddResult",
+    "ChannelError",
+    "ConfigError",
+    "E5Embedder",
+    "Embedder",
+    "EmbedderError",
+    "EmbedderMismatchError",
+    "EngineConfig",
+    "EvidenceNode",
+    "EvidenceRoute",
+    "ForgetReceipt",
+    "GlobalsConfig",
+    "HashingEmbedder",
+    "IndexHook",
+    "InvalidNamespaceError",
+    "InvalidQueryError",
+    "InvalidTurnError",
+    "LimitsConfig",
+    "MemoryEngine",
+    "MemoryExtError",
+    "MemoryFile",
+    "MemoryRecord",
+    "MissingDependencyError",
+    "Namespace",
+    "ReadOnlyStoreError",
+    "RecallConfig",
+    "RecordKind",
+    "RetrievalError",
+    "RetrievedItem",
+    "Role",
+    "SchemaVersionError",
+    "SearchPlan",
+    "SearchResult",
+    "StorageConfig",
+    "StoreError",
+    "StoreLockedError",
+    "StoreStats",
+    "Turn",
+    "ValidationError",
+    "__version__",
+]

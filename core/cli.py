@@ -1,0 +1,182 @@
+"""The ``memext`` command.
+
+::
+
+    memext demo                                  # ingest a built-in English + Chinese conversation, search it
+    memext ingest turns.jsonl --user alice       # JSON list, {"turns": [...]}, or JSON Lines
+    memext search "where is Lena moving?" --user alice -k 5
+    memext stats
+    memext bench locomo --data locomo.json       # side-by-side benchmarks (see docs/benchmarks.md)
+
+Global options: ``--path`` (store directory, default ``~/.memory_ext``), ``--embedder`` (``e5`` or ``hashing``),
+``--config`` (a YAML/TOML/JSON EngineConfig).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from .errors import MemoryExtError
+from .models import Namespace, Turn
+
+__all__ = ["main"]
+
+BATCH = 256
+
+
+def _open(args: argparse.Namespace, path: str | None = None, read_only: bool = False):  # noqa: ANN202
+    from .engine import MemoryEngine
+
+    return MemoryEngine.open(path or args.path, config=args.config, embedder=args.embedder, read_only=read_only)
+
+
+def _namespace(args: argparse.Namespace) -> Namespace:
+    return Namespace(args.user, agent_id=args.agent, session_id=getattr(args, "session", None))
+
+
+def _print_result(result: Any, out: Any) -> None:
+    if not result.items:
+        print("   (no memories found)", file=out)
+    for i, item in enumerate(result.items, 1):
+        when = item.timestamp.strftime("%Y-%m-%d %H:%M") if item.timestamp else "undated"
+        chans = ", ".join(f"{c}#{r}" for c, r in item.channels.items())
+        who = item.speaker or (item.role.value if item.role else "")
+        print(f"  {i}. [{item.score:.4f}] {when} {who}: {item.text}", file=out)
+        print(f"       found by: {chans}", file=out)
+    for err in result.channel_errors:
+        print(f"   degraded: {err.channel}: {err.error_type}: {err.message}", file=out)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    data = json.loads(resources.files("memory_ext").joinpath("data/demo_conversation.json").read_text("utf-8"))
+    with tempfile.TemporaryDirectory(prefix="memext-demo-") as tmp:
+        path = args.path if args.path_given else tmp
+        t0 = time.perf_counter()
+        with _open(args, path) as engine:
+            load_ms = (time.perf_counter() - t0) * 1000
+            ns = Namespace(data["user_id"])
+            t0 = time.perf_counter()
+            engine.add_turns(data["turns"], ns)
+            ingest_ms = (time.perf_counter() - t0) * 1000
+            emb = engine.embedder.id if engine.embedder else "none"
+            print(f"memory-ext demo — store {path}, embedder {emb} (opened in {load_ms:.0f} ms)")
+            print(f"ingested {len(data['turns'])} turns (English and Chinese, 3 sessions) in {ingest_ms:.0f} ms\n")
+            hits = 0
+            for q in data["queries"]:
+                result = engine.search(q["query"], ns, k=3)
+                top = result.items[0].text if result.items else ""
+                ok = q["expect"] in top
+                hits += ok
+                mark = "ok " if ok else "MISS"
+                print(f"[{mark}] {q['query']}   ({result.timings_ms['total']:.1f} ms)")
+                _print_result(result, sys.stdout)
+                print()
+            print(f"{hits}/{len(data['queries'])} questions answered by the top memory.")
+            return 0 if hits == len(data["queries"]) else 1
+
+
+def _read_turns(path: Path) -> list[dict[str, Any]]:
+    text = path.read_text(encoding="utf-8")
+    stripped = text.lstrip()
+    if stripped.startswith("[") or (stripped.startswith("{") and '"turns"' in stripped[:2000]
+                                    and path.suffix != ".jsonl"):
+        data = json.loads(text)
+        data = data["turns"] if isinstance(data, dict) else data
+    else:
+        data = [json.loads(line) for line in text.splitlines() if line.strip()]
+    if not isinstance(data, list):
+        raise SystemExit(f"{path}: expected a JSON list of turns, an object with 'turns', or JSON Lines")
+    return data
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    raw = _read_turns(Path(args.file))
+    turns = [Turn.coerce(t, i) for i, t in enumerate(raw)]  # validate everything before writing anything
+    ns = _namespace(args)
+    with _open(args) as engine, tqdm(total=len(turns), unit="turn", desc="ingest", file=sys.stderr) as bar:
+        for i in range(0, len(turns), BATCH):
+            engine.add_turns(turns[i : i + BATCH], ns)
+            bar.update(len(turns[i : i + BATCH]))
+    print(f"ingested {len(turns)} turns into {args.path} for user {ns.user_id!r}")
+    return 0
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    with _open(args, read_only=args.read_only) as engine:
+        result = engine.search(args.query, _namespace(args), k=args.k, explain=args.explain)
+        if args.json:
+            print(result.model_dump_json(indent=2))
+        else:
+            print(f"{len(result.items)} memories in {result.timings_ms.get('total', 0):.1f} ms")
+            _print_result(result, sys.stdout)
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    with _open(args, read_only=args.read_only) as engine:
+        print(json.dumps(engine.stats().model_dump(), indent=2))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--path", default=None, help="store directory (default ~/.memory_ext)")
+    common.add_argument("--embedder", default=None, help="e5 (default) or hashing")
+    common.add_argument("--config", default=None, help="EngineConfig file (YAML, TOML or JSON)")
+    common.add_argument("--user", default="default", help="user id of the namespace (default 'default')")
+    common.add_argument("--agent", default=None, help="agent id of the namespace")
+
+    parser = argparse.ArgumentParser(prog="memext", description="memory-ext: long-term memory for LLM agents")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("demo", parents=[common], help="ingest a built-in conversation and search it")
+    p.set_defaults(func=cmd_demo)
+    p = sub.add_parser("ingest", parents=[common], help="ingest turns from a JSON / JSON Lines file")
+    p.add_argument("file")
+    p.add_argument("--session", default=None, help="session id for turns that carry none")
+    p.set_defaults(func=cmd_ingest)
+    p = sub.add_parser("search", parents=[common], help="search the memories of a user")
+    p.add_argument("query")
+    p.add_argument("-k", type=int, default=5)
+    p.add_argument("--session", default=None, help="only this session")
+    p.add_argument("--explain", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the SearchResult as JSON")
+    p.add_argument("--read-only", action="store_true", help="open the store read-only (another process writes)")
+    p.set_defaults(func=cmd_search)
+    p = sub.add_parser("stats", parents=[common], help="counts and size of the store")
+    p.add_argument("--read-only", action="store_true")
+    p.set_defaults(func=cmd_stats)
+    try:
+        from .bench.cli import add_bench_parser
+    except ImportError:  # the bench package is part of memory_ext; only its optional systems need extras
+        pass
+    else:
+        add_bench_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``memext``; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if hasattr(args, "path"):
+        args.path_given = args.path is not None
+        args.path = str(Path(args.path or "~/.memory_ext").expanduser())
+    try:
+        return int(args.func(args) or 0)
+    except MemoryExtError as exc:
+        print(f"memext: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

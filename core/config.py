@@ -1,0 +1,154 @@
+"""EngineConfig: capability switches, channel selection keys, storage and limits; strict validation.
+
+>>> from memory_ext import EngineConfig
+>>> cfg = EngineConfig.from_dict({"globals": {"vector_enabled": False}, "recall": {"rrf_k": 30}})
+>>> cfg.recall.rrf_k, cfg.globals.vector_enabled
+(30, False)
+>>> EngineConfig.from_dict({"recall": {"rrf_kk": 30}})
+Traceback (most recent call last):
+...
+memory_ext.errors.ConfigError: config field 'recall.rrf_kk': got 30; unknown key; valid keys: ...
+
+Unknown keys and wrong types raise :class:`~memory_ext.errors.ConfigError` here; unknown implementation names
+and inconsistent switches raise it when the engine is built (``MemoryEngine.open``), with the valid names.
+Configurations are frozen: a search never writes into them.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+import pydantic
+from pydantic import BaseModel, ConfigDict, Field
+
+from .errors import ConfigError
+
+__all__ = ["EngineConfig", "GlobalsConfig", "LimitsConfig", "RecallConfig", "StorageConfig"]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+
+
+class GlobalsConfig(_Section):
+    """Capability switches. A switched-off capability removes its channels from every search."""
+
+    vector_enabled: bool = True
+    """Embed records and run the vector channel."""
+    graph_enabled: bool = False
+    """Entity-graph channel (not in this version: must stay false)."""
+    layers_index_enabled: bool = False
+    """L0/L1 layer channels (not in this version: must stay false)."""
+    rerank_enabled: bool = False
+    """Rerank fused candidates; needs a reranker passed to ``MemoryEngine.open``."""
+    llm_planner_enabled: bool = False
+    """Plan searches with an LLM; needs an llm passed to ``MemoryEngine.open``."""
+
+
+class RecallConfig(_Section):
+    """Which implementation serves each channel, and how channels are fused."""
+
+    keyword_recaller: str = "keyword"
+    vector_recaller: str = "vector"
+    channel_timeout_s: float = Field(default=10.0, gt=0, le=600)
+    """A channel that takes longer is reported in ``SearchResult.channel_errors`` and ignored."""
+    candidates_per_channel: int = Field(default=50, ge=1, le=10_000)
+    """Each channel returns at least this many candidates (and at least k) for fusion."""
+    rrf_k: int = Field(default=60, ge=1)
+    """The RRF constant: score = sum_c weight_c / (rrf_k + rank_c)."""
+    channel_weights: dict[str, float] = Field(default_factory=lambda: {"keyword": 1.0, "vector": 1.0})
+    """RRF weight per channel name; 0 removes a channel's influence on the ranking."""
+
+
+class StorageConfig(_Section):
+    """Where vectors live. The truth store (turns, records, keyword index) is always SQLite in the store dir."""
+
+    vector_backend: str = "numpy"
+    """``numpy`` (exact cosine, embedded) or ``chroma``."""
+    chroma_mode: Literal["persistent", "http"] = "persistent"
+    chroma_host: str = "localhost"
+    chroma_port: int = Field(default=8000, ge=1, le=65535)
+    chroma_path: str | None = None
+    """PersistentClient folder; defaults to ``<store>/chroma``."""
+    chroma_collection_prefix: str = "memory_ext"
+
+
+class LimitsConfig(_Section):
+    """Input limits; anything above them is refused with a typed error and nothing is written."""
+
+    max_content_chars: int = Field(default=200_000, ge=1)
+    max_query_chars: int = Field(default=20_000, ge=1)
+    max_k: int = Field(default=1_000, ge=1)
+    max_batch_turns: int = Field(default=100_000, ge=1)
+
+
+class EngineConfig(_Section):
+    """The whole engine configuration (load it with :meth:`from_dict`, :meth:`from_file`)."""
+
+    globals: GlobalsConfig = Field(default_factory=GlobalsConfig)
+    recall: RecallConfig = Field(default_factory=RecallConfig)
+    storage: StorageConfig = Field(default_factory=StorageConfig)
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> EngineConfig:
+        """Build from a plain mapping; unknown keys or wrong types raise ConfigError."""
+        if data is None:
+            return cls()
+        if not isinstance(data, dict):
+            raise ConfigError("config", data, "pass a mapping (dict), an EngineConfig, or a YAML/TOML/JSON path")
+        try:
+            return cls.model_validate(data)
+        except pydantic.ValidationError as exc:
+            raise _to_config_error(exc) from None
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> EngineConfig:
+        """Load from a ``.yaml``/``.yml``, ``.toml`` or ``.json`` file."""
+        p = Path(path)
+        if not p.is_file():
+            raise ConfigError("config", str(path), "give the path of an existing YAML, TOML or JSON file")
+        text = p.read_text(encoding="utf-8")
+        suffix = p.suffix.lower()
+        try:
+            if suffix in (".yaml", ".yml"):
+                import yaml
+
+                data = yaml.safe_load(text) or {}
+            elif suffix == ".toml":
+                data = tomllib.loads(text)
+            elif suffix == ".json":
+                data = json.loads(text)
+            else:
+                raise ConfigError("config", str(path), "use a .yaml, .yml, .toml or .json file")
+        except ConfigError:
+            raise
+        except Exception as exc:  # parse errors of three libraries
+            raise ConfigError("config", str(path), f"the file does not parse: {exc}") from None
+        return cls.from_dict(data)
+
+    @classmethod
+    def coerce(cls, value: EngineConfig | dict[str, Any] | str | Path | None) -> EngineConfig:
+        if isinstance(value, EngineConfig):
+            return value
+        if isinstance(value, (str, Path)):
+            return cls.from_file(value)
+        return cls.from_dict(value)
+
+
+def _to_config_error(exc: pydantic.ValidationError) -> ConfigError:
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in err["loc"])
+    value = err.get("input")
+    if err["type"] == "extra_forbidden":
+        section: type[BaseModel] = EngineConfig
+        for part in err["loc"][:-1]:
+            field = section.model_fields.get(str(part))
+            annotation = getattr(field, "annotation", None)
+            if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+                section = annotation
+        return ConfigError(loc, value, "unknown key; valid keys: " + ", ".join(sorted(section.model_fields)))
+    return ConfigError(loc, value, err["msg"])

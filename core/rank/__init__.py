@@ -1,0 +1,5 @@
+"""Ranking: fusion of channel rankings (and, in later versions, MMR, budgets and disclosure)."""
+
+from .fusion import FusedItem, rrf
+
+__all__ = ["FusedItem", "rrf"]

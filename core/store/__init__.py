@@ -1,0 +1,1 @@
+"""Storage: the SQLite truth store, the keyword index and the vector indexes."""

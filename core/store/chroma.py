@@ -1,0 +1,334 @@
+"""The ``chroma`` vector backend: a derived index in Chroma (embedded ``PersistentClient`` or a server).
+
+Select it with ``{"storage": {"vector_backend": "chroma"}}`` (needs ``pip install "memory-ext[chroma]"``);
+``storage.chroma_mode = "http"`` talks to a server started with
+``chroma run --path <dir> --host 127.0.0.1 --port 8000``.
+
+How it works, and why:
+
+* **Derived, never the truth.** SQLite keeps every vector; Chroma only indexes them, so ``memext reindex`` can
+  rebuild it. Every hit Chroma returns is checked against the ``embeddings`` table of the caller's SQLite
+  connection (``ns_id`` and ``rid`` must both match): a search sees exactly the truth store's snapshot, never a
+  vector whose SQLite transaction has not committed or was rolled back, and never another namespace's row, even
+  if Chroma holds a stale entry.
+* **One collection per embedder**: named from ``chroma_collection_prefix``, the sanitised embedder id, the
+  dimension and a crc32 of the exact id (see :func:`collection_name`); cosine space
+  (``configuration={"hnsw": {"space": "cosine"}}``, the chromadb 1.x form); ``embedding_function=None`` so Chroma
+  never loads its default model; ids are ``str(rid)``; metadata ``{"ns_id", "rid"}``; no documents (user text
+  never leaves SQLite).
+* **All or nothing writes.** :meth:`ChromaVectorIndex.add` runs inside the engine's SQLite transaction. It
+  upserts in batches; if a batch fails it deletes what it wrote, restores entries it overwrote, and raises
+  :class:`~memory_ext.errors.StoreError`, so the engine's rollback leaves both stores as they were.
+* **Search** filters with ``where={"ns_id": ...}``. An ``allowed`` set of up to :data:`MAX_IN_FILTER` rids is
+  pushed into Chroma as ``{"rid": {"$in": [...]}}`` under ``$and``; a larger one would make every query a
+  huge request, so Chroma is asked for more of the namespace's neighbours (growing ×4) and the set is applied in
+  Python until ``k`` allowed hits are found or the namespace is exhausted. Scores are cosine similarities
+  (``1 - cosine distance``), best first, ties by rid.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import warnings
+import zlib
+from collections.abc import Callable, Collection, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
+
+from ..errors import ConfigError, EmbedderError, MissingDependencyError, StoreError
+from ..registry import vector_backends
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from ..config import StorageConfig
+
+__all__ = ["MAX_IN_FILTER", "ChromaVectorIndex", "collection_name"]
+
+MAX_IN_FILTER = 1_000
+"""Largest ``allowed`` set sent to Chroma as an ``$in`` filter; larger sets are applied in Python."""
+
+_MAX_NAME = 63  # the strictest Chroma rule (3-63 chars; 1.x servers accept more)
+_PREFIX_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9_-]{0,30}[A-Za-z0-9])?$")
+_SQL_CHUNK = 500
+T = TypeVar("T")
+
+
+def collection_name(prefix: str, embedder_id: str, dim: int) -> str:
+    """The Chroma collection of one embedder: ``<prefix>_<slug>_d<dim>_<crc32 of embedder_id>``.
+
+    The slug keeps the id readable; the crc32 keeps two ids that sanitise alike apart.
+
+    >>> collection_name("memory_ext", "hashing-v1:256", 256)
+    'memory_ext_hashing-v1_256_d256_5d464af6'
+    """
+    if not isinstance(prefix, str) or not _PREFIX_RE.match(prefix):
+        raise ConfigError("storage.chroma_collection_prefix", prefix,
+                          "use 1-32 letters, digits, '_' or '-', starting and ending with a letter or digit")
+    crc = f"{zlib.crc32(embedder_id.encode('utf-8')):08x}"
+    tail = f"_d{int(dim)}_{crc}"
+    slug = re.sub(r"[^A-Za-z0-9_-]+", "_", embedder_id).strip("_-") or "embedder"
+    slug = slug[: max(1, _MAX_NAME - len(prefix) - 1 - len(tail))].rstrip("_-") or "e"
+    return f"{prefix}_{slug}{tail}"
+
+
+def _batches(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _too_many_results(exc: Exception) -> bool:
+    """Errors older chromadb versions raise when n_results exceeds what the filter or index holds."""
+    text = str(exc).lower()
+    return any(s in text for s in ("number of requested results", "contigious", "contiguous", "n_results"))
+
+
+@vector_backends.register("chroma")
+class ChromaVectorIndex:
+    """Cosine search in a Chroma collection (embedded or client/server), one collection per embedder.
+
+    The engine builds it from ``storage.vector_backend = "chroma"``; by hand::
+
+        index = ChromaVectorIndex(storage=StorageConfig(vector_backend="chroma"), directory=store_dir,
+                                  embedder_id="hashing-v1:256", dim=256)
+        with truth_store.transaction("add") as conn:   # vectors are written to SQLite first
+            index.add(conn, ns_id, rids, vectors)
+        index.search(truth_store.reader(), ns_id, query_vector, k=10)   # [(rid, cosine), ...]
+
+    ``add``/``remove``/``search`` take the truth store's SQLite connection (see the module docstring).
+    ``batch_size`` caps the ids per Chroma request (default: the client's maximum).
+    """
+
+    name = "chroma"
+
+    def __init__(self, *, storage: StorageConfig, directory: Path, embedder_id: str, dim: int,
+                 batch_size: int | None = None, **_: object) -> None:
+        try:
+            import chromadb
+            from chromadb.config import Settings
+        except ImportError:
+            raise MissingDependencyError("chromadb", "chroma", "the chroma vector backend") from None
+        if not isinstance(dim, int) or dim <= 0:
+            raise EmbedderError(str(embedder_id), f"dimension must be a positive integer, got {dim!r}")
+        if batch_size is not None and batch_size <= 0:
+            raise ValueError(f"batch_size must be positive, got {batch_size!r}")
+        self.embedder_id = str(embedder_id)
+        self.dim = dim
+        self.mode = storage.chroma_mode
+        self.collection_name = collection_name(storage.chroma_collection_prefix, self.embedder_id, dim)
+        settings = Settings(anonymized_telemetry=False)
+        if storage.chroma_mode == "http":
+            host, port = storage.chroma_host, storage.chroma_port
+            self.location = f"http://{host}:{port}"
+            try:
+                self._client = chromadb.HttpClient(host=host, port=port, settings=settings)
+                self._client.heartbeat()
+            except Exception as exc:  # chromadb raises ValueError or httpx errors
+                raise StoreError(
+                    f"cannot reach the Chroma server at {host}:{port} ({type(exc).__name__}: {exc}); start it "
+                    f"with `chroma run --path <dir> --host {host} --port {port}`, fix storage.chroma_host/"
+                    f"chroma_port, or use storage.chroma_mode='persistent'"
+                ) from exc
+        else:
+            path = Path(storage.chroma_path).expanduser() if storage.chroma_path else Path(directory) / "chroma"
+            self.location = str(path)
+            try:
+                self._client = chromadb.PersistentClient(path=str(path), settings=settings)
+            except Exception as exc:
+                raise StoreError(f"cannot open the Chroma store at {str(path)!r} ({type(exc).__name__}: {exc}); "
+                                 f"check that the folder is writable, or set storage.chroma_path") from exc
+        try:
+            self._collection = self._client.get_or_create_collection(
+                self.collection_name,
+                embedding_function=None,
+                configuration={"hnsw": {"space": "cosine"}},
+                metadata={"embedder_id": self.embedder_id, "dim": dim, "created_by": "memory-ext"},
+            )
+            with warnings.catch_warnings():  # chromadb records embedding_function=None as "legacy" and warns
+                warnings.filterwarnings("ignore", "legacy embedding function config", DeprecationWarning)
+                config = self._collection.configuration or {}
+            space = (config.get("hnsw") or {}).get("space") or (self._collection.metadata or {}).get("hnsw:space")
+            self._batch = batch_size or int(self._client.get_max_batch_size())
+        except Exception as exc:
+            self._close_client()
+            raise StoreError(f"Chroma at {self.location}: cannot open collection {self.collection_name!r} "
+                             f"({type(exc).__name__}: {exc})") from exc
+        stored_id = (self._collection.metadata or {}).get("embedder_id")
+        if space != "cosine" or (stored_id is not None and stored_id != self.embedder_id):
+            self._close_client()
+            raise StoreError(
+                f"Chroma collection {self.collection_name!r} at {self.location} was not made by memory-ext for "
+                f"embedder {self.embedder_id!r} (space {space!r}, embedder {stored_id!r}); delete it or set "
+                f"another storage.chroma_collection_prefix"
+            )
+        self._closed = False
+
+    # -- helpers -------------------------------------------------------------------------------------------
+    @property
+    def collection(self) -> Any:
+        """The underlying ``chromadb`` collection (read it; writes belong to the engine)."""
+        return self._collection
+
+    def _call(self, operation: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        if self._closed:
+            raise StoreError(f"{operation}: the chroma vector index is closed")
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:
+            raise StoreError(f"Chroma at {self.location}, collection {self.collection_name!r}: {operation} "
+                             f"failed ({type(exc).__name__}: {exc})") from exc
+
+    def _check(self, vectors: Any, n: int | None) -> np.ndarray:
+        arr = np.asarray(vectors, dtype=np.float32)
+        if arr.ndim == 1:
+            arr = arr.reshape(1, -1)
+        if arr.ndim != 2 or arr.shape[1] != self.dim or (n is not None and arr.shape[0] != n):
+            want = f"({n}, {self.dim})" if n is not None else f"({self.dim},)"
+            raise EmbedderError(self.embedder_id, f"expected vectors of shape {want}, got {arr.shape}")
+        if not np.isfinite(arr).all():
+            raise EmbedderError(self.embedder_id, "vectors contain NaN or infinite values")
+        return arr
+
+    # -- writes --------------------------------------------------------------------------------------------
+    def add(self, conn: sqlite3.Connection, ns_id: int, rids: Sequence[int], vectors: np.ndarray) -> None:
+        """Upsert ``rids`` with ``vectors`` into the namespace; all or nothing (raises StoreError on failure)."""
+        rids = [int(r) for r in rids]
+        if not rids:
+            return
+        if len(set(rids)) != len(rids):
+            raise StoreError(f"add: duplicate rids in one batch: {rids[:10]}")
+        arr = self._check(vectors, len(rids))
+        if self._closed:
+            raise StoreError("add: the chroma vector index is closed")
+        ids = [str(r) for r in rids]
+        previous: dict[str, tuple[Any, Any]] = {}
+        for chunk in _batches(ids, self._batch):
+            got = self._call("add (read previous entries)", self._collection.get, ids=list(chunk),
+                             include=["embeddings", "metadatas"])
+            for i, pid in enumerate(got["ids"]):
+                previous[pid] = (got["embeddings"][i], got["metadatas"][i])
+        written = 0
+        try:
+            for start in range(0, len(ids), self._batch):
+                end = min(start + self._batch, len(ids))
+                written = end  # a failed request may still have been applied in part: undo it too
+                self._collection.upsert(
+                    ids=ids[start:end],
+                    embeddings=arr[start:end],
+                    metadatas=[{"ns_id": int(ns_id), "rid": r} for r in rids[start:end]],
+                )
+        except Exception as exc:
+            problem = self._undo(ids[:written], previous)
+            raise StoreError(
+                f"Chroma at {self.location}, collection {self.collection_name!r}: add of {len(ids)} vectors "
+                f"failed ({type(exc).__name__}: {exc}); "
+                + (f"cleaning up also failed ({problem}); the stale entries are ignored by search and "
+                   f"`memext reindex` removes them" if problem else "nothing was written")
+            ) from exc
+
+    def _undo(self, ids: Sequence[str], previous: dict[str, tuple[Any, Any]]) -> str | None:
+        try:
+            for chunk in _batches(list(ids), self._batch):
+                self._collection.delete(ids=list(chunk))
+            back = [pid for pid in ids if pid in previous]
+            for chunk in _batches(back, self._batch):
+                self._collection.upsert(ids=list(chunk),
+                                        embeddings=np.asarray([previous[p][0] for p in chunk], dtype=np.float32),
+                                        metadatas=[previous[p][1] for p in chunk])
+        except Exception as exc:
+            return f"{type(exc).__name__}: {exc}"
+        return None
+
+    def remove(self, conn: sqlite3.Connection, ns_id: int, rids: Sequence[int]) -> None:
+        """Delete the namespace's ``rids`` (ids of other namespaces are never touched)."""
+        ids = [str(int(r)) for r in rids]
+        for chunk in _batches(ids, self._batch):
+            self._call("remove", self._collection.delete, ids=list(chunk), where={"ns_id": int(ns_id)})
+
+    def invalidate(self, ns_id: int | None = None) -> None:
+        """Nothing is cached in this process: Chroma is always current."""
+
+    # -- reads ---------------------------------------------------------------------------------------------
+    def search(self, conn: sqlite3.Connection, ns_id: int, query: np.ndarray, k: int, *,
+               allowed: Collection[int] | None = None) -> list[tuple[int, float]]:
+        """The ``k`` rids of namespace ``ns_id`` nearest to ``query``: ``(rid, cosine similarity)``, best first."""
+        if k <= 0:
+            return []
+        q = self._check(query, 1)[0]
+        ns_id = int(ns_id)
+        where: dict[str, Any] = {"ns_id": ns_id}
+        keep: set[int] | None = None
+        if allowed is not None:
+            allowed_set = {int(r) for r in allowed}
+            if not allowed_set:
+                return []
+            k = min(k, len(allowed_set))
+            if len(allowed_set) <= MAX_IN_FILTER:
+                where = {"$and": [{"ns_id": ns_id}, {"rid": {"$in": sorted(allowed_set)}}]}
+            else:
+                keep = allowed_set
+        n = k if keep is None else 4 * k
+        while True:
+            hits = self._query(q, n, where)
+            exhausted = len(hits) < n
+            if keep is not None:
+                hits = [h for h in hits if h[0] in keep]
+            live = self._in_truth_store(conn, ns_id, [rid for rid, _ in hits])
+            found = [h for h in hits if h[0] in live]
+            if len(found) >= k or exhausted:
+                break
+            n *= 4
+        found.sort(key=lambda h: (-h[1], h[0]))
+        return found[:k]
+
+    def _query(self, q: np.ndarray, n: int, where: dict[str, Any]) -> list[tuple[int, float]]:
+        try:
+            if self._closed:
+                raise StoreError("search: the chroma vector index is closed")
+            res = self._collection.query(query_embeddings=q.reshape(1, -1), n_results=n, where=where,
+                                         include=["distances"])
+        except StoreError:
+            raise
+        except Exception as exc:
+            if not _too_many_results(exc):
+                raise StoreError(f"Chroma at {self.location}, collection {self.collection_name!r}: search "
+                                 f"failed ({type(exc).__name__}: {exc})") from exc
+            # older chromadb: n_results may not exceed the matching count; ask again with that count
+            count = len(self._call("search (count)", self._collection.get, where=where, include=[])["ids"])
+            if count == 0:
+                return []
+            res = self._call("search", self._collection.query, query_embeddings=q.reshape(1, -1),
+                             n_results=min(n, count), where=where, include=["distances"])
+        ids, dists = res["ids"][0], res["distances"][0]
+        return [(int(i), 1.0 - float(d)) for i, d in zip(ids, dists, strict=True)]
+
+    @staticmethod
+    def _in_truth_store(conn: sqlite3.Connection, ns_id: int, rids: Sequence[int]) -> set[int]:
+        out: set[int] = set()
+        for chunk in _batches(list(rids), _SQL_CHUNK):
+            marks = ",".join("?" * len(chunk))
+            out.update(int(r[0]) for r in conn.execute(
+                f"SELECT rid FROM embeddings WHERE ns_id=? AND rid IN ({marks})", (ns_id, *chunk)))
+        return out
+
+    # -- lifecycle -----------------------------------------------------------------------------------------
+    def _close_client(self) -> None:
+        """Release the client after a failed construction; the construction error is the one reported."""
+        with contextlib.suppress(Exception):
+            self._client.close()
+
+    def close(self) -> None:
+        """Release the client (the embedded store stays on disk). Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._client.close()
+        except Exception as exc:
+            raise StoreError(f"Chroma at {self.location}: close failed ({type(exc).__name__}: {exc})") from exc
+
+    def __repr__(self) -> str:
+        return f"ChromaVectorIndex({self.mode}, {self.location!r}, collection={self.collection_name!r})"

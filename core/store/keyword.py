@@ -1,0 +1,535 @@
+"""Incremental BM25 keyword index, persisted in SQLite, one independent index per namespace.
+
+Storage (tables prefixed ``kw_``; written inside the caller's transaction, never committed here)::
+
+    kw_docs(seq INTEGER PRIMARY KEY AUTOINCREMENT, ns_id, rid, len, terms, tfs)   UNIQUE(ns_id, rid)
+        one row per indexed document: its distinct terms ("\\x1f"-joined) and their frequencies
+        (little-endian int32 blob); ``len`` is the token count; ``seq`` only ever grows.
+    kw_stats(ns_id PRIMARY KEY, n_docs, total_len, last_seq, version)
+        per-namespace counters; ``version`` is bumped by every delete (remove, drop, re-add).
+
+Search runs on an in-memory copy of a namespace, loaded lazily on its first search and kept in sync at
+every search by one primary-key lookup in ``kw_stats``:
+
+* nothing changed -> no further SQL;
+* only appends (``last_seq`` grew, same ``version``) -> load just the rows with a higher ``seq``;
+* anything else (a delete here or in another process, a rolled-back write) -> reload the namespace.
+
+So readers in other processes see new writes, and adding a document never rebuilds the index. In memory a
+namespace is a CSR posting matrix (term -> doc positions, tf) plus a small unsorted tail of recent postings,
+merged into the CSR matrix when it grows past :data:`_TAIL_MERGE`. Scores are computed with numpy over the
+postings of the query terms only.
+
+Statistics (N, avgdl, df) are per namespace: one tenant's documents never change another tenant's scores,
+and no query can reach another namespace's rows.
+
+>>> import sqlite3
+>>> conn = sqlite3.connect(":memory:")
+>>> KeywordIndex.create_schema(conn)
+>>> index = KeywordIndex()
+>>> index.add(conn, 1, [(10, "I adopted a cat named Mochi"), (11, "We went hiking in the Alps")])
+>>> index.add(conn, 2, [(12, "My cat hates the vet")])
+>>> [rid for rid, _ in index.search(conn, 1, "cat", k=5)]
+[10]
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections import Counter
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from ..errors import InvalidQueryError
+from ..text.tokenize import tokenize
+
+__all__ = ["KeywordIndex", "bm25_idf", "bm25_tf_weight", "okapi_idf_floor"]
+
+_SEP = "\x1f"  # joins a document's distinct terms; the tokenizer never emits it
+_TAIL_MERGE = 65_536  # postings kept unsorted before they are merged into the CSR matrix
+_SQL_CHUNK = 500  # rids per "IN (...)" statement (SQLite's default variable limit is 999+)
+
+F64 = npt.NDArray[np.float64]
+
+
+# --------------------------------------------------------------------------------------------- formulas
+
+
+def bm25_idf(df: npt.ArrayLike, n_docs: int) -> F64:
+    """Okapi/Robertson-Sparck Jones IDF without the +1: ``log(N - df + 0.5) - log(df + 0.5)``.
+
+    Negative for terms in more than half of the documents. Source: Robertson & Zaragoza, "The
+    Probabilistic Relevance Framework: BM25 and Beyond" (2009), eq. 3.3; the exact expression of
+    ``rank_bm25.BM25Okapi._calc_idf`` (rank_bm25 0.2.2).
+
+    >>> float(bm25_idf(1, 3).round(4))
+    0.5108
+    """
+    d = np.asarray(df, dtype=np.float64)
+    return np.log(n_docs - d + 0.5) - np.log(d + 0.5)
+
+
+def okapi_idf_floor(all_df: npt.ArrayLike, n_docs: int, epsilon: float) -> float:
+    """The value rank_bm25's BM25Okapi gives to every term whose IDF is negative: ``epsilon * mean(idf)``.
+
+    The mean runs over the raw IDF of every term of the corpus vocabulary (``all_df`` = their document
+    frequencies, zeros ignored). Source: ``rank_bm25.BM25Okapi._calc_idf`` (an ATIRE-style floor, Trotman,
+    Puurula & Burgess, "Improvements to BM25 and Language Models Examined", ADCS 2014).
+
+    >>> round(okapi_idf_floor([1, 1, 2], 3, 0.25), 4)
+    0.0426
+    """
+    d = np.asarray(all_df, dtype=np.float64)
+    d = d[d > 0]
+    if d.size == 0:
+        return 0.0
+    return float(epsilon * bm25_idf(d, n_docs).mean())
+
+
+def bm25_tf_weight(tf: npt.ArrayLike, doc_len: npt.ArrayLike, avgdl: float, k1: float, b: float) -> F64:
+    """Okapi BM25 saturated term frequency: ``tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))``.
+
+    Source: Robertson & Zaragoza (2009), eq. 3.15, as computed by ``rank_bm25.BM25Okapi.get_scores``.
+
+    >>> float(bm25_tf_weight(1.0, 10, 10.0, 1.5, 0.75))
+    1.0
+    """
+    t = np.asarray(tf, dtype=np.float64)
+    norm = k1 * (1.0 - b + b * np.asarray(doc_len, dtype=np.float64) / avgdl)
+    return t * (k1 + 1.0) / (t + norm)
+
+
+# ------------------------------------------------------------------------------------------ SQL helpers
+
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS kw_docs(
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        ns_id INTEGER NOT NULL,
+        rid INTEGER NOT NULL,
+        len INTEGER NOT NULL,
+        terms TEXT NOT NULL,
+        tfs BLOB NOT NULL,
+        UNIQUE(ns_id, rid))""",
+    "CREATE INDEX IF NOT EXISTS kw_docs_ns_seq ON kw_docs(ns_id, seq)",
+    """CREATE TABLE IF NOT EXISTS kw_stats(
+        ns_id INTEGER PRIMARY KEY,
+        n_docs INTEGER NOT NULL,
+        total_len INTEGER NOT NULL,
+        last_seq INTEGER NOT NULL,
+        version INTEGER NOT NULL)""",
+)
+
+_LOAD_SQL = "SELECT rid, len, terms, tfs FROM kw_docs WHERE ns_id=? AND seq>? AND seq<=? ORDER BY seq"
+
+
+def _chunks(items: Sequence[int], size: int = _SQL_CHUNK) -> Iterable[Sequence[int]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+def _in_clause(n: int) -> str:
+    return "(" + ",".join("?" * n) + ")"
+
+
+@dataclass(frozen=True)
+class _Stats:
+    n_docs: int
+    total_len: int
+    last_seq: int
+    version: int
+
+
+def _read_stats(conn: sqlite3.Connection, ns_id: int) -> _Stats | None:
+    row = conn.execute(
+        "SELECT n_docs, total_len, last_seq, version FROM kw_stats WHERE ns_id=?", (ns_id,)
+    ).fetchone()
+    return None if row is None else _Stats(int(row[0]), int(row[1]), int(row[2]), int(row[3]))
+
+
+# ------------------------------------------------------------------------------------ in-memory index
+
+
+def _grow(arr: np.ndarray, needed: int) -> np.ndarray:
+    """Return ``arr`` or a copy with capacity >= ``needed`` (doubling); existing cells are never changed."""
+    if needed <= arr.shape[0]:
+        return arr
+    out = np.zeros(max(needed, 2 * arr.shape[0], 64), dtype=arr.dtype)
+    out[: arr.shape[0]] = arr
+    return out
+
+
+@dataclass
+class _Snapshot:
+    """What one search needs, taken under the lock; arrays in it are never mutated afterwards."""
+
+    n_docs: int
+    k1: float
+    rids: npt.NDArray[np.int64]
+    norm: F64  # k1 * (1 - b + b * dl / avgdl) per doc position
+    pos: list[npt.NDArray[np.int32]]
+    tf: list[npt.NDArray[np.float32]]
+    weight: list[float]  # idf * query-term count, per query term
+
+
+@dataclass
+class _NsIndex:
+    """The in-memory BM25 index of one namespace (mutated only under its namespace lock)."""
+
+    version: int = -1
+    last_seq: int = 0
+    n_docs: int = 0
+    total_len: int = 0
+    rids: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
+    dl: npt.NDArray[np.float64] = field(default_factory=lambda: np.zeros(0, np.float64))
+    vocab: dict[str, int] = field(default_factory=dict)
+    df: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
+    # CSR postings of the merged part: term id t -> pos[indptr[t]:indptr[t+1]], tf[...]
+    indptr: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(1, np.int64))
+    pos: npt.NDArray[np.int32] = field(default_factory=lambda: np.zeros(0, np.int32))
+    tf: npt.NDArray[np.float32] = field(default_factory=lambda: np.zeros(0, np.float32))
+    # recent postings, unsorted, as appended batches (flattened lazily)
+    tail: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
+    tail_size: int = 0
+    _tail_flat: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    # caches keyed by the corpus state
+    _floor_key: tuple[int, int] = (-1, -1)
+    _floor: float = 0.0
+    _norm_key: tuple[int, int, float, float] = (-1, -1, 0.0, 0.0)
+    _norm: F64 = field(default_factory=lambda: np.zeros(0, np.float64))
+    _generation: int = 0  # bumped whenever df changes
+
+    def append(self, rows: Sequence[tuple[int, int, str, bytes]]) -> None:
+        """Append documents ``(rid, len, terms, tfs)`` at the next positions; postings go to the tail."""
+        if not rows:
+            return
+        n0, n = self.n_docs, len(rows)
+        self.rids = _grow(self.rids, n0 + n)
+        self.dl = _grow(self.dl, n0 + n)
+        vocab = self.vocab
+        term_ids: list[int] = []
+        counts = np.empty(n, dtype=np.int64)
+        tf_parts: list[bytes] = []
+        for i, (rid, length, terms, tfs) in enumerate(rows):
+            self.rids[n0 + i] = rid
+            self.dl[n0 + i] = length
+            self.total_len += length
+            if terms:
+                names = terms.split(_SEP)
+                term_ids.extend([vocab.setdefault(t, len(vocab)) for t in names])
+                counts[i] = len(names)
+            else:
+                counts[i] = 0
+            tf_parts.append(tfs)
+        self.n_docs = n0 + n
+        terms_arr = np.array(term_ids, dtype=np.int32)
+        tf_arr = np.frombuffer(b"".join(tf_parts), dtype="<i4").astype(np.float32)
+        pos_arr = np.repeat(np.arange(n0, n0 + n, dtype=np.int32), counts)
+        self.df = _grow(self.df, len(vocab))
+        if terms_arr.size:
+            self.df[: len(vocab)] += np.bincount(terms_arr, minlength=len(vocab))
+            self.tail.append((terms_arr, pos_arr, tf_arr))
+            self.tail_size += int(terms_arr.size)
+            self._tail_flat = None
+            self._generation += 1
+        if self.tail_size > _TAIL_MERGE:
+            self.merge_tail()
+
+    def _flat_tail(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self._tail_flat is None:
+            if self.tail:
+                self._tail_flat = (
+                    np.concatenate([t[0] for t in self.tail]),
+                    np.concatenate([t[1] for t in self.tail]),
+                    np.concatenate([t[2] for t in self.tail]),
+                )
+            else:
+                empty = np.zeros(0, np.int32)
+                self._tail_flat = (empty, empty, np.zeros(0, np.float32))
+        return self._tail_flat
+
+    def merge_tail(self) -> None:
+        """Merge the tail into the CSR matrix: one linear pass (``np.insert``), postings stay grouped by term."""
+        if not self.tail:
+            return
+        t_terms, t_pos, t_tf = self._flat_tail()
+        order = np.argsort(t_terms, kind="stable")
+        t_terms, t_pos, t_tf = t_terms[order], t_pos[order], t_tf[order]
+        n_terms = len(self.vocab)
+        old = self.indptr
+        ext = np.concatenate([old, np.full(n_terms + 1 - old.shape[0], old[-1], dtype=np.int64)])
+        at = ext[t_terms.astype(np.int64) + 1]
+        self.pos = np.insert(self.pos, at, t_pos)
+        self.tf = np.insert(self.tf, at, t_tf)
+        added = np.bincount(t_terms, minlength=n_terms)
+        self.indptr = ext + np.concatenate([[0], np.cumsum(added)])
+        self.tail, self.tail_size, self._tail_flat = [], 0, None
+
+    def idf_floor(self, epsilon: float) -> float:
+        key = (self.n_docs, self._generation)
+        if key != self._floor_key:
+            self._floor = okapi_idf_floor(self.df[: len(self.vocab)], self.n_docs, epsilon)
+            self._floor_key = key
+        return self._floor
+
+    def norm(self, k1: float, b: float) -> F64:
+        key = (self.n_docs, self.total_len, k1, b)
+        if key != self._norm_key:
+            avgdl = self.total_len / self.n_docs
+            self._norm = k1 * (1.0 - b + b * self.dl[: self.n_docs] / avgdl)
+            self._norm_key = key
+        return self._norm
+
+    def postings(self, tid: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]:
+        """Doc positions and term frequencies of term ``tid`` (merged part + tail)."""
+        lo, hi = (int(self.indptr[tid]), int(self.indptr[tid + 1])) if tid + 1 < self.indptr.shape[0] else (0, 0)
+        pos, tf = self.pos[lo:hi], self.tf[lo:hi]
+        if self.tail:
+            t_terms, t_pos, t_tf = self._flat_tail()
+            hit = t_terms == tid
+            if hit.any():
+                pos = np.concatenate([pos, t_pos[hit]])
+                tf = np.concatenate([tf, t_tf[hit]])
+        return pos, tf
+
+
+# ------------------------------------------------------------------------------------------- the index
+
+
+class KeywordIndex:
+    """BM25 (Okapi, k1=1.5, b=0.75, same IDF rule as ``rank_bm25.BM25Okapi`` incl. its epsilon floor) per namespace.
+
+    Scores equal ``rank_bm25.BM25Okapi(corpus).get_scores(tokenize(query))`` over the namespace's documents
+    (tokenized with :func:`memory_ext.text.tokenize`), to floating-point rounding: a query term repeated in
+    the query counts once per occurrence, exactly as rank_bm25 loops over the query tokens.
+
+    Writes (:meth:`add`, :meth:`remove`, :meth:`drop_namespace`) run inside the caller's open transaction and
+    never commit. After a rollback call :meth:`invalidate`. Searches may run from several threads while
+    another thread adds; the in-memory copy is changed under a lock and scoring runs outside it.
+
+    >>> import sqlite3
+    >>> conn = sqlite3.connect(":memory:")
+    >>> KeywordIndex.create_schema(conn)
+    >>> index = KeywordIndex()
+    >>> index.add(conn, 7, [(1, "我喜欢猫"), (2, "the cat sat on the mat"), (3, "dogs bark")])
+    >>> [rid for rid, _ in index.search(conn, 7, "猫 cat", k=10)]
+    [2, 1]
+    >>> index.doc_count(conn, 7)
+    3
+    """
+
+    def __init__(self, *, k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25) -> None:
+        if k1 < 0 or not 0.0 <= b <= 1.0:
+            raise ValueError(f"KeywordIndex: got k1={k1!r}, b={b!r}; need k1 >= 0 and 0 <= b <= 1")
+        self.k1, self.b, self.epsilon = float(k1), float(b), float(epsilon)
+        self._lock = threading.Lock()  # guards the two dicts below
+        self._cache: dict[int, _NsIndex] = {}
+        self._ns_locks: dict[int, threading.Lock] = {}  # one per namespace: loads of one never block another
+
+    # ----------------------------------------------------------------------------------------- writes
+
+    @staticmethod
+    def create_schema(conn: sqlite3.Connection) -> None:
+        """Create the ``kw_`` tables and indexes if they do not exist (no commit)."""
+        for statement in _SCHEMA:
+            conn.execute(statement)
+
+    def add(self, conn: sqlite3.Connection, ns_id: int, docs: Sequence[tuple[int, str]]) -> None:
+        """Tokenize and write postings for ``(rid, text)`` docs inside the CALLER's open transaction (never commit).
+
+        Re-adding a rid already indexed in ``ns_id`` replaces its text (within one call, the last wins).
+        """
+        latest: dict[int, str] = {}
+        for rid, text in docs:
+            latest[int(rid)] = text
+        if not latest:
+            return
+        existing = self._existing(conn, ns_id, list(latest))
+        if existing:
+            self.remove(conn, ns_id, existing)
+        rows = []
+        total = 0
+        for rid, text in latest.items():
+            counts = Counter(tokenize(text))
+            length = sum(counts.values())
+            total += length
+            rows.append((ns_id, rid, length, _SEP.join(counts), np.fromiter(counts.values(), "<i4").tobytes()))
+        conn.executemany("INSERT INTO kw_docs(ns_id, rid, len, terms, tfs) VALUES (?,?,?,?,?)", rows)
+        last_seq = conn.execute("SELECT max(seq) FROM kw_docs WHERE ns_id=?", (ns_id,)).fetchone()[0]
+        cur = conn.execute(
+            "UPDATE kw_stats SET n_docs=n_docs+?, total_len=total_len+?, last_seq=? WHERE ns_id=?",
+            (len(rows), total, last_seq, ns_id),
+        )
+        if cur.rowcount == 0:
+            conn.execute(
+                "INSERT INTO kw_stats(ns_id, n_docs, total_len, last_seq, version) VALUES (?,?,?,?,0)",
+                (ns_id, len(rows), total, last_seq),
+            )
+
+    def remove(self, conn: sqlite3.Connection, ns_id: int, rids: Sequence[int]) -> None:
+        """Delete the postings of ``rids`` in ``ns_id`` inside the caller's transaction; unknown rids are ignored."""
+        wanted = sorted({int(r) for r in rids})
+        n_removed = removed_len = 0
+        for part in _chunks(wanted):
+            clause = _in_clause(len(part))
+            row = conn.execute(
+                f"SELECT count(*), coalesce(sum(len), 0) FROM kw_docs WHERE ns_id=? AND rid IN {clause}",
+                (ns_id, *part),
+            ).fetchone()
+            if row[0]:
+                conn.execute(f"DELETE FROM kw_docs WHERE ns_id=? AND rid IN {clause}", (ns_id, *part))
+                n_removed += int(row[0])
+                removed_len += int(row[1])
+        if n_removed:
+            conn.execute(
+                "UPDATE kw_stats SET n_docs=n_docs-?, total_len=total_len-?, version=version+1 WHERE ns_id=?",
+                (n_removed, removed_len, ns_id),
+            )
+            self.invalidate(ns_id)
+
+    def drop_namespace(self, conn: sqlite3.Connection, ns_id: int) -> None:
+        """Delete every document of ``ns_id`` inside the caller's transaction.
+
+        The namespace's ``kw_stats`` row stays, zeroed with a new version (it holds counters only), so that
+        other processes holding a cached copy notice the drop.
+        """
+        conn.execute("DELETE FROM kw_docs WHERE ns_id=?", (ns_id,))
+        conn.execute(
+            "UPDATE kw_stats SET n_docs=0, total_len=0, last_seq=0, version=version+1 WHERE ns_id=?", (ns_id,)
+        )
+        self.invalidate(ns_id)
+
+    def invalidate(self, ns_id: int | None = None) -> None:
+        """Forget the in-memory copy of ``ns_id`` (all namespaces if None); the next search reloads it."""
+        with self._lock:
+            if ns_id is None:
+                self._cache.clear()
+            else:
+                self._cache.pop(ns_id, None)
+
+    @staticmethod
+    def _existing(conn: sqlite3.Connection, ns_id: int, rids: Sequence[int]) -> list[int]:
+        found: list[int] = []
+        for part in _chunks(rids):
+            sql = f"SELECT rid FROM kw_docs WHERE ns_id=? AND rid IN {_in_clause(len(part))}"
+            found.extend(int(r[0]) for r in conn.execute(sql, (ns_id, *part)))
+        return found
+
+    # ------------------------------------------------------------------------------------------ reads
+
+    def doc_count(self, conn: sqlite3.Connection, ns_id: int) -> int:
+        """Number of documents indexed in ``ns_id``."""
+        stats = _read_stats(conn, ns_id)
+        return 0 if stats is None else stats.n_docs
+
+    def search(
+        self,
+        conn: sqlite3.Connection,
+        ns_id: int,
+        query: str,
+        k: int,
+        *,
+        allowed: Collection[int] | None = None,
+    ) -> list[tuple[int, float]]:
+        """Top-k ``(rid, score)`` by BM25 within ``ns_id`` only, highest first; ties broken by rid ascending.
+
+        ``allowed`` restricts the result to those rids (a filter: BM25 statistics stay those of the whole
+        namespace). Only documents sharing at least one term with the query are returned, so fewer than k
+        (possibly none) may come back. An empty query (or one made only of stop words) returns ``[]``.
+        """
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise InvalidQueryError("k", k, "pass a positive integer")
+        if allowed is not None and len(allowed) == 0:
+            return []
+        qtf = Counter(tokenize(query))
+        if not qtf:
+            return []
+        snap = self._snapshot(conn, ns_id, qtf)
+        if snap is None:
+            return []
+        return _top_k(snap, k, allowed)
+
+    def _snapshot(self, conn: sqlite3.Connection, ns_id: int, qtf: Counter[str]) -> _Snapshot | None:
+        with self._lock:
+            ns_lock = self._ns_locks.setdefault(ns_id, threading.Lock())
+        with ns_lock:
+            index = self._sync(conn, ns_id)
+            if index is None or index.n_docs == 0:
+                return None
+            tids = [(index.vocab[t], c) for t, c in qtf.items() if t in index.vocab]
+            if not tids:
+                return None
+            floor = index.idf_floor(self.epsilon)
+            idf = bm25_idf(np.array([index.df[t] for t, _ in tids]), index.n_docs)
+            idf = np.where(idf < 0, floor, idf)
+            pos, tf = zip(*(index.postings(t) for t, _ in tids), strict=True)
+            return _Snapshot(
+                n_docs=index.n_docs,
+                k1=self.k1,
+                rids=index.rids[: index.n_docs],
+                norm=index.norm(self.k1, self.b),
+                pos=list(pos),
+                tf=list(tf),
+                weight=[float(w) * c for w, (_, c) in zip(idf, tids, strict=True)],
+            )
+
+    def _sync(self, conn: sqlite3.Connection, ns_id: int) -> _NsIndex | None:
+        """Bring the cached copy of ``ns_id`` up to date with the database (caller holds the namespace lock)."""
+        stats = _read_stats(conn, ns_id)
+        if stats is None:
+            self.invalidate(ns_id)
+            return None
+        with self._lock:
+            index = self._cache.get(ns_id)
+        if index is not None and index.version == stats.version and index.last_seq == stats.last_seq:
+            return index
+        if index is not None and index.version == stats.version and index.last_seq < stats.last_seq:
+            index.append(conn.execute(_LOAD_SQL, (ns_id, index.last_seq, stats.last_seq)).fetchall())
+            index.last_seq = stats.last_seq
+            if index.n_docs == stats.n_docs:
+                return index
+        for _ in range(3):  # a full load; retried if a concurrent writer moved the stats meanwhile
+            index = _NsIndex(version=stats.version, last_seq=stats.last_seq)
+            index.append(conn.execute(_LOAD_SQL, (ns_id, 0, stats.last_seq)).fetchall())
+            index.merge_tail()
+            fresh = _read_stats(conn, ns_id)
+            if fresh == stats or fresh is None:
+                break
+            stats = fresh
+        with self._lock:
+            self._cache[ns_id] = index
+        return index
+
+
+def _top_k(snap: _Snapshot, k: int, allowed: Collection[int] | None) -> list[tuple[int, float]]:
+    """Score the snapshot's postings and return the k best ``(rid, score)``, ties by rid ascending."""
+    positions = np.concatenate(snap.pos)
+    weights = np.concatenate(
+        [w * _saturate(tf, snap.norm[p], snap.k1) for w, p, tf in zip(snap.weight, snap.pos, snap.tf, strict=True)]
+    )
+    scores = np.bincount(positions, weights=weights, minlength=snap.n_docs)
+    hit = np.zeros(snap.n_docs, dtype=bool)
+    hit[positions] = True
+    cand = np.flatnonzero(hit)
+    if allowed is not None:
+        allowed_arr = np.fromiter((int(r) for r in allowed), dtype=np.int64)
+        cand = cand[np.isin(snap.rids[cand], allowed_arr)]
+    if cand.size == 0:
+        return []
+    cand_scores = scores[cand]
+    if cand.size > k:
+        kth = np.partition(cand_scores, cand.size - k)[cand.size - k]
+        keep = cand_scores >= kth  # every doc tied with the k-th stays in, for the rid tie-break
+        cand, cand_scores = cand[keep], cand_scores[keep]
+    cand_rids = snap.rids[cand]
+    order = np.lexsort((cand_rids, -cand_scores))[:k]
+    return [(int(cand_rids[i]), float(cand_scores[i])) for i in order]
+
+
+def _saturate(tf: npt.NDArray[np.float32], norm: F64, k1: float) -> F64:
+    """``tf * (k1 + 1) / (tf + norm)`` with the per-document ``norm`` precomputed; see :func:`bm25_tf_weight`."""
+    t = tf.astype(np.float64)
+    return t * (k1 + 1.0) / (t + norm)

@@ -1,0 +1,461 @@
+"""The truth store: one SQLite database (WAL) in the store directory.
+
+It holds namespaces, turns, records and embeddings (float32 blobs tagged with the embedder id and dimension);
+the keyword index keeps its postings in the same database. Every query that touches user data carries a
+namespace id (``ns_id``), so one namespace can never read another's rows.
+
+Concurrency: one *writer process* per directory, enforced by an exclusive ``flock`` on ``LOCK`` (a second writer
+fails fast with :class:`~memory_ext.errors.StoreLockedError`); any number of read-only processes. Inside a
+process, writes are serialised by a lock on the single write connection, and every thread reads through its own
+connection, so searches run in parallel with each other and with a write.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import EmbedderMismatchError, ReadOnlyStoreError, SchemaVersionError, StoreError, StoreLockedError
+
+__all__ = ["DB_FILE", "SCHEMA_VERSION", "TruthStore", "TurnRow", "RecordRow"]
+
+DB_FILE = "memory.sqlite3"
+LOCK_FILE = "LOCK"
+
+
+def _run_script(conn: sqlite3.Connection, script: str) -> None:
+    """Execute ``;``-separated DDL inside the caller's transaction (``executescript`` would commit it)."""
+    for statement in script.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+
+
+def _v1(conn: sqlite3.Connection) -> None:
+    _run_script(
+        conn,
+        """
+        CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE IF NOT EXISTS namespaces(
+            ns_id INTEGER PRIMARY KEY,
+            user_id TEXT NOT NULL,
+            agent_id TEXT NOT NULL DEFAULT '',
+            created_at REAL NOT NULL,
+            generation INTEGER NOT NULL DEFAULT 0,
+            UNIQUE(user_id, agent_id)
+        );
+        CREATE TABLE IF NOT EXISTS turns(
+            tid INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            ns_id INTEGER NOT NULL REFERENCES namespaces(ns_id),
+            seq INTEGER NOT NULL,
+            session_id TEXT,
+            role TEXT NOT NULL,
+            speaker TEXT,
+            content TEXT NOT NULL,
+            ts REAL,
+            external_id TEXT,
+            tool_calls TEXT NOT NULL DEFAULT '[]',
+            attachments TEXT NOT NULL DEFAULT '[]',
+            metadata TEXT NOT NULL DEFAULT '{}',
+            token_count INTEGER NOT NULL DEFAULT 0,
+            created_at REAL NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS turns_ns_seq ON turns(ns_id, seq);
+        CREATE INDEX IF NOT EXISTS turns_ns_session ON turns(ns_id, session_id);
+        CREATE INDEX IF NOT EXISTS turns_ns_external ON turns(ns_id, external_id);
+        CREATE TABLE IF NOT EXISTS records(
+            rid INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            ns_id INTEGER NOT NULL REFERENCES namespaces(ns_id),
+            kind TEXT NOT NULL,
+            text TEXT NOT NULL,
+            index_text TEXT NOT NULL,
+            l0 TEXT,
+            l1 TEXT,
+            entities TEXT NOT NULL DEFAULT '[]',
+            tags TEXT NOT NULL DEFAULT '[]',
+            ref_ts REAL,
+            valid_from REAL,
+            valid_to REAL,
+            turn_ids TEXT NOT NULL DEFAULT '[]',
+            source_role TEXT,
+            speaker TEXT,
+            session_id TEXT,
+            importance REAL NOT NULL DEFAULT 0.5,
+            access_count INTEGER NOT NULL DEFAULT 0,
+            superseded_by TEXT,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS records_ns_kind ON records(ns_id, kind);
+        CREATE INDEX IF NOT EXISTS records_ns_session ON records(ns_id, session_id);
+        CREATE TABLE IF NOT EXISTS embeddings(
+            rid INTEGER PRIMARY KEY REFERENCES records(rid),
+            ns_id INTEGER NOT NULL,
+            embedder_id TEXT NOT NULL,
+            dim INTEGER NOT NULL,
+            vector BLOB NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS embeddings_ns_rid ON embeddings(ns_id, rid);
+        """
+    )
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1]
+"""MIGRATIONS[i] upgrades a store from schema version i to i + 1. Append, never edit."""
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+@dataclass(frozen=True, slots=True)
+class TurnRow:
+    """A stored turn, as the engine reads it back."""
+
+    tid: int
+    id: str
+    seq: int
+    session_id: str | None
+    role: str
+    speaker: str | None
+    content: str
+    ts: float | None
+    external_id: str | None
+    tool_calls: list[dict[str, Any]]
+    attachments: list[dict[str, Any]]
+    metadata: dict[str, Any]
+    token_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class RecordRow:
+    """A stored record, as the read path needs it."""
+
+    rid: int
+    id: str
+    kind: str
+    text: str
+    turn_ids: list[str]
+    source_role: str | None
+    speaker: str | None
+    session_id: str | None
+    ref_ts: float | None
+
+
+def _lock_holder(path: Path) -> str:
+    try:
+        return f"pid {path.read_text().strip() or '?'}"
+    except OSError:
+        return "unknown process"
+
+
+class TruthStore:
+    """SQLite truth store of one directory. Use through :class:`memory_ext.MemoryEngine`."""
+
+    def __init__(self, directory: str | os.PathLike[str], *, read_only: bool = False) -> None:
+        self.directory = Path(directory).expanduser()
+        self.read_only = read_only
+        self._lock_fd: int | None = None
+        self.write_lock = threading.RLock()
+        self._local = threading.local()
+        self._readers: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()
+        self._closed = False
+        db_path = self.directory / DB_FILE
+        if read_only:
+            if not db_path.exists():
+                raise StoreError(f"no store at {str(self.directory)!r}: open it once without read_only to create it")
+            self._writer: sqlite3.Connection | None = None
+        else:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self._acquire_lock()
+            try:
+                self._writer = self._connect(db_path, read_only=False)
+                self._writer.execute("PRAGMA journal_mode=WAL")
+                self._writer.execute("PRAGMA synchronous=NORMAL")
+                self._migrate(self._writer)
+            except BaseException:
+                self._release_lock()
+                raise
+        self._db_path = db_path
+        version = self._schema_version(self.reader())
+        if version > SCHEMA_VERSION:
+            raise SchemaVersionError(
+                f"store {str(self.directory)!r} has schema version {version}, newer than this memory-ext "
+                f"understands ({SCHEMA_VERSION}); upgrade memory-ext"
+            )
+
+    # -- connections -------------------------------------------------------------------------------------
+    @staticmethod
+    def _connect(db_path: Path, *, read_only: bool) -> sqlite3.Connection:
+        if read_only:
+            conn = sqlite3.connect(f"{db_path.as_uri()}?mode=ro", uri=True, check_same_thread=False,
+                                   isolation_level=None, timeout=30)
+        else:
+            conn = sqlite3.connect(db_path, check_same_thread=False, isolation_level=None, timeout=30)
+        conn.execute("PRAGMA foreign_keys=ON")
+        return conn
+
+    def _acquire_lock(self) -> None:
+        path = self.directory / LOCK_FILE
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            import fcntl
+
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except ImportError:  # pragma: no cover - not POSIX: no cross-process lock
+            pass
+        except BlockingIOError:
+            os.close(fd)
+            raise StoreLockedError(str(self.directory), _lock_holder(path)) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        self._lock_fd = fd
+
+    def _release_lock(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # closing the descriptor releases the flock
+            self._lock_fd = None
+
+    def reader(self) -> sqlite3.Connection:
+        """This thread's read connection (created on first use)."""
+        if self._closed:
+            raise StoreError("the store is closed")
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._connect(self.directory / DB_FILE, read_only=self.read_only)
+            conn.execute("PRAGMA query_only=ON")
+            self._local.conn = conn
+            with self._readers_lock:
+                self._readers.append(conn)
+        return conn
+
+    @contextmanager
+    def transaction(self, operation: str) -> Iterator[sqlite3.Connection]:
+        """One write transaction on the writer connection; rolled back whole on any error."""
+        if self._writer is None:
+            raise ReadOnlyStoreError(operation)
+        with self.write_lock:
+            conn = self._writer
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            else:
+                conn.execute("COMMIT")
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        with self._readers_lock:
+            for conn in self._readers:
+                conn.close()
+            self._readers.clear()
+        if self._writer is not None:
+            with self.write_lock:
+                self._writer.close()
+        self._release_lock()
+
+    # -- schema --------------------------------------------------------------------------------------------
+    @staticmethod
+    def _schema_version(conn: sqlite3.Connection) -> int:
+        row = conn.execute("SELECT name FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
+        if row is None:
+            return 0
+        row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        return int(row[0]) if row else 0
+
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        current = self._schema_version(conn)
+        if current > SCHEMA_VERSION:
+            return  # reported by __init__
+        for version in range(current, SCHEMA_VERSION):
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                MIGRATIONS[version](conn)
+                conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)",
+                             (str(version + 1),))
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    def add_schema(self, create: Callable[[sqlite3.Connection], None]) -> None:
+        """Let an index create its own tables (idempotent ``CREATE ... IF NOT EXISTS``)."""
+        if self._writer is None:
+            return
+        with self.transaction("create index schema") as conn:
+            create(conn)
+
+    # -- meta ------------------------------------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        row = self.reader().execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def check_embedder(self, embedder_id: str) -> bool:
+        """Raise if the store was indexed with another embedder; True when the store has no vectors yet."""
+        stored = self.get_meta("embedder_id")
+        if stored is not None and stored != embedder_id:
+            raise EmbedderMismatchError(stored, embedder_id)
+        return stored is None
+
+    @staticmethod
+    def set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
+        conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)", (key, value))
+
+    # -- namespaces ----------------------------------------------------------------------------------------
+    def find_namespace(self, key: tuple[str, str]) -> int | None:
+        row = self.reader().execute("SELECT ns_id FROM namespaces WHERE user_id=? AND agent_id=?", key).fetchone()
+        return int(row[0]) if row else None
+
+    @staticmethod
+    def ensure_namespace(conn: sqlite3.Connection, key: tuple[str, str]) -> int:
+        row = conn.execute("SELECT ns_id FROM namespaces WHERE user_id=? AND agent_id=?", key).fetchone()
+        if row:
+            return int(row[0])
+        cur = conn.execute("INSERT INTO namespaces(user_id, agent_id, created_at) VALUES(?, ?, ?)",
+                           (*key, time.time()))
+        return int(cur.lastrowid)
+
+    def namespaces(self) -> list[tuple[int, str, str]]:
+        return [(int(r[0]), r[1], r[2]) for r in
+                self.reader().execute("SELECT ns_id, user_id, agent_id FROM namespaces ORDER BY ns_id")]
+
+    # -- writes (inside a transaction) ---------------------------------------------------------------------
+    @staticmethod
+    def next_seq(conn: sqlite3.Connection, ns_id: int) -> int:
+        row = conn.execute("SELECT COALESCE(MAX(seq), -1) FROM turns WHERE ns_id=?", (ns_id,)).fetchone()
+        return int(row[0]) + 1
+
+    @staticmethod
+    def insert_turns(conn: sqlite3.Connection, ns_id: int, rows: Sequence[dict[str, Any]]) -> None:
+        now = time.time()
+        conn.executemany(
+            "INSERT INTO turns(id, ns_id, seq, session_id, role, speaker, content, ts, external_id, tool_calls,"
+            " attachments, metadata, token_count, created_at) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            [(r["id"], ns_id, r["seq"], r["session_id"], r["role"], r["speaker"], r["content"], r["ts"],
+              r["external_id"], json.dumps(r["tool_calls"], default=str),
+              json.dumps(r["attachments"], default=str), json.dumps(r["metadata"], default=str),
+              r["token_count"], now) for r in rows],
+        )
+
+    @staticmethod
+    def insert_records(conn: sqlite3.Connection, ns_id: int, rows: Sequence[dict[str, Any]]) -> list[int]:
+        """Insert records; returns their rids in order."""
+        now = time.time()
+        rids = []
+        for r in rows:
+            cur = conn.execute(
+                "INSERT INTO records(id, ns_id, kind, text, index_text, l0, l1, entities, tags, ref_ts, turn_ids,"
+                " source_role, speaker, session_id, importance, created_at, updated_at)"
+                " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (r["id"], ns_id, r["kind"], r["text"], r["index_text"], r.get("l0"), r.get("l1"),
+                 json.dumps(r.get("entities", [])), json.dumps(r.get("tags", [])), r.get("ref_ts"),
+                 json.dumps(r["turn_ids"]), r.get("source_role"), r.get("speaker"), r.get("session_id"),
+                 r.get("importance", 0.5), now, now),
+            )
+            rids.append(int(cur.lastrowid))
+        return rids
+
+    def insert_embeddings(self, conn: sqlite3.Connection, ns_id: int, rids: Sequence[int], vectors: np.ndarray,
+                          embedder_id: str) -> None:
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        dim = int(vectors.shape[1])
+        if self.get_meta("embedder_id") is None:
+            self.set_meta(conn, "embedder_id", embedder_id)
+            self.set_meta(conn, "embedder_dim", str(dim))
+        conn.executemany(
+            "INSERT OR REPLACE INTO embeddings(rid, ns_id, embedder_id, dim, vector) VALUES(?,?,?,?,?)",
+            [(rid, ns_id, embedder_id, dim, vectors[i].tobytes()) for i, rid in enumerate(rids)],
+        )
+
+    @staticmethod
+    def delete_rows(conn: sqlite3.Connection, ns_id: int, session_id: str | None) -> tuple[list[int], int]:
+        """Delete a namespace's (or one session's) turns, records and embeddings; returns (rids, n_turns)."""
+        if session_id is None:
+            rids = [int(r[0]) for r in conn.execute("SELECT rid FROM records WHERE ns_id=?", (ns_id,))]
+            conn.execute("DELETE FROM embeddings WHERE ns_id=?", (ns_id,))
+            conn.execute("DELETE FROM records WHERE ns_id=?", (ns_id,))
+            n_turns = conn.execute("DELETE FROM turns WHERE ns_id=?", (ns_id,)).rowcount
+        else:
+            rids = [int(r[0]) for r in conn.execute("SELECT rid FROM records WHERE ns_id=? AND session_id=?",
+                                                    (ns_id, session_id))]
+            conn.executemany("DELETE FROM embeddings WHERE ns_id=? AND rid=?", [(ns_id, r) for r in rids])
+            conn.execute("DELETE FROM records WHERE ns_id=? AND session_id=?", (ns_id, session_id))
+            n_turns = conn.execute("DELETE FROM turns WHERE ns_id=? AND session_id=?", (ns_id, session_id)).rowcount
+        conn.execute("UPDATE namespaces SET generation = generation + 1 WHERE ns_id=?", (ns_id,))
+        return rids, int(n_turns)
+
+    # -- reads -------------------------------------------------------------------------------------------------
+    def records_by_rid(self, ns_id: int, rids: Sequence[int]) -> dict[int, RecordRow]:
+        out: dict[int, RecordRow] = {}
+        conn = self.reader()
+        for chunk in _chunks(list(rids), 500):
+            marks = ",".join("?" * len(chunk))
+            for r in conn.execute(
+                f"SELECT rid, id, kind, text, turn_ids, source_role, speaker, session_id, ref_ts FROM records"
+                f" WHERE ns_id=? AND rid IN ({marks})", (ns_id, *chunk)):
+                out[int(r[0])] = RecordRow(int(r[0]), r[1], r[2], r[3], json.loads(r[4]), r[5], r[6], r[7], r[8])
+        return out
+
+    def turns_by_id(self, ns_id: int, turn_ids: Iterable[str]) -> dict[str, TurnRow]:
+        out: dict[str, TurnRow] = {}
+        conn = self.reader()
+        for chunk in _chunks(list(dict.fromkeys(turn_ids)), 500):
+            marks = ",".join("?" * len(chunk))
+            for r in conn.execute(f"SELECT {_TURN_COLS} FROM turns WHERE ns_id=? AND id IN ({marks})",
+                                  (ns_id, *chunk)):
+                row = _turn_row(r)
+                out[row.id] = row
+        return out
+
+    def list_turns(self, ns_id: int, session_id: str | None = None, limit: int | None = None,
+                   offset: int = 0) -> list[TurnRow]:
+        sql = f"SELECT {_TURN_COLS} FROM turns WHERE ns_id=?"
+        args: list[Any] = [ns_id]
+        if session_id is not None:
+            sql += " AND session_id=?"
+            args.append(session_id)
+        sql += " ORDER BY seq LIMIT ? OFFSET ?"
+        args += [-1 if limit is None else limit, offset]
+        return [_turn_row(r) for r in self.reader().execute(sql, args)]
+
+    def filter_rids(self, ns_id: int, where: str, args: Sequence[Any]) -> set[int]:
+        """rids of the namespace matching a SQL condition built by the engine from validated filters."""
+        sql = f"SELECT rid FROM records WHERE ns_id=? AND ({where})"
+        return {int(r[0]) for r in self.reader().execute(sql, (ns_id, *args))}
+
+    def count(self, table: str, ns_id: int | None = None) -> int:
+        if table not in ("turns", "records", "embeddings"):
+            raise ValueError(table)
+        if ns_id is None:
+            return int(self.reader().execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
+        return int(self.reader().execute(f"SELECT COUNT(*) FROM {table} WHERE ns_id=?", (ns_id,)).fetchone()[0])
+
+    def disk_bytes(self) -> int:
+        return sum(p.stat().st_size for p in self.directory.rglob("*") if p.is_file())
+
+
+_TURN_COLS = ("tid, id, seq, session_id, role, speaker, content, ts, external_id, tool_calls, attachments, metadata,"
+              " token_count")
+
+
+def _turn_row(r: Sequence[Any]) -> TurnRow:
+    return TurnRow(int(r[0]), r[1], int(r[2]), r[3], r[4], r[5], r[6], r[7], r[8], json.loads(r[9]),
+                   json.loads(r[10]), json.loads(r[11]), int(r[12]))
+
+
+def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]

@@ -1,0 +1,136 @@
+"""Vector indexes: the protocol and the embedded default (exact cosine with numpy, per namespace partition).
+
+The truth store keeps every vector (float32 blob, embedder id, dimension) in SQLite. ``NumpyVectorIndex``
+loads a namespace's vectors lazily on its first search into a growable float32 matrix and afterwards reads only
+rows with a higher rid, so new writes (from this process or another) are seen without a rebuild.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Collection, Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from ..registry import vector_backends
+
+__all__ = ["NumpyVectorIndex", "VectorIndex"]
+
+
+@runtime_checkable
+class VectorIndex(Protocol):
+    """What the engine needs of a vector index. Writes happen inside the caller's SQLite transaction."""
+
+    name: str
+
+    def add(self, conn: sqlite3.Connection, ns_id: int, rids: Sequence[int], vectors: np.ndarray) -> None: ...
+
+    def remove(self, conn: sqlite3.Connection, ns_id: int, rids: Sequence[int]) -> None: ...
+
+    def invalidate(self, ns_id: int | None = None) -> None: ...
+
+    def search(self, conn: sqlite3.Connection, ns_id: int, query: np.ndarray, k: int, *,
+               allowed: Collection[int] | None = None) -> list[tuple[int, float]]: ...
+
+    def close(self) -> None: ...
+
+
+class _Partition:
+    __slots__ = ("dim", "generation", "last_rid", "matrix", "n", "rids")
+
+    def __init__(self, dim: int, generation: int) -> None:
+        self.dim = dim
+        self.generation = generation
+        self.last_rid = 0
+        self.n = 0
+        self.matrix = np.zeros((0, dim), dtype=np.float32)
+        self.rids = np.zeros(0, dtype=np.int64)
+
+    def append(self, rids: np.ndarray, rows: np.ndarray) -> None:
+        need = self.n + len(rids)
+        if need > len(self.rids):
+            cap = max(need, 2 * len(self.rids), 256)
+            matrix = np.zeros((cap, self.dim), dtype=np.float32)
+            matrix[: self.n] = self.matrix[: self.n]
+            ids = np.zeros(cap, dtype=np.int64)
+            ids[: self.n] = self.rids[: self.n]
+            self.matrix, self.rids = matrix, ids
+        self.matrix[self.n : need] = rows
+        self.rids[self.n : need] = rids
+        self.n = need
+        self.last_rid = int(rids.max())
+
+
+@vector_backends.register("numpy")
+class NumpyVectorIndex:
+    """Exact cosine search over float32 rows partitioned by namespace (vectors are unit-normalised)."""
+
+    name = "numpy"
+
+    def __init__(self, **_: object) -> None:
+        self._parts: dict[int, _Partition] = {}
+        self._lock = threading.Lock()
+
+    def add(self, conn: sqlite3.Connection, ns_id: int, rids: Sequence[int], vectors: np.ndarray) -> None:
+        """Nothing beyond the truth store's rows: the partition picks them up at its next search."""
+
+    def remove(self, conn: sqlite3.Connection, ns_id: int, rids: Sequence[int]) -> None:
+        self.invalidate(ns_id)
+
+    def invalidate(self, ns_id: int | None = None) -> None:
+        with self._lock:
+            if ns_id is None:
+                self._parts.clear()
+            else:
+                self._parts.pop(ns_id, None)
+
+    def _sync(self, conn: sqlite3.Connection, ns_id: int) -> _Partition | None:
+        row = conn.execute("SELECT generation FROM namespaces WHERE ns_id=?", (ns_id,)).fetchone()
+        generation = int(row[0]) if row else 0
+        with self._lock:
+            part = self._parts.get(ns_id)
+            if part is not None and part.generation != generation:
+                part = None
+            top = conn.execute("SELECT MAX(rid) FROM embeddings WHERE ns_id=?", (ns_id,)).fetchone()[0]
+            if top is None:
+                self._parts.pop(ns_id, None)
+                return None
+            if part is not None and int(top) <= part.last_rid:
+                return part
+            after = part.last_rid if part is not None else 0
+            rows = conn.execute("SELECT rid, dim, vector FROM embeddings WHERE ns_id=? AND rid>? ORDER BY rid",
+                                (ns_id, after)).fetchall()
+            if not rows:
+                return part
+            dim = int(rows[0][1])
+            if part is None:
+                part = _Partition(dim, generation)
+                self._parts[ns_id] = part
+            rids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+            mat = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(len(rows), dim)
+            part.append(rids, mat)
+            return part
+
+    def search(self, conn: sqlite3.Connection, ns_id: int, query: np.ndarray, k: int, *,
+               allowed: Collection[int] | None = None) -> list[tuple[int, float]]:
+        part = self._sync(conn, ns_id)
+        if part is None or k <= 0:
+            return []
+        with self._lock:
+            matrix, rids = part.matrix[: part.n], part.rids[: part.n]
+        scores = matrix @ np.asarray(query, dtype=np.float32)
+        if allowed is not None:
+            mask = np.isin(rids, np.fromiter(allowed, dtype=np.int64, count=len(allowed)))
+            scores = np.where(mask, scores, -np.inf)
+            k = min(k, int(mask.sum()))
+            if k == 0:
+                return []
+        k = min(k, len(scores))
+        top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
+        top = top[np.lexsort((rids[top], -scores[top]))]
+        return [(int(rids[i]), float(scores[i])) for i in top]
+
+    def close(self) -> None:
+        self.invalidate()

@@ -1,0 +1,71 @@
+"""The recall runner with channels that fail and hang, and the engine's degraded results."""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from memory_ext import MemoryEngine, RetrievalError
+from memory_ext.recall.keyword import KeywordRecaller
+from memory_ext.recall.runner import run_channels
+from memory_ext.recall.vector import VectorRecaller
+from memory_ext.registry import recallers
+
+
+def test_failing_and_hanging_channels_become_channel_errors() -> None:
+    release = threading.Event()
+
+    def hang() -> list[tuple[int, float]]:
+        release.wait(5)
+        return [(9, 1.0)]
+
+    def boom() -> list[tuple[int, float]]:
+        raise ConnectionError("server gone")
+
+    with ThreadPoolExecutor(4) as pool:
+        started = time.perf_counter()
+        run = run_channels(pool, {"ok": lambda: [(1, 0.5)], "boom": boom, "hang": hang}, timeout_s=0.3)
+        assert time.perf_counter() - started < 2
+        release.set()
+    assert run.results == {"ok": [(1, 0.5)]}
+    errors = {e.channel: e for e in run.errors}
+    assert errors["boom"].error_type == "ConnectionError" and "server gone" in errors["boom"].message
+    assert errors["hang"].error_type == "TimeoutError" and "channel_timeout_s" in errors["hang"].message
+
+
+@recallers.register("test_broken_vector")
+class BrokenVector(VectorRecaller):
+    def recall(self, request):  # type: ignore[no-untyped-def]
+        raise RuntimeError("vector index corrupted")
+
+
+@recallers.register("test_slow_keyword")
+class SlowKeyword(KeywordRecaller):
+    def recall(self, request):  # type: ignore[no-untyped-def]
+        time.sleep(1.0)
+        return super().recall(request)
+
+
+def test_engine_degrades_when_one_channel_fails(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    with MemoryEngine.open(tmp_path / "s", embedder="hashing",
+                           config={"recall": {"vector_recaller": "test_broken_vector"}}) as eng:
+        eng.add_turns([{"role": "user", "content": "I adopted a beagle called Toby"},
+                       {"role": "user", "content": "The weather is nice"}], "ana")
+        res = eng.search("beagle Toby", "ana", k=3)
+        assert res.degraded and res.channel_errors[0].channel == "vector"
+        assert "corrupted" in res.channel_errors[0].message
+        assert "Toby" in res.items[0].text and set(res.items[0].channels) == {"keyword"}
+
+
+def test_engine_raises_when_every_channel_fails(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    config = {"recall": {"channel_timeout_s": 0.2, "vector_recaller": "test_broken_vector",
+                         "keyword_recaller": "test_slow_keyword"}}
+    with MemoryEngine.open(tmp_path / "s", embedder="hashing", config=config) as eng:
+        eng.add_turns([{"role": "user", "content": "Toby is a beagle"}], "u")
+        with pytest.raises(RetrievalError) as info:
+            eng.search("beagle", "u")
+        assert {e.channel for e in info.value.errors} == {"vector", "keyword"}
+        assert "TimeoutError" in str(info.value) and "RuntimeError" in str(info.value)
