@@ -117,7 +117,7 @@ class MemoryEngine:
         if config.globals.vector_enabled and embedder is not None:
             backend = vector_backends.resolve("storage.vector_backend", config.storage.vector_backend)
             self._vector = backend(storage=config.storage, directory=store.directory, embedder_id=embedder.id,
-                                   dim=embedder.dim)
+                                   dim=embedder.dim, store_id=store.store_id)
         ctx = RecallContext(store=store, keyword_index=self._keyword, vector_index=self._vector, embedder=embedder)
         self._recallers: dict[str, Recaller] = {
             "keyword": recallers.resolve("recall.keyword_recaller", config.recall.keyword_recaller)(ctx)}

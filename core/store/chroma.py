@@ -10,7 +10,8 @@ How it works, and why:
   rebuild it. Every hit Chroma returns is checked against the ``embeddings`` table of the caller's SQLite
   connection (``ns_id`` and ``rid`` must both match): a search sees exactly the truth store's snapshot, never a
   vector whose SQLite transaction has not committed or was rolled back, and never another namespace's row, even
-  if Chroma holds a stale entry.
+  if Chroma holds a stale entry. Scores are recomputed from the SQLite row (exactly what the numpy index
+  returns); a Chroma entry whose score disagrees with it by more than 1e-3 is not this store's and is dropped.
 * **One collection per embedder**: named from ``chroma_collection_prefix``, the sanitised embedder id, the
   dimension and a crc32 of the exact id (see :func:`collection_name`); cosine space
   (``configuration={"hnsw": {"space": "cosine"}}``, the chromadb 1.x form); ``embedding_function=None`` so Chroma
@@ -23,7 +24,8 @@ How it works, and why:
   pushed into Chroma as ``{"rid": {"$in": [...]}}`` under ``$and``; a larger one would make every query a
   huge request, so Chroma is asked for more of the namespace's neighbours (growing ×4) and the set is applied in
   Python until ``k`` allowed hits are found or the namespace is exhausted. Scores are cosine similarities
-  (``1 - cosine distance``), best first, ties by rid.
+  of the SQLite rows, best first, ties by rid. Candidates come from Chroma's HNSW index (ef_search 100), so
+  recall is near-exact rather than guaranteed exact on very large namespaces.
 """
 
 from __future__ import annotations
@@ -54,13 +56,15 @@ MAX_IN_FILTER = 1_000
 _MAX_NAME = 63  # the strictest Chroma rule (3-63 chars; 1.x servers accept more)
 _PREFIX_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9_-]{0,30}[A-Za-z0-9])?$")
 _SQL_CHUNK = 500
+_SCORE_TOLERANCE = 1e-3  # Chroma's float32 cosine vs ours; a foreign vector differs by far more
 T = TypeVar("T")
 
 
-def collection_name(prefix: str, embedder_id: str, dim: int) -> str:
-    """The Chroma collection of one embedder: ``<prefix>_<slug>_d<dim>_<crc32 of embedder_id>``.
+def collection_name(prefix: str, embedder_id: str, dim: int, store_id: str | None = None) -> str:
+    """The Chroma collection of one embedder: ``<prefix>_<slug>_d<dim>_<crc32 of embedder_id [+ store_id]>``.
 
-    The slug keeps the id readable; the crc32 keeps two ids that sanitise alike apart.
+    The slug keeps the id readable; the crc32 keeps two ids that sanitise alike apart, and, given a
+    ``store_id``, two truth stores that share one Chroma server apart (their rids would collide otherwise).
 
     >>> collection_name("memory_ext", "hashing-v1:256", 256)
     'memory_ext_hashing-v1_256_d256_5d464af6'
@@ -68,7 +72,8 @@ def collection_name(prefix: str, embedder_id: str, dim: int) -> str:
     if not isinstance(prefix, str) or not _PREFIX_RE.match(prefix):
         raise ConfigError("storage.chroma_collection_prefix", prefix,
                           "use 1-32 letters, digits, '_' or '-', starting and ending with a letter or digit")
-    crc = f"{zlib.crc32(embedder_id.encode('utf-8')):08x}"
+    key = embedder_id if store_id is None else f"{embedder_id}\0{store_id}"
+    crc = f"{zlib.crc32(key.encode('utf-8')):08x}"
     tail = f"_d{int(dim)}_{crc}"
     slug = re.sub(r"[^A-Za-z0-9_-]+", "_", embedder_id).strip("_-") or "embedder"
     slug = slug[: max(1, _MAX_NAME - len(prefix) - 1 - len(tail))].rstrip("_-") or "e"
@@ -99,13 +104,15 @@ class ChromaVectorIndex:
         index.search(truth_store.reader(), ns_id, query_vector, k=10)   # [(rid, cosine), ...]
 
     ``add``/``remove``/``search`` take the truth store's SQLite connection (see the module docstring).
-    ``batch_size`` caps the ids per Chroma request (default: the client's maximum).
+    ``store_id`` (a stable id of the truth store) gives each store its own collection, so several stores can
+    share one server; without it, give each store its own ``chroma_collection_prefix``. ``batch_size`` caps the
+    ids per Chroma request (default: the client's maximum).
     """
 
     name = "chroma"
 
     def __init__(self, *, storage: StorageConfig, directory: Path, embedder_id: str, dim: int,
-                 batch_size: int | None = None, **_: object) -> None:
+                 store_id: str | None = None, batch_size: int | None = None, **_: object) -> None:
         try:
             import chromadb
             from chromadb.config import Settings
@@ -118,7 +125,7 @@ class ChromaVectorIndex:
         self.embedder_id = str(embedder_id)
         self.dim = dim
         self.mode = storage.chroma_mode
-        self.collection_name = collection_name(storage.chroma_collection_prefix, self.embedder_id, dim)
+        self.collection_name = collection_name(storage.chroma_collection_prefix, self.embedder_id, dim, store_id)
         settings = Settings(anonymized_telemetry=False)
         if storage.chroma_mode == "http":
             host, port = storage.chroma_host, storage.chroma_port
@@ -276,8 +283,7 @@ class ChromaVectorIndex:
             exhausted = len(hits) < n
             if keep is not None:
                 hits = [h for h in hits if h[0] in keep]
-            live = self._in_truth_store(conn, ns_id, [rid for rid, _ in hits])
-            found = [h for h in hits if h[0] in live]
+            found = self._verify(conn, ns_id, q, hits)
             if len(found) >= k or exhausted:
                 break
             n *= 4
@@ -305,13 +311,32 @@ class ChromaVectorIndex:
         ids, dists = res["ids"][0], res["distances"][0]
         return [(int(i), 1.0 - float(d)) for i, d in zip(ids, dists, strict=True)]
 
-    @staticmethod
-    def _in_truth_store(conn: sqlite3.Connection, ns_id: int, rids: Sequence[int]) -> set[int]:
-        out: set[int] = set()
-        for chunk in _batches(list(rids), _SQL_CHUNK):
+    def _verify(self, conn: sqlite3.Connection, ns_id: int, q: np.ndarray,
+                hits: list[tuple[int, float]]) -> list[tuple[int, float]]:
+        """Keep the hits whose vector is in the truth store (same namespace, same vector); score them exactly.
+
+        The score becomes the cosine of the query and the SQLite float32 row, as the numpy index computes it; a
+        Chroma entry whose vector differs from SQLite's (written by another store into a shared collection) is
+        dropped rather than trusted.
+        """
+        rows: dict[int, bytes] = {}
+        for chunk in _batches([rid for rid, _ in hits], _SQL_CHUNK):
             marks = ",".join("?" * len(chunk))
-            out.update(int(r[0]) for r in conn.execute(
-                f"SELECT rid FROM embeddings WHERE ns_id=? AND rid IN ({marks})", (ns_id, *chunk)))
+            rows.update((int(r[0]), r[1]) for r in conn.execute(
+                f"SELECT rid, vector FROM embeddings WHERE ns_id=? AND dim=? AND rid IN ({marks})",
+                (ns_id, self.dim, *chunk)))
+        if not rows:
+            return []
+        q_unit = q / max(float(np.linalg.norm(q)), 1e-12)
+        out = []
+        for rid, approx in hits:
+            blob = rows.get(rid)
+            if blob is None:
+                continue
+            vec = np.frombuffer(blob, dtype=np.float32)
+            exact = float(vec @ q_unit) / max(float(np.linalg.norm(vec)), 1e-12)
+            if abs(exact - approx) <= _SCORE_TOLERANCE:
+                out.append((rid, exact))
         return out
 
     # -- lifecycle -----------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ import os
 import sqlite3
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -286,6 +287,7 @@ class TruthStore:
                 MIGRATIONS[version](conn)
                 conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)",
                              (str(version + 1),))
+                conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES('store_id', ?)", (uuid.uuid4().hex,))
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
@@ -299,6 +301,14 @@ class TruthStore:
             create(conn)
 
     # -- meta ------------------------------------------------------------------------------------------------
+    @property
+    def store_id(self) -> str:
+        """A random id made when the store was created; it keys derived indexes shared between stores."""
+        value = self.get_meta("store_id")
+        if value is None:
+            raise StoreError(f"store {str(self.directory)!r} has no store_id: open it once without read_only")
+        return value
+
     def get_meta(self, key: str) -> str | None:
         row = self.reader().execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
         return row[0] if row else None
