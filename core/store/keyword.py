@@ -3,8 +3,9 @@
 Storage (tables prefixed ``kw_``; written inside the caller's transaction, never committed here)::
 
     kw_docs(seq INTEGER PRIMARY KEY AUTOINCREMENT, ns_id, rid, len, terms, tfs)   UNIQUE(ns_id, rid)
-        one row per indexed document: its distinct terms ("\\x1f"-joined) and their frequencies
-        (little-endian int32 blob); ``len`` is the token count; ``seq`` only ever grows.
+        one row per indexed document: its distinct terms as 64-bit term hashes (:func:`term_hash`,
+        little-endian int64 blob) and their frequencies (int32 blob); ``len`` is the token count;
+        ``seq`` only ever grows.
     kw_stats(ns_id PRIMARY KEY, n_docs, total_len, last_seq, version)
         per-namespace counters; ``version`` is bumped by every delete (remove, drop, re-add).
 
@@ -40,16 +41,16 @@ import threading
 from collections import Counter
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
+from hashlib import blake2b
 
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import InvalidQueryError
+from ..errors import ConfigError, InvalidQueryError
 from ..text.tokenize import tokenize
 
-__all__ = ["KeywordIndex", "bm25_idf", "bm25_tf_weight", "okapi_idf_floor"]
+__all__ = ["KeywordIndex", "bm25_idf", "bm25_tf_weight", "okapi_idf_floor", "term_hash"]
 
-_SEP = "\x1f"  # joins a document's distinct terms; the tokenizer never emits it
 _TAIL_MERGE = 65_536  # postings kept unsorted before they are merged into the CSR matrix
 _SQL_CHUNK = 500  # rids per "IN (...)" statement (SQLite's default variable limit is 999+)
 
@@ -73,21 +74,29 @@ def bm25_idf(df: npt.ArrayLike, n_docs: int) -> F64:
     return np.log(n_docs - d + 0.5) - np.log(d + 0.5)
 
 
-def okapi_idf_floor(all_df: npt.ArrayLike, n_docs: int, epsilon: float) -> float:
+def okapi_idf_floor(
+    df: npt.ArrayLike, n_docs: int, epsilon: float, counts: npt.ArrayLike | None = None
+) -> float:
     """The value rank_bm25's BM25Okapi gives to every term whose IDF is negative: ``epsilon * mean(idf)``.
 
-    The mean runs over the raw IDF of every term of the corpus vocabulary (``all_df`` = their document
-    frequencies, zeros ignored). Source: ``rank_bm25.BM25Okapi._calc_idf`` (an ATIRE-style floor, Trotman,
-    Puurula & Burgess, "Improvements to BM25 and Language Models Examined", ADCS 2014).
+    The mean runs over the raw IDF of every term of the corpus vocabulary: ``df`` holds their document
+    frequencies (zeros ignored), or, with ``counts``, the distinct df values and how many terms have each
+    (a histogram: the same mean, computed in O(distinct df values)). Source: ``rank_bm25.BM25Okapi._calc_idf``
+    (an ATIRE-style floor; Trotman, Puurula & Burgess, "Improvements to BM25 and Language Models Examined",
+    ADCS 2014).
 
     >>> round(okapi_idf_floor([1, 1, 2], 3, 0.25), 4)
     0.0426
+    >>> round(okapi_idf_floor([1, 2], 3, 0.25, counts=[2, 1]), 4)
+    0.0426
     """
-    d = np.asarray(all_df, dtype=np.float64)
-    d = d[d > 0]
+    d = np.asarray(df, dtype=np.float64)
+    c = np.ones_like(d) if counts is None else np.asarray(counts, dtype=np.float64)
+    keep = (d > 0) & (c > 0)
+    d, c = d[keep], c[keep]
     if d.size == 0:
         return 0.0
-    return float(epsilon * bm25_idf(d, n_docs).mean())
+    return float(epsilon * (c * bm25_idf(d, n_docs)).sum() / c.sum())
 
 
 def bm25_tf_weight(tf: npt.ArrayLike, doc_len: npt.ArrayLike, avgdl: float, k1: float, b: float) -> F64:
@@ -103,6 +112,18 @@ def bm25_tf_weight(tf: npt.ArrayLike, doc_len: npt.ArrayLike, avgdl: float, k1: 
     return t * (k1 + 1.0) / (t + norm)
 
 
+def term_hash(term: str) -> int:
+    """Stable signed 64-bit id of a term (BLAKE2b, 8 bytes): what the index stores instead of the string.
+
+    Loading a namespace then needs no per-term Python work. Two distinct terms of one namespace share an
+    id with probability about V**2 / 2**65 (3e-8 for a million distinct terms).
+
+    >>> term_hash("cat") == term_hash("cat") != term_hash("dog")
+    True
+    """
+    return int.from_bytes(blake2b(term.encode("utf-8"), digest_size=8).digest(), "little", signed=True)
+
+
 # ------------------------------------------------------------------------------------------ SQL helpers
 
 _SCHEMA = (
@@ -111,7 +132,7 @@ _SCHEMA = (
         ns_id INTEGER NOT NULL,
         rid INTEGER NOT NULL,
         len INTEGER NOT NULL,
-        terms TEXT NOT NULL,
+        terms BLOB NOT NULL,
         tfs BLOB NOT NULL,
         UNIQUE(ns_id, rid))""",
     "CREATE INDEX IF NOT EXISTS kw_docs_ns_seq ON kw_docs(ns_id, seq)",
@@ -168,11 +189,13 @@ class _Snapshot:
 
     n_docs: int
     k1: float
+    b: float
+    avgdl: float
     rids: npt.NDArray[np.int64]
-    norm: F64  # k1 * (1 - b + b * dl / avgdl) per doc position
+    dl: F64  # document length per doc position
     pos: list[npt.NDArray[np.int32]]
     tf: list[npt.NDArray[np.float32]]
-    weight: list[float]  # idf * query-term count, per query term
+    weight: list[float | F64]  # idf * query-term count: one per part, or one per posting (tail part)
 
 
 @dataclass
@@ -185,7 +208,10 @@ class _NsIndex:
     total_len: int = 0
     rids: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
     dl: npt.NDArray[np.float64] = field(default_factory=lambda: np.zeros(0, np.float64))
-    vocab: dict[str, int] = field(default_factory=dict)
+    # term hash -> local term id: ``keys`` sorted, ``key_ids`` aligned with it
+    keys: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
+    key_ids: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
+    n_terms: int = 0
     df: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
     # CSR postings of the merged part: term id t -> pos[indptr[t]:indptr[t+1]], tf[...]
     indptr: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(1, np.int64))
@@ -196,47 +222,99 @@ class _NsIndex:
     tail_size: int = 0
     _tail_flat: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
     # caches keyed by the corpus state
+    df_hist: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(1, np.int64))  # terms per df value
     _floor_key: tuple[int, int] = (-1, -1)
     _floor: float = 0.0
-    _norm_key: tuple[int, int, float, float] = (-1, -1, 0.0, 0.0)
-    _norm: F64 = field(default_factory=lambda: np.zeros(0, np.float64))
     _generation: int = 0  # bumped whenever df changes
 
-    def append(self, rows: Sequence[tuple[int, int, str, bytes]]) -> None:
-        """Append documents ``(rid, len, terms, tfs)`` at the next positions; postings go to the tail."""
-        if not rows:
-            return
+    def _append_docs(
+        self, rows: Sequence[tuple[int, int, bytes, bytes]]
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.float32]]:
+        """Append the documents' rids and lengths; return their postings as (term hash, position, tf)."""
         n0, n = self.n_docs, len(rows)
         self.rids = _grow(self.rids, n0 + n)
         self.dl = _grow(self.dl, n0 + n)
-        vocab = self.vocab
-        term_ids: list[int] = []
-        counts = np.empty(n, dtype=np.int64)
-        tf_parts: list[bytes] = []
-        for i, (rid, length, terms, tfs) in enumerate(rows):
-            self.rids[n0 + i] = rid
-            self.dl[n0 + i] = length
-            self.total_len += length
-            if terms:
-                names = terms.split(_SEP)
-                term_ids.extend([vocab.setdefault(t, len(vocab)) for t in names])
-                counts[i] = len(names)
-            else:
-                counts[i] = 0
-            tf_parts.append(tfs)
+        self.rids[n0 : n0 + n] = np.fromiter((r[0] for r in rows), np.int64, n)
+        lens = np.fromiter((r[1] for r in rows), np.int64, n)
+        self.dl[n0 : n0 + n] = lens
+        self.total_len += int(lens.sum())
         self.n_docs = n0 + n
-        terms_arr = np.array(term_ids, dtype=np.int32)
-        tf_arr = np.frombuffer(b"".join(tf_parts), dtype="<i4").astype(np.float32)
-        pos_arr = np.repeat(np.arange(n0, n0 + n, dtype=np.int32), counts)
-        self.df = _grow(self.df, len(vocab))
-        if terms_arr.size:
-            self.df[: len(vocab)] += np.bincount(terms_arr, minlength=len(vocab))
-            self.tail.append((terms_arr, pos_arr, tf_arr))
-            self.tail_size += int(terms_arr.size)
-            self._tail_flat = None
-            self._generation += 1
+        blobs = [r[2] for r in rows]
+        counts = np.fromiter((len(blob) >> 3 for blob in blobs), np.int64, n)
+        hashes = np.frombuffer(b"".join(blobs), dtype="<i8")
+        tf = np.frombuffer(b"".join([r[3] for r in rows]), dtype="<i4").astype(np.float32)
+        pos = np.repeat(np.arange(n0, n0 + n, dtype=np.int32), counts)
+        return hashes, pos, tf
+
+    @classmethod
+    def build(cls, rows: Sequence[tuple[int, int, bytes, bytes]], *, version: int, last_seq: int) -> _NsIndex:
+        """A fresh index of ``rows`` ``(rid, len, term hashes, tfs)``: one sort gives vocabulary and CSR matrix."""
+        index = cls(version=version, last_seq=last_seq)
+        hashes, pos, tf = index._append_docs(rows)
+        if hashes.size:
+            order = np.argsort(hashes, kind="stable")  # much faster than quicksort on many repeats
+            sorted_hashes = hashes[order]
+            starts = np.flatnonzero(np.concatenate([[True], sorted_hashes[1:] != sorted_hashes[:-1]]))
+            index.keys = sorted_hashes[starts]
+            index.n_terms = int(starts.size)
+            index.key_ids = np.arange(index.n_terms, dtype=np.int64)
+            index.indptr = np.concatenate([starts, [hashes.size]]).astype(np.int64)
+            index.df = np.diff(index.indptr)
+            index.df_hist = np.bincount(index.df)
+            index.pos, index.tf = pos[order], tf[order]
+        return index
+
+    def append(self, rows: Sequence[tuple[int, int, bytes, bytes]]) -> None:
+        """Append documents ``(rid, len, term hashes, tfs)`` at the next positions; postings go to the tail."""
+        if not rows:
+            return
+        hashes, pos_arr, tf_arr = self._append_docs(rows)
+        if hashes.size == 0:
+            return
+        terms_arr = self._intern(hashes)
+        self._count_terms(terms_arr)
+        self.tail.append((terms_arr, pos_arr, tf_arr))
+        self.tail_size += int(terms_arr.size)
+        self._tail_flat = None
+        self._generation += 1
         if self.tail_size > _TAIL_MERGE:
             self.merge_tail()
+
+    def _count_terms(self, terms: npt.NDArray[np.int32]) -> None:
+        """Add one to the df of each posting's term (a doc lists a term once), keeping ``df_hist`` in step."""
+        uniq, cnt = np.unique(terms, return_counts=True)
+        self.df = _grow(self.df, self.n_terms)
+        old = self.df[uniq]
+        new = old + cnt
+        self.df[uniq] = new
+        self.df_hist = _grow(self.df_hist, int(new.max()) + 1)
+        np.subtract.at(self.df_hist, old, 1)  # df 0 (new terms) is never read
+        np.add.at(self.df_hist, new, 1)
+
+    def _intern(self, hashes: npt.NDArray[np.int64]) -> npt.NDArray[np.int32]:
+        """Local term ids of ``hashes``, giving new ids to hashes never seen in this namespace."""
+        uniq, inverse = np.unique(hashes, return_inverse=True)
+        ids = self.lookup(uniq)
+        new = ids < 0
+        n_new = int(new.sum())
+        if n_new:
+            new_ids = np.arange(self.n_terms, self.n_terms + n_new, dtype=np.int64)
+            ids[new] = new_ids
+            at = np.searchsorted(self.keys, uniq[new])
+            self.keys = np.insert(self.keys, at, uniq[new])
+            self.key_ids = np.insert(self.key_ids, at, new_ids)
+            self.n_terms += n_new
+        return ids[inverse.reshape(-1)].astype(np.int32)
+
+    def lookup(self, hashes: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """Local term ids of ``hashes``; -1 where the namespace has no such term."""
+        out = np.full(hashes.shape[0], -1, dtype=np.int64)
+        if self.keys.size == 0:
+            return out
+        at = np.minimum(np.searchsorted(self.keys, hashes), self.keys.size - 1)
+        found = self.keys[at] == hashes
+        out[found] = self.key_ids[at[found]]
+        return out
 
     def _flat_tail(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if self._tail_flat is None:
@@ -258,7 +336,7 @@ class _NsIndex:
         t_terms, t_pos, t_tf = self._flat_tail()
         order = np.argsort(t_terms, kind="stable")
         t_terms, t_pos, t_tf = t_terms[order], t_pos[order], t_tf[order]
-        n_terms = len(self.vocab)
+        n_terms = self.n_terms
         old = self.indptr
         ext = np.concatenate([old, np.full(n_terms + 1 - old.shape[0], old[-1], dtype=np.int64)])
         at = ext[t_terms.astype(np.int64) + 1]
@@ -269,31 +347,42 @@ class _NsIndex:
         self.tail, self.tail_size, self._tail_flat = [], 0, None
 
     def idf_floor(self, epsilon: float) -> float:
+        """rank_bm25's floor for negative IDFs, from the df histogram; cached until df or N change."""
         key = (self.n_docs, self._generation)
         if key != self._floor_key:
-            self._floor = okapi_idf_floor(self.df[: len(self.vocab)], self.n_docs, epsilon)
+            values = np.flatnonzero(self.df_hist[1:]) + 1
+            self._floor = okapi_idf_floor(values, self.n_docs, epsilon, counts=self.df_hist[values])
             self._floor_key = key
         return self._floor
 
-    def norm(self, k1: float, b: float) -> F64:
-        key = (self.n_docs, self.total_len, k1, b)
-        if key != self._norm_key:
-            avgdl = self.total_len / self.n_docs
-            self._norm = k1 * (1.0 - b + b * self.dl[: self.n_docs] / avgdl)
-            self._norm_key = key
-        return self._norm
+    def postings(
+        self, tids: npt.NDArray[np.int64], weights: F64
+    ) -> tuple[list[npt.NDArray[np.int32]], list[npt.NDArray[np.float32]], list[float | F64]]:
+        """Postings of the terms ``tids`` as parallel lists (doc positions, tfs, weight per posting or scalar).
 
-    def postings(self, tid: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.float32]]:
-        """Doc positions and term frequencies of term ``tid`` (merged part + tail)."""
-        lo, hi = (int(self.indptr[tid]), int(self.indptr[tid + 1])) if tid + 1 < self.indptr.shape[0] else (0, 0)
-        pos, tf = self.pos[lo:hi], self.tf[lo:hi]
+        The merged part gives one slice per term (views, no copy); the tail is scanned once for all terms.
+        """
+        pos_parts: list[npt.NDArray[np.int32]] = []
+        tf_parts: list[npt.NDArray[np.float32]] = []
+        w_parts: list[float | F64] = []
+        n_merged = self.indptr.shape[0] - 1
+        for tid, w in zip(tids.tolist(), weights.tolist(), strict=True):
+            if tid < n_merged:
+                lo, hi = int(self.indptr[tid]), int(self.indptr[tid + 1])
+                if hi > lo:
+                    pos_parts.append(self.pos[lo:hi])
+                    tf_parts.append(self.tf[lo:hi])
+                    w_parts.append(w)
         if self.tail:
             t_terms, t_pos, t_tf = self._flat_tail()
-            hit = t_terms == tid
+            hit = np.isin(t_terms, tids)
             if hit.any():
-                pos = np.concatenate([pos, t_pos[hit]])
-                tf = np.concatenate([tf, t_tf[hit]])
-        return pos, tf
+                order = np.argsort(tids)
+                which = order[np.searchsorted(tids, t_terms[hit], sorter=order)]
+                pos_parts.append(t_pos[hit])
+                tf_parts.append(t_tf[hit])
+                w_parts.append(weights[which])
+        return pos_parts, tf_parts, w_parts
 
 
 # ------------------------------------------------------------------------------------------- the index
@@ -322,8 +411,10 @@ class KeywordIndex:
     """
 
     def __init__(self, *, k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25) -> None:
-        if k1 < 0 or not 0.0 <= b <= 1.0:
-            raise ValueError(f"KeywordIndex: got k1={k1!r}, b={b!r}; need k1 >= 0 and 0 <= b <= 1")
+        if not k1 >= 0:
+            raise ConfigError("keyword.k1", k1, "BM25 k1 must be >= 0 (usual values 1.2-2.0)")
+        if not 0.0 <= b <= 1.0:
+            raise ConfigError("keyword.b", b, "BM25 b must be between 0 and 1")
         self.k1, self.b, self.epsilon = float(k1), float(b), float(epsilon)
         self._lock = threading.Lock()  # guards the two dicts below
         self._cache: dict[int, _NsIndex] = {}
@@ -350,13 +441,15 @@ class KeywordIndex:
         existing = self._existing(conn, ns_id, list(latest))
         if existing:
             self.remove(conn, ns_id, existing)
+        counted = [(rid, Counter(tokenize(text))) for rid, text in latest.items()]
+        hashes = {t: term_hash(t) for t in set().union(*(c for _, c in counted))}
         rows = []
         total = 0
-        for rid, text in latest.items():
-            counts = Counter(tokenize(text))
+        for rid, counts in counted:
             length = sum(counts.values())
             total += length
-            rows.append((ns_id, rid, length, _SEP.join(counts), np.fromiter(counts.values(), "<i4").tobytes()))
+            tids = np.fromiter((hashes[t] for t in counts), "<i8", len(counts)).tobytes()
+            rows.append((ns_id, rid, length, tids, np.fromiter(counts.values(), "<i4", len(counts)).tobytes()))
         conn.executemany("INSERT INTO kw_docs(ns_id, rid, len, terms, tfs) VALUES (?,?,?,?,?)", rows)
         last_seq = conn.execute("SELECT max(seq) FROM kw_docs WHERE ns_id=?", (ns_id,)).fetchone()[0]
         cur = conn.execute(
@@ -459,21 +552,26 @@ class KeywordIndex:
             index = self._sync(conn, ns_id)
             if index is None or index.n_docs == 0:
                 return None
-            tids = [(index.vocab[t], c) for t, c in qtf.items() if t in index.vocab]
+            local = index.lookup(np.fromiter((term_hash(t) for t in qtf), np.int64, len(qtf)))
+            tids = [(int(tid), c) for tid, c in zip(local, qtf.values(), strict=True) if tid >= 0]
             if not tids:
                 return None
             floor = index.idf_floor(self.epsilon)
-            idf = bm25_idf(np.array([index.df[t] for t, _ in tids]), index.n_docs)
+            ids = np.array([t for t, _ in tids], dtype=np.int64)
+            idf = bm25_idf(index.df[ids], index.n_docs)
             idf = np.where(idf < 0, floor, idf)
-            pos, tf = zip(*(index.postings(t) for t, _ in tids), strict=True)
+            weights = idf * np.array([c for _, c in tids], dtype=np.float64)  # rank_bm25 adds a repeated term again
+            pos, tf, w = index.postings(ids, weights)
             return _Snapshot(
                 n_docs=index.n_docs,
                 k1=self.k1,
+                b=self.b,
+                avgdl=index.total_len / index.n_docs,
                 rids=index.rids[: index.n_docs],
-                norm=index.norm(self.k1, self.b),
-                pos=list(pos),
-                tf=list(tf),
-                weight=[float(w) * c for w, (_, c) in zip(idf, tids, strict=True)],
+                dl=index.dl[: index.n_docs],
+                pos=pos,
+                tf=tf,
+                weight=w,
             )
 
     def _sync(self, conn: sqlite3.Connection, ns_id: int) -> _NsIndex | None:
@@ -491,24 +589,34 @@ class KeywordIndex:
             index.last_seq = stats.last_seq
             if index.n_docs == stats.n_docs:
                 return index
-        for _ in range(3):  # a full load; retried if a concurrent writer moved the stats meanwhile
-            index = _NsIndex(version=stats.version, last_seq=stats.last_seq)
-            index.append(conn.execute(_LOAD_SQL, (ns_id, 0, stats.last_seq)).fetchall())
-            index.merge_tail()
+        built = self._full_load(conn, ns_id, stats)
+        with self._lock:
+            self._cache[ns_id] = built
+        return built
+
+    @staticmethod
+    def _full_load(conn: sqlite3.Connection, ns_id: int, stats: _Stats) -> _NsIndex:
+        """Build the namespace from its rows up to ``stats.last_seq``; retried if a delete ran meanwhile."""
+        for _ in range(3):
+            rows = conn.execute(_LOAD_SQL, (ns_id, 0, stats.last_seq)).fetchall()
+            built = _NsIndex.build(rows, version=stats.version, last_seq=stats.last_seq)
             fresh = _read_stats(conn, ns_id)
-            if fresh == stats or fresh is None:
+            if fresh is None or (fresh.version == stats.version and built.n_docs == stats.n_docs):
                 break
             stats = fresh
-        with self._lock:
-            self._cache[ns_id] = index
-        return index
+        return built
 
 
 def _top_k(snap: _Snapshot, k: int, allowed: Collection[int] | None) -> list[tuple[int, float]]:
     """Score the snapshot's postings and return the k best ``(rid, score)``, ties by rid ascending."""
+    if not snap.pos:
+        return []
     positions = np.concatenate(snap.pos)
     weights = np.concatenate(
-        [w * _saturate(tf, snap.norm[p], snap.k1) for w, p, tf in zip(snap.weight, snap.pos, snap.tf, strict=True)]
+        [
+            w * _saturate(tf, snap.dl[p], snap.avgdl, snap.k1, snap.b)
+            for w, p, tf in zip(snap.weight, snap.pos, snap.tf, strict=True)
+        ]
     )
     scores = np.bincount(positions, weights=weights, minlength=snap.n_docs)
     hit = np.zeros(snap.n_docs, dtype=bool)
@@ -529,7 +637,7 @@ def _top_k(snap: _Snapshot, k: int, allowed: Collection[int] | None) -> list[tup
     return [(int(cand_rids[i]), float(cand_scores[i])) for i in order]
 
 
-def _saturate(tf: npt.NDArray[np.float32], norm: F64, k1: float) -> F64:
-    """``tf * (k1 + 1) / (tf + norm)`` with the per-document ``norm`` precomputed; see :func:`bm25_tf_weight`."""
+def _saturate(tf: npt.NDArray[np.float32], dl: F64, avgdl: float, k1: float, b: float) -> F64:
+    """:func:`bm25_tf_weight` for one posting list, written to touch each posting once."""
     t = tf.astype(np.float64)
-    return t * (k1 + 1.0) / (t + norm)
+    return t * (k1 + 1.0) / (t + (k1 * (1.0 - b) + (k1 * b / avgdl) * dl))
