@@ -10,7 +10,7 @@ datetime to use another zone. ISO-8601 strings and POSIX epoch numbers are accep
 >>> from memory_ext import Namespace, Turn
 >>> Namespace("alice").key
 ('alice', '')
->>> Turn(role="user", content="I moved to Lisbon last May").role
+>>> Turn(role="user", content="I moved to Lisbon last May").role.value
 'user'
 """
 

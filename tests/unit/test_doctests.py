@@ -1,0 +1,28 @@
+"""The runnable examples in the engine's docstrings stay true."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = [
+    "memory_ext",
+    "memory_ext.config",
+    "memory_ext.embed",
+    "memory_ext.engine",
+    "memory_ext.errors",
+    "memory_ext.ingest.derive",
+    "memory_ext.models",
+    "memory_ext.rank.fusion",
+    "memory_ext.registry",
+    "memory_ext.text.tokenize",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name: str) -> None:
+    module = importlib.import_module(name)
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0, f"{result.failed} docstring example(s) failed in {name}"
