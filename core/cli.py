@@ -155,12 +155,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("stats", parents=[common], help="counts and size of the store")
     p.add_argument("--read-only", action="store_true")
     p.set_defaults(func=cmd_stats)
-    try:
-        from .bench.cli import add_bench_parser
-    except ImportError:  # the bench package is part of memory_ext; only its optional systems need extras
-        pass
-    else:
-        add_bench_parser(sub)
+    from .bench.cli import add_bench_parser  # its optional systems import their packages only when they run
+
+    add_bench_parser(sub)
     return parser
 
 

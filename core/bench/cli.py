@@ -1,0 +1,296 @@
+"""``memext bench``: the command line of the benchmark harness.
+
+::
+
+    memext bench locomo --data FILE [--systems S1,S2,...] [--embedder e5|hashing] [--json OUT] [--report DIR]
+                        [--limit-questions N] [--conversations N] [--config ENGINE_CONFIG] [--rankings OUT.jsonl]
+    memext bench madial --data DIR  [same options]
+    memext bench scale  --sizes 10000,100000 [--backend numpy,chroma,chroma-server] [--embedder e5|hashing]
+                        [--namespaces N] [--queries N] [--json OUT] [--report DIR]
+    memext bench report --json RESULT.json --report DIR
+
+``python -m memory_ext.bench locomo ...`` runs the same commands without the ``memext`` front end.
+The Markdown summary goes to stdout, progress bars and warnings to stderr. Exit status: 0, or 1 when a system
+failed while running (a system whose optional packages are missing is skipped with a warning, status 0), or 2
+for bad arguments or data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["add_bench_parser", "build_parser", "main"]
+
+EXIT_OK, EXIT_SYSTEM_FAILED, EXIT_USAGE = 0, 1, 2
+DESCRIPTION = ("Retrieval benchmarks on real data (LoCoMo, MADial-Bench) and synthetic scale runs, every system side "
+               "by side in one process with the same embedder. Results and protocol: docs/benchmarks.md.")
+
+
+class BenchUsageError(Exception):
+    """Bad arguments or data: printed as one line, exit status 2."""
+
+
+def _csv(value: str) -> list[str]:
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def _sizes(value: str) -> list[int]:
+    try:
+        sizes = [int(float(part)) for part in _csv(value)]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--sizes takes comma-separated integers, got {value!r}") from None
+    if not sizes or any(s <= 0 for s in sizes):
+        raise argparse.ArgumentTypeError(f"--sizes takes positive integers, got {value!r}")
+    return sizes
+
+
+def _positive(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}") from None
+    if number <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}")
+    return number
+
+
+def _add_common(parser: argparse.ArgumentParser, data_help: str) -> None:
+    from .systems import DEFAULT_SYSTEMS
+
+    parser.add_argument("--data", required=True, type=Path, help=data_help)
+    parser.add_argument("--systems", type=_csv, default=list(DEFAULT_SYSTEMS),
+                        help=f"comma-separated systems to compare (default: {','.join(DEFAULT_SYSTEMS)})")
+    parser.add_argument("--embedder", default="e5", help="embedder for every system: e5 (default) or hashing")
+    parser.add_argument("--config", type=Path, default=None,
+                        help="engine configuration file (YAML/TOML/JSON) for the memory-ext system")
+    parser.add_argument("--json", type=Path, default=None, help="write the result JSON here")
+    parser.add_argument("--report", type=Path, default=None, help="write report.md and PNG plots into this folder")
+    parser.add_argument("--rankings", type=Path, default=None,
+                        help="write every question's ranking per system here (JSON lines), for error analysis")
+    parser.add_argument("--limit-questions", type=_positive, default=None, metavar="N",
+                        help="ask only the first N questions of each conversation")
+    parser.add_argument("--conversations", type=_positive, default=None, metavar="N",
+                        help="use only the first N conversations (MADial: users)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    parser.add_argument("--quiet", action="store_true", help="do not print the Markdown summary")
+
+
+def _add_commands(commands: Any) -> None:
+    locomo = commands.add_parser("locomo", help="LoCoMo turn-level evidence retrieval (English)",
+                                 description="Run systems side by side on LoCoMo conversations (locomo10.json schema).")
+    _add_common(locomo, "a JSON file in the locomo10.json schema (any number of conversations)")
+    locomo.set_defaults(func=run_args, bench_handler=_cmd_dataset, dataset="locomo")
+
+    madial = commands.add_parser("madial", help="MADial-Bench memory recall (Chinese)",
+                                 description="Run systems side by side on MADial-Bench "
+                                             "(a folder with memories.jsonl and dialogues.jsonl).")
+    _add_common(madial, "a folder holding memories.jsonl and dialogues.jsonl")
+    madial.set_defaults(func=run_args, bench_handler=_cmd_dataset, dataset="madial")
+
+    scale = commands.add_parser("scale", help="synthetic store sizes: ingest rate, search latency, RSS, disk",
+                                description="Build synthetic stores of the given sizes and measure them.")
+    scale.add_argument("--sizes", type=_sizes, default=[10_000, 100_000],
+                       help="comma-separated store sizes in memories (default 10000,100000)")
+    scale.add_argument("--backend", type=_csv, default=["numpy"],
+                       help="comma-separated vector backends: numpy (default), chroma, chroma-server")
+    scale.add_argument("--embedder", default="e5", help="e5 (default) or hashing")
+    scale.add_argument("--namespaces", type=_positive, default=8, help="users the memories are spread over (8)")
+    scale.add_argument("--queries", type=_positive, default=200, help="timed searches per size (200)")
+    scale.add_argument("--batch", type=_positive, default=1000, help="turns per add_turns call (1000)")
+    scale.add_argument("--seed", type=int, default=7, help="generator seed (7)")
+    scale.add_argument("--config", type=Path, default=None,
+                       help="base engine configuration file; the backend's storage settings are applied on top")
+    scale.add_argument("--in-process", action="store_true",
+                       help="run every size in this process (default: one subprocess per backend and size, "
+                            "so that peak RSS is per size)")
+    scale.add_argument("--workdir", type=Path, default=None, help="where stores are built (default: a temp dir)")
+    scale.add_argument("--json", type=Path, default=None, help="write the result JSON here")
+    scale.add_argument("--report", type=Path, default=None, help="write report.md and PNG plots into this folder")
+    scale.add_argument("--no-progress", action="store_true", help="no progress bars")
+    scale.add_argument("--quiet", action="store_true", help="do not print the Markdown summary")
+    scale.set_defaults(func=run_args, bench_handler=_cmd_scale, dataset="scale")
+
+    report = commands.add_parser("report", help="regenerate report.md and plots from a saved result JSON")
+    report.add_argument("--json", type=Path, required=True, help="a result JSON written by --json")
+    report.add_argument("--report", type=Path, required=True, help="output folder")
+    report.set_defaults(func=run_args, bench_handler=_cmd_report, dataset="report")
+
+
+def add_bench_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the ``bench`` command (with locomo / madial / scale / report) to a ``memext`` subparsers object.
+
+    Each leaf sets ``func``: call ``args.func(args)``; it returns the exit status (0, 1 when a system failed,
+    2 for bad arguments or data).
+    """
+    bench = subparsers.add_parser("bench", help="benchmarks on real data, side by side with baselines",
+                                  description=DESCRIPTION)
+    commands = bench.add_subparsers(dest="bench_command", metavar="{locomo,madial,scale,report}")
+    commands.required = True
+    _add_commands(commands)
+    return bench
+
+
+def build_parser(prog: str = "python -m memory_ext.bench") -> argparse.ArgumentParser:
+    """The standalone parser (the ``bench`` subcommands at top level)."""
+    parser = argparse.ArgumentParser(prog=prog, description=DESCRIPTION)
+    commands = parser.add_subparsers(dest="bench_command", metavar="{locomo,madial,scale,report}")
+    commands.required = True
+    _add_commands(commands)
+    return parser
+
+
+# ------------------------------------------------------------------------------------------------- commands
+
+
+def resolve_bench_embedder(name: str) -> Any:
+    """Resolve ``--embedder``; refuse the silent hashing fallback when e5 was asked for but is not installed."""
+    from ..embed import resolve_embedder
+    from ..errors import ConfigError
+
+    try:
+        embedder, warning = resolve_embedder(name)
+    except ConfigError as exc:
+        raise BenchUsageError(str(exc)) from None
+    if warning:
+        raise BenchUsageError(f"{warning} — refusing to benchmark with a stand-in embedder; install it or pass "
+                              "--embedder hashing explicitly")
+    return embedder
+
+
+def _engine_config(path: Path | None) -> Any:
+    if path is None:
+        return None
+    from ..config import EngineConfig
+    from ..errors import ConfigError
+
+    try:
+        return EngineConfig.from_file(path)
+    except ConfigError as exc:
+        raise BenchUsageError(str(exc)) from None
+
+
+def _command_line(argv: Sequence[str] | None) -> str:
+    """The command as the user typed it, for the result's metadata."""
+    if argv is not None:
+        return "memext bench " + " ".join(shlex.quote(w) for w in argv)
+    program = Path(sys.argv[0]).name if sys.argv else ""
+    front = "memext" if program == "memext" else "python -m memory_ext.bench"
+    return front + " " + " ".join(shlex.quote(w) for w in sys.argv[1:])
+
+
+def _emit(result: dict[str, Any], args: argparse.Namespace) -> None:
+    from .report import format_markdown, format_scale_markdown, write_report
+
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    if args.report is not None:
+        write_report(result, args.report)
+    if not getattr(args, "quiet", False):
+        text = format_scale_markdown(result) if result["dataset"] == "scale" else format_markdown(result)
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+
+def _status(result: dict[str, Any]) -> int:
+    failed = [n for n, why in result.get("skipped", {}).items() if str(why).startswith("failed")]
+    return EXIT_SYSTEM_FAILED if failed else EXIT_OK
+
+
+def _cmd_dataset(args: argparse.Namespace) -> int:
+    from .datasets import DatasetError, load_locomo, load_madial
+    from .runner import LOCOMO, MADIAL, QuestionResult, run_benchmark
+    from .systems import SYSTEMS
+
+    unknown = [s for s in args.systems if s not in SYSTEMS]
+    if unknown:
+        raise BenchUsageError(f"unknown system(s) {', '.join(unknown)}; valid systems: {', '.join(SYSTEMS)}")
+    spec = LOCOMO if args.dataset == "locomo" else MADIAL
+    try:
+        conversations = load_locomo(args.data) if args.dataset == "locomo" else load_madial(args.data)
+    except DatasetError as exc:
+        raise BenchUsageError(str(exc)) from None
+    if args.conversations is not None:
+        conversations = conversations[: args.conversations]
+    if args.limit_questions is not None:
+        for conv in conversations:
+            conv.questions = conv.questions[: args.limit_questions]
+    embedder = resolve_bench_embedder(args.embedder)
+    options = {"memory-ext": {"config": _engine_config(args.config)}} if args.config else {}
+    sink_file = None
+    sink = None
+    if args.rankings is not None:
+        args.rankings.parent.mkdir(parents=True, exist_ok=True)
+        sink_file = args.rankings.open("w", encoding="utf-8")
+
+        def sink(system: str, r: QuestionResult) -> None:
+            row = {"system": system, "conversation": r.conversation_id, "qid": r.question.qid,
+                   "category": r.question.category, "question": r.question.text, "gold": list(r.question.gold),
+                   "ranking": list(r.ranking), "metrics": r.metrics, "latency_ms": r.latency_ms}
+            sink_file.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+    try:
+        result = run_benchmark(spec, conversations, args.systems, embedder, progress=not args.no_progress,
+                               system_options=options, rankings_sink=sink,
+                               meta={"data": str(args.data), "command": args._command_line,
+                                     "engine_config": str(args.config) if args.config else None})
+    finally:
+        if sink_file is not None:
+            sink_file.close()
+    _emit(result, args)
+    return _status(result)
+
+
+def _cmd_scale(args: argparse.Namespace) -> int:
+    from .scale import BACKENDS, run_scale
+
+    unknown = [b for b in args.backend if b not in BACKENDS]
+    if unknown:
+        raise BenchUsageError(f"unknown backend(s) {', '.join(unknown)}; valid backends: {', '.join(BACKENDS)}")
+    resolve_bench_embedder(args.embedder)  # fail fast, before any store is built
+    result = run_scale(
+        sizes=args.sizes, backends=args.backend, embedder=args.embedder, namespaces=args.namespaces,
+        queries=args.queries, batch=args.batch, seed=args.seed, config_path=args.config,
+        in_process=args.in_process, workdir=args.workdir, progress=not args.no_progress,
+        meta={"command": args._command_line},
+    )
+    _emit(result, args)
+    return _status(result)
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from .report import write_report
+
+    try:
+        result = json.loads(args.json.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise BenchUsageError(f"{args.json}: cannot read a result JSON ({exc})") from None
+    for path in write_report(result, args.report):
+        print(path)
+    return EXIT_OK
+
+
+def run_args(args: argparse.Namespace, argv: Sequence[str] | None = None) -> int:
+    """Run parsed bench arguments; every leaf parser sets ``func=run_args``, so ``args.func(args)`` works.
+
+    Usage and data errors print one line to stderr and return 2; otherwise the command's exit status.
+    """
+    args._command_line = _command_line(argv)
+    try:
+        return int(args.bench_handler(args))
+    except BenchUsageError as exc:
+        print(f"memext bench: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m memory_ext.bench``."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    return run_args(args, argv)
