@@ -17,6 +17,8 @@ MODULES = [
     "memory_ext.models",
     "memory_ext.rank.fusion",
     "memory_ext.registry",
+    "memory_ext.text.entities",
+    "memory_ext.text.timeexpr",
     "memory_ext.text.tokenize",
 ]
 
