@@ -53,6 +53,9 @@ class RecallConfig(_Section):
 
     keyword_recaller: str = "keyword"
     vector_recaller: str = "vector"
+    fusion: Literal["zscore", "rrf"] = "zscore"
+    """``zscore``: standardised score fusion with window, speaker, time and session evidence (the default);
+    ``rrf``: reciprocal rank fusion of the channels' turn rankings (``rrf_k``)."""
     channel_timeout_s: float = Field(default=10.0, gt=0, le=600)
     """A channel that takes longer is reported in ``SearchResult.channel_errors`` and ignored."""
     candidates_per_channel: int = Field(default=50, ge=1, le=10_000)

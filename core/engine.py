@@ -24,29 +24,40 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from .config import EngineConfig
 from .embed import Embedder, HashingEmbedder, check_vectors, resolve_embedder
-from .errors import ConfigError, InvalidQueryError, InvalidTurnError, RetrievalError, ValidationError
-from .ingest.derive import derive_turn_record, new_id
+from .errors import (
+    ConfigError,
+    InvalidQueryError,
+    InvalidTurnError,
+    ReadOnlyStoreError,
+    RetrievalError,
+    ValidationError,
+)
+from .ingest.derive import derive_turn_record, derive_windows, new_id
 from .models import (
     ActionState,
     ChannelError,
     EvidenceRoute,
     Namespace,
     RetrievedItem,
-    SearchPlan,
     SearchResult,
     Turn,
     to_utc,
 )
+from .plan.heuristic import plan_search
+from .plan.strategy import STRATEGIES
 from .rank.fusion import rrf
+from .rank.zscore import TurnScores, rank_turns
 from .recall.base import RecallContext, Recaller, RecallRequest
 from .recall.runner import run_channels
 from .registry import recallers, vector_backends
 from .store.keyword import KeywordIndex
 from .store import chroma as _chroma  # noqa: F401  (registers the backend; chromadb loads only when used)
+from .store.catalog import KIND_CODES, RecordCatalog
 from .store.sqlite import TruthStore
 from .store.vector import VectorIndex
 from .text import estimate_tokens
@@ -54,7 +65,8 @@ from .text import estimate_tokens
 __all__ = ["AddResult", "ForgetReceipt", "MemoryEngine", "StoreStats"]
 
 CHANNELS = ("keyword", "vector")
-ACTION_ROUTE_WEIGHT = 0.5
+SECONDARY_ROUTE_WEIGHT = 0.5
+"""Weight of the action route and of per-speaker routes next to the main route (weight 1)."""
 FILTER_KEYS = ("session_id", "speaker", "role", "since", "until", "kinds")
 
 
@@ -112,6 +124,7 @@ class MemoryEngine:
         self.embedder = embedder
         self._embedder_warning = embedder_warning
         self._keyword = KeywordIndex()
+        self._catalog = RecordCatalog()
         store.add_schema(KeywordIndex.create_schema)
         self._vector: VectorIndex | None = None
         if config.globals.vector_enabled and embedder is not None:
@@ -216,44 +229,60 @@ class MemoryEngine:
                 "tool_calls": list(t.tool_calls), "attachments": list(t.attachments), "metadata": dict(t.metadata),
                 "token_count": estimate_tokens(t.content),
             })
-        records = [derive_turn_record(r) for r in turn_rows]
-        vectors = None
-        if self._vector is not None and self.embedder is not None:
-            texts = [r["index_text"] for r in records]
-            vectors = check_vectors(self.embedder, self.embedder.embed_documents(texts), len(texts))
-        with self._store.transaction("add_turns") as conn:
-            ns_id = self._store.ensure_namespace(conn, ns.key)
-            seq = self._store.next_seq(conn, ns_id)
-            for offset, row in enumerate(turn_rows):
-                row["seq"] = seq + offset
-            try:
+        with self._store.write_lock:  # one writer at a time: the stored tail cannot change under us
+            if self._store.read_only:
+                raise ReadOnlyStoreError("add_turns")
+            known_ns = self._store.find_namespace(ns.key)
+            tail = self._store.tail_turns(self._store.reader(), known_ns, 2) if known_ns is not None else []
+            records = [derive_turn_record(r) for r in turn_rows]
+            windows = derive_windows(tail + turn_rows, first_center=len(tail) - 1)
+            all_records = records + windows
+            vectors = None
+            if self._vector is not None and self.embedder is not None:
+                texts = [r["index_text"] for r in all_records]
+                vectors = check_vectors(self.embedder, self.embedder.embed_documents(texts), len(texts))
+            with self._store.transaction("add_turns") as conn:
+                ns_id = self._store.ensure_namespace(conn, ns.key)
+                seq = self._store.next_seq(conn, ns_id)
+                for offset, row in enumerate(turn_rows):
+                    row["seq"] = seq + offset
                 try:
-                    self._store.insert_turns(conn, ns_id, turn_rows)
-                except sqlite3.IntegrityError as exc:
-                    raise InvalidTurnError("turns[].id", [t.id for t in items if t.id],
-                                           "turn ids must be unique in the store; omit id to get a fresh one "
-                                           f"({exc})") from None
-                rids = self._store.insert_records(conn, ns_id, records)
-                self._keyword.add(conn, ns_id, list(zip(rids, (r["index_text"] for r in records), strict=True)))
-                if vectors is not None and self._vector is not None and self.embedder is not None:
-                    self._store.insert_embeddings(conn, ns_id, rids, vectors, self.embedder.id)
-                    self._vector.add(conn, ns_id, rids, vectors)
-            except BaseException:
-                self._keyword.invalidate(ns_id)
-                if self._vector is not None:
-                    self._vector.invalidate(ns_id)
-                raise
+                    try:
+                        self._store.insert_turns(conn, ns_id, turn_rows)
+                    except sqlite3.IntegrityError as exc:
+                        raise InvalidTurnError("turns[].id", [t.id for t in items if t.id],
+                                               "turn ids must be unique in the store; omit id to get a fresh one "
+                                               f"({exc})") from None
+                    rids = self._store.insert_records(conn, ns_id, records)
+                    rid_of = {t["id"]: t["rid"] for t in tail}
+                    rid_of.update({r["turn_ids"][0]: rid for r, rid in zip(records, rids, strict=True)})
+                    for w in windows:
+                        w["anchor_rid"] = rid_of[w["anchor_turn_id"]]
+                    rids += self._store.insert_records(conn, ns_id, windows)
+                    self._keyword.add(conn, ns_id, list(zip(rids, (r["index_text"] for r in all_records),
+                                                            strict=True)))
+                    if vectors is not None and self._vector is not None and self.embedder is not None:
+                        self._store.insert_embeddings(conn, ns_id, rids, vectors, self.embedder.id)
+                        self._vector.add(conn, ns_id, rids, vectors)
+                except BaseException:
+                    self._keyword.invalidate(ns_id)
+                    self._catalog.invalidate(ns_id)
+                    if self._vector is not None:
+                        self._vector.invalidate(ns_id)
+                    raise
         return AddResult(turn_ids=tuple(r["id"] for r in turn_rows), record_ids=tuple(r["id"] for r in records))
 
     # -- read path -------------------------------------------------------------------------------------------
     def search(self, query: str, namespace: Namespace | str, *, k: int = 10,
                filters: Mapping[str, Any] | None = None, action_state: ActionState | Mapping[str, Any] | None = None,
-               explain: bool = False) -> SearchResult:
-        """Find the memories that help with ``query`` (and, if given, what the agent is doing).
+               explain: bool = False, now: datetime | str | float | None = None) -> SearchResult:
+        """Find the turns that help with ``query`` (and, if given, with what the agent is doing).
 
-        Channels (keyword BM25 and vector) run in parallel; their rankings are fused by RRF. With an
-        ``action_state``, a second route searches for its subgoal, tentative action, tool and failure, at half
-        weight. ``filters`` keys: ``session_id``, ``speaker``, ``role``, ``since``, ``until``, ``kinds``.
+        The heuristic planner classifies the question, reads a time filter (relative to ``now``, default the
+        current time) and the speakers it names, and adds a route for the ``action_state``. For every route the
+        channels (keyword BM25, vector) run in parallel over turn and window records; their scores are fused
+        (``recall.fusion``, see :mod:`memory_ext.rank.zscore`) into one score per turn, and the routes are summed.
+        ``filters`` keys: ``session_id``, ``speaker``, ``role``, ``since``, ``until``, ``kinds``.
         A channel that fails or times out is listed in ``channel_errors`` (``degraded`` is then True); only if
         every channel fails does this raise :class:`~memory_ext.errors.RetrievalError`.
         """
@@ -268,71 +297,108 @@ class MemoryEngine:
         if isinstance(k, bool) or not isinstance(k, int) or k <= 0 or k > self.config.limits.max_k:
             raise InvalidQueryError("k", k, f"give an integer between 1 and {self.config.limits.max_k}")
         state = _coerce_action_state(action_state)
+        try:
+            reference = to_utc(now, "now") if now is not None else datetime.now(UTC)
+        except ValidationError as exc:
+            raise InvalidQueryError(exc.field, exc.value, exc.fix) from None
         where, args = _filter_sql(filters, ns.session_id)
-        plan = _plan(query, state)
         warnings = (self._embedder_warning,) if self._embedder_warning else ()
-        fallback_errors = [ChannelError(channel="embedder", error_type="EmbedderFallback",
-                                        message=self._embedder_warning)] if self._embedder_warning else []
+        errors = [ChannelError(channel="embedder", error_type="EmbedderFallback",
+                               message=self._embedder_warning)] if self._embedder_warning else []
         ns_id = self._store.find_namespace(ns.key)
         if ns_id is None:
-            return SearchResult(query=query, plan=plan, channel_errors=tuple(fallback_errors), warnings=warnings,
+            plan = plan_search(query, now=reference, speakers=(), action_state=state)
+            return SearchResult(query=query, plan=plan, channel_errors=tuple(errors), warnings=warnings,
                                 timings_ms={"total": _ms(t0)})
-        allowed = self._store.filter_rids(ns_id, where, args) if where else None
-        if allowed is not None and not allowed:
-            return SearchResult(query=query, plan=plan, channel_errors=tuple(fallback_errors), warnings=warnings,
-                                timings_ms={"total": _ms(t0)})
-        limit = max(k, self.config.recall.candidates_per_channel)
+        cat = self._catalog.get(self._store.reader(), ns_id)
+        plan = plan_search(query, now=reference, speakers=cat.speakers(), action_state=state)
+        allowed_rids = self._store.filter_rids(ns_id, where, args) if where else None
+        allowed_mask = None
+        if allowed_rids is not None:
+            allowed_mask = np.zeros(len(cat), bool)
+            pos = cat.pos_of(np.fromiter(allowed_rids, np.int64, len(allowed_rids)))
+            allowed_mask[pos[pos >= 0]] = True
+            # a window counts when its own turn passes the filter
+            allowed_mask |= (cat.kind == KIND_CODES["window"]) & (cat.anchor >= 0) & allowed_mask[cat.anchor]
+            if not allowed_mask.any():
+                return SearchResult(query=query, plan=plan, channel_errors=tuple(errors), warnings=warnings,
+                                    timings_ms={"total": _ms(t0)})
+        limit = max(4 * k, self.config.recall.candidates_per_channel)
         calls = {}
-        weights = {}
-        for route in plan.routes:
-            route_weight = 1.0 if route.goal == "query" else ACTION_ROUTE_WEIGHT
+        for r_index, route in enumerate(plan.routes):
             text = " ".join(route.queries)
             for channel, recaller in self._recallers.items():
-                name = channel if route.goal == "query" else f"{channel}@{route.goal}"
-                request = RecallRequest(query=text, ns_id=ns_id, limit=limit, allowed=allowed)
-                calls[name] = (lambda r=recaller, q=request: r.recall(q))
-                weights[name] = route_weight * self.config.recall.channel_weights.get(channel, 1.0)
+                request = RecallRequest(query=text, ns_id=ns_id, limit=limit, allowed=None)
+                calls[_call_name(channel, route, r_index)] = (lambda r=recaller, q=request: r.recall(q))
         run = run_channels(self._pool, calls, self.config.recall.channel_timeout_s)
+        errors += run.errors
         if not run.results:
             raise RetrievalError(run.errors)
-        t_fuse = time.perf_counter()
-        rankings = {name: [rid for rid, _ in hits] for name, hits in run.results.items()}
-        raw_scores = {name: dict(hits) for name, hits in run.results.items()}
-        fused = rrf(rankings, k=self.config.recall.rrf_k, weights=weights)[:k]
-        items = self._hydrate(ns_id, fused, raw_scores, explain)
+        t_rank = time.perf_counter()
+        strategy = STRATEGIES[plan.question_type]
+        weights = self.config.recall.channel_weights
+        total = np.zeros(len(cat))
+        per_route: dict[str, TurnScores] = {}
+        rrf_parts: dict[str, list[int]] = {}
+        for r_index, route in enumerate(plan.routes):
+            route_weight = 1.0 if route.goal == "query" else SECONDARY_ROUTE_WEIGHT
+            hits = {ch: run.results[name] for ch in self._recallers
+                    if (name := _call_name(ch, route, r_index)) in run.results}
+            if not hits:
+                continue
+            speakers = [c.split(":", 1)[1] for c in route.constraints if c.startswith("speaker:")]
+            span = (route.time_filter[0].timestamp(), route.time_filter[1].timestamp()) if route.time_filter else None
+            scores = rank_turns(cat, hits, weights, strategy, allowed=allowed_mask, speakers=speakers,
+                                time_span=span, assistant_roles=cat.assistant)
+            per_route[route.goal] = scores
+            if self.config.recall.fusion == "zscore":
+                total += route_weight * scores.total
+            else:
+                rankable = np.isfinite(scores.total)
+                for ch, raw in scores.channel_raw.items():
+                    order = np.flatnonzero(rankable)[np.argsort(-raw[rankable], kind="stable")]
+                    order = order[raw[order] > 0][:limit]
+                    rrf_parts[f"{ch}@{route.goal}" if route.goal != "query" else ch] = cat.rids[order].tolist()
+        if self.config.recall.fusion == "rrf":
+            rrf_weights = {name: (1.0 if "@" not in name else SECONDARY_ROUTE_WEIGHT)
+                           * weights.get(name.split("@")[0], 1.0) for name in rrf_parts}
+            fused = rrf(rrf_parts, k=self.config.recall.rrf_k, weights=rrf_weights)[:k]
+            top_rids = [int(f.id) for f in fused]
+            top_scores = [f.score for f in fused]
+            details = {int(f.id): {"fusion": "rrf", "rrf_k": self.config.recall.rrf_k,
+                                   "channels": {c: {"rank": r, "contribution": v}
+                                                for c, (r, v) in f.contributions.items()}} for f in fused}
+        else:
+            finite = np.flatnonzero(np.isfinite(total))
+            top = finite[np.lexsort((cat.rids[finite], -total[finite]))][:k]
+            top_rids = cat.rids[top].tolist()
+            top_scores = total[top].tolist()
+            details = {int(cat.rids[p]): _explain_zscore(p, per_route, weights) for p in top} if explain else {}
+        items = self._hydrate(ns_id, top_rids, top_scores, _channel_ranks(cat, per_route, top_rids), details,
+                              explain)
         timings = {f"channel.{n}": v for n, v in run.timings_ms.items()}
-        timings["fuse"] = _ms(t_fuse)
+        timings["rank"] = _ms(t_rank)
         timings["total"] = _ms(t0)
         return SearchResult(query=query, items=tuple(items), context=_render_context(items), plan=plan,
-                            channel_errors=tuple(fallback_errors + run.errors), warnings=warnings,
-                            timings_ms=timings)
+                            channel_errors=tuple(errors), warnings=warnings, timings_ms=timings)
 
-    def _hydrate(self, ns_id: int, fused: Sequence[Any], raw_scores: Mapping[str, Mapping[int, float]],
+    def _hydrate(self, ns_id: int, rids: Sequence[int], scores: Sequence[float],
+                 ranks: Mapping[int, dict[str, int]], details: Mapping[int, dict[str, Any]],
                  explain: bool) -> list[RetrievedItem]:
-        records = self._store.records_by_rid(ns_id, [f.id for f in fused])
+        records = self._store.records_by_rid(ns_id, rids)
         turns = self._store.turns_by_id(ns_id, (t for r in records.values() for t in r.turn_ids))
         items = []
-        for f in fused:
-            rec = records.get(f.id)
+        for rid, score in zip(rids, scores, strict=True):
+            rec = records.get(rid)
             if rec is None:  # deleted between recall and hydration
                 continue
             src = [turns[t] for t in rec.turn_ids if t in turns]
-            explanation = None
-            if explain:
-                explanation = {
-                    "fusion": "rrf",
-                    "rrf_k": self.config.recall.rrf_k,
-                    "channels": {name: {"rank": rank, "score": raw_scores[name].get(f.id),
-                                        "contribution": contribution}
-                                 for name, (rank, contribution) in f.contributions.items()},
-                    "score": f.score,
-                }
             items.append(RetrievedItem(
-                id=rec.id, text=rec.text, score=f.score, kind=rec.kind, turn_ids=tuple(rec.turn_ids),
+                id=rec.id, text=rec.text, score=float(score), kind=rec.kind, turn_ids=tuple(rec.turn_ids),
                 external_ids=tuple(t.external_id for t in src), session_id=rec.session_id,
                 timestamp=datetime.fromtimestamp(rec.ref_ts, UTC) if rec.ref_ts is not None else None,
-                speaker=rec.speaker, role=rec.source_role,
-                channels={name: rank for name, (rank, _) in f.contributions.items()}, explanation=explanation))
+                speaker=rec.speaker, role=rec.source_role, channels=ranks.get(rid, {}),
+                explanation=details.get(rid) if explain else None))
         return items
 
     # -- reading turns back, forgetting, stats -------------------------------------------------------------
@@ -365,6 +431,7 @@ class MemoryEngine:
             if self._vector is not None:
                 self._vector.remove(conn, ns_id, rids)
         self._keyword.invalidate(ns_id)
+        self._catalog.invalidate(ns_id)
         if self._vector is not None:
             self._vector.invalidate(ns_id)
         return ForgetReceipt(namespace=ns, turns=n_turns, records=len(rids))
@@ -473,16 +540,42 @@ def _coerce_action_state(value: ActionState | Mapping[str, Any] | None) -> Actio
     raise InvalidQueryError("action_state", value, "pass an ActionState, a mapping of its fields, or None")
 
 
-def _plan(query: str, state: ActionState | None) -> SearchPlan:
-    """The foundation's plan: the query itself, plus one route for what the agent is doing, if anything."""
-    routes = [EvidenceRoute(goal="query", queries=(query,))]
-    if state is not None:
-        parts = [state.current_subgoal, state.tentative_action, state.last_tool_name, state.failure_signal,
-                 *state.missing_slots]
-        text = " ".join(p for p in parts if p)
-        if text.strip():
-            routes.append(EvidenceRoute(goal="action", queries=(text,)))
-    return SearchPlan(question_type="other", routes=tuple(routes), planner="basic")
+def _call_name(channel: str, route: EvidenceRoute, index: int) -> str:
+    """The runner's name of one channel call: ``keyword`` for the main route, ``keyword@action`` otherwise."""
+    if route.goal == "query":
+        return channel
+    return f"{channel}@{route.goal}" if not route.goal.startswith("speaker:") else f"{channel}@route{index}"
+
+
+def _channel_ranks(cat: Any, per_route: Mapping[str, TurnScores], rids: Sequence[int]) -> dict[int, dict[str, int]]:
+    """For each returned turn, its 1-based rank among turns in every channel that matched it."""
+    out: dict[int, dict[str, int]] = {int(r): {} for r in rids}
+    if not rids:
+        return out
+    pos = cat.pos_of(np.asarray(rids, np.int64))
+    is_turn = cat.kind == KIND_CODES["turn"]
+    for goal, scores in per_route.items():
+        for ch, raw in scores.channel_raw.items():
+            turn_scores = raw[is_turn]
+            name = ch if goal == "query" else f"{ch}@{goal}"
+            for rid, p in zip(rids, pos, strict=True):
+                if p >= 0 and (raw[p] > 0 or ch != "keyword"):
+                    out[int(rid)][name] = int((turn_scores > raw[p]).sum()) + 1
+    return out
+
+
+def _explain_zscore(p: int, per_route: Mapping[str, TurnScores], weights: Mapping[str, float]) -> dict[str, Any]:
+    """The arithmetic behind one turn's score, route by route."""
+    routes = {}
+    for goal, s in per_route.items():
+        routes[goal] = {
+            "channels": {ch: {"score": float(s.channel_raw[ch][p]), "z": float(s.channel_z[ch][p]),
+                              "weight": float(weights.get(ch, 1.0))} for ch in s.channel_raw},
+            "fused": float(s.fused[p]), "window": float(s.window[p]), "speaker_boost": float(s.speaker[p]),
+            "time_boost": float(s.time[p]), "session_prior": float(s.session[p]), "route_score": float(s.total[p]),
+        }
+    return {"fusion": "zscore", "routes": routes,
+            "route_weights": {g: (1.0 if g == "query" else SECONDARY_ROUTE_WEIGHT) for g in per_route}}
 
 
 def _as_list(name: str, value: Any) -> list[str]:

@@ -5,10 +5,10 @@ executes the selected channels in parallel with a per-channel timeout and turns 
 :class:`~memory_ext.models.ChannelError` instead of an empty answer.
 """
 
-from .base import RecallContext, Recaller, RecallRequest
+from .base import Hits, RecallContext, Recaller, RecallRequest
 from .keyword import KeywordRecaller
 from .runner import ChannelRun, run_channels
 from .vector import VectorRecaller
 
-__all__ = ["ChannelRun", "KeywordRecaller", "RecallContext", "RecallRequest", "Recaller", "VectorRecaller",
+__all__ = ["ChannelRun", "Hits", "KeywordRecaller", "RecallContext", "RecallRequest", "Recaller", "VectorRecaller",
            "run_channels"]

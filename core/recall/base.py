@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+import numpy as np
 
 if TYPE_CHECKING:
     from ..embed import Embedder
@@ -12,7 +14,31 @@ if TYPE_CHECKING:
     from ..store.sqlite import TruthStore
     from ..store.vector import VectorIndex
 
-__all__ = ["RecallContext", "RecallRequest", "Recaller"]
+__all__ = ["Hits", "RecallContext", "RecallRequest", "Recaller"]
+
+
+@dataclass(frozen=True)
+class Hits:
+    """What a channel found: parallel arrays of rids and scores (higher is better).
+
+    ``fill`` is the score of every record *not* listed when the channel scored the whole namespace (0.0 for
+    BM25, whose unlisted documents share no term with the query); ``None`` when the channel returned only its
+    best candidates, so an unlisted record's score is unknown (below the lowest listed one).
+    """
+
+    rids: np.ndarray
+    scores: np.ndarray
+    fill: float | None = None
+
+    @classmethod
+    def from_pairs(cls, pairs: Sequence[tuple[int, float]]) -> Hits:
+        return cls(np.fromiter((p[0] for p in pairs), np.int64, len(pairs)),
+                   np.fromiter((p[1] for p in pairs), np.float64, len(pairs)))
+
+    def ranked(self) -> list[tuple[int, float]]:
+        """``(rid, score)`` best first, ties by rid."""
+        order = np.lexsort((self.rids, -self.scores))
+        return [(int(self.rids[i]), float(self.scores[i])) for i in order]
 
 
 @dataclass(frozen=True)
@@ -37,11 +63,11 @@ class RecallRequest:
 
 @runtime_checkable
 class Recaller(Protocol):
-    """A recall channel: returns ``(rid, score)`` pairs, best first, all inside ``request.ns_id``.
+    """A recall channel: returns :class:`Hits` (or ``(rid, score)`` pairs), all inside ``request.ns_id``.
 
-    Raise on failure — the runner reports it as a ChannelError; never return ``[]`` to hide an error.
+    Raise on failure — the runner reports it as a ChannelError; never return nothing to hide an error.
     """
 
     channel: str
 
-    def recall(self, request: RecallRequest) -> list[tuple[int, float]]: ...
+    def recall(self, request: RecallRequest) -> Hits | list[tuple[int, float]]: ...

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..registry import recallers
-from .base import RecallContext, RecallRequest
+from .base import Hits, RecallContext, RecallRequest
 
 __all__ = ["KeywordRecaller"]
 
@@ -17,6 +19,10 @@ class KeywordRecaller:
     def __init__(self, ctx: RecallContext) -> None:
         self.ctx = ctx
 
-    def recall(self, request: RecallRequest) -> list[tuple[int, float]]:
-        return self.ctx.keyword_index.search(self.ctx.store.reader(), request.ns_id, request.query,
-                                             request.limit, allowed=request.allowed)
+    def recall(self, request: RecallRequest) -> Hits:
+        """Every record sharing a term with the query (the rest score 0), restricted to ``allowed``."""
+        rids, scores = self.ctx.keyword_index.score_all(self.ctx.store.reader(), request.ns_id, request.query)
+        if request.allowed is not None:
+            keep = np.isin(rids, np.fromiter(request.allowed, np.int64, len(request.allowed)))
+            rids, scores = rids[keep], scores[keep]
+        return Hits(rids, scores, fill=0.0)

@@ -8,6 +8,7 @@ from concurrent.futures import Executor, Future, wait
 from dataclasses import dataclass, field
 
 from ..models import ChannelError
+from .base import Hits
 
 __all__ = ["ChannelRun", "run_channels"]
 
@@ -16,12 +17,12 @@ __all__ = ["ChannelRun", "run_channels"]
 class ChannelRun:
     """What the runner gives back: per-channel results, the channels that failed, and timings in ms."""
 
-    results: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
+    results: dict[str, Hits] = field(default_factory=dict)
     errors: list[ChannelError] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)
 
 
-def run_channels(pool: Executor, calls: Mapping[str, Callable[[], list[tuple[int, float]]]],
+def run_channels(pool: Executor, calls: Mapping[str, Callable[[], Hits | list[tuple[int, float]]]],
                  timeout_s: float) -> ChannelRun:
     """Run every call on ``pool``; wait at most ``timeout_s`` in all (channels run side by side).
 
@@ -32,13 +33,13 @@ def run_channels(pool: Executor, calls: Mapping[str, Callable[[], list[tuple[int
     started = time.perf_counter()
     finished: dict[str, float] = {}
 
-    def timed(name: str, fn: Callable[[], list[tuple[int, float]]]) -> list[tuple[int, float]]:
+    def timed(name: str, fn: Callable[[], Hits | list[tuple[int, float]]]) -> Hits | list[tuple[int, float]]:
         try:
             return fn()
         finally:
             finished[name] = (time.perf_counter() - started) * 1000
 
-    futures: dict[Future[list[tuple[int, float]]], str] = {pool.submit(timed, n, f): n for n, f in calls.items()}
+    futures: dict[Future[Hits | list[tuple[int, float]]], str] = {pool.submit(timed, n, f): n for n, f in calls.items()}
     done, pending = wait(futures, timeout=timeout_s)
     for fut, name in futures.items():
         if fut in pending:
@@ -52,5 +53,6 @@ def run_channels(pool: Executor, calls: Mapping[str, Callable[[], list[tuple[int
         if exc is not None:
             run.errors.append(ChannelError(channel=name, error_type=type(exc).__name__, message=str(exc) or repr(exc)))
         else:
-            run.results[name] = fut.result()
+            found = fut.result()
+            run.results[name] = found if isinstance(found, Hits) else Hits.from_pairs(found)
     return run

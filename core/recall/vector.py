@@ -6,7 +6,7 @@ import numpy as np
 
 from ..embed import check_vectors
 from ..registry import recallers
-from .base import RecallContext, RecallRequest
+from .base import Hits, RecallContext, RecallRequest
 
 __all__ = ["VectorRecaller"]
 
@@ -22,10 +22,17 @@ class VectorRecaller:
             raise ValueError("the vector channel needs a vector index and an embedder")
         self.ctx = ctx
 
-    def recall(self, request: RecallRequest) -> list[tuple[int, float]]:
-        embedder = self.ctx.embedder
-        assert embedder is not None and self.ctx.vector_index is not None
-        query = check_vectors(embedder, embedder.embed_query(request.query), 1)[0]
-        hits = self.ctx.vector_index.search(self.ctx.store.reader(), request.ns_id, np.asarray(query),
-                                            request.limit, allowed=request.allowed)
-        return [(rid, score) for rid, score in hits if score > 0]  # orthogonal or opposite: not evidence
+    def recall(self, request: RecallRequest) -> Hits:
+        """Every record's similarity when the index can score them all (numpy), else the best candidates."""
+        embedder, index = self.ctx.embedder, self.ctx.vector_index
+        assert embedder is not None and index is not None
+        query = np.asarray(check_vectors(embedder, embedder.embed_query(request.query), 1)[0])
+        score_all = getattr(index, "score_all", None)
+        if score_all is None:
+            return Hits.from_pairs(index.search(self.ctx.store.reader(), request.ns_id, query, request.limit,
+                                                allowed=request.allowed))
+        rids, scores = score_all(self.ctx.store.reader(), request.ns_id, query)
+        if request.allowed is not None:
+            keep = np.isin(rids, np.fromiter(request.allowed, np.int64, len(request.allowed)))
+            rids, scores = rids[keep], scores[keep]
+        return Hits(rids, scores.astype(np.float64))

@@ -95,8 +95,11 @@ def okapi_idf_floor(
     keep = (d > 0) & (c > 0)
     d, c = d[keep], c[keep]
     if d.size == 0:
-        return 0.0
-    return float(epsilon * (c * bm25_idf(d, n_docs)).sum() / c.sum())
+        return epsilon
+    floor = float(epsilon * (c * bm25_idf(d, n_docs)).sum() / c.sum())
+    # Deviation from rank_bm25: in a tiny corpus (two or three documents) the mean IDF itself is negative,
+    # so matching a term would *lower* a score below that of a document without it. The floor stays positive.
+    return floor if floor > 0 else epsilon
 
 
 def bm25_tf_weight(tf: npt.ArrayLike, doc_len: npt.ArrayLike, avgdl: float, k1: float, b: float) -> F64:
@@ -545,6 +548,18 @@ class KeywordIndex:
             return []
         return _top_k(snap, k, allowed)
 
+    def score_all(self, conn: sqlite3.Connection, ns_id: int, query: str) -> tuple[np.ndarray, np.ndarray]:
+        """Every document of ``ns_id`` that shares a term with ``query``: ``(rids, scores)``; all others score 0.
+
+        The ranking code uses the whole score distribution (to standardise scores across channels).
+        """
+        qtf = Counter(tokenize(query))
+        snap = self._snapshot(conn, ns_id, qtf) if qtf else None
+        if snap is None or not snap.pos:
+            return np.zeros(0, np.int64), np.zeros(0, np.float64)
+        scores, cand = _scores(snap)
+        return snap.rids[cand].astype(np.int64), scores[cand]
+
     def _snapshot(self, conn: sqlite3.Connection, ns_id: int, qtf: Counter[str]) -> _Snapshot | None:
         with self._lock:
             ns_lock = self._ns_locks.setdefault(ns_id, threading.Lock())
@@ -607,10 +622,8 @@ class KeywordIndex:
         return built
 
 
-def _top_k(snap: _Snapshot, k: int, allowed: Collection[int] | None) -> list[tuple[int, float]]:
-    """Score the snapshot's postings and return the k best ``(rid, score)``, ties by rid ascending."""
-    if not snap.pos:
-        return []
+def _scores(snap: _Snapshot) -> tuple[np.ndarray, np.ndarray]:
+    """Dense BM25 scores over the snapshot's documents, and the positions of the documents that matched."""
     positions = np.concatenate(snap.pos)
     weights = np.concatenate(
         [
@@ -621,7 +634,14 @@ def _top_k(snap: _Snapshot, k: int, allowed: Collection[int] | None) -> list[tup
     scores = np.bincount(positions, weights=weights, minlength=snap.n_docs)
     hit = np.zeros(snap.n_docs, dtype=bool)
     hit[positions] = True
-    cand = np.flatnonzero(hit)
+    return scores, np.flatnonzero(hit)
+
+
+def _top_k(snap: _Snapshot, k: int, allowed: Collection[int] | None) -> list[tuple[int, float]]:
+    """Score the snapshot's postings and return the k best ``(rid, score)``, ties by rid ascending."""
+    if not snap.pos:
+        return []
+    scores, cand = _scores(snap)
     if allowed is not None:
         allowed_arr = np.fromiter((int(r) for r in allowed), dtype=np.int64)
         cand = cand[np.isin(snap.rids[cand], allowed_arr)]

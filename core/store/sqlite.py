@@ -112,7 +112,16 @@ def _v1(conn: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1]
+def _v2(conn: sqlite3.Connection) -> None:
+    """Records point at the turn record they are anchored to (a window at its centre turn)."""
+    conn.execute("ALTER TABLE records ADD COLUMN anchor_rid INTEGER")
+    conn.execute("UPDATE records SET anchor_rid = rid WHERE kind = 'turn'")
+    conn.execute("ALTER TABLE turns ADD COLUMN record_rid INTEGER")
+    conn.execute("UPDATE turns SET record_rid = (SELECT r.rid FROM records r WHERE r.ns_id = turns.ns_id"
+                 " AND r.kind = 'turn' AND r.turn_ids = json_array(turns.id))")
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2]
 """MIGRATIONS[i] upgrades a store from schema version i to i + 1. Append, never edit."""
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -368,14 +377,19 @@ class TruthStore:
         for r in rows:
             cur = conn.execute(
                 "INSERT INTO records(id, ns_id, kind, text, index_text, l0, l1, entities, tags, ref_ts, turn_ids,"
-                " source_role, speaker, session_id, importance, created_at, updated_at)"
-                " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                " source_role, speaker, session_id, importance, anchor_rid, created_at, updated_at)"
+                " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (r["id"], ns_id, r["kind"], r["text"], r["index_text"], r.get("l0"), r.get("l1"),
                  json.dumps(r.get("entities", [])), json.dumps(r.get("tags", [])), r.get("ref_ts"),
                  json.dumps(r["turn_ids"]), r.get("source_role"), r.get("speaker"), r.get("session_id"),
-                 r.get("importance", 0.5), now, now),
+                 r.get("importance", 0.5), r.get("anchor_rid"), now, now),
             )
-            rids.append(int(cur.lastrowid))
+            rid = int(cur.lastrowid)
+            if r["kind"] == "turn":
+                conn.execute("UPDATE records SET anchor_rid=? WHERE rid=?", (rid, rid))
+            if r["kind"] == "turn" and r["turn_ids"]:
+                conn.execute("UPDATE turns SET record_rid=? WHERE ns_id=? AND id=?", (rid, ns_id, r["turn_ids"][0]))
+            rids.append(rid)
         return rids
 
     def insert_embeddings(self, conn: sqlite3.Connection, ns_id: int, rids: Sequence[int], vectors: np.ndarray,
@@ -406,6 +420,15 @@ class TruthStore:
             n_turns = conn.execute("DELETE FROM turns WHERE ns_id=? AND session_id=?", (ns_id, session_id)).rowcount
         conn.execute("UPDATE namespaces SET generation = generation + 1 WHERE ns_id=?", (ns_id,))
         return rids, int(n_turns)
+
+    @staticmethod
+    def tail_turns(conn: sqlite3.Connection, ns_id: int, n: int = 2) -> list[dict[str, Any]]:
+        """The namespace's last ``n`` turns (oldest first), with the rid of each one's turn record."""
+        rows = conn.execute(
+            "SELECT id, session_id, speaker, content, ts, tool_calls, record_rid FROM turns"
+            " WHERE ns_id=? ORDER BY seq DESC LIMIT ?", (ns_id, n)).fetchall()
+        return [{"id": r[0], "session_id": r[1], "speaker": r[2], "content": r[3], "ts": r[4],
+                 "tool_calls": json.loads(r[5]), "rid": int(r[6])} for r in reversed(rows)]
 
     # -- reads -------------------------------------------------------------------------------------------------
     def records_by_rid(self, ns_id: int, rids: Sequence[int]) -> dict[int, RecordRow]:

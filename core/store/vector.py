@@ -113,6 +113,15 @@ class NumpyVectorIndex:
             part.append(rids, mat)
             return part
 
+    def score_all(self, conn: sqlite3.Connection, ns_id: int, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Cosine similarity of ``query`` to every vector of the namespace: ``(rids, scores)``."""
+        part = self._sync(conn, ns_id)
+        if part is None:
+            return np.zeros(0, np.int64), np.zeros(0, np.float32)
+        with self._lock:
+            matrix, rids = part.matrix[: part.n], part.rids[: part.n]
+        return rids, matrix @ np.asarray(query, dtype=np.float32)
+
     def search(self, conn: sqlite3.Connection, ns_id: int, query: np.ndarray, k: int, *,
                allowed: Collection[int] | None = None) -> list[tuple[int, float]]:
         part = self._sync(conn, ns_id)

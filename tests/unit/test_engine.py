@@ -234,12 +234,14 @@ def test_threads_can_search_while_one_writes(filled: MemoryEngine) -> None:
 
 def test_forget_removes_from_every_store(filled: MemoryEngine) -> None:
     receipt = filled.forget("ana")
-    assert receipt.turns == len(CONVERSATIONS["ana"]) and receipt.records == receipt.turns
+    # one turn record per turn, and one window record per turn that has a successor
+    assert receipt.turns == len(CONVERSATIONS["ana"]) and receipt.records == 2 * receipt.turns - 1
     assert filled.search("Toby beagle", "ana").items == ()
     assert filled.get_turns("ana") == []
     assert "marathon" in filled.search("marathon", "ben", k=1).items[0].text  # others untouched
     s = filled.stats()
-    assert s.turns == s.records == s.vectors == len(CONVERSATIONS["ben"]) + len(CONVERSATIONS["chen"])
+    assert s.turns == len(CONVERSATIONS["ben"]) + len(CONVERSATIONS["chen"])
+    assert s.records == s.vectors == 2 * s.turns - 2  # turn records + windows (each user's newest turn has none)
 
 
 def test_forget_one_session(filled: MemoryEngine) -> None:
@@ -277,7 +279,20 @@ def test_action_state_changes_the_ranking(engine: MemoryEngine) -> None:
 def test_explain_shows_the_fusion_arithmetic(filled: MemoryEngine) -> None:
     item = filled.search("beagle puppy", "ana", k=1, explain=True).items[0]
     exp = item.explanation
-    assert exp is not None and exp["fusion"] == "rrf"
+    assert exp is not None and exp["fusion"] == "zscore"
+    route = exp["routes"]["query"]
+    fused = sum(c["weight"] * c["z"] for c in route["channels"].values())
+    assert route["fused"] == pytest.approx(fused)
+    parts = route["fused"] + route["window"] + route["speaker_boost"] + route["time_boost"] + route["session_prior"]
+    assert route["route_score"] == pytest.approx(parts) == pytest.approx(item.score)
+
+
+def test_explain_with_rrf_fusion(tmp_path: Path) -> None:
+    with MemoryEngine.open(tmp_path / "s", embedder="hashing", config={"recall": {"fusion": "rrf"}}) as eng:
+        eng.add_turns(make_turns("ana"), "ana")
+        item = eng.search("beagle puppy", "ana", k=1, explain=True).items[0]
+    exp = item.explanation
+    assert exp is not None and exp["fusion"] == "rrf" and "Toby" in item.text
     total = sum(c["contribution"] for c in exp["channels"].values())
     assert total == pytest.approx(item.score)
     for c in exp["channels"].values():

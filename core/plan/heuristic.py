@@ -1,0 +1,78 @@
+"""The heuristic planner: question type by rules (English and Chinese), time filter, speakers, routes.
+
+>>> classify_question("When did Caroline go to the support group?")
+'temporal'
+>>> classify_question("你之前推荐的那家餐厅叫什么？")
+'prior_assistant_response'
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import datetime
+
+from ..models import ActionState, EvidenceRoute, SearchPlan
+from ..text.entities import query_names
+from ..text.timeexpr import extract_times
+
+__all__ = ["classify_question", "plan_search"]
+
+TIME_FILTER_MIN_CONFIDENCE = 0.8
+
+_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("prior_assistant_response", re.compile(
+        r"\byou (said|told|mentioned|recommended|suggested|wrote|gave)\b|\bdid you (say|recommend|suggest)\b|"
+        r"你(之前|上次|刚才)?(说过|提到|推荐|建议|告诉)|你之前", re.I)),
+    ("temporal", re.compile(
+        r"\b(when|what (time|date|day|year|month)|which (year|month|day|date)|how long (ago|since|before|after)|"
+        r"since when)\b|什么时候|哪天|哪一天|几号|几月|哪一年|哪年|多久|何时", re.I)),
+    ("comparison", re.compile(
+        r"\b(compare|compared|versus|vs\.?|difference between|differ|both|in common|which of)\b|"
+        r"比较|区别|不同|哪个更|都喜欢|共同", re.I)),
+    ("aggregate", re.compile(
+        r"\b(how many|how often|how much|list|all the|what (are|were) some|what kinds?|which .*s\b did)|"
+        r"多少次|几次|哪些|有多少|都有", re.I)),
+    ("personalized_advice", re.compile(
+        r"\b(should i|recommend|suggest|advice|what would you|any ideas|help me (choose|pick|decide))\b|"
+        r"建议|推荐|应该|怎么办|帮我(选|挑|决定)", re.I)),
+)
+_QUESTION = re.compile(r"^\s*(who|what|where|which|why|how|is|are|was|were|do|does|did|can|could|would)\b|[?？]\s*$|"
+                       r"什么|谁|哪|为什么|怎么|吗", re.I)
+
+
+def classify_question(query: str) -> str:
+    """One of ``memory_ext.plan.strategy.QUESTION_TYPES``, by ordered rules; no dataset categories."""
+    for name, pattern in _RULES:
+        if pattern.search(query):
+            return name
+    return "single" if _QUESTION.search(query) else "other"
+
+
+def plan_search(query: str, *, now: datetime | None, speakers: Sequence[str],
+                action_state: ActionState | None) -> SearchPlan:
+    """The plan: question type, the main route (with time filter and named speakers) and an action route.
+
+    A time filter is set only for a time expression parsed with confidence >= 0.8, and it is applied as a boost,
+    never as a gate, so a wrong filter cannot remove the answer. When the question names two or more speakers
+    (a comparison), each gets a route of its own so one speaker's evidence cannot crowd out the other's.
+    """
+    qtype = classify_question(query)
+    time_filter = None
+    if now is not None:
+        mentions = [m for m in extract_times(query, now) if m.confidence >= TIME_FILTER_MIN_CONFIDENCE]
+        if mentions:
+            time_filter = (mentions[0].start, mentions[0].end)
+    named = tuple(query_names(query, speakers)) if speakers else ()
+    routes = [EvidenceRoute(goal="query", queries=(query,), constraints=tuple(f"speaker:{n}" for n in named),
+                            time_filter=time_filter)]
+    if len(named) >= 2:
+        routes += [EvidenceRoute(goal=f"speaker:{n}", queries=(query,), constraints=(f"speaker:{n}",),
+                                 time_filter=time_filter) for n in named]
+    if action_state is not None:
+        parts = [action_state.current_subgoal, action_state.tentative_action, action_state.last_tool_name,
+                 action_state.failure_signal, *action_state.missing_slots, *action_state.available_tools]
+        text = " ".join(p for p in parts if p)
+        if text.strip():
+            routes.append(EvidenceRoute(goal="action", queries=(text,)))
+    return SearchPlan(question_type=qtype, routes=tuple(routes), depth=1, planner="heuristic")

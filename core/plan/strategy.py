@@ -1,0 +1,44 @@
+"""Per-question-type ranking strategies, as frozen tables (a search never writes into them).
+
+Weights are in units of standard deviations of the fused channel score: a ``speaker`` of 0.5 lifts a turn by the
+given speaker as much as half a standard deviation of evidence. Values were set on the development data only
+(LoCoMo conv-26/30; see docs/benchmarks.md); change them only with benchmark evidence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+
+__all__ = ["QUESTION_TYPES", "STRATEGIES", "Strategy"]
+
+QUESTION_TYPES = ("single", "aggregate", "temporal", "comparison", "personalized_advice",
+                  "prior_assistant_response", "other")
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """How one question type turns channel evidence into a turn ranking."""
+
+    window: float = 1.0
+    """weight of the turn's ±1-turn window record (same session) next to the turn's own score"""
+    session: float = 0.3
+    """weight of the session prior: the standardised mean of the session's three best turns"""
+    speaker: float = 0.5
+    """bonus for turns by a speaker the question names"""
+    time: float = 0.5
+    """bonus for turns inside the plan's time filter (a soft gate: nothing is removed)"""
+    assistant: float = 0.0
+    """bonus for assistant turns (questions about what the assistant said before)"""
+
+
+_BASE = Strategy()
+STRATEGIES: MappingProxyType[str, Strategy] = MappingProxyType({
+    "single": _BASE,
+    "aggregate": Strategy(session=0.15),  # evidence spread over sessions: a weaker session prior
+    "temporal": Strategy(time=1.0),
+    "comparison": Strategy(session=0.15),
+    "personalized_advice": _BASE,
+    "prior_assistant_response": Strategy(assistant=0.5),
+    "other": _BASE,
+})

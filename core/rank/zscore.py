@@ -1,0 +1,119 @@
+"""Turn ranking by standardised score fusion, windows, speakers, time and session priors (pure numpy).
+
+Each channel's scores are standardised per record kind over the whole namespace (z = (s - mean) / std), so a
+BM25 score and a cosine similarity become comparable "standard deviations of evidence"; they are summed with the
+channel weights (a weight of 0 removes a channel). A turn's score is then its own fused score plus ``window`` ×
+the fused score of its ±1-turn window record (its conversational context), plus a bonus for turns by a speaker
+the question names and for turns inside the plan's time filter, plus ``session`` × the standardised strength of
+its session (the mean of the session's three best turns). On the LoCoMo dev conversations this ranks turns far
+better than reciprocal rank fusion of the same channels (docs/benchmarks.md).
+
+Inputs are never mutated; the result carries every component for ``explain``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..plan.strategy import Strategy
+from ..recall.base import Hits
+from ..store.catalog import KIND_CODES, Catalog
+
+__all__ = ["TurnScores", "dense_scores", "rank_turns", "standardize"]
+
+TURN, WINDOW = KIND_CODES["turn"], KIND_CODES["window"]
+SESSION_TOP = 3
+
+
+@dataclass(frozen=True)
+class TurnScores:
+    """Scores over the catalog's positions (``-inf`` for records that are not rankable turns)."""
+
+    total: np.ndarray
+    channel_raw: dict[str, np.ndarray]
+    channel_z: dict[str, np.ndarray]
+    fused: np.ndarray
+    window: np.ndarray
+    speaker: np.ndarray
+    time: np.ndarray
+    session: np.ndarray
+
+
+def dense_scores(cat: Catalog, hits: Hits) -> np.ndarray:
+    """A channel's scores over all catalog positions; unknown ones get the kind's lowest known score."""
+    dense = np.full(len(cat), np.nan)
+    pos = cat.pos_of(hits.rids)
+    ok = pos >= 0
+    dense[pos[ok]] = hits.scores[ok]
+    if hits.fill is not None:
+        dense[np.isnan(dense)] = hits.fill
+    for code in np.unique(cat.kind):
+        mask = cat.kind == code
+        missing = mask & np.isnan(dense)
+        if missing.any():
+            known = dense[mask & ~np.isnan(dense)]
+            dense[missing] = known.min() if known.size else 0.0
+    return dense
+
+
+def standardize(values: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """z-scores of ``values`` within each group (a constant group gives zeros)."""
+    out = np.zeros_like(values, dtype=np.float64)
+    for code in np.unique(groups):
+        mask = groups == code
+        v = values[mask]
+        sd = v.std()
+        out[mask] = (v - v.mean()) / sd if sd > 0 else 0.0
+    return out
+
+
+def rank_turns(cat: Catalog, hits: Mapping[str, Hits], weights: Mapping[str, float], strategy: Strategy, *,
+               allowed: np.ndarray | None = None, speakers: Sequence[str] = (),
+               time_span: tuple[float, float] | None = None, assistant_roles: np.ndarray | None = None) -> TurnScores:
+    """Score every turn of the namespace for one route (see the module docstring)."""
+    n = len(cat)
+    raw: dict[str, np.ndarray] = {}
+    zs: dict[str, np.ndarray] = {}
+    fused = np.zeros(n)
+    for name, h in hits.items():
+        raw[name] = dense_scores(cat, h)
+        zs[name] = standardize(raw[name], cat.kind)
+        fused += float(weights.get(name, 1.0)) * zs[name]
+    is_turn = cat.kind == TURN
+    window = np.where(is_turn, fused, 0.0)  # a turn without a window record stands in for its own window
+    win_pos = np.flatnonzero((cat.kind == WINDOW) & (cat.anchor >= 0))
+    if win_pos.size:
+        anchors = cat.anchor[win_pos]
+        window[anchors] = fused[win_pos]
+    total = fused + strategy.window * window
+    speaker = np.zeros(n)
+    codes = [cat.speaker_codes[s] for s in speakers if s in cat.speaker_codes]
+    if codes and strategy.speaker:
+        speaker = strategy.speaker * np.isin(cat.speaker, codes)
+    time = np.zeros(n)
+    if time_span is not None and strategy.time:
+        with np.errstate(invalid="ignore"):
+            time = strategy.time * ((cat.ts >= time_span[0]) & (cat.ts < time_span[1]))
+    total = total + speaker + time
+    if assistant_roles is not None and strategy.assistant:
+        total = total + strategy.assistant * assistant_roles
+    rankable = is_turn if allowed is None else is_turn & allowed
+    session = np.zeros(n)
+    if strategy.session and rankable.any():
+        strength = {}
+        for code in np.unique(cat.session[rankable]):
+            vals = total[rankable & (cat.session == code)]
+            strength[int(code)] = np.sort(vals)[-SESSION_TOP:].mean()
+        codes_arr = np.fromiter(strength, np.int64, len(strength))
+        vals_arr = np.fromiter(strength.values(), np.float64, len(strength))
+        sd = vals_arr.std()
+        z = (vals_arr - vals_arr.mean()) / sd if sd > 0 else np.zeros_like(vals_arr)
+        lookup = dict(zip(codes_arr.tolist(), z.tolist(), strict=True))
+        session = strategy.session * np.array([lookup.get(int(c), 0.0) for c in cat.session])
+        total = total + session
+    total = np.where(rankable, total, -np.inf)
+    return TurnScores(total=total, channel_raw=raw, channel_z=zs, fused=fused, window=window, speaker=speaker,
+                      time=time, session=session)
