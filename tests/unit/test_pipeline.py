@@ -1,0 +1,158 @@
+"""The read path: windows, the planner, z-score turn ranking and its boosts, on small realistic chats."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memory_ext import ActionState, InvalidQueryError, MemoryEngine, Turn
+from memory_ext.ingest.derive import derive_windows
+from memory_ext.plan import STRATEGIES, Strategy, classify_question, plan_search
+from memory_ext.rank.zscore import rank_turns, standardize
+from memory_ext.recall.base import Hits
+from memory_ext.store.catalog import Catalog
+
+T0 = datetime(2023, 5, 8, 13, 0, tzinfo=UTC)
+
+
+def _chat(tmp: Path, config: dict | None = None) -> MemoryEngine:
+    eng = MemoryEngine.open(tmp / "s", embedder="hashing", config=config)
+    day1 = [("Caroline", "I went to a support group meeting yesterday, it was so moving."),
+            ("Melanie", "That sounds powerful. What was the best part?"),
+            ("Caroline", "Hearing the transgender stories, they gave me courage."),
+            ("Melanie", "I painted a sunrise over the lake last week, my kids loved it.")]
+    day2 = [("Melanie", "We went camping in the mountains with the kids."),
+            ("Caroline", "So fun! Did you see any wildlife?"),
+            ("Melanie", "A family of deer at dawn, and the kids roasted marshmallows."),
+            ("Caroline", "I'm researching adoption agencies, I want to be a mom.")]
+    turns = [Turn(role="user", speaker=s, content=c, session_id="S1", timestamp=T0 + timedelta(seconds=i))
+             for i, (s, c) in enumerate(day1)]
+    turns += [Turn(role="user", speaker=s, content=c, session_id="S2",
+                   timestamp=T0 + timedelta(days=20, seconds=i)) for i, (s, c) in enumerate(day2)]
+    eng.add_turns(turns, "conv")
+    return eng
+
+
+def _seq(*specs: tuple[str, str, float]) -> list[dict]:
+    return [{"id": f"t{i}", "session_id": s, "speaker": "A", "content": c, "ts": ts, "tool_calls": []}
+            for i, (s, c, ts) in enumerate(specs)]
+
+
+def test_windows_join_neighbours_of_the_same_exchange_only() -> None:
+    seq = _seq(("s1", "a", 0), ("s1", "b", 10), ("s2", "c", 20), ("s2", "d", 30), ("s2", "e", 99_999))
+    wins = {w["anchor_turn_id"]: w["turn_ids"] for w in derive_windows(seq, first_center=0)}
+    assert wins["t0"] == ["t0", "t1"]
+    assert wins["t1"] == ["t1", "t0"]            # t2 is another session
+    assert wins["t2"] == ["t2", "t3"]
+    assert wins["t3"] == ["t3", "t2"]            # t4 is a day later: another exchange
+    assert "t4" not in wins                      # the newest turn has no successor yet
+
+
+def test_windows_are_the_same_whether_turns_arrive_one_by_one_or_in_a_batch(tmp_path: Path) -> None:
+    texts = ["I adopted a beagle", "What is its name?", "Toby, he is two", "Cute! Does he bark?"]
+    turns = [Turn(role="user", content=t, session_id="s", timestamp=T0 + timedelta(seconds=i))
+             for i, t in enumerate(texts)]
+
+    def windows(eng: MemoryEngine) -> list[str]:
+        rows = eng._store.reader().execute("SELECT text FROM records WHERE kind='window' ORDER BY rid")
+        return [r[0] for r in rows]
+
+    with MemoryEngine.open(tmp_path / "a", embedder="hashing") as a, \
+            MemoryEngine.open(tmp_path / "b", embedder="hashing") as b:
+        a.add_turns(turns, "u")
+        for t in turns:
+            b.add_turns([t], "u")
+        assert windows(a) == windows(b) and len(windows(a)) == 3
+
+
+@pytest.mark.parametrize(("query", "qtype"), [
+    ("When did Caroline go to the LGBTQ support group?", "temporal"),
+    ("How many times has Melanie gone camping?", "aggregate"),
+    ("What do Caroline and Melanie both like?", "comparison"),
+    ("Should I book the ryokan or the hotel?", "personalized_advice"),
+    ("What restaurant did you recommend last time?", "prior_assistant_response"),
+    ("What is Melanie's favourite painting?", "single"),
+    ("她什么时候去的北京？", "temporal"),
+    ("你之前推荐的那家餐厅叫什么？", "prior_assistant_response"),
+    ("他养了哪些宠物？", "aggregate"),
+    ("I love rainy days", "other"),
+])
+def test_question_types(query: str, qtype: str) -> None:
+    assert classify_question(query) == qtype
+    assert qtype in STRATEGIES
+
+
+def test_plan_time_filter_speakers_and_routes() -> None:
+    plan = plan_search("What did Caroline do yesterday?", now=T0, speakers=["Caroline", "Melanie"],
+                       action_state=None)
+    main = plan.routes[0]
+    assert main.time_filter == (datetime(2023, 5, 7, tzinfo=UTC), datetime(2023, 5, 8, tzinfo=UTC))
+    assert main.constraints == ("speaker:Caroline",) and len(plan.routes) == 1
+    vague = plan_search("What did Caroline do a few days ago?", now=T0, speakers=[], action_state=None)
+    assert vague.routes[0].time_filter is None  # low confidence: no filter at all
+    both = plan_search("What do Caroline and Melanie both enjoy?", now=T0, speakers=["Caroline", "Melanie"],
+                       action_state=ActionState(failure_signal="timeout", missing_slots=("date",)))
+    assert [r.goal for r in both.routes] == ["query", "speaker:Caroline", "speaker:Melanie", "action"]
+    assert both.routes[-1].queries == ("timeout date",)
+
+
+def test_standardize_per_group() -> None:
+    z = standardize(np.array([1.0, 3.0, 10.0, 10.0]), np.array([0, 0, 1, 1]))
+    assert z.tolist() == [-1.0, 1.0, 0.0, 0.0]
+
+
+def _catalog(n: int, speakers: list[str], ts: list[float]) -> Catalog:
+    cat = Catalog(generation=0)
+    cat._append([(i + 1, "turn", i + 1, "s", speakers[i], ts[i], "user") for i in range(n)])
+    return cat
+
+
+def test_rank_turns_weights_and_boosts() -> None:
+    cat = _catalog(4, ["A", "B", "A", "B"], [0, 100, 200, 300])
+    kw = Hits(np.array([1, 2]), np.array([2.0, 1.0]), fill=0.0)
+    vec = Hits(np.array([1, 2, 3, 4]), np.array([0.1, 0.2, 0.9, 0.3]))
+    plain = Strategy(window=0.0, session=0.0, speaker=0.0, time=0.0)
+    both = rank_turns(cat, {"keyword": kw, "vector": vec}, {"keyword": 1.0, "vector": 1.0}, plain)
+    no_vec = rank_turns(cat, {"keyword": kw, "vector": vec}, {"keyword": 1.0, "vector": 0.0}, plain)
+    only_kw = rank_turns(cat, {"keyword": kw}, {"keyword": 1.0}, plain)
+    assert np.allclose(no_vec.total, only_kw.total)  # weight 0 removes the channel entirely
+    assert int(np.argmax(both.total)) != int(np.argmax(no_vec.total))
+    spk = rank_turns(cat, {"keyword": kw}, {}, Strategy(window=0.0, session=0.0, speaker=0.5, time=0.0),
+                     speakers=["B"])
+    assert np.allclose(spk.total - only_kw.total, [0, 0.5, 0, 0.5])
+    soft = rank_turns(cat, {"keyword": kw}, {}, Strategy(window=0.0, session=0.0, speaker=0.0, time=1.0),
+                      time_span=(250.0, 400.0))
+    assert np.isfinite(soft.total).all()  # a time filter boosts, it never removes
+    assert np.allclose(soft.total - only_kw.total, [0, 0, 0, 1.0])
+
+
+def test_speaker_named_in_the_question_lifts_their_turns(tmp_path: Path) -> None:
+    with _chat(tmp_path) as eng:
+        res = eng.search("What did Melanie see with the kids?", "conv", k=3, now=T0 + timedelta(days=30))
+        assert res.items[0].speaker == "Melanie"
+        assert res.plan is not None and res.plan.routes[0].constraints == ("speaker:Melanie",)
+
+
+def test_a_wrong_time_filter_never_removes_the_answer(tmp_path: Path) -> None:
+    with _chat(tmp_path) as eng:
+        now = T0 + timedelta(days=30)
+        res = eng.search("When did Melanie go camping yesterday?", "conv", k=8, now=now)
+        assert res.plan is not None and res.plan.routes[0].time_filter is not None
+        assert any("camping" in i.text for i in res.items[:3])
+
+
+def test_invalid_now_is_rejected(tmp_path: Path) -> None:
+    with _chat(tmp_path) as eng, pytest.raises(InvalidQueryError) as info:
+        eng.search("camping", "conv", now="last tuesday")
+    assert info.value.field == "now"
+
+
+def test_results_are_turns_with_their_own_turn_first(tmp_path: Path) -> None:
+    with _chat(tmp_path) as eng:
+        items = eng.search("deer at dawn marshmallows", "conv", k=8).items
+        assert all(i.kind == "turn" and len(i.turn_ids) == 1 for i in items)
+        assert len({i.turn_ids[0] for i in items}) == len(items)
+        assert "deer" in items[0].text
