@@ -12,7 +12,7 @@ remember that helps with what I am about to do" through multi-channel retrieval.
 >>> engine.close()
 """
 
-from .config import EngineConfig, GlobalsConfig, LimitsConfig, RecallConfig, StorageConfig
+from .config import EngineConfig, GlobalsConfig, IngestConfig, LimitsConfig, RecallConfig, StorageConfig
 from .embed import E5Embedder, Embedder, HashingEmbedder
 from .engine import AddResult, ForgetReceipt, MemoryEngine, StoreStats
 from .errors import (
@@ -66,6 +66,7 @@ __all__ = [
     "GlobalsConfig",
     "HashingEmbedder",
     "IndexHook",
+    "IngestConfig",
     "InvalidNamespaceError",
     "InvalidQueryError",
     "InvalidTurnError",

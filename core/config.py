@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .errors import ConfigError
 
-__all__ = ["EngineConfig", "GlobalsConfig", "LimitsConfig", "RecallConfig", "StorageConfig"]
+__all__ = ["EngineConfig", "GlobalsConfig", "IngestConfig", "LimitsConfig", "RecallConfig", "StorageConfig"]
 
 
 class _Section(BaseModel):
@@ -66,6 +66,16 @@ class RecallConfig(_Section):
     """RRF weight per channel name; 0 removes a channel's influence on the ranking."""
 
 
+class IngestConfig(_Section):
+    """What the write path derives from turns."""
+
+    windows: bool = True
+    """Index each turn's ±1-turn window of the same exchange (its conversational context)."""
+    window_vectors: Literal["embed", "mean"] = "embed"
+    """``embed``: embed the window's text (best recall; about 4x the embedding work of the turns alone);
+    ``mean``: the normalised mean of its turns' vectors (no extra model calls; LoCoMo dev @10 0.763 vs 0.771)."""
+
+
 class StorageConfig(_Section):
     """Where vectors live. The truth store (turns, records, keyword index) is always SQLite in the store dir."""
 
@@ -93,6 +103,7 @@ class EngineConfig(_Section):
 
     globals: GlobalsConfig = Field(default_factory=GlobalsConfig)
     recall: RecallConfig = Field(default_factory=RecallConfig)
+    ingest: IngestConfig = Field(default_factory=IngestConfig)
     storage: StorageConfig = Field(default_factory=StorageConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
 

@@ -235,12 +235,16 @@ class MemoryEngine:
             known_ns = self._store.find_namespace(ns.key)
             tail = self._store.tail_turns(self._store.reader(), known_ns, 2) if known_ns is not None else []
             records = [derive_turn_record(r) for r in turn_rows]
-            windows = derive_windows(tail + turn_rows, first_center=len(tail) - 1)
+            ingest = self.config.ingest
+            windows = derive_windows(tail + turn_rows, first_center=len(tail) - 1) if ingest.windows else []
             all_records = records + windows
             vectors = None
             if self._vector is not None and self.embedder is not None:
-                texts = [r["index_text"] for r in all_records]
+                embed = all_records if ingest.window_vectors == "embed" else records
+                texts = [r["index_text"] for r in embed]
                 vectors = check_vectors(self.embedder, self.embedder.embed_documents(texts), len(texts))
+                if ingest.window_vectors == "mean" and windows:
+                    vectors = np.vstack([vectors, self._mean_window_vectors(known_ns, windows, turn_rows, vectors, tail)])
             with self._store.transaction("add_turns") as conn:
                 ns_id = self._store.ensure_namespace(conn, ns.key)
                 seq = self._store.next_seq(conn, ns_id)
@@ -271,6 +275,22 @@ class MemoryEngine:
                         self._vector.invalidate(ns_id)
                     raise
         return AddResult(turn_ids=tuple(r["id"] for r in turn_rows), record_ids=tuple(r["id"] for r in records))
+
+    def _mean_window_vectors(self, ns_id: int | None, windows: Sequence[dict[str, Any]],
+                             turn_rows: Sequence[dict[str, Any]], vectors: np.ndarray,
+                             tail: Sequence[dict[str, Any]]) -> np.ndarray:
+        """Window vectors as the normalised mean of their turns' vectors (new turns' from ``vectors``)."""
+        by_turn = {row["id"]: vectors[i] for i, row in enumerate(turn_rows)}
+        missing = [t["rid"] for t in tail if t["id"] not in by_turn]
+        if missing and ns_id is not None:
+            stored = self._store.vectors_by_rid(ns_id, missing)
+            by_turn.update({t["id"]: stored[t["rid"]] for t in tail if t["rid"] in stored})
+        out = []
+        for w in windows:
+            members = [by_turn[t] for t in w["turn_ids"] if t in by_turn]
+            out.append(np.mean(members, axis=0))
+        assert self.embedder is not None
+        return check_vectors(self.embedder, np.asarray(out, np.float32), len(windows))
 
     # -- read path -------------------------------------------------------------------------------------------
     def search(self, query: str, namespace: Namespace | str, *, k: int = 10,

@@ -442,6 +442,13 @@ class TruthStore:
                 out[int(r[0])] = RecordRow(int(r[0]), r[1], r[2], r[3], json.loads(r[4]), r[5], r[6], r[7], r[8])
         return out
 
+    def vectors_by_rid(self, ns_id: int, rids: Sequence[int]) -> dict[int, np.ndarray]:
+        """Stored vectors of the given records of one namespace."""
+        marks = ",".join("?" * len(rids))
+        rows = self.reader().execute(f"SELECT rid, vector FROM embeddings WHERE ns_id=? AND rid IN ({marks})",
+                                     (ns_id, *rids))
+        return {int(r[0]): np.frombuffer(r[1], dtype=np.float32) for r in rows}
+
     def turns_by_id(self, ns_id: int, turn_ids: Iterable[str]) -> dict[str, TurnRow]:
         out: dict[str, TurnRow] = {}
         conn = self.reader()

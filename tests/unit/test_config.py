@@ -17,7 +17,7 @@ def test_defaults_and_frozen() -> None:
 
 
 @pytest.mark.parametrize(("data", "field", "hint"), [
-    ({"recal": {}}, "recal", "valid keys: globals, limits, recall, storage"),
+    ({"recal": {}}, "recal", "valid keys: globals, ingest, limits, recall, storage"),
     ({"recall": {"rrf_kk": 3}}, "recall.rrf_kk", "valid keys:"),
     ({"recall": {"rrf_k": "many"}}, "recall.rrf_k", "integer"),
     ({"globals": {"vectr_enabled": True}}, "globals.vectr_enabled", "vector_enabled"),

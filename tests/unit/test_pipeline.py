@@ -156,3 +156,39 @@ def test_results_are_turns_with_their_own_turn_first(tmp_path: Path) -> None:
         assert all(i.kind == "turn" and len(i.turn_ids) == 1 for i in items)
         assert len({i.turn_ids[0] for i in items}) == len(items)
         assert "deer" in items[0].text
+
+
+def test_windows_can_be_switched_off(tmp_path: Path) -> None:
+    with _chat(tmp_path, config={"ingest": {"windows": False}}) as eng:
+        stats = eng.stats()
+        assert stats.records == stats.turns == 8
+        assert "deer" in eng.search("deer at dawn", "conv", k=1).items[0].text
+
+
+def test_mean_window_vectors_need_no_model_call_and_match_their_turns(tmp_path: Path) -> None:
+    from memory_ext import HashingEmbedder
+
+    class CountingEmbedder(HashingEmbedder):
+        texts = 0
+
+        def embed_documents(self, texts):  # type: ignore[no-untyped-def]
+            CountingEmbedder.texts += len(texts)
+            return super().embed_documents(texts)
+
+    emb = CountingEmbedder(64)
+    turns = [Turn(role="user", content=c, session_id="s", timestamp=T0 + timedelta(seconds=i))
+             for i, c in enumerate(["I adopted a beagle", "What is its name?", "Toby, he is two"])]
+    with MemoryEngine.open(tmp_path / "s", embedder=emb, config={"ingest": {"window_vectors": "mean"}}) as eng:
+        eng.add_turns(turns[:2], "u")
+        eng.add_turns(turns[2:], "u")  # the window of turn 2 needs turn 1's stored vector
+        assert CountingEmbedder.texts == 3  # the turns only
+        rows = eng._store.reader().execute(
+            "SELECT r.kind, r.turn_ids, e.vector FROM records r JOIN embeddings e USING(rid) ORDER BY r.rid").fetchall()
+    import json
+
+    vec = {json.loads(t)[0]: np.frombuffer(v, np.float32) for k, t, v in rows if k == "turn"}
+    windows = [(json.loads(t), np.frombuffer(v, np.float32)) for k, t, v in rows if k == "window"]
+    assert len(windows) == 2
+    for ids, v in windows:
+        mean = np.mean([vec[i] for i in ids], axis=0)
+        assert np.allclose(v, mean / np.linalg.norm(mean), atol=1e-6)
