@@ -22,7 +22,7 @@ from ..plan.strategy import Strategy
 from ..recall.base import Hits
 from ..store.catalog import KIND_CODES, Catalog
 
-__all__ = ["TurnScores", "dense_scores", "rank_turns", "standardize"]
+__all__ = ["TurnScores", "dense_scores", "rank_turns", "session_prior", "standardize"]
 
 TURN, WINDOW = KIND_CODES["turn"], KIND_CODES["window"]
 SESSION_TOP = 3
@@ -70,6 +70,30 @@ def standardize(values: np.ndarray, groups: np.ndarray) -> np.ndarray:
     return out
 
 
+def session_prior(codes: np.ndarray, scores: np.ndarray, rankable: np.ndarray, top: int = SESSION_TOP) -> np.ndarray:
+    """Per session code: the standardised mean of its ``top`` best rankable scores (0 for sessions without any).
+
+    >>> session_prior(np.array([0, 0, 1, 1]), np.array([1.0, 3.0, 0.0, 2.0]), np.ones(4, bool), top=1).tolist()
+    [1.0, -1.0]
+    """
+    n_codes = int(codes.max()) + 1 if codes.size else 0
+    c, v = codes[rankable], scores[rankable]
+    order = np.lexsort((-v, c))
+    c, v = c[order], v[order]
+    starts = np.flatnonzero(np.r_[True, np.diff(c) != 0])
+    rank_in_session = np.arange(c.size) - np.repeat(starts, np.diff(np.r_[starts, c.size]))
+    best = rank_in_session < top
+    sums = np.bincount(c[best], weights=v[best], minlength=n_codes)
+    counts = np.bincount(c[best], minlength=n_codes)
+    present = counts > 0
+    out = np.zeros(n_codes)
+    strength = sums[present] / counts[present]
+    sd = strength.std()
+    if sd > 0:
+        out[present] = (strength - strength.mean()) / sd
+    return out
+
+
 def rank_turns(cat: Catalog, hits: Mapping[str, Hits], weights: Mapping[str, float], strategy: Strategy, *,
                allowed: np.ndarray | None = None, speakers: Sequence[str] = (),
                time_span: tuple[float, float] | None = None, assistant_roles: np.ndarray | None = None) -> TurnScores:
@@ -103,16 +127,7 @@ def rank_turns(cat: Catalog, hits: Mapping[str, Hits], weights: Mapping[str, flo
     rankable = is_turn if allowed is None else is_turn & allowed
     session = np.zeros(n)
     if strategy.session and rankable.any():
-        strength = {}
-        for code in np.unique(cat.session[rankable]):
-            vals = total[rankable & (cat.session == code)]
-            strength[int(code)] = np.sort(vals)[-SESSION_TOP:].mean()
-        codes_arr = np.fromiter(strength, np.int64, len(strength))
-        vals_arr = np.fromiter(strength.values(), np.float64, len(strength))
-        sd = vals_arr.std()
-        z = (vals_arr - vals_arr.mean()) / sd if sd > 0 else np.zeros_like(vals_arr)
-        lookup = dict(zip(codes_arr.tolist(), z.tolist(), strict=True))
-        session = strategy.session * np.array([lookup.get(int(c), 0.0) for c in cat.session])
+        session = strategy.session * session_prior(cat.session, total, rankable)[cat.session]
         total = total + session
     total = np.where(rankable, total, -np.inf)
     return TurnScores(total=total, channel_raw=raw, channel_z=zs, fused=fused, window=window, speaker=speaker,

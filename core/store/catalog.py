@@ -101,7 +101,7 @@ class RecordCatalog:
                 self._cats[ns_id] = cat
             rows = conn.execute(
                 "SELECT rid, kind, anchor_rid, session_id, speaker, ref_ts, source_role FROM records"
-                " WHERE ns_id=? AND rid>? ORDER BY rid", (ns_id, cat.last_rid)).fetchall()
+                " WHERE rid>? AND +ns_id=? ORDER BY rid", (cat.last_rid, ns_id)).fetchall()  # a primary-key range
             cat._append(rows)
             # a consistent snapshot: appends replace the arrays, they never write into them
             return replace(cat, session_codes=dict(cat.session_codes), speaker_codes=dict(cat.speaker_codes))

@@ -438,14 +438,14 @@ class TruthStore:
             marks = ",".join("?" * len(chunk))
             for r in conn.execute(
                 f"SELECT rid, id, kind, text, turn_ids, source_role, speaker, session_id, ref_ts FROM records"
-                f" WHERE ns_id=? AND rid IN ({marks})", (ns_id, *chunk)):
+                f" WHERE +ns_id=? AND rid IN ({marks})", (ns_id, *chunk)):
                 out[int(r[0])] = RecordRow(int(r[0]), r[1], r[2], r[3], json.loads(r[4]), r[5], r[6], r[7], r[8])
         return out
 
     def vectors_by_rid(self, ns_id: int, rids: Sequence[int]) -> dict[int, np.ndarray]:
         """Stored vectors of the given records of one namespace."""
         marks = ",".join("?" * len(rids))
-        rows = self.reader().execute(f"SELECT rid, vector FROM embeddings WHERE ns_id=? AND rid IN ({marks})",
+        rows = self.reader().execute(f"SELECT rid, vector FROM embeddings WHERE +ns_id=? AND rid IN ({marks})",
                                      (ns_id, *rids))
         return {int(r[0]): np.frombuffer(r[1], dtype=np.float32) for r in rows}
 
@@ -454,7 +454,7 @@ class TruthStore:
         conn = self.reader()
         for chunk in _chunks(list(dict.fromkeys(turn_ids)), 500):
             marks = ",".join("?" * len(chunk))
-            for r in conn.execute(f"SELECT {_TURN_COLS} FROM turns WHERE ns_id=? AND id IN ({marks})",
+            for r in conn.execute(f"SELECT {_TURN_COLS} FROM turns WHERE +ns_id=? AND id IN ({marks})",
                                   (ns_id, *chunk)):
                 row = _turn_row(r)
                 out[row.id] = row
@@ -487,6 +487,8 @@ class TruthStore:
         return sum(p.stat().st_size for p in self.directory.rglob("*") if p.is_file())
 
 
+# "+ns_id" keeps the namespace check but stops SQLite from scanning the namespace's index instead of using the
+# primary key: a lookup of k rows stays O(k) however large the namespace is.
 _TURN_COLS = ("tid, id, seq, session_id, role, speaker, content, ts, external_id, tool_calls, attachments, metadata,"
               " token_count")
 

@@ -16,6 +16,8 @@ MODULES = [
     "memory_ext.ingest.derive",
     "memory_ext.models",
     "memory_ext.rank.fusion",
+    "memory_ext.rank.zscore",
+    "memory_ext.plan.heuristic",
     "memory_ext.registry",
     "memory_ext.text.entities",
     "memory_ext.text.timeexpr",

@@ -192,3 +192,17 @@ def test_mean_window_vectors_need_no_model_call_and_match_their_turns(tmp_path: 
     for ids, v in windows:
         mean = np.mean([vec[i] for i in ids], axis=0)
         assert np.allclose(v, mean / np.linalg.norm(mean), atol=1e-6)
+
+
+def test_session_prior_matches_a_direct_computation() -> None:
+    from memory_ext.rank.zscore import session_prior
+
+    rng = np.random.default_rng(3)
+    codes = rng.integers(0, 7, 300)
+    scores = rng.normal(size=300)
+    rankable = rng.random(300) > 0.2
+    got = session_prior(codes, scores, rankable)
+    strength = {c: np.sort(scores[rankable & (codes == c)])[-3:].mean() for c in np.unique(codes[rankable])}
+    vals = np.array(list(strength.values()))
+    want = {c: (v - vals.mean()) / vals.std() for c, v in strength.items()}
+    assert np.allclose([got[c] for c in want], list(want.values()))
