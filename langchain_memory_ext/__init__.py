@@ -1,6 +1,25 @@
-"""LangChain and LangGraph faces of memory-ext (retriever, chat history, store): coming in their own issue.
+"""LangChain and LangGraph faces of memory-ext.
+
+- :class:`MemoryRetriever` — a ``BaseRetriever`` over the engine's multi-channel search.
+- :class:`MemoryChatMessageHistory` — a chat history whose messages are archived as searchable turns.
+- :class:`MemoryStore` — LangGraph's ``BaseStore`` (long-term memory), searchable in natural language.
+- :func:`create_memory_tools` — agent tools to search (optionally action-aware) and save memories.
+- :class:`LangChainEmbedder` — any LangChain ``Embeddings`` as a memory-ext ``Embedder``.
 
 Install with ``pip install "memory-ext[langchain]"``. This package imports LangChain; ``memory_ext`` never does.
 """
 
-__all__: list[str] = []
+from . import _deps  # noqa: F401  (first: a missing package raises an error naming the extra)
+from .chat_history import MemoryChatMessageHistory
+from .embeddings import LangChainEmbedder
+from .retrievers import MemoryRetriever
+from .store import MemoryStore
+from .tools import create_memory_tools
+
+__all__ = [
+    "LangChainEmbedder",
+    "MemoryChatMessageHistory",
+    "MemoryRetriever",
+    "MemoryStore",
+    "create_memory_tools",
+]

@@ -1,6 +1,25 @@
-"""LlamaIndex faces of memory-ext (retriever, memory block, agent memory): coming in their own issue.
+"""LlamaIndex faces of memory-ext: a retriever, a ``Memory`` block, an agent memory and embedding adapters.
 
 Install with ``pip install "memory-ext[llamaindex]"``. This package imports LlamaIndex; ``memory_ext`` never does.
+
+- :class:`MemoryRetriever` — a ``BaseRetriever`` (query engines, ``QueryFusionRetriever``), sync and async.
+- :class:`MemoryBlock` — a block of LlamaIndex's ``Memory``; :class:`ArchivingMemory` archives every turn.
+- :class:`MemoryEngineMemory` — a ``BaseMemory`` for ``agent.run(..., memory=...)``: the session's history
+  from the engine plus relevant long-term memories, every message archived.
+- :class:`MemoryExtEmbedding` (our embedder as a LlamaIndex ``BaseEmbedding``) and :class:`LlamaIndexEmbedder`
+  (any ``BaseEmbedding`` as a memory-ext embedder).
 """
 
-__all__: list[str] = []
+from .embeddings import LlamaIndexEmbedder, MemoryExtEmbedding
+from .memory import MemoryEngineMemory
+from .memory_block import ArchivingMemory, MemoryBlock
+from .retriever import MemoryRetriever
+
+__all__ = [
+    "ArchivingMemory",
+    "LlamaIndexEmbedder",
+    "MemoryBlock",
+    "MemoryEngineMemory",
+    "MemoryExtEmbedding",
+    "MemoryRetriever",
+]

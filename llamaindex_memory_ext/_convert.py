@@ -1,0 +1,167 @@
+"""Pure conversions shared by the faces: LlamaIndex messages <-> memory-ext turns, memories -> nodes and text.
+
+Every decision that is not I/O lives here once; the sync and async paths of the faces only differ in which
+engine method they await.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock, ToolCallBlock
+from llama_index.core.schema import NodeWithScore, TextNode
+from memory_ext import RetrievedItem, SearchResult, Turn
+from memory_ext.text import estimate_tokens
+
+__all__ = [
+    "MESSAGE_KEY",
+    "drop_lines_for_tokens",
+    "item_to_node",
+    "message_text",
+    "message_to_turn",
+    "messages_to_turns",
+    "query_from_messages",
+    "render_memories",
+    "render_memory",
+    "turn_to_message",
+    "warn_if_degraded",
+]
+
+#: Turn metadata key holding the exact LlamaIndex message (so tool-call messages come back intact).
+MESSAGE_KEY = "llama_index_message"
+
+_ROLE = {
+    MessageRole.SYSTEM: "system", MessageRole.DEVELOPER: "system", MessageRole.USER: "user",
+    MessageRole.ASSISTANT: "assistant", MessageRole.CHATBOT: "assistant", MessageRole.MODEL: "assistant",
+    MessageRole.TOOL: "tool", MessageRole.FUNCTION: "tool",
+}
+
+#: Node metadata the LLM does not need to read (ids and ranking details).
+_HIDDEN_FROM_LLM = ["memory_id", "kind", "channels", "turn_ids", "external_ids", "role"]
+
+
+def warn_if_degraded(result: SearchResult, logger: logging.Logger) -> None:
+    """Log a warning naming the failed channels when a search was degraded (the other channels still answered)."""
+    if result.channel_errors:
+        logger.warning("memory search degraded for %r: %s", result.query,
+                       "; ".join(f"{e.channel}: {e.error_type}: {e.message}" for e in result.channel_errors))
+
+
+def item_to_node(item: RetrievedItem) -> NodeWithScore:
+    """One retrieved memory as a ``NodeWithScore``; the node id is the memory id (unique per result)."""
+    metadata: dict[str, Any] = {
+        "memory_id": item.id,
+        "kind": str(item.kind),
+        "channels": dict(item.channels),
+        "turn_ids": list(item.turn_ids),
+        "external_ids": list(item.external_ids),
+        "session_id": item.session_id,
+        "timestamp": item.timestamp.isoformat() if item.timestamp else None,
+        "speaker": item.speaker,
+        "role": str(item.role) if item.role is not None else None,
+    }
+    node = TextNode(id_=item.id, text=item.text, metadata=metadata,
+                    excluded_llm_metadata_keys=list(_HIDDEN_FROM_LLM),
+                    excluded_embed_metadata_keys=list(metadata))
+    return NodeWithScore(node=node, score=item.score)
+
+
+def render_memory(item: RetrievedItem) -> str:
+    """One memory as one prompt line: ``- [2026-03-02 09:15] Maya (user): I'm allergic to shellfish.``"""
+    when = f"[{item.timestamp:%Y-%m-%d %H:%M}] " if item.timestamp else ""
+    who = item.speaker or (str(item.role) if item.role is not None else "")
+    role = f" ({item.role})" if item.speaker and item.role is not None else ""
+    text = " ".join(item.text.split())
+    return f"- {when}{who}{role}: {text}" if who else f"- {when}{text}"
+
+
+def render_memories(items: Sequence[RetrievedItem]) -> list[str]:
+    """Prompt lines for memories, best first."""
+    return [render_memory(it) for it in items]
+
+
+def message_text(message: ChatMessage) -> str:
+    """The text of a message (its text blocks joined), or ``""``."""
+    return "\n".join(b.text for b in message.blocks if isinstance(b, TextBlock) and b.text).strip()
+
+
+def _tool_calls(message: ChatMessage) -> tuple[dict[str, Any], ...]:
+    calls = [{"id": b.tool_call_id, "name": b.tool_name, "arguments": b.tool_kwargs}
+             for b in message.blocks if isinstance(b, ToolCallBlock)]
+    if not calls:
+        for raw in message.additional_kwargs.get("tool_calls") or ():
+            calls.append(raw if isinstance(raw, dict) else {"repr": repr(raw)})
+    return tuple(calls)
+
+
+def _jsonable(message: ChatMessage) -> dict[str, Any] | None:
+    """The message as JSON data, or None if something in it (a provider object) cannot be serialised."""
+    try:
+        return message.model_dump(mode="json")
+    except (TypeError, ValueError):
+        return None
+
+
+def message_to_turn(message: ChatMessage, session_id: str | None = None, *, keep_message: bool = False) -> Turn | None:
+    """A LlamaIndex message as a memory-ext turn, or None for a message with nothing to keep.
+
+    The session is ``session_id`` or the ``session_id`` LlamaIndex's memory put into ``additional_kwargs``.
+    ``keep_message=True`` stores the exact message in the turn's metadata so :func:`turn_to_message` rebuilds it.
+    """
+    text = message_text(message)
+    calls = _tool_calls(message)
+    if not text and not calls:
+        return None
+    metadata: dict[str, Any] = {}
+    if keep_message:
+        dumped = _jsonable(message)
+        if dumped is not None:
+            metadata[MESSAGE_KEY] = dumped
+    if message.role in (MessageRole.TOOL, MessageRole.FUNCTION):
+        for key in ("tool_call_id", "name"):
+            if isinstance(message.additional_kwargs.get(key), str):
+                metadata[key] = message.additional_kwargs[key]
+    speaker = message.additional_kwargs.get("name") if message.role == MessageRole.USER else None
+    return Turn(role=_ROLE.get(message.role, "user"), content=text, tool_calls=calls, metadata=metadata,
+                speaker=speaker if isinstance(speaker, str) else None,
+                session_id=session_id or message.additional_kwargs.get("session_id"))
+
+
+def messages_to_turns(messages: Iterable[ChatMessage], session_id: str | None = None, *,
+                      keep_message: bool = False) -> list[Turn]:
+    """:func:`message_to_turn` over messages, dropping the empty ones."""
+    turns = (message_to_turn(m, session_id, keep_message=keep_message) for m in messages)
+    return [t for t in turns if t is not None]
+
+
+def turn_to_message(turn: Turn) -> ChatMessage:
+    """A stored turn as a LlamaIndex message: the exact original if it was kept, else rebuilt from the turn."""
+    raw = turn.metadata.get(MESSAGE_KEY)
+    if isinstance(raw, dict):
+        return ChatMessage.model_validate(raw)
+    kwargs: dict[str, Any] = {}
+    if turn.role == "tool" and isinstance(turn.metadata.get("tool_call_id"), str):
+        kwargs["tool_call_id"] = turn.metadata["tool_call_id"]
+    return ChatMessage(role=str(turn.role), content=turn.content, additional_kwargs=kwargs)
+
+
+def query_from_messages(messages: Sequence[ChatMessage] | None, last_n: int) -> str:
+    """The search query for a conversation: the text of the latest user message, plus the ``last_n - 1``
+    messages before it (for context). Empty if there is no text."""
+    if not messages:
+        return ""
+    texts = [(m.role, message_text(m)) for m in messages if m.role != MessageRole.SYSTEM]
+    texts = [(r, t) for r, t in texts if t]
+    last_user = max((i for i, (r, _) in enumerate(texts) if r == MessageRole.USER), default=len(texts) - 1)
+    window = texts[max(0, last_user - last_n + 1): last_user + 1]
+    return "\n".join(t for _, t in window)
+
+
+def drop_lines_for_tokens(lines: list[str], tokens_to_drop: int) -> list[str]:
+    """Drop lines from the end (the lowest-ranked memories) until about ``tokens_to_drop`` tokens are gone."""
+    kept = list(lines)
+    while kept and tokens_to_drop > 0:
+        tokens_to_drop -= estimate_tokens(kept.pop()) + 1
+    return kept
