@@ -15,6 +15,7 @@ remember that helps with what I am about to do" through multi-channel retrieval.
 from .config import EngineConfig, GlobalsConfig, IngestConfig, LimitsConfig, RecallConfig, StorageConfig
 from .embed import E5Embedder, Embedder, HashingEmbedder
 from .engine import AddResult, ForgetReceipt, MemoryEngine, StoreStats
+from .plan.llm_planner import HeuristicPlanner, LLMPlanner, PlanOutcome, Planner
 from .errors import (
     ConfigError,
     EmbedderError,
@@ -31,6 +32,7 @@ from .errors import (
     StoreLockedError,
     ValidationError,
 )
+from .llm import LLM, Delay, LLMCall, ScriptedLLM
 from .models import (
     ActionState,
     ChannelError,
@@ -55,6 +57,7 @@ __all__ = [
     "AddResult",
     "ChannelError",
     "ConfigError",
+    "Delay",
     "E5Embedder",
     "Embedder",
     "EmbedderError",
@@ -65,11 +68,15 @@ __all__ = [
     "ForgetReceipt",
     "GlobalsConfig",
     "HashingEmbedder",
+    "HeuristicPlanner",
     "IndexHook",
     "IngestConfig",
     "InvalidNamespaceError",
     "InvalidQueryError",
     "InvalidTurnError",
+    "LLM",
+    "LLMCall",
+    "LLMPlanner",
     "LimitsConfig",
     "MemoryEngine",
     "MemoryExtError",
@@ -77,6 +84,8 @@ __all__ = [
     "MemoryRecord",
     "MissingDependencyError",
     "Namespace",
+    "PlanOutcome",
+    "Planner",
     "ReadOnlyStoreError",
     "RecallConfig",
     "RecordKind",
@@ -84,6 +93,7 @@ __all__ = [
     "RetrievedItem",
     "Role",
     "SchemaVersionError",
+    "ScriptedLLM",
     "SearchPlan",
     "SearchResult",
     "StorageConfig",

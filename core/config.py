@@ -45,7 +45,7 @@ class GlobalsConfig(_Section):
     rerank_enabled: bool = False
     """Rerank fused candidates; needs a reranker passed to ``MemoryEngine.open``."""
     llm_planner_enabled: bool = False
-    """Plan searches with an LLM; needs an llm passed to ``MemoryEngine.open``."""
+    """Plan searches with an LLM; needs ``MemoryEngine.open(..., llm=...)``."""
 
 
 class RecallConfig(_Section):
@@ -63,7 +63,13 @@ class RecallConfig(_Section):
     rrf_k: int = Field(default=60, ge=1)
     """The RRF constant: score = sum_c weight_c / (rrf_k + rank_c)."""
     channel_weights: dict[str, float] = Field(default_factory=lambda: {"keyword": 1.0, "vector": 1.0})
-    """RRF weight per channel name; 0 removes a channel's influence on the ranking."""
+    """Weight per channel name (in both fusions); 0 removes a channel's influence on the ranking."""
+    mmr_lambda: float = Field(default=0.85, ge=0.0, le=1.0)
+    """Maximal marginal relevance: 1 ranks by relevance alone; lower values trade relevance for diversity."""
+    mmr_pool_factor: int = Field(default=4, ge=1, le=20)
+    """MMR chooses k items from the best ``mmr_pool_factor × k`` candidates."""
+    planner_timeout_s: float = Field(default=10.0, gt=0, le=600)
+    """The LLM planner's deadline for one plan (retry included); past it the heuristic plan is used."""
 
 
 class IngestConfig(_Section):

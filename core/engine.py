@@ -48,9 +48,12 @@ from .models import (
     Turn,
     to_utc,
 )
+from .llm import LLM
 from .plan.heuristic import plan_search
+from .plan.llm_planner import HeuristicPlanner, LLMPlanner, Planner
 from .plan.strategy import STRATEGIES
 from .rank.fusion import rrf
+from .rank.mmr import jaccard_matrix, mmr
 from .rank.zscore import TurnScores, rank_turns
 from .recall.base import RecallContext, Recaller, RecallRequest
 from .recall.runner import run_channels
@@ -60,7 +63,7 @@ from .store import chroma as _chroma  # noqa: F401  (registers the backend; chro
 from .store.catalog import KIND_CODES, RecordCatalog
 from .store.sqlite import TruthStore
 from .store.vector import VectorIndex
-from .text import estimate_tokens
+from .text import estimate_tokens, tokenize
 
 __all__ = ["AddResult", "ForgetReceipt", "MemoryEngine", "StoreStats"]
 
@@ -118,8 +121,12 @@ class MemoryEngine:
     """
 
     def __init__(self, store: TruthStore, config: EngineConfig, embedder: Embedder | None,
-                 embedder_warning: str | None) -> None:
+                 embedder_warning: str | None, llm: LLM | None = None) -> None:
         self._store = store
+        self.llm = llm
+        self._planner: Planner = HeuristicPlanner()
+        if config.globals.llm_planner_enabled and llm is not None:
+            self._planner = LLMPlanner(llm, timeout_s=config.recall.planner_timeout_s)
         self.config = config
         self.embedder = embedder
         self._embedder_warning = embedder_warning
@@ -144,16 +151,24 @@ class MemoryEngine:
     @classmethod
     def open(cls, path: str | os.PathLike[str] | None = None, *,
              config: EngineConfig | Mapping[str, Any] | str | os.PathLike[str] | None = None,
-             embedder: Embedder | str | None = None, read_only: bool = False) -> MemoryEngine:
+             embedder: Embedder | str | None = None, read_only: bool = False,
+             llm: LLM | None = None) -> MemoryEngine:
         """Open (or create) the store in directory ``path`` (default ``~/.memory_ext``).
 
         ``config`` is an :class:`EngineConfig`, a mapping, or a YAML/TOML/JSON path; ``embedder`` an
         :class:`~memory_ext.embed.Embedder` or a registered name (``"e5"``, the default, or ``"hashing"``).
+        ``llm`` (any :class:`~memory_ext.llm.LLM`) plans searches when ``globals.llm_planner_enabled`` is set; a
+        failed or slow plan falls back to the heuristic one and says so in ``SearchResult.channel_errors``.
         Configuration errors raise :class:`~memory_ext.errors.ConfigError` here, never at the first search.
         ``read_only=True`` opens a store that another process writes.
         """
         cfg = EngineConfig.coerce(config if not isinstance(config, os.PathLike) else Path(config))
         _validate_config(cfg)
+        if cfg.globals.llm_planner_enabled and llm is None:
+            raise ConfigError("globals.llm_planner_enabled", True,
+                              "pass an LLM: MemoryEngine.open(..., llm=...) (for example LangChainLLM(chat_model))")
+        if llm is not None and not isinstance(llm, LLM):
+            raise ConfigError("llm", llm, "pass an object with id and complete(prompt, ...) (memory_ext.llm.LLM)")
         directory = Path(path).expanduser() if path is not None else Path("~/.memory_ext").expanduser()
         store = TruthStore(directory, read_only=read_only)
         try:
@@ -164,7 +179,7 @@ class MemoryEngine:
                 emb, warning = resolve_embedder(embedder if embedder is not None
                                                 else _embedder_for_stored_id(stored))
                 store.check_embedder(emb.id)  # refuses to mix embedders (also a fallback in an e5 store)
-            return cls(store, cfg, emb, warning)
+            return cls(store, cfg, emb, warning, llm)
         except BaseException:
             store.close()
             raise
@@ -327,11 +342,13 @@ class MemoryEngine:
                                message=self._embedder_warning)] if self._embedder_warning else []
         ns_id = self._store.find_namespace(ns.key)
         if ns_id is None:
-            plan = plan_search(query, now=reference, speakers=(), action_state=state)
+            plan = plan_search(query, now=reference, speakers=(), action_state=state)  # nothing to search
             return SearchResult(query=query, plan=plan, channel_errors=tuple(errors), warnings=warnings,
                                 timings_ms={"total": _ms(t0)})
         cat = self._catalog.get(self._store.reader(), ns_id)
-        plan = plan_search(query, now=reference, speakers=cat.speakers(), action_state=state)
+        plan, planner_error = self._planner.plan(query, now=reference, speakers=cat.speakers(), action_state=state)
+        if planner_error is not None:
+            errors.append(planner_error)
         allowed_rids = self._store.filter_rids(ns_id, where, args) if where else None
         allowed_mask = None
         if allowed_rids is not None:
@@ -357,6 +374,8 @@ class MemoryEngine:
         t_rank = time.perf_counter()
         strategy = STRATEGIES[plan.question_type]
         weights = self.config.recall.channel_weights
+        lam = self.config.recall.mmr_lambda
+        pool_size = k if lam >= 1.0 else k * self.config.recall.mmr_pool_factor
         total = np.zeros(len(cat))
         per_route: dict[str, TurnScores] = {}
         rrf_parts: dict[str, list[int]] = {}
@@ -382,7 +401,7 @@ class MemoryEngine:
         if self.config.recall.fusion == "rrf":
             rrf_weights = {name: (1.0 if "@" not in name else SECONDARY_ROUTE_WEIGHT)
                            * weights.get(name.split("@")[0], 1.0) for name in rrf_parts}
-            fused = rrf(rrf_parts, k=self.config.recall.rrf_k, weights=rrf_weights)[:k]
+            fused = rrf(rrf_parts, k=self.config.recall.rrf_k, weights=rrf_weights)[:pool_size]
             top_rids = [int(f.id) for f in fused]
             top_scores = [f.score for f in fused]
             details = {int(f.id): {"fusion": "rrf", "rrf_k": self.config.recall.rrf_k,
@@ -390,10 +409,11 @@ class MemoryEngine:
                                                 for c, (r, v) in f.contributions.items()}} for f in fused}
         else:
             finite = np.flatnonzero(np.isfinite(total))
-            top = finite[np.lexsort((cat.rids[finite], -total[finite]))][:k]
+            top = finite[np.lexsort((cat.rids[finite], -total[finite]))][:pool_size]
             top_rids = cat.rids[top].tolist()
             top_scores = total[top].tolist()
             details = {int(cat.rids[p]): _explain_zscore(p, per_route, weights) for p in top} if explain else {}
+        top_rids, top_scores = self._select(ns_id, top_rids, top_scores, k, details)
         items = self._hydrate(ns_id, top_rids, top_scores, _channel_ranks(cat, per_route, top_rids), details,
                               explain)
         timings = {f"channel.{n}": v for n, v in run.timings_ms.items()}
@@ -401,6 +421,25 @@ class MemoryEngine:
         timings["total"] = _ms(t0)
         return SearchResult(query=query, items=tuple(items), context=_render_context(items), plan=plan,
                             channel_errors=tuple(errors), warnings=warnings, timings_ms=timings)
+
+    def _select(self, ns_id: int, rids: list[int], scores: list[float], k: int,
+                details: dict[int, dict[str, Any]]) -> tuple[list[int], list[float]]:
+        """Choose k of the pool with MMR (a no-op when ``recall.mmr_lambda`` is 1)."""
+        lam = self.config.recall.mmr_lambda
+        if lam >= 1.0 or len(rids) <= 1:
+            return rids[:k], scores[:k]
+        vectors = self._store.vectors_by_rid(ns_id, rids) if self._vector is not None else {}
+        if len(vectors) == len(rids):
+            mat = np.stack([vectors[r] for r in rids])
+            similarity = mat @ mat.T
+        else:  # no vectors (switched off, or not embedded): word overlap
+            texts = self._store.records_by_rid(ns_id, rids)
+            similarity = jaccard_matrix([set(tokenize(texts[r].text)) if r in texts else set() for r in rids])
+        order = mmr(np.asarray(scores, dtype=np.float64), similarity, k=k, lam=lam)
+        for position, i in enumerate(order):
+            if rids[i] in details:
+                details[rids[i]]["mmr"] = {"lambda": lam, "pool_rank": i + 1, "selected_at": position + 1}
+        return [rids[i] for i in order], [scores[i] for i in order]
 
     def _hydrate(self, ns_id: int, rids: Sequence[int], scores: Sequence[float],
                  ranks: Mapping[int, dict[str, int]], details: Mapping[int, dict[str, Any]],
@@ -528,9 +567,6 @@ def _validate_config(cfg: EngineConfig) -> None:
             raise ConfigError(f"globals.{switch}", True, "this version has no such channel yet; set it to false")
     if g.rerank_enabled:
         raise ConfigError("globals.rerank_enabled", True, "no reranker is available in this version; set it false")
-    if g.llm_planner_enabled:
-        raise ConfigError("globals.llm_planner_enabled", True,
-                          "no LLM planner is available in this version; set it to false")
     for field, channel in (("keyword_recaller", "keyword"), ("vector_recaller", "vector")):
         name = getattr(cfg.recall, field)
         impl = recallers.resolve(f"recall.{field}", name)

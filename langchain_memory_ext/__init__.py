@@ -15,9 +15,11 @@ from .embeddings import LangChainEmbedder
 from .retrievers import MemoryRetriever
 from .store import MemoryStore
 from .tools import create_memory_tools
+from .llm import LangChainLLM
 
 __all__ = [
     "LangChainEmbedder",
+    "LangChainLLM",
     "MemoryChatMessageHistory",
     "MemoryRetriever",
     "MemoryStore",

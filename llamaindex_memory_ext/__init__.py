@@ -14,10 +14,12 @@ from .embeddings import LlamaIndexEmbedder, MemoryExtEmbedding
 from .memory import MemoryEngineMemory
 from .memory_block import ArchivingMemory, MemoryBlock
 from .retriever import MemoryRetriever
+from .llm import LlamaIndexLLM
 
 __all__ = [
     "ArchivingMemory",
     "LlamaIndexEmbedder",
+    "LlamaIndexLLM",
     "MemoryBlock",
     "MemoryEngineMemory",
     "MemoryExtEmbedding",

@@ -36,7 +36,7 @@ def test_unknown_keys_and_bad_types(data: dict, field: str, hint: str) -> None:
     ({"recall": {"channel_weights": {"vector": -1.0}}}, "recall.channel_weights.vector", ">= 0"),
     ({"globals": {"graph_enabled": True}}, "globals.graph_enabled", "set it to false"),
     ({"globals": {"rerank_enabled": True}}, "globals.rerank_enabled", "reranker"),
-    ({"globals": {"llm_planner_enabled": True}}, "globals.llm_planner_enabled", "LLM planner"),
+    ({"globals": {"llm_planner_enabled": True}}, "globals.llm_planner_enabled", "pass an LLM"),
     ({"globals": {"vector_enabled": False}, "storage": {"vector_backend": "chroma"}}, "storage.vector_backend",
      "vector_enabled is false"),
 ])

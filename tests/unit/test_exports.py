@@ -19,9 +19,10 @@ def test_all_is_sorted_and_resolves(module: str) -> None:
 
 
 def test_every_public_class_of_the_engine_is_exported() -> None:
-    from memory_ext import config, embed, engine, errors, models
+    from memory_ext import config, embed, engine, errors, llm, models
+    from memory_ext.plan import llm_planner
 
-    for sub in (config, embed, engine, errors, models):
+    for sub in (config, embed, engine, errors, llm, models, llm_planner):
         for name in getattr(sub, "__all__", []):
             obj = getattr(sub, name)
             if isinstance(obj, type):

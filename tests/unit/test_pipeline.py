@@ -206,3 +206,44 @@ def test_session_prior_matches_a_direct_computation() -> None:
     vals = np.array(list(strength.values()))
     want = {c: (v - vals.mean()) / vals.std() for c, v in strength.items()}
     assert np.allclose([got[c] for c in want], list(want.values()))
+
+
+def test_llm_planner_plans_and_a_failing_one_degrades_to_the_heuristic(tmp_path: Path) -> None:
+    from memory_ext import ConfigError, ScriptedLLM
+
+    good = ScriptedLLM([{"question_type": "single", "routes": [
+        {"goal": "query", "queries": ["camping mountains deer"], "constraints": ["speaker:Melanie"],
+         "time_filter": None}]}])
+    config = {"globals": {"llm_planner_enabled": True}, "recall": {"planner_timeout_s": 2}}
+    with pytest.raises(ConfigError, match="pass an LLM"):
+        MemoryEngine.open(tmp_path / "x", embedder="hashing", config=config)
+    eng = MemoryEngine.open(tmp_path / "s", embedder="hashing", config=config, llm=good)
+    with eng:
+        eng.add_turns([Turn(role="user", speaker="Melanie", content="We went camping in the mountains and saw deer"),
+                       Turn(role="user", speaker="Caroline", content="I am researching adoption agencies")], "c")
+        res = eng.search("what did she do on the trip?", "c", k=1)
+        assert res.plan is not None and res.plan.planner.startswith("llm:") and not res.degraded
+        assert res.plan.routes[0].queries == ("camping mountains deer",)
+        assert "camping" in res.items[0].text
+        assert len(good.calls) == 1
+    broken = ScriptedLLM([RuntimeError("provider down")], repeat_last=True)
+    with MemoryEngine.open(tmp_path / "s", embedder="hashing", config=config, llm=broken) as eng:
+        res = eng.search("camping deer", "c", k=1)
+        assert res.degraded and res.channel_errors[0].channel == "planner"
+        assert res.plan is not None and res.plan.planner == "heuristic"
+        assert "camping" in res.items[0].text  # degraded, not empty
+
+
+def test_mmr_replaces_near_duplicates(tmp_path: Path) -> None:
+    dup = "The hotel in Kyoto costs 180 euros per night near the temples"
+    turns = [Turn(role="user", content=dup, session_id=f"s{i}", timestamp=T0 + timedelta(days=i)) for i in range(3)]
+    turns.append(Turn(role="user", content="The Kyoto ryokan has a garden and costs less per night",
+                      session_id="s9", timestamp=T0 + timedelta(days=9)))
+    texts = {}
+    for lam in (1.0, 0.3):
+        with MemoryEngine.open(tmp_path / f"s{lam}", embedder="hashing",
+                               config={"recall": {"mmr_lambda": lam}}) as eng:
+            eng.add_turns(turns, "u")
+            texts[lam] = [i.text for i in eng.search("Kyoto hotel per night", "u", k=2).items]
+    assert texts[1.0] == [dup, dup]
+    assert texts[0.3][0] == dup and texts[0.3][1] != dup  # a different memory is returned, not only reordered
