@@ -165,6 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``memext``; returns the exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.argv = list(argv) if argv is not None else None
     if hasattr(args, "path"):
         args.path_given = args.path is not None
         args.path = str(Path(args.path or "~/.memory_ext").expanduser())

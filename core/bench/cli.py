@@ -281,6 +281,9 @@ def run_args(args: argparse.Namespace, argv: Sequence[str] | None = None) -> int
 
     Usage and data errors print one line to stderr and return 2; otherwise the command's exit status.
     """
+    given = getattr(args, "argv", None)  # set by memory_ext.cli.main when it was called with a list
+    if argv is None and given is not None:
+        argv = given[given.index("bench") + 1:] if "bench" in given else given
     args._command_line = _command_line(argv)
     try:
         return int(args.bench_handler(args))

@@ -243,3 +243,22 @@ def test_synthetic_corpus_is_seeded_and_mixed() -> None:
     assert 0.15 < chinese / len(texts) < 0.6
     assert len({t["external_id"] for _, t in turns}) == 300
     assert all(a["timestamp"] < b["timestamp"] for (_, a), (_, b) in zip(turns, turns[1:], strict=False))
+
+
+def test_the_recorded_command_is_the_one_given_to_main(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json as _json
+
+    from memory_ext.cli import main as memext_main
+
+    conv = [{"sample_id": "c1", "conversation": {
+        "speaker_a": "Ann", "speaker_b": "Bob", "session_1_date_time": "1:56 pm on 8 May, 2023",
+        "session_1": [{"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a beagle called Toby."},
+                      {"speaker": "Bob", "dia_id": "D1:2", "text": "Lovely, how old is Toby?"}]},
+        "qa": [{"question": "What dog did Ann adopt?", "answer": "a beagle", "evidence": ["D1:1"], "category": 4}]}]
+    data = tmp_path / "c.json"
+    data.write_text(_json.dumps(conv))
+    out = tmp_path / "r.json"
+    code = memext_main(["bench", "locomo", "--data", str(data), "--systems", "bm25", "--embedder", "hashing",
+                        "--json", str(out), "--no-progress", "--quiet"])
+    assert code == 0
+    assert _json.loads(out.read_text())["meta"]["command"].startswith("memext bench locomo --data ")
