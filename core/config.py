@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import tomllib
+import typing
 from pathlib import Path
 from typing import Any, Literal
 
@@ -30,7 +31,7 @@ __all__ = ["EngineConfig", "GlobalsConfig", "IngestConfig", "LimitsConfig", "Rec
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_default=True, use_attribute_docstrings=True)
 
 
 class GlobalsConfig(_Section):
@@ -43,7 +44,7 @@ class GlobalsConfig(_Section):
     layers_index_enabled: bool = False
     """L0/L1 layer channels (not in this version: must stay false)."""
     rerank_enabled: bool = False
-    """Rerank fused candidates; needs a reranker passed to ``MemoryEngine.open``."""
+    """Rerank fused candidates (not in this version: must stay false)."""
     llm_planner_enabled: bool = False
     """Plan searches with an LLM; needs ``MemoryEngine.open(..., llm=...)``."""
 
@@ -52,7 +53,9 @@ class RecallConfig(_Section):
     """Which implementation serves each channel, and how channels are fused."""
 
     keyword_recaller: str = "keyword"
+    """Implementation of the keyword channel (registry ``memory_ext.registry.recallers``)."""
     vector_recaller: str = "vector"
+    """Implementation of the vector channel."""
     fusion: Literal["zscore", "rrf"] = "zscore"
     """``zscore``: standardised score fusion with window, speaker, time and session evidence (the default);
     ``rrf``: reciprocal rank fusion of the channels' turn rankings (``rrf_k``)."""
@@ -88,20 +91,28 @@ class StorageConfig(_Section):
     vector_backend: str = "numpy"
     """``numpy`` (exact cosine, embedded) or ``chroma``."""
     chroma_mode: Literal["persistent", "http"] = "persistent"
+    """``persistent``: an embedded Chroma in ``chroma_path``; ``http``: a Chroma server (``chroma run``)."""
     chroma_host: str = "localhost"
+    """Host of the Chroma server (``chroma_mode: http``)."""
     chroma_port: int = Field(default=8000, ge=1, le=65535)
+    """Port of the Chroma server (``chroma_mode: http``)."""
     chroma_path: str | None = None
     """PersistentClient folder; defaults to ``<store>/chroma``."""
     chroma_collection_prefix: str = "memory_ext"
+    """Collections are named ``<prefix>_<embedder>_d<dim>_<hash of embedder and store id>``."""
 
 
 class LimitsConfig(_Section):
     """Input limits; anything above them is refused with a typed error and nothing is written."""
 
     max_content_chars: int = Field(default=200_000, ge=1)
+    """Longest turn content accepted by ``add_turns``."""
     max_query_chars: int = Field(default=20_000, ge=1)
+    """Longest query accepted by ``search``."""
     max_k: int = Field(default=1_000, ge=1)
+    """Largest ``k`` accepted by ``search``."""
     max_batch_turns: int = Field(default=100_000, ge=1)
+    """Most turns in one ``add_turns`` call (one transaction)."""
 
 
 class EngineConfig(_Section):
@@ -159,6 +170,32 @@ class EngineConfig(_Section):
         return cls.from_dict(value)
 
 
+def reference_markdown() -> str:
+    """The configuration reference (``docs/configuration.md``), generated from the models' fields and docstrings."""
+    lines = ["# Configuration reference", "",
+             "Generated from `memory_ext.config.EngineConfig` by `memory_ext.config.reference_markdown()` — do not edit by hand.",
+             "Load a configuration with `EngineConfig.from_dict(...)`, `EngineConfig.from_file(path)` (YAML, TOML or",
+             "JSON) or pass a mapping/path as `MemoryEngine.open(path, config=...)`. Unknown keys, unknown",
+             "implementation names and inconsistent switches raise `ConfigError` when the engine is built.", ""]
+    for name, field in EngineConfig.model_fields.items():
+        section = field.annotation
+        assert isinstance(section, type) and issubclass(section, BaseModel)
+        lines += [f"## `{name}`", "", " ".join((section.__doc__ or "").split()), "",
+                  "| key | type | default | meaning |", "|---|---|---|---|"]
+        for key, f in section.model_fields.items():
+            default = f.get_default(call_default_factory=True)
+            args = typing.get_args(f.annotation)
+            if typing.get_origin(f.annotation) is Literal:
+                kind = " \\| ".join(repr(a) for a in args)
+            else:
+                kind = getattr(f.annotation, "__name__", None) or str(f.annotation).replace("typing.", "")
+                kind = kind.replace("|", "\\|")
+            meaning = " ".join((f.description or "").split()).replace("|", "\\|")
+            lines.append(f"| `{key}` | {kind} | `{default!r}` | {meaning} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
 def _to_config_error(exc: pydantic.ValidationError) -> ConfigError:
     err = exc.errors()[0]
     loc = ".".join(str(p) for p in err["loc"])
@@ -172,3 +209,7 @@ def _to_config_error(exc: pydantic.ValidationError) -> ConfigError:
                 section = annotation
         return ConfigError(loc, value, "unknown key; valid keys: " + ", ".join(sorted(section.model_fields)))
     return ConfigError(loc, value, err["msg"])
+
+
+if __name__ == "__main__":  # pragma: no cover - regenerates docs/configuration.md
+    print(reference_markdown())

@@ -75,3 +75,15 @@ def test_bad_file(tmp_path: Path) -> None:
         EngineConfig.from_file(path)
     with pytest.raises(ConfigError, match="existing"):
         EngineConfig.from_file(tmp_path / "missing.toml")
+
+
+def test_the_configuration_reference_is_up_to_date() -> None:
+    from memory_ext.config import reference_markdown
+
+    doc = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
+    assert doc.read_text(encoding="utf-8").strip() == reference_markdown().strip(), (
+        "regenerate it: python -c 'from memory_ext.config import reference_markdown; print(reference_markdown())'"
+        " > docs/configuration.md")
+    for section in EngineConfig.model_fields.values():
+        for key, field in section.annotation.model_fields.items():  # type: ignore[union-attr]
+            assert field.description, f"{key} has no docstring"
