@@ -71,6 +71,11 @@ class RecallConfig(_Section):
     """Maximal marginal relevance: 1 ranks by relevance alone; lower values trade relevance for diversity."""
     mmr_pool_factor: int = Field(default=4, ge=1, le=20)
     """MMR chooses k items from the best ``mmr_pool_factor × k`` candidates."""
+    context_window_turns: int = Field(default=1, ge=0, le=20)
+    """``SearchResult.context`` shows each found turn with this many neighbours of its exchange on each side
+    (overlapping windows are merged)."""
+    context_budget_tokens: int = Field(default=1500, ge=50)
+    """Token budget of ``SearchResult.context`` (estimate: chars × (0.25 + 1.25 × CJK ratio))."""
     planner_timeout_s: float = Field(default=10.0, gt=0, le=600)
     """The LLM planner's deadline for one plan (retry included); past it the heuristic plan is used."""
 

@@ -37,7 +37,7 @@ from .errors import (
     RetrievalError,
     ValidationError,
 )
-from .ingest.derive import derive_turn_record, derive_windows, new_id
+from .ingest.derive import WINDOW_MAX_GAP_S, derive_turn_record, derive_windows, new_id
 from .models import (
     ActionState,
     ChannelError,
@@ -419,7 +419,8 @@ class MemoryEngine:
         timings = {f"channel.{n}": v for n, v in run.timings_ms.items()}
         timings["rank"] = _ms(t_rank)
         timings["total"] = _ms(t0)
-        return SearchResult(query=query, items=tuple(items), context=_render_context(items), plan=plan,
+        context = self._render_context(ns_id, items)
+        return SearchResult(query=query, items=tuple(items), context=context, plan=plan,
                             channel_errors=tuple(errors), warnings=warnings, timings_ms=timings)
 
     def _select(self, ns_id: int, rids: list[int], scores: list[float], k: int,
@@ -440,6 +441,50 @@ class MemoryEngine:
             if rids[i] in details:
                 details[rids[i]]["mmr"] = {"lambda": lam, "pool_rank": i + 1, "selected_at": position + 1}
         return [rids[i] for i in order], [scores[i] for i in order]
+
+    def _render_context(self, ns_id: int, items: Sequence[RetrievedItem]) -> str:
+        """Prompt-ready text: each found turn inside its source window (±n turns of the same exchange), windows
+        of one session merged where they overlap, best first, within ``recall.context_budget_tokens``."""
+        n = self.config.recall.context_window_turns
+        budget = self.config.recall.context_budget_tokens
+        found = self._store.turns_by_id(ns_id, [i.turn_ids[0] for i in items if i.turn_ids])
+        centres = [found[i.turn_ids[0]] for i in items if i.turn_ids and i.turn_ids[0] in found]
+        blocks: list[dict[str, Any]] = []  # lo, hi, session, centres (best first)
+        for t in centres:
+            lo, hi = t.seq - n, t.seq + n
+            for b in blocks:
+                if b["session"] == t.session_id and lo <= b["hi"] + 1 and hi >= b["lo"] - 1:
+                    b["lo"], b["hi"] = min(b["lo"], lo), max(b["hi"], hi)
+                    b["centres"].append(t)
+                    break
+            else:
+                blocks.append({"lo": lo, "hi": hi, "session": t.session_id, "centres": [t]})
+        rows = self._store.turns_by_seq_ranges(ns_id, [(b["lo"], b["hi"]) for b in blocks])
+        by_seq = {r.seq: r for r in rows}
+
+        def render(lo: int, hi: int, block_centres: list[Any]) -> str:
+            def near(r: Any) -> bool:  # same exchange as one of the block's found turns
+                return any(r.session_id == c.session_id and (r.ts is None or c.ts is None or
+                                                             abs(r.ts - c.ts) <= WINDOW_MAX_GAP_S)
+                           for c in block_centres)
+
+            return "\n".join(_context_line(r.ts, r.speaker, r.role, r.content) for s in range(lo, hi + 1)
+                             if (r := by_seq.get(s)) is not None and near(r))
+
+        out: list[str] = []
+        used = 0
+        for b in blocks:  # in the rank order of their best turn
+            text = render(b["lo"], b["hi"], b["centres"])
+            if used + estimate_tokens(text) > budget:
+                if out:
+                    break
+                best = b["centres"][0]  # the first block is too long: the best turn's own window, or the turn
+                text = render(best.seq - n, best.seq + n, [best])
+                if estimate_tokens(text) > budget:
+                    text = _context_line(best.ts, best.speaker, best.role, best.content)
+            out.append(text)
+            used += estimate_tokens(text)
+        return "\n---\n".join(out)
 
     def _hydrate(self, ns_id: int, rids: Sequence[int], scores: Sequence[float],
                  ranks: Mapping[int, dict[str, int]], details: Mapping[int, dict[str, Any]],
@@ -674,16 +719,6 @@ def _filter_sql(filters: Mapping[str, Any] | None, session_id: str | None) -> tu
     return " AND ".join(clauses), args
 
 
-def _render_context(items: Sequence[RetrievedItem], budget_tokens: int = 2000) -> str:
-    """The items as prompt-ready lines (``[date] speaker: text``), within a token budget."""
-    lines, used = [], 0
-    for item in items:
-        stamp = item.timestamp.strftime("%Y-%m-%d %H:%M") if item.timestamp else "undated"
-        who = item.speaker or (item.role.value if item.role else "memory")
-        line = f"[{stamp}] {who}: {item.text}"
-        cost = estimate_tokens(line)
-        if used + cost > budget_tokens:
-            break
-        lines.append(line)
-        used += cost
-    return "\n".join(lines)
+def _context_line(when: float | None, speaker: str | None, role: str | None, text: str) -> str:
+    stamp = datetime.fromtimestamp(when, UTC).strftime("%Y-%m-%d %H:%M") if when is not None else "undated"
+    return f"[{stamp}] {speaker or role or 'memory'}: {text}"

@@ -471,6 +471,15 @@ class TruthStore:
         args += [-1 if limit is None else limit, offset]
         return [_turn_row(r) for r in self.reader().execute(sql, args)]
 
+    def turns_by_seq_ranges(self, ns_id: int, ranges: Sequence[tuple[int, int]]) -> list[TurnRow]:
+        """Turns whose seq falls in any of the inclusive ``ranges``, in seq order."""
+        out: list[TurnRow] = []
+        conn = self.reader()
+        for lo, hi in ranges:
+            out += [_turn_row(r) for r in conn.execute(
+                f"SELECT {_TURN_COLS} FROM turns WHERE ns_id=? AND seq BETWEEN ? AND ? ORDER BY seq", (ns_id, lo, hi))]
+        return out
+
     def filter_rids(self, ns_id: int, where: str, args: Sequence[Any]) -> set[int]:
         """rids of the namespace matching a SQL condition built by the engine from validated filters."""
         sql = f"SELECT rid FROM records WHERE ns_id=? AND ({where})"

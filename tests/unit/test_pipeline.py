@@ -247,3 +247,26 @@ def test_mmr_replaces_near_duplicates(tmp_path: Path) -> None:
             texts[lam] = [i.text for i in eng.search("Kyoto hotel per night", "u", k=2).items]
     assert texts[1.0] == [dup, dup]
     assert texts[0.3][0] == dup and texts[0.3][1] != dup  # a different memory is returned, not only reordered
+
+
+def test_context_shows_found_turns_in_their_source_windows(tmp_path: Path) -> None:
+    with _chat(tmp_path) as eng:
+        res = eng.search("deer at dawn marshmallows", "conv", k=1)
+        blocks = res.context.split("\n---\n")
+        assert len(blocks) == 1
+        lines = blocks[0].splitlines()
+        assert len(lines) == 3 and "deer" in lines[1]          # the turn with one neighbour on each side
+        assert "wildlife" in lines[0] and "adoption" in lines[2]
+    with _chat(tmp_path / "b", config={"recall": {"context_window_turns": 0}}) as eng:
+        assert len(eng.search("deer at dawn", "conv", k=1).context.splitlines()) == 1
+    with _chat(tmp_path / "c", config={"recall": {"context_budget_tokens": 50}}) as eng:
+        context = eng.search("deer at dawn marshmallows", "conv", k=5).context
+        assert "deer" in context and len(context.split("\n---\n")) == 1   # the budget keeps the best block only
+
+
+def test_context_windows_merge_and_stay_inside_the_session(tmp_path: Path) -> None:
+    with _chat(tmp_path) as eng:
+        res = eng.search("camping mountains deer wildlife kids", "conv", k=3)
+        text = res.context
+        assert text.count("deer at dawn") == 1                   # overlapping windows were merged
+        assert "support group" not in text                      # session S1 never leaks into S2's window
