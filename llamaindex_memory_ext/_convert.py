@@ -78,8 +78,8 @@ def render_memory(item: RetrievedItem) -> str:
 
 
 def render_memories(items: Sequence[RetrievedItem]) -> list[str]:
-    """Prompt lines for memories, best first."""
-    return [render_memory(it) for it in items]
+    """Prompt lines for memories, best first (a turn with no text — only tool calls — shows nothing useful)."""
+    return [render_memory(it) for it in items if it.text.strip()]
 
 
 def message_text(message: ChatMessage) -> str:
