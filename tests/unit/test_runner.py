@@ -69,3 +69,22 @@ def test_engine_raises_when_every_channel_fails(tmp_path) -> None:  # type: igno
             eng.search("beagle", "u")
         assert {e.channel for e in info.value.errors} == {"vector", "keyword"}
         assert "TimeoutError" in str(info.value) and "RuntimeError" in str(info.value)
+
+
+def test_a_query_is_embedded_once_per_text_even_across_parallel_routes(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from memory_ext import HashingEmbedder
+
+    class Counting(HashingEmbedder):
+        queries: list[str] = []
+
+        def embed_query(self, text):  # type: ignore[no-untyped-def]
+            Counting.queries.append(text)
+            time.sleep(0.05)  # parallel routes overlap
+            return super().embed_query(text)
+
+    with MemoryEngine.open(tmp_path / "s", embedder=Counting(64)) as eng:
+        eng.add_turns([{"role": "user", "speaker": "Ann", "content": "I love hiking"},
+                       {"role": "user", "speaker": "Bob", "content": "I love sailing"}], "u")
+        res = eng.search("What do Ann and Bob both love?", "u", k=2)
+        assert len(res.plan.routes) == 3  # the query, one route per named speaker
+        assert Counting.queries == ["What do Ann and Bob both love?"]
