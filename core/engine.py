@@ -310,14 +310,16 @@ class MemoryEngine:
     # -- read path -------------------------------------------------------------------------------------------
     def search(self, query: str, namespace: Namespace | str, *, k: int = 10,
                filters: Mapping[str, Any] | None = None, action_state: ActionState | Mapping[str, Any] | None = None,
-               explain: bool = False, now: datetime | str | float | None = None) -> SearchResult:
+               explain: bool = False, now: datetime | str | float | None = None,
+               trace: bool = False) -> SearchResult:
         """Find the turns that help with ``query`` (and, if given, with what the agent is doing).
 
         The heuristic planner classifies the question, reads a time filter (relative to ``now``, default the
         current time) and the speakers it names, and adds a route for the ``action_state``. For every route the
         channels (keyword BM25, vector) run in parallel over turn and window records; their scores are fused
         (``recall.fusion``, see :mod:`memory_ext.rank.zscore`) into one score per turn, and the routes are summed.
-        ``filters`` keys: ``session_id``, ``speaker``, ``role``, ``since``, ``until``, ``kinds``.
+        ``filters`` keys: ``session_id``, ``speaker``, ``role``, ``since``, ``until``, ``kinds``. ``trace=True``
+        attaches :attr:`SearchResult.trace` (plan, per-route candidates, stage timings; in memory only).
         A channel that fails or times out is listed in ``channel_errors`` (``degraded`` is then True); only if
         every channel fails does this raise :class:`~memory_ext.errors.RetrievalError`.
         """
@@ -418,10 +420,13 @@ class MemoryEngine:
                               explain)
         timings = {f"channel.{n}": v for n, v in run.timings_ms.items()}
         timings["rank"] = _ms(t_rank)
-        timings["total"] = _ms(t0)
+        t_context = time.perf_counter()
         context = self._render_context(ns_id, items)
+        timings["context"] = _ms(t_context)
+        timings["total"] = _ms(t0)
+        trace_data = _trace(plan, cat, run.results, per_route, timings) if trace else None
         return SearchResult(query=query, items=tuple(items), context=context, plan=plan,
-                            channel_errors=tuple(errors), warnings=warnings, timings_ms=timings)
+                            channel_errors=tuple(errors), warnings=warnings, timings_ms=timings, trace=trace_data)
 
     def _select(self, ns_id: int, rids: list[int], scores: list[float], k: int,
                 details: dict[int, dict[str, Any]]) -> tuple[list[int], list[float]]:
@@ -566,10 +571,11 @@ class MemoryEngine:
     async def asearch(self, query: str, namespace: Namespace | str, *, k: int = 10,
                       filters: Mapping[str, Any] | None = None,
                       action_state: ActionState | Mapping[str, Any] | None = None,
-                      explain: bool = False) -> SearchResult:
+                      explain: bool = False, now: datetime | str | float | None = None,
+                      trace: bool = False) -> SearchResult:
         """Async twin of :meth:`search` (runs in a worker thread)."""
         return await asyncio.to_thread(self.search, query, namespace, k=k, filters=filters,
-                                       action_state=action_state, explain=explain)
+                                       action_state=action_state, explain=explain, now=now, trace=trace)
 
     async def aget_turns(self, namespace: Namespace | str, *, limit: int | None = None,
                          offset: int = 0) -> list[Turn]:
@@ -663,6 +669,23 @@ def _channel_ranks(cat: Any, per_route: Mapping[str, TurnScores], rids: Sequence
                 if p >= 0 and (raw[p] > 0 or ch != "keyword"):
                     out[int(rid)][name] = int((turn_scores > raw[p]).sum()) + 1
     return out
+
+
+def _trace(plan: Any, cat: Any, results: Mapping[str, Any], per_route: Mapping[str, TurnScores],
+           timings: Mapping[str, float], top: int = 10) -> dict[str, Any]:
+    """What a search did, for debugging: plan, every channel call's best candidates, each route's best turns."""
+    channels = {}
+    for name, hits in results.items():
+        order = np.argsort(-hits.scores, kind="stable")[:top]
+        channels[name] = {"candidates": int(hits.rids.size), "complete": hits.fill is not None,
+                          "best": [[int(hits.rids[i]), float(hits.scores[i])] for i in order]}
+    routes = {}
+    for goal, scores in per_route.items():
+        finite = np.flatnonzero(np.isfinite(scores.total))
+        best = finite[np.argsort(-scores.total[finite], kind="stable")[:top]]
+        routes[goal] = [[int(cat.rids[p]), float(scores.total[p])] for p in best]
+    return {"plan": plan.model_dump(mode="json"), "channels": channels, "routes": routes,
+            "timings_ms": dict(timings)}
 
 
 def _explain_zscore(p: int, per_route: Mapping[str, TurnScores], weights: Mapping[str, float]) -> dict[str, Any]:

