@@ -341,6 +341,19 @@ class RetrievedItem(_Value):
     """channel name -> 1-based rank in that channel."""
     explanation: dict[str, Any] | None = None
 
+    def metadata(self) -> dict[str, Any]:
+        """JSON-friendly metadata of the item, as the framework faces attach it to documents and nodes."""
+        return {
+            "kind": str(self.kind),
+            "channels": dict(self.channels),
+            "turn_ids": list(self.turn_ids),
+            "external_ids": list(self.external_ids),
+            "session_id": self.session_id,
+            "timestamp": self.timestamp.isoformat() if self.timestamp else None,
+            "speaker": self.speaker,
+            "role": str(self.role) if self.role is not None else None,
+        }
+
 
 class SearchResult(_Value):
     """What ``MemoryEngine.search`` returns."""

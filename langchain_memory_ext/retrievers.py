@@ -26,17 +26,7 @@ def item_to_document(item: RetrievedItem) -> Document:
     return Document(
         id=item.id,
         page_content=item.text,
-        metadata={
-            "score": item.score,
-            "kind": str(item.kind),
-            "channels": dict(item.channels),
-            "turn_ids": list(item.turn_ids),
-            "external_ids": list(item.external_ids),
-            "session_id": item.session_id,
-            "timestamp": item.timestamp.isoformat() if item.timestamp else None,
-            "speaker": item.speaker,
-            "role": str(item.role) if item.role is not None else None,
-        },
+        metadata={"score": item.score, **item.metadata()},
     )
 
 

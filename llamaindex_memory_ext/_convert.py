@@ -51,17 +51,7 @@ def warn_if_degraded(result: SearchResult, logger: logging.Logger) -> None:
 
 def item_to_node(item: RetrievedItem) -> NodeWithScore:
     """One retrieved memory as a ``NodeWithScore``; the node id is the memory id (unique per result)."""
-    metadata: dict[str, Any] = {
-        "memory_id": item.id,
-        "kind": str(item.kind),
-        "channels": dict(item.channels),
-        "turn_ids": list(item.turn_ids),
-        "external_ids": list(item.external_ids),
-        "session_id": item.session_id,
-        "timestamp": item.timestamp.isoformat() if item.timestamp else None,
-        "speaker": item.speaker,
-        "role": str(item.role) if item.role is not None else None,
-    }
+    metadata: dict[str, Any] = {"memory_id": item.id, **item.metadata()}
     node = TextNode(id_=item.id, text=item.text, metadata=metadata,
                     excluded_llm_metadata_keys=list(_HIDDEN_FROM_LLM),
                     excluded_embed_metadata_keys=list(metadata))

@@ -331,9 +331,10 @@ def chroma_server(data_dir: str | Path, *, startup_timeout_s: float = 60.0) -> I
                 try:
                     with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=2):
                         break
-                except (urllib.error.URLError, OSError):
+                except (urllib.error.URLError, OSError) as exc:
                     if time.monotonic() > deadline:
-                        raise RuntimeError(f"chroma server did not answer within {startup_timeout_s:.0f}s; see {log}")
+                        raise RuntimeError(
+                            f"chroma server did not answer within {startup_timeout_s:.0f}s; see {log}") from exc
                     time.sleep(0.3)
             yield port, process
         finally:
