@@ -25,25 +25,22 @@ import json
 import os
 import random
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 import traceback
-import urllib.error
-import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from ..store.chroma_server import run_chroma_server
 from .metrics import percentile
 from .runner import machine_info, peak_rss_mb
 
-__all__ = ["BACKENDS", "SyntheticCorpus", "chroma_server", "dir_size_bytes", "run_scale", "run_scale_one"]
+__all__ = ["BACKENDS", "SyntheticCorpus", "dir_size_bytes", "run_scale", "run_scale_one"]
 
 BACKENDS: tuple[str, ...] = ("numpy", "chroma", "chroma-server")
 
@@ -285,22 +282,6 @@ def run_scale_one(*, backend: str, size: int, embedder: str, namespaces: int, qu
     }
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _chroma_executable() -> str:
-    beside = Path(sys.executable).parent / "chroma"
-    if beside.exists():
-        return str(beside)
-    found = shutil.which("chroma")
-    if found is None:
-        raise RuntimeError('the `chroma` command is not installed (pip install "memory-ext[chroma]")')
-    return found
-
-
 def _process_peak_rss_mb(pid: int) -> float | None:
     """VmHWM of a live process (Linux /proc), in MiB; None where /proc is not available."""
     try:
@@ -310,40 +291,6 @@ def _process_peak_rss_mb(pid: int) -> float | None:
     except OSError:
         return None
     return None
-
-
-@contextmanager
-def chroma_server(data_dir: str | Path, *, startup_timeout_s: float = 60.0) -> Iterator[tuple[int, subprocess.Popen]]:
-    """Start ``chroma run`` on a free local port with ``data_dir``; yield ``(port, process)``; stop it after."""
-    port = _free_port()
-    log = Path(data_dir).with_suffix(".log")
-    Path(data_dir).mkdir(parents=True, exist_ok=True)
-    with log.open("wb") as log_file:
-        process = subprocess.Popen(
-            [_chroma_executable(), "run", "--path", str(data_dir), "--host", "127.0.0.1", "--port", str(port)],
-            stdout=log_file, stderr=subprocess.STDOUT, env={**os.environ, "ANONYMIZED_TELEMETRY": "False"},
-        )
-        try:
-            deadline = time.monotonic() + startup_timeout_s
-            while True:
-                if process.poll() is not None:
-                    raise RuntimeError(f"chroma server exited with status {process.returncode}; see {log}")
-                try:
-                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=2):
-                        break
-                except (urllib.error.URLError, OSError) as exc:
-                    if time.monotonic() > deadline:
-                        raise RuntimeError(
-                            f"chroma server did not answer within {startup_timeout_s:.0f}s; see {log}") from exc
-                    time.sleep(0.3)
-            yield port, process
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=10)
 
 
 def _run_in_subprocess(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -408,10 +355,10 @@ def run_scale(*, sizes: Sequence[int], backends: Sequence[str], embedder: str = 
                 try:
                     if backend == "chroma-server":
                         server_dir = root / f"{backend}-{size}-server"
-                        with chroma_server(server_dir) as (port, process):
-                            params["server_port"] = port
+                        with run_chroma_server(server_dir) as server:
+                            params["server_port"] = server.port
                             entry = run_scale_one(**params) if in_process else _run_in_subprocess(params)
-                            entry["server_peak_rss_mb"] = _process_peak_rss_mb(process.pid)
+                            entry["server_peak_rss_mb"] = _process_peak_rss_mb(server.process.pid)
                         entry["disk_mb"] += dir_size_bytes(server_dir) / (1024 * 1024)
                     else:
                         entry = run_scale_one(**params) if in_process else _run_in_subprocess(params)

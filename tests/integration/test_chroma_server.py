@@ -6,7 +6,6 @@ Each test uses its own collection prefix, so tests sharing the session's server 
 from __future__ import annotations
 
 import os
-import socket
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +20,7 @@ if os.environ.get("MEMORY_EXT_REQUIRE_SERVERS") != "1":  # in CI a missing chrom
 from memory_ext.config import StorageConfig  # noqa: E402
 from memory_ext.errors import StoreError  # noqa: E402
 from memory_ext.store.chroma import MAX_IN_FILTER, ChromaVectorIndex  # noqa: E402
+from memory_ext.store.chroma_server import free_port  # noqa: E402
 from memory_ext.store.sqlite import TruthStore  # noqa: E402
 from memory_ext.store.vector import NumpyVectorIndex  # noqa: E402
 
@@ -45,12 +45,6 @@ def write(store: TruthStore, index: ChromaVectorIndex, user: str, vectors: np.nd
         store.insert_embeddings(conn, ns_id, rids, vectors, EMBEDDER)
         index.add(conn, ns_id, rids, vectors)
     return rids
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def ns(store: TruthStore, user: str) -> int:
