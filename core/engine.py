@@ -364,11 +364,18 @@ class MemoryEngine:
                                     timings_ms={"total": _ms(t0)})
         limit = max(4 * k, self.config.recall.candidates_per_channel)
         calls = {}
+        call_of: dict[tuple[str, str], str] = {}  # (channel, query text) -> call: routes sharing a text share it
+        route_calls: list[dict[str, str]] = []
         for r_index, route in enumerate(plan.routes):
             text = " ".join(route.queries)
+            names = {}
             for channel, recaller in self._recallers.items():
-                request = RecallRequest(query=text, ns_id=ns_id, limit=limit, allowed=None)
-                calls[_call_name(channel, route, r_index)] = (lambda r=recaller, q=request: r.recall(q))
+                if (channel, text) not in call_of:
+                    name = call_of[(channel, text)] = _call_name(channel, route, r_index)
+                    request = RecallRequest(query=text, ns_id=ns_id, limit=limit, allowed=None)
+                    calls[name] = (lambda r=recaller, q=request: r.recall(q))
+                names[channel] = call_of[(channel, text)]
+            route_calls.append(names)
         run = run_channels(self._pool, calls, self.config.recall.channel_timeout_s)
         errors += run.errors
         if not run.results:
@@ -383,8 +390,7 @@ class MemoryEngine:
         rrf_parts: dict[str, list[int]] = {}
         for r_index, route in enumerate(plan.routes):
             route_weight = 1.0 if route.goal == "query" else SECONDARY_ROUTE_WEIGHT
-            hits = {ch: run.results[name] for ch in self._recallers
-                    if (name := _call_name(ch, route, r_index)) in run.results}
+            hits = {ch: run.results[name] for ch, name in route_calls[r_index].items() if name in run.results}
             if not hits:
                 continue
             speakers = [c.split(":", 1)[1] for c in route.constraints if c.startswith("speaker:")]

@@ -71,7 +71,7 @@ def test_engine_raises_when_every_channel_fails(tmp_path) -> None:  # type: igno
         assert "TimeoutError" in str(info.value) and "RuntimeError" in str(info.value)
 
 
-def test_a_query_is_embedded_once_per_text_even_across_parallel_routes(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_routes_with_the_same_text_share_one_channel_call(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from memory_ext import HashingEmbedder
 
     class Counting(HashingEmbedder):
@@ -85,6 +85,7 @@ def test_a_query_is_embedded_once_per_text_even_across_parallel_routes(tmp_path)
     with MemoryEngine.open(tmp_path / "s", embedder=Counting(64)) as eng:
         eng.add_turns([{"role": "user", "speaker": "Ann", "content": "I love hiking"},
                        {"role": "user", "speaker": "Bob", "content": "I love sailing"}], "u")
-        res = eng.search("What do Ann and Bob both love?", "u", k=2)
+        res = eng.search("What do Ann and Bob both love?", "u", k=2, trace=True)
         assert len(res.plan.routes) == 3  # the query, one route per named speaker
         assert Counting.queries == ["What do Ann and Bob both love?"]
+        assert sorted(res.trace["channels"]) == ["keyword", "vector"]  # one call per channel and text
