@@ -61,7 +61,7 @@ from .registry import recallers, vector_backends
 from .store.keyword import KeywordIndex
 from .store import chroma as _chroma  # noqa: F401  (registers the backend; chromadb loads only when used)
 from .store.catalog import KIND_CODES, RecordCatalog
-from .store.sqlite import TruthStore
+from .store.sqlite import TruthStore, TurnRow
 from .store.vector import VectorIndex
 from .text import estimate_tokens, tokenize
 
@@ -422,12 +422,12 @@ class MemoryEngine:
             top_scores = total[top].tolist()
             details = {int(cat.rids[p]): _explain_zscore(p, per_route, weights) for p in top} if explain else {}
         top_rids, top_scores = self._select(ns_id, top_rids, top_scores, k, details)
-        items = self._hydrate(ns_id, top_rids, top_scores, _channel_ranks(cat, per_route, top_rids), details,
+        items, source_turns = self._hydrate(ns_id, top_rids, top_scores, _channel_ranks(cat, per_route, top_rids), details,
                               explain)
         timings = {f"channel.{n}": v for n, v in run.timings_ms.items()}
         timings["rank"] = _ms(t_rank)
         t_context = time.perf_counter()
-        context = self._render_context(ns_id, items)
+        context = self._render_context(ns_id, items, source_turns)
         timings["context"] = _ms(t_context)
         timings["total"] = _ms(t0)
         trace_data = _trace(plan, cat, run.results, per_route, timings) if trace else None
@@ -453,12 +453,11 @@ class MemoryEngine:
                 details[rids[i]]["mmr"] = {"lambda": lam, "pool_rank": i + 1, "selected_at": position + 1}
         return [rids[i] for i in order], [scores[i] for i in order]
 
-    def _render_context(self, ns_id: int, items: Sequence[RetrievedItem]) -> str:
+    def _render_context(self, ns_id: int, items: Sequence[RetrievedItem], found: Mapping[str, TurnRow]) -> str:
         """Prompt-ready text: each found turn inside its source window (±n turns of the same exchange), windows
         of one session merged where they overlap, best first, within ``recall.context_budget_tokens``."""
         n = self.config.recall.context_window_turns
         budget = self.config.recall.context_budget_tokens
-        found = self._store.turns_by_id(ns_id, [i.turn_ids[0] for i in items if i.turn_ids])
         centres = [found[i.turn_ids[0]] for i in items if i.turn_ids and i.turn_ids[0] in found]
         blocks: list[dict[str, Any]] = []  # lo, hi, session, centres (best first)
         for t in centres:
@@ -499,7 +498,8 @@ class MemoryEngine:
 
     def _hydrate(self, ns_id: int, rids: Sequence[int], scores: Sequence[float],
                  ranks: Mapping[int, dict[str, int]], details: Mapping[int, dict[str, Any]],
-                 explain: bool) -> list[RetrievedItem]:
+                 explain: bool) -> tuple[list[RetrievedItem], dict[str, TurnRow]]:
+        """The items, and the source turns they were built from (the context reuses them)."""
         records = self._store.records_by_rid(ns_id, rids)
         turns = self._store.turns_by_id(ns_id, (t for r in records.values() for t in r.turn_ids))
         items = []
@@ -514,7 +514,7 @@ class MemoryEngine:
                 timestamp=datetime.fromtimestamp(rec.ref_ts, UTC) if rec.ref_ts is not None else None,
                 speaker=rec.speaker, role=rec.source_role, channels=ranks.get(rid, {}),
                 explanation=details.get(rid) if explain else None))
-        return items
+        return items, turns
 
     # -- reading turns back, forgetting, stats -------------------------------------------------------------
     def get_turns(self, namespace: Namespace | str, *, limit: int | None = None, offset: int = 0) -> list[Turn]:
