@@ -12,14 +12,25 @@ remember that helps with what I am about to do" through multi-channel retrieval.
 >>> engine.close()
 """
 
-from .config import EngineConfig, GlobalsConfig, IngestConfig, LimitsConfig, RecallConfig, StorageConfig
+from .config import (
+    EngineConfig,
+    GlobalsConfig,
+    IngestConfig,
+    LifecycleConfig,
+    LimitsConfig,
+    RecallConfig,
+    StorageConfig,
+)
 from .embed import E5Embedder, Embedder, HashingEmbedder
 from .engine import AddResult, ForgetReceipt, MemoryEngine, StoreStats
+from .lifecycle.api import CompactionReport
 from .plan.llm_planner import HeuristicPlanner, LLMPlanner, PlanOutcome, Planner
 from .errors import (
     ConfigError,
     EmbedderError,
     EmbedderMismatchError,
+    HookNotFoundError,
+    InvalidArgumentError,
     InvalidNamespaceError,
     InvalidQueryError,
     InvalidTurnError,
@@ -56,6 +67,7 @@ __all__ = [
     "ActionState",
     "AddResult",
     "ChannelError",
+    "CompactionReport",
     "ConfigError",
     "Delay",
     "E5Embedder",
@@ -69,14 +81,17 @@ __all__ = [
     "GlobalsConfig",
     "HashingEmbedder",
     "HeuristicPlanner",
+    "HookNotFoundError",
     "IndexHook",
     "IngestConfig",
+    "InvalidArgumentError",
     "InvalidNamespaceError",
     "InvalidQueryError",
     "InvalidTurnError",
     "LLM",
     "LLMCall",
     "LLMPlanner",
+    "LifecycleConfig",
     "LimitsConfig",
     "MemoryEngine",
     "MemoryExtError",

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .errors import ConfigError
 
-__all__ = ["EngineConfig", "GlobalsConfig", "IngestConfig", "LimitsConfig", "RecallConfig", "StorageConfig"]
+__all__ = ["EngineConfig", "GlobalsConfig", "IngestConfig", "LifecycleConfig", "LimitsConfig", "RecallConfig", "StorageConfig"]
 
 
 class _Section(BaseModel):
@@ -40,7 +40,8 @@ class GlobalsConfig(_Section):
     vector_enabled: bool = True
     """Embed records and run the vector channel."""
     graph_enabled: bool = False
-    """Entity-graph channel (not in this version: must stay false)."""
+    """Entity-graph channel: records naming the query's entities and their co-occurring neighbours (1-2 hops,
+    scored by edge weight and distance). The graph is always indexed, so it can be switched on at any time."""
     layers_index_enabled: bool = False
     """L0/L1 layer channels (not in this version: must stay false)."""
     rerank_enabled: bool = False
@@ -56,6 +57,8 @@ class RecallConfig(_Section):
     """Implementation of the keyword channel (registry ``memory_ext.registry.recallers``)."""
     vector_recaller: str = "vector"
     """Implementation of the vector channel."""
+    graph_recaller: str = "graph"
+    """Implementation of the graph channel (used when ``globals.graph_enabled``)."""
     fusion: Literal["zscore", "rrf"] = "zscore"
     """``zscore``: standardised score fusion with window, speaker, time and session evidence (the default);
     ``rrf``: reciprocal rank fusion of the channels' turn rankings (``rrf_k``)."""
@@ -88,6 +91,33 @@ class IngestConfig(_Section):
     window_vectors: Literal["embed", "mean"] = "embed"
     """``embed``: embed the window's text (best recall; about 4x the embedding work of the turns alone);
     ``mean``: the normalised mean of its turns' vectors (no extra model calls; LoCoMo dev @10 0.763 vs 0.771)."""
+
+
+class LifecycleConfig(_Section):
+    """Memory files, hooks, compaction and supersession (the temporal archive)."""
+
+    archive: bool = True
+    """Archive every turn into the namespace's daily memory file (hooks, ``render_prompt``, compaction)."""
+    file_soft_tokens: int = Field(default=8000, ge=50)
+    """A daily file closes after the turn that reaches this many tokens; at 1.5 x it is cut (``truncated``)."""
+    importance_threshold: int = Field(default=70, ge=0, le=100)
+    """A turn whose ``metadata['importance']`` reaches this is high-value (kept by the monthly eviction)."""
+    half_life_days: float = Field(default=7.0, gt=0)
+    """Recency half-life of the monthly eviction score."""
+    eviction_weights: dict[str, float] = Field(
+        default_factory=lambda: {"recency": 0.3, "access": 0.2, "importance": 0.2, "relevance": 0.3})
+    """Weights of the eviction score's factors (keys: recency, access, importance, relevance)."""
+    llm_summaries: bool = False
+    """Summarise closed files' hooks with the engine's LLM (validated; heuristic fallback on any failure)."""
+    llm_relevance: bool = False
+    """Let the engine's LLM score relevance to recent topics in the monthly eviction (else retrieval-based)."""
+    llm_timeout_s: float = Field(default=30.0, gt=0, le=600)
+    """Deadline of one LLM summary or relevance call."""
+    supersession: bool = True
+    """Detect a new statement of the same subject and attribute with another value; the old record gets
+    ``valid_to`` and ``superseded_by`` and ranks below the current one."""
+    prompt_budget_tokens: int = Field(default=800, ge=0)
+    """Default token budget of ``render_prompt``."""
 
 
 class StorageConfig(_Section):
@@ -126,6 +156,7 @@ class EngineConfig(_Section):
     globals: GlobalsConfig = Field(default_factory=GlobalsConfig)
     recall: RecallConfig = Field(default_factory=RecallConfig)
     ingest: IngestConfig = Field(default_factory=IngestConfig)
+    lifecycle: LifecycleConfig = Field(default_factory=LifecycleConfig)
     storage: StorageConfig = Field(default_factory=StorageConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
 

@@ -14,6 +14,7 @@ The engine is synchronous and thread-safe. Every public method has an ``a``-pref
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import os
 import sqlite3
@@ -48,6 +49,10 @@ from .models import (
     Turn,
     to_utc,
 )
+from .lifecycle.api import LifecycleMixin
+from .lifecycle.files import archive_turns
+from .lifecycle.forget import forget_turns
+from .lifecycle.supersede import supersede
 from .llm import LLM
 from .plan.heuristic import plan_search
 from .plan.llm_planner import HeuristicPlanner, LLMPlanner, Planner
@@ -58,7 +63,9 @@ from .rank.zscore import TurnScores, rank_turns
 from .recall.base import RecallContext, Recaller, RecallRequest
 from .recall.runner import run_channels
 from .registry import recallers, vector_backends
+from .store.graph import EntityGraph
 from .store.keyword import KeywordIndex
+from .recall import graph as _graph_channel  # noqa: F401  (registers the graph recaller)
 from .store import chroma as _chroma  # noqa: F401  (registers the backend; chromadb loads only when used)
 from .store.catalog import KIND_CODES, RecordCatalog
 from .store.sqlite import TruthStore, TurnRow
@@ -67,7 +74,7 @@ from .text import estimate_tokens, tokenize
 
 __all__ = ["AddResult", "ForgetReceipt", "MemoryEngine", "StoreStats"]
 
-CHANNELS = ("keyword", "vector")
+CHANNELS = ("keyword", "vector", "graph")
 SECONDARY_ROUTE_WEIGHT = 0.5
 """Weight of the action route and of per-speaker routes next to the main route (weight 1)."""
 FILTER_KEYS = ("session_id", "speaker", "role", "since", "until", "kinds")
@@ -82,12 +89,22 @@ class AddResult(BaseModel):
 
 
 class ForgetReceipt(BaseModel):
-    """What ``forget`` removed, from every store (truth store, keyword and vector indexes)."""
+    """What ``forget`` removed, from every store (truth store, keyword, vector and graph indexes, memory files)."""
 
     model_config = ConfigDict(frozen=True)
     namespace: Namespace
     turns: int
+    """Turns removed."""
     records: int
+    """Records removed (turn records, windows), with their vectors, postings and graph entries."""
+    turn_ids: tuple[str, ...] = ()
+    record_ids: tuple[str, ...] = ()
+    files_deleted: tuple[str, ...] = ()
+    """Memory files (hook ids) deleted: those named, and those left empty."""
+    files_updated: tuple[str, ...] = ()
+    """Memory files that lost turns; their hooks were recomputed from what remains."""
+    stores: tuple[str, ...] = ()
+    """The stores the removal went through."""
 
 
 class StoreStats(BaseModel):
@@ -113,11 +130,13 @@ def _embedder_for_stored_id(stored: str | None) -> Embedder | str | None:
     return None
 
 
-class MemoryEngine:
+class MemoryEngine(LifecycleMixin):
     """Long-term memory over one store directory.
 
     Open it with :meth:`open`; write with :meth:`add_turns`; read with :meth:`search`; remove with
-    :meth:`forget`. See the module docstring for a runnable example.
+    :meth:`forget`. Turns are archived into daily memory files whose hooks :meth:`render_prompt` shows and
+    :meth:`retrieve` opens; :meth:`compact` / :meth:`maybe_compact` merge them weekly and evict monthly;
+    :meth:`pre_compress` saves a host's whole context. See the module docstring for a runnable example.
     """
 
     def __init__(self, store: TruthStore, config: EngineConfig, embedder: Embedder | None,
@@ -132,17 +151,22 @@ class MemoryEngine:
         self._embedder_warning = embedder_warning
         self._keyword = KeywordIndex()
         self._catalog = RecordCatalog()
+        self._graph = EntityGraph()
         store.add_schema(KeywordIndex.create_schema)
+        store.add_schema(EntityGraph.create_schema)
         self._vector: VectorIndex | None = None
         if config.globals.vector_enabled and embedder is not None:
             backend = vector_backends.resolve("storage.vector_backend", config.storage.vector_backend)
             self._vector = backend(storage=config.storage, directory=store.directory, embedder_id=embedder.id,
                                    dim=embedder.dim, store_id=store.store_id)
-        ctx = RecallContext(store=store, keyword_index=self._keyword, vector_index=self._vector, embedder=embedder)
+        ctx = RecallContext(store=store, keyword_index=self._keyword, vector_index=self._vector, embedder=embedder,
+                            graph_index=self._graph)
         self._recallers: dict[str, Recaller] = {
             "keyword": recallers.resolve("recall.keyword_recaller", config.recall.keyword_recaller)(ctx)}
         if self._vector is not None:
             self._recallers["vector"] = recallers.resolve("recall.vector_recaller", config.recall.vector_recaller)(ctx)
+        if config.globals.graph_enabled:
+            self._recallers["graph"] = recallers.resolve("recall.graph_recaller", config.recall.graph_recaller)(ctx)
         self._pool = ThreadPoolExecutor(max_workers=max(4, 4 * len(self._recallers)),
                                         thread_name_prefix="memory-ext-recall")
         self._closed = False
@@ -283,8 +307,19 @@ class MemoryEngine:
                     if vectors is not None and self._vector is not None and self.embedder is not None:
                         self._store.insert_embeddings(conn, ns_id, rids, vectors, self.embedder.id)
                         self._vector.add(conn, ns_id, rids, vectors)
+                    names = self._graph.entities_for(conn, ns_id, [(r["text"], r["speaker"]) for r in records])
+                    self._graph.add(conn, ns_id, list(zip(rids[:len(records)], names,
+                                                          (r["ref_ts"] for r in records), strict=True)))
+                    life = self.config.lifecycle
+                    if life.archive:
+                        archived = conn.execute("SELECT tid, ts, content FROM turns WHERE ns_id=? AND seq>=?"
+                                                " ORDER BY seq", (ns_id, seq)).fetchall()
+                        archive_turns(conn, ns_id, archived, soft_tokens=life.file_soft_tokens)
+                    if life.supersession:
+                        supersede(conn, ns_id, records, rids[:len(records)])
                 except BaseException:
                     self._keyword.invalidate(ns_id)
+                    self._graph.invalidate(ns_id)
                     self._catalog.invalidate(ns_id)
                     if self._vector is not None:
                         self._vector.invalidate(ns_id)
@@ -311,14 +346,18 @@ class MemoryEngine:
     def search(self, query: str, namespace: Namespace | str, *, k: int = 10,
                filters: Mapping[str, Any] | None = None, action_state: ActionState | Mapping[str, Any] | None = None,
                explain: bool = False, now: datetime | str | float | None = None,
-               trace: bool = False) -> SearchResult:
+               trace: bool = False, include_cold: bool = False,
+               as_of: datetime | str | float | None = None) -> SearchResult:
         """Find the turns that help with ``query`` (and, if given, with what the agent is doing).
 
         The heuristic planner classifies the question, reads a time filter (relative to ``now``, default the
         current time) and the speakers it names, and adds a route for the ``action_state``. For every route the
         channels (keyword BM25, vector) run in parallel over turn and window records; their scores are fused
         (``recall.fusion``, see :mod:`memory_ext.rank.zscore`) into one score per turn, and the routes are summed.
-        ``filters`` keys: ``session_id``, ``speaker``, ``role``, ``since``, ``until``, ``kinds``. ``trace=True``
+        ``filters`` keys: ``session_id``, ``speaker``, ``role``, ``since``, ``until``, ``kinds``.
+        ``include_cold=True`` also searches the cold tier (turns the monthly eviction moved out of the main
+        memory). ``as_of`` returns what was true then: only memories stated by that time and not yet superseded
+        at it; without it, a superseded memory always ranks below the one that replaced it. ``trace=True``
         attaches :attr:`SearchResult.trace` (plan, per-route candidates, stage timings; in memory only).
         A channel that fails or times out is listed in ``channel_errors`` (``degraded`` is then True); only if
         every channel fails does this raise :class:`~memory_ext.errors.RetrievalError`.
@@ -339,6 +378,10 @@ class MemoryEngine:
         except ValidationError as exc:
             raise InvalidQueryError(exc.field, exc.value, exc.fix) from None
         where, args = _filter_sql(filters, ns.session_id)
+        try:
+            as_of_ts = to_utc(as_of, "as_of").timestamp() if as_of is not None else None  # type: ignore[union-attr]
+        except ValidationError as exc:
+            raise InvalidQueryError(exc.field, exc.value, exc.fix) from None
         warnings = (self._embedder_warning,) if self._embedder_warning else ()
         errors = [ChannelError(channel="embedder", error_type="EmbedderFallback",
                                message=self._embedder_warning)] if self._embedder_warning else []
@@ -357,8 +400,14 @@ class MemoryEngine:
             allowed_mask = np.zeros(len(cat), bool)
             pos = cat.pos_of(np.fromiter(allowed_rids, np.int64, len(allowed_rids)))
             allowed_mask[pos[pos >= 0]] = True
+        flags = _flag_mask(cat, include_cold, as_of_ts)
+        if flags is not None:
+            allowed_mask = flags if allowed_mask is None else allowed_mask & flags
+        if allowed_mask is not None:
             # a window counts when its own turn passes the filter
             allowed_mask |= (cat.kind == KIND_CODES["window"]) & (cat.anchor >= 0) & allowed_mask[cat.anchor]
+            if flags is not None:
+                allowed_mask &= flags
             if not allowed_mask.any():
                 return SearchResult(query=query, plan=plan, channel_errors=tuple(errors), warnings=warnings,
                                     timings_ms={"total": _ms(t0)})
@@ -406,6 +455,7 @@ class MemoryEngine:
                     order = np.flatnonzero(rankable)[np.argsort(-raw[rankable], kind="stable")]
                     order = order[raw[order] > 0][:limit]
                     rrf_parts[f"{ch}@{route.goal}" if route.goal != "query" else ch] = cat.rids[order].tolist()
+        supersedes = _promote_successors(cat, total, allowed_mask) if as_of_ts is None else {}
         if self.config.recall.fusion == "rrf":
             rrf_weights = {name: (1.0 if "@" not in name else SECONDARY_ROUTE_WEIGHT)
                            * weights.get(name.split("@")[0], 1.0) for name in rrf_parts}
@@ -421,6 +471,9 @@ class MemoryEngine:
             top_rids = cat.rids[top].tolist()
             top_scores = total[top].tolist()
             details = {int(cat.rids[p]): _explain_zscore(p, per_route, weights) for p in top} if explain else {}
+            for p in top:
+                if explain and int(p) in supersedes:
+                    details[int(cat.rids[p])]["supersedes"] = supersedes[int(p)]
         top_rids, top_scores = self._select(ns_id, top_rids, top_scores, k, details)
         items, source_turns = self._hydrate(ns_id, top_rids, top_scores, _channel_ranks(cat, per_route, top_rids), details,
                               explain)
@@ -530,26 +583,86 @@ class MemoryEngine:
                      external_id=r.external_id, tool_calls=tuple(r.tool_calls), attachments=tuple(r.attachments),
                      metadata=r.metadata, id=r.id) for r in rows]
 
-    def forget(self, namespace: Namespace | str) -> ForgetReceipt:
-        """Remove a namespace — or, if it names a session, that session — from every store."""
+    def forget(self, namespace: Namespace | str, *, record_ids: Iterable[str] | None = None,
+               hook_ids: Iterable[str] | None = None) -> ForgetReceipt:
+        """Remove memories from every store and return a receipt of what was removed.
+
+        With only ``namespace``: the whole namespace (or, if it names a session, that session). With
+        ``record_ids`` (ids of search results): the turns those records were built from. With ``hook_ids``: the
+        memory files and every turn in them. In every case the turns go, with every record built from them
+        (turn records, windows), their vectors (numpy or Chroma), keyword postings, graph entries, claims, and
+        their place in memory files — files left empty are deleted, the others get their hooks recomputed, and
+        verbatim ``pre_compress`` context has their text cut out. SQLite overwrites deleted content
+        (``secure_delete``) and its write-ahead log is truncated, so the text is gone from disk too.
+        Unknown ids raise :class:`~memory_ext.errors.ValidationError` and nothing is removed.
+        """
         self._check_open()
         ns = Namespace.coerce(namespace)
+        records = _id_list("record_ids", record_ids)
+        hooks = _id_list("hook_ids", hook_ids)
         ns_id = self._store.find_namespace(ns.key)
         if ns_id is None:
+            if records or hooks:
+                raise InvalidQueryError("record_ids" if records else "hook_ids", records or hooks,
+                                        "this namespace has no memories; check the namespace")
             return ForgetReceipt(namespace=ns, turns=0, records=0)
-        with self._store.transaction("forget") as conn:
-            rids, n_turns = self._store.delete_rows(conn, ns_id, ns.session_id)
-            if ns.session_id is None:
-                self._keyword.drop_namespace(conn, ns_id)
+        with self._store.write_lock:
+            if self._store.read_only:
+                raise ReadOnlyStoreError("forget")
+            reader = self._store.reader()
+            drop_files: list[int] = []
+            if records is None and hooks is None:
+                sql, args = "SELECT tid FROM turns WHERE ns_id=?", [ns_id]
+                if ns.session_id is not None:
+                    sql += " AND session_id=?"
+                    args.append(ns.session_id)
+                tids = [int(r[0]) for r in reader.execute(sql, args)]
+                if ns.session_id is None:
+                    drop_files = [int(r[0]) for r in reader.execute("SELECT fid FROM files WHERE ns_id=?", (ns_id,))]
             else:
-                self._keyword.remove(conn, ns_id, rids)
-            if self._vector is not None:
-                self._vector.remove(conn, ns_id, rids)
+                tids = []
+                for rid_text in records or []:
+                    row = reader.execute("SELECT turn_ids FROM records WHERE ns_id=? AND id=?",
+                                         (ns_id, rid_text)).fetchone()
+                    if row is None:
+                        raise InvalidQueryError("record_ids", rid_text, "no record of this namespace has this id; "
+                                                "use the ids of search results (RetrievedItem.id)")
+                    ids = json.loads(row[0])
+                    tids += [int(r[0]) for r in reader.execute(
+                        f"SELECT tid FROM turns WHERE ns_id=? AND id IN ({','.join('?' * len(ids))})", (ns_id, *ids))]
+                for hook_id in hooks or []:
+                    file_row = self._resolve(hook_id, ns)
+                    drop_files.append(file_row.fid)
+                    tids += [int(r[0]) for r in reader.execute("SELECT tid FROM file_turns WHERE fid=?",
+                                                                (file_row.fid,))]
+            with self._store.transaction("forget") as conn:
+                removed = forget_turns(conn, ns_id, tids, drop_files=drop_files)
+                rids = removed["rids"]
+                whole = records is None and hooks is None and ns.session_id is None
+                if whole:
+                    self._keyword.drop_namespace(conn, ns_id)
+                    self._graph.drop_namespace(conn, ns_id)
+                    conn.execute("DELETE FROM claims WHERE ns_id=?", (ns_id,))
+                else:
+                    self._keyword.remove(conn, ns_id, rids)
+                    self._graph.remove(conn, ns_id, rids)
+                if self._vector is not None:
+                    self._vector.remove(conn, ns_id, rids)
+            try:
+                self._store.checkpoint()
+            except sqlite3.Error:  # pragma: no cover - a reader holds the log; the next checkpoint truncates it
+                pass
         self._keyword.invalidate(ns_id)
+        self._graph.invalidate(ns_id)
         self._catalog.invalidate(ns_id)
         if self._vector is not None:
             self._vector.invalidate(ns_id)
-        return ForgetReceipt(namespace=ns, turns=n_turns, records=len(rids))
+        return ForgetReceipt(namespace=ns, turns=len(removed["turn_ids"]), records=len(rids),
+                             turn_ids=tuple(removed["turn_ids"]), record_ids=tuple(removed["record_ids"]),
+                             files_deleted=tuple(removed["deleted_files"]),
+                             files_updated=tuple(removed["updated_files"]),
+                             stores=("truth", "keyword", "graph") + (("vector:" + self.config.storage.vector_backend,)
+                                                             if self._vector is not None else ()) + ("files",))
 
     def stats(self) -> StoreStats:
         """Counts and on-disk size of the store."""
@@ -578,19 +691,22 @@ class MemoryEngine:
                       filters: Mapping[str, Any] | None = None,
                       action_state: ActionState | Mapping[str, Any] | None = None,
                       explain: bool = False, now: datetime | str | float | None = None,
-                      trace: bool = False) -> SearchResult:
+                      trace: bool = False, include_cold: bool = False,
+                      as_of: datetime | str | float | None = None) -> SearchResult:
         """Async twin of :meth:`search` (runs in a worker thread)."""
         return await asyncio.to_thread(self.search, query, namespace, k=k, filters=filters,
-                                       action_state=action_state, explain=explain, now=now, trace=trace)
+                                       action_state=action_state, explain=explain, now=now, trace=trace,
+                                       include_cold=include_cold, as_of=as_of)
 
     async def aget_turns(self, namespace: Namespace | str, *, limit: int | None = None,
                          offset: int = 0) -> list[Turn]:
         """Async twin of :meth:`get_turns`."""
         return await asyncio.to_thread(self.get_turns, namespace, limit=limit, offset=offset)
 
-    async def aforget(self, namespace: Namespace | str) -> ForgetReceipt:
+    async def aforget(self, namespace: Namespace | str, *, record_ids: Iterable[str] | None = None,
+                      hook_ids: Iterable[str] | None = None) -> ForgetReceipt:
         """Async twin of :meth:`forget`."""
-        return await asyncio.to_thread(self.forget, namespace)
+        return await asyncio.to_thread(self.forget, namespace, record_ids=record_ids, hook_ids=hook_ids)
 
     async def astats(self) -> StoreStats:
         """Async twin of :meth:`stats`."""
@@ -619,16 +735,16 @@ def _ms(t0: float) -> float:
 def _validate_config(cfg: EngineConfig) -> None:
     """Resolve every implementation name and check the switches; raise ConfigError listing valid names."""
     g = cfg.globals
-    for switch in ("graph_enabled", "layers_index_enabled"):
-        if getattr(g, switch):
-            raise ConfigError(f"globals.{switch}", True, "this version has no such channel yet; set it to false")
+    if g.layers_index_enabled:
+        raise ConfigError("globals.layers_index_enabled", True,
+                          "this version has no layer channels yet; set it to false")
     if g.rerank_enabled:
         raise ConfigError("globals.rerank_enabled", True, "no reranker is available in this version; set it false")
-    for field, channel in (("keyword_recaller", "keyword"), ("vector_recaller", "vector")):
+    for field, channel in (("keyword_recaller", "keyword"), ("vector_recaller", "vector"),
+                           ("graph_recaller", "graph")):
         name = getattr(cfg.recall, field)
-        impl = recallers.resolve(f"recall.{field}", name)
-        if getattr(impl, "channel", None) != channel:
-            valid = [n for n in recallers.names() if getattr(recallers.resolve(field, n), "channel", None) == channel]
+        valid = [n for n in recallers.names() if getattr(recallers.resolve(field, n), "channel", None) == channel]
+        if name not in valid:
             raise ConfigError.unknown_name(f"recall.{field}", name, valid)
     vector_backends.resolve("storage.vector_backend", cfg.storage.vector_backend)
     for channel, weight in cfg.recall.channel_weights.items():
@@ -640,6 +756,40 @@ def _validate_config(cfg: EngineConfig) -> None:
         raise ConfigError("storage.vector_backend", cfg.storage.vector_backend,
                           "globals.vector_enabled is false, so no vector backend is used; remove this key or "
                           "enable vectors")
+
+
+def _id_list(name: str, value: Iterable[str] | None) -> list[str] | None:
+    if value is None:
+        return None
+    values = [value] if isinstance(value, str) else list(value) if isinstance(value, Iterable) else None
+    if not values or not all(isinstance(v, str) and v for v in values):
+        raise InvalidQueryError(name, value, "give a non-empty list of id strings (or None)")
+    return values
+
+
+def _flag_mask(cat: Any, include_cold: bool, as_of: float | None) -> np.ndarray | None:
+    """Records a search may return given the cold tier and ``as_of`` (None: all of them)."""
+    mask = None
+    if not include_cold and cat.cold.any():
+        mask = ~cat.cold
+    if as_of is not None:
+        valid = (np.isnan(cat.ts) | (cat.ts <= as_of)) & (np.isnan(cat.valid_to) | (cat.valid_to > as_of))
+        mask = valid if mask is None else mask & valid
+    return mask
+
+
+def _promote_successors(cat: Any, total: np.ndarray, allowed: np.ndarray | None) -> dict[int, str]:
+    """A superseded turn that scores lifts the turn that replaced it just above itself (current facts first).
+
+    Returns {successor position: reason} for explain."""
+    out: dict[int, str] = {}
+    for old, new in cat.successor.items():
+        if not np.isfinite(total[old]) or not np.isfinite(total[new]) or (allowed is not None and not allowed[new]):
+            continue
+        if total[new] <= total[old]:
+            total[new] = total[old] + 1e-6
+            out[new] = f"lifted above superseded record rid {int(cat.rids[old])}"
+    return out
 
 
 def _coerce_action_state(value: ActionState | Mapping[str, Any] | None) -> ActionState | None:

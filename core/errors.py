@@ -7,7 +7,9 @@
     ├── ValidationError                 bad input to a public call (also a ValueError); nothing was written
     │   ├── InvalidTurnError            a turn field is wrong (role, content, timestamp, ...)
     │   ├── InvalidNamespaceError       a namespace id is empty, too long or has control characters
-    │   └── InvalidQueryError           a search argument is wrong (empty query, k <= 0, bad filter)
+    │   ├── InvalidQueryError           a search argument is wrong (empty query, k <= 0, bad filter)
+    │   ├── InvalidArgumentError        another argument is wrong (period, budget, importance, context)
+    │   └── HookNotFoundError           no memory file has this hook id (or the prefix is ambiguous)
     ├── EmbedderError                   an embedder misbehaved (NaN, wrong dimension, wrong count)
     │   └── EmbedderMismatchError       the store was built with another embedder
     ├── StoreError                      the storage layer failed
@@ -31,6 +33,8 @@ __all__ = [
     "EmbedderError",
     "EmbedderMismatchError",
     "InvalidNamespaceError",
+    "HookNotFoundError",
+    "InvalidArgumentError",
     "InvalidQueryError",
     "InvalidTurnError",
     "MemoryExtError",
@@ -87,6 +91,18 @@ class InvalidNamespaceError(ValidationError):
 
 class InvalidQueryError(ValidationError):
     """A search argument is invalid (empty query, ``k <= 0``, an unknown filter)."""
+
+
+class InvalidArgumentError(ValidationError):
+    """An argument of a lifecycle call is wrong: unknown period, negative budget, importance out of range..."""
+
+
+class HookNotFoundError(ValidationError):
+    """No memory file has this hook id, or a prefix matches several (``candidates`` lists them)."""
+
+    def __init__(self, field: str, value: Any, fix: str, candidates: Iterable[str] = ()) -> None:
+        super().__init__(field, value, fix)
+        self.candidates = list(candidates)
 
 
 class EmbedderError(MemoryExtError):

@@ -219,32 +219,59 @@ class Turn(_Value):
             raise InvalidTurnError(f"turns[{index}]", value, f"fix the turn's fields ({exc})") from None
 
 
-class MemoryFile(BaseModel):
-    """A run of turns frozen together (daily, weekly or monthly)."""
+Period = Literal["daily", "weekly", "monthly", "context"]
+
+
+class IndexHook(_Value):
+    """What the system prompt shows of a memory file (its id is the file's id).
+
+    ``title`` is the L0 layer, ``abstract`` the L1; ``retrieve(hook.id)`` returns the whole file (L2).
+    ``status`` is ``open`` (a daily file still growing), ``closed``, ``merged`` (into a weekly file),
+    ``evicted`` (its low-value turns moved to the cold tier by the monthly eviction) or ``main`` (a monthly file).
+    """
 
     id: str
     namespace: Namespace
-    period: Literal["daily", "weekly", "monthly"] = "daily"
-    turn_ids: list[str] = Field(default_factory=list)
+    period: Period
+    period_key: str
+    """``2026-11-30`` (daily), ``2026-W48`` (weekly), ``2026-11`` (monthly), the archive time (context)."""
+    status: str
+    title: str = ""
+    abstract: str = ""
+    key_facts: tuple[str, ...] = ()
+    entities: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    importance: int = 50
+    """0-100; set it with ``engine.set_importance(hook_id, value)``."""
+    access_count: int = 0
     token_count: int = 0
     truncated: bool = False
-    created_at: datetime | None = None
-
-
-class IndexHook(BaseModel):
-    """What the system prompt shows of a memory file."""
-
-    id: str
-    file_id: str
-    title: str
-    abstract: str = ""
-    key_facts: list[str] = Field(default_factory=list)
-    entities: list[str] = Field(default_factory=list)
-    tags: list[str] = Field(default_factory=list)
-    importance: int = 50
-    access_count: int = 0
-    period: str = "daily"
+    start: datetime | None = None
+    end: datetime | None = None
     archived_at: datetime | None = None
+    sources: tuple[str, ...] = ()
+    """The files this one was merged from (weekly: daily files; monthly: weekly files)."""
+    merged_into: str | None = None
+    summary_source: str = "heuristic"
+
+
+class MemoryFile(_Value):
+    """A whole memory file, as ``engine.retrieve(hook_id)`` returns it.
+
+    ``turns`` are the file's turns in order; a turn cut by the hard token threshold appears as the part that
+    belongs to this file (``metadata["part"]`` says which characters). ``text`` renders the file as Markdown;
+    ``raw`` is the verbatim context saved by ``pre_compress`` (None for other files).
+    """
+
+    hook: IndexHook
+    turns: tuple[Turn, ...] = ()
+    text: str = ""
+    raw: str | None = None
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        return self.hook.id
 
 
 class MemoryRecord(BaseModel):

@@ -10,6 +10,7 @@ import numpy as np
 
 if TYPE_CHECKING:
     from ..embed import Embedder
+    from ..store.graph import EntityGraph
     from ..store.keyword import KeywordIndex
     from ..store.sqlite import TruthStore
     from ..store.vector import VectorIndex
@@ -49,6 +50,7 @@ class RecallContext:
     keyword_index: KeywordIndex
     vector_index: VectorIndex | None
     embedder: Embedder | None
+    graph_index: EntityGraph | None = None
 
 
 @dataclass(frozen=True)

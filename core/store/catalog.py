@@ -1,8 +1,9 @@
 """The record catalog: per-namespace numpy columns of what ranking needs to know about every record.
 
-Kind, anchor (the turn record a window belongs to), session, speaker and time, aligned by position, loaded lazily
-from SQLite on a namespace's first search and then extended with new rows only (rows with a higher rid); a
-delete bumps the namespace's generation and the next search reloads it. Ranking then works on whole columns with
+Kind, anchor (the turn record a window belongs to), session, speaker, time, the cold tier, validity and
+supersession, aligned by position, loaded lazily from SQLite on a namespace's first search and then extended with
+new rows only (rows with a higher rid); a delete bumps the namespace's generation, a change of flags (cold tier,
+supersession) its ``flags_generation``, and the next search reloads it. Ranking then works on whole columns with
 numpy instead of SQL per candidate.
 """
 
@@ -25,7 +26,7 @@ OTHER_KIND = 9
 class Catalog:
     """One namespace's columns. ``pos_of(rids)`` maps rids to positions."""
 
-    generation: int
+    generation: tuple[int, int]
     last_rid: int = 0
     rids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     kind: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
@@ -36,6 +37,12 @@ class Catalog:
     ts: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
     assistant: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
     """records whose source turn is the assistant's"""
+    cold: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    """records in the cold tier (moved there by the monthly eviction)"""
+    valid_to: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
+    """end of validity (NaN: still valid)"""
+    successor: dict[int, int] = field(default_factory=dict)
+    """position of a superseded record -> position of the record that superseded it"""
     session_codes: dict[str | None, int] = field(default_factory=dict)
     speaker_codes: dict[str | None, int] = field(default_factory=dict)
 
@@ -71,6 +78,9 @@ class Catalog:
         self.ts = np.concatenate([self.ts, ts])
         self.assistant = np.concatenate([self.assistant, np.fromiter((r[6] == "assistant" for r in rows), bool,
                                                                      len(rows))])
+        self.cold = np.concatenate([self.cold, np.fromiter((bool(r[7]) for r in rows), bool, len(rows))])
+        self.valid_to = np.concatenate([self.valid_to, np.fromiter((r[8] if r[8] is not None else np.nan
+                                                                    for r in rows), np.float64, len(rows))])
         anchor_rids = np.fromiter((r[2] if r[2] is not None else -1 for r in rows), np.int64, len(rows))
         self.anchor = np.concatenate([self.anchor, self.pos_of(anchor_rids)])
         self.last_rid = int(rids[-1])
@@ -92,16 +102,25 @@ class RecordCatalog:
 
     def get(self, conn: sqlite3.Connection, ns_id: int) -> Catalog:
         """The namespace's catalog, brought up to date (reads only rows newer than the cached ones)."""
-        row = conn.execute("SELECT generation FROM namespaces WHERE ns_id=?", (ns_id,)).fetchone()
-        generation = int(row[0]) if row else 0
+        row = conn.execute("SELECT generation, flags_generation FROM namespaces WHERE ns_id=?", (ns_id,)).fetchone()
+        generation = (int(row[0]), int(row[1])) if row else (0, 0)
         with self._lock:
             cat = self._cats.get(ns_id)
             if cat is None or cat.generation != generation:
                 cat = Catalog(generation=generation)
                 self._cats[ns_id] = cat
             rows = conn.execute(
-                "SELECT rid, kind, anchor_rid, session_id, speaker, ref_ts, source_role FROM records"
+                "SELECT rid, kind, anchor_rid, session_id, speaker, ref_ts, source_role, cold, valid_to FROM records"
                 " WHERE rid>? AND +ns_id=? ORDER BY rid", (cat.last_rid, ns_id)).fetchall()  # a primary-key range
+            fresh = cat.last_rid == 0
             cat._append(rows)
+            if fresh and len(cat):
+                pairs = conn.execute("SELECT r.rid, s.rid FROM records r JOIN records s ON s.id = r.superseded_by"
+                                     " WHERE r.ns_id=? AND r.superseded_by IS NOT NULL", (ns_id,)).fetchall()
+                if pairs:
+                    arr = np.asarray(pairs, np.int64)
+                    old, new = cat.pos_of(arr[:, 0]), cat.pos_of(arr[:, 1])
+                    cat.successor = {int(o): int(n) for o, n in zip(old, new, strict=True) if o >= 0 and n >= 0}
             # a consistent snapshot: appends replace the arrays, they never write into them
-            return replace(cat, session_codes=dict(cat.session_codes), speaker_codes=dict(cat.speaker_codes))
+            return replace(cat, session_codes=dict(cat.session_codes), speaker_codes=dict(cat.speaker_codes),
+                           successor=dict(cat.successor))

@@ -121,7 +121,70 @@ def _v2(conn: sqlite3.Connection) -> None:
                  " AND r.kind = 'turn' AND r.turn_ids = json_array(turns.id))")
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2]
+def _v3(conn: sqlite3.Connection) -> None:
+    """The lifecycle: memory files with their index hooks, file membership, cold tier, claims for supersession."""
+    _run_script(
+        conn,
+        """
+        CREATE TABLE IF NOT EXISTS files(
+            fid INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            ns_id INTEGER NOT NULL REFERENCES namespaces(ns_id),
+            period TEXT NOT NULL,
+            period_key TEXT NOT NULL,
+            part INTEGER NOT NULL DEFAULT 1,
+            status TEXT NOT NULL,
+            truncated INTEGER NOT NULL DEFAULT 0,
+            token_count INTEGER NOT NULL DEFAULT 0,
+            start_ts REAL,
+            end_ts REAL,
+            sources TEXT NOT NULL DEFAULT '[]',
+            merged_into TEXT,
+            raw TEXT,
+            meta TEXT NOT NULL DEFAULT '{}',
+            title TEXT NOT NULL DEFAULT '',
+            abstract TEXT NOT NULL DEFAULT '',
+            key_facts TEXT NOT NULL DEFAULT '[]',
+            entities TEXT NOT NULL DEFAULT '[]',
+            tags TEXT NOT NULL DEFAULT '[]',
+            importance INTEGER NOT NULL DEFAULT 50,
+            importance_set INTEGER NOT NULL DEFAULT 0,
+            access_count INTEGER NOT NULL DEFAULT 0,
+            last_access REAL,
+            summary_source TEXT NOT NULL DEFAULT '',
+            hook_stale INTEGER NOT NULL DEFAULT 1,
+            created_at REAL NOT NULL,
+            archived_at REAL
+        );
+        CREATE INDEX IF NOT EXISTS files_ns_period ON files(ns_id, period, period_key);
+        CREATE TABLE IF NOT EXISTS file_turns(
+            fid INTEGER NOT NULL REFERENCES files(fid),
+            pos INTEGER NOT NULL,
+            tid INTEGER NOT NULL,
+            start INTEGER NOT NULL DEFAULT 0,
+            stop INTEGER,
+            PRIMARY KEY(fid, pos)
+        );
+        CREATE INDEX IF NOT EXISTS file_turns_tid ON file_turns(tid);
+        ALTER TABLE records ADD COLUMN cold INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE namespaces ADD COLUMN flags_generation INTEGER NOT NULL DEFAULT 0;
+        CREATE TABLE IF NOT EXISTS claims(
+            ns_id INTEGER NOT NULL,
+            rid INTEGER NOT NULL,
+            holder TEXT NOT NULL,
+            subject TEXT NOT NULL,
+            attribute TEXT NOT NULL,
+            value TEXT NOT NULL,
+            negated INTEGER NOT NULL DEFAULT 0,
+            ts REAL
+        );
+        CREATE INDEX IF NOT EXISTS claims_key ON claims(ns_id, holder, subject, attribute);
+        CREATE INDEX IF NOT EXISTS claims_rid ON claims(rid)
+        """,
+    )
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3]
 """MIGRATIONS[i] upgrades a store from schema version i to i + 1. Append, never edit."""
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -191,6 +254,7 @@ class TruthStore:
                 self._writer = self._connect(db_path, read_only=False)
                 self._writer.execute("PRAGMA journal_mode=WAL")
                 self._writer.execute("PRAGMA synchronous=NORMAL")
+                self._writer.execute("PRAGMA secure_delete=ON")  # forgotten text is overwritten, not left in free pages
                 self._migrate(self._writer)
             except BaseException:
                 self._release_lock()
@@ -263,6 +327,12 @@ class TruthStore:
                 raise
             else:
                 conn.execute("COMMIT")
+
+    def checkpoint(self) -> None:
+        """Copy the write-ahead log into the database and truncate it (forgotten text leaves the log too)."""
+        if self._writer is not None:
+            with self.write_lock:
+                self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def close(self) -> None:
         if self._closed:

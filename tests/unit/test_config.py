@@ -17,7 +17,7 @@ def test_defaults_and_frozen() -> None:
 
 
 @pytest.mark.parametrize(("data", "field", "hint"), [
-    ({"recal": {}}, "recal", "valid keys: globals, ingest, limits, recall, storage"),
+    ({"recal": {}}, "recal", "valid keys: globals, ingest, lifecycle, limits, recall, storage"),
     ({"recall": {"rrf_kk": 3}}, "recall.rrf_kk", "valid keys:"),
     ({"recall": {"rrf_k": "many"}}, "recall.rrf_k", "integer"),
     ({"globals": {"vectr_enabled": True}}, "globals.vectr_enabled", "vector_enabled"),
@@ -32,9 +32,10 @@ def test_unknown_keys_and_bad_types(data: dict, field: str, hint: str) -> None:
     ({"recall": {"keyword_recaller": "kw"}}, "recall.keyword_recaller", "valid names: keyword"),
     ({"recall": {"vector_recaller": "keyword"}}, "recall.vector_recaller", "valid names:"),
     ({"storage": {"vector_backend": "faiss"}}, "storage.vector_backend", "chroma, numpy"),
-    ({"recall": {"channel_weights": {"vectr": 1.0}}}, "recall.channel_weights.vectr", "keyword, vector"),
+    ({"recall": {"channel_weights": {"vectr": 1.0}}}, "recall.channel_weights.vectr", "graph, keyword, vector"),
+    ({"recall": {"graph_recaller": "keyword"}}, "recall.graph_recaller", "valid names: graph"),
     ({"recall": {"channel_weights": {"vector": -1.0}}}, "recall.channel_weights.vector", ">= 0"),
-    ({"globals": {"graph_enabled": True}}, "globals.graph_enabled", "set it to false"),
+    ({"globals": {"layers_index_enabled": True}}, "globals.layers_index_enabled", "set it to false"),
     ({"globals": {"rerank_enabled": True}}, "globals.rerank_enabled", "reranker"),
     ({"globals": {"llm_planner_enabled": True}}, "globals.llm_planner_enabled", "pass an LLM"),
     ({"globals": {"vector_enabled": False}, "storage": {"vector_backend": "chroma"}}, "storage.vector_backend",

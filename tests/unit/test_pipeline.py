@@ -105,8 +105,8 @@ def test_standardize_per_group() -> None:
 
 
 def _catalog(n: int, speakers: list[str], ts: list[float]) -> Catalog:
-    cat = Catalog(generation=0)
-    cat._append([(i + 1, "turn", i + 1, "s", speakers[i], ts[i], "user") for i in range(n)])
+    cat = Catalog(generation=(0, 0))
+    cat._append([(i + 1, "turn", i + 1, "s", speakers[i], ts[i], "user", 0, None) for i in range(n)])
     return cat
 
 

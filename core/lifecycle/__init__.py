@@ -1,0 +1,1 @@
+"""Lifecycle: memory files and hooks, weekly merge, monthly eviction, supersession, forgetting."""

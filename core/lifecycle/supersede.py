@@ -1,0 +1,56 @@
+"""Supersession at write time: a new statement of the same subject and attribute with another value replaces
+the old one ("I moved to Berlin" after "I live in Paris").
+
+Claims are extracted from user turns (:mod:`memory_ext.lifecycle.conflicts`, rules in English and Chinese) and
+kept in the ``claims`` table keyed by holder (the speaker, or the role when unnamed), subject and attribute. When
+a new claim conflicts with an older one, the older record gets ``valid_to`` (the new statement's time) and
+``superseded_by`` (the new record's id). Nothing is deleted: ``search(..., as_of=...)`` still finds what was true
+then, and a plain search ranks the replacing record above the replaced one.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from .conflicts import Claim, conflicts, extract_claims
+
+__all__ = ["supersede"]
+
+CLAIM_ROLES = ("user",)
+"""Roles whose statements about themselves and others are tracked (assistants' words are not the user's facts)."""
+
+
+def supersede(conn: sqlite3.Connection, ns_id: int, records: Sequence[dict[str, Any]], rids: Sequence[int]) -> int:
+    """Record the claims of new turn records and supersede older conflicting ones; returns how many were."""
+    changed = 0
+    pending = sorted(((r, rid) for r, rid in zip(records, rids, strict=True)
+                      if r.get("kind") == "turn" and r.get("source_role") in CLAIM_ROLES),
+                     key=lambda p: (p[0].get("ref_ts") or 0.0, p[1]))
+    for rec, rid in pending:
+        claims = extract_claims(rec["text"], speaker=rec.get("speaker"))
+        if not claims:
+            continue
+        holder = rec.get("speaker") or rec.get("source_role") or "user"
+        ts = rec.get("ref_ts")
+        for c in claims:
+            rows = conn.execute(
+                "SELECT c.rid, c.value, c.negated, c.ts, r.id FROM claims c JOIN records r ON r.rid = c.rid"
+                " WHERE c.ns_id=? AND c.holder=? AND c.subject=? AND c.attribute=? AND r.superseded_by IS NULL"
+                " AND c.rid != ?", (ns_id, holder, c.subject, c.attribute, rid)).fetchall()
+            for old_rid, value, negated, old_ts, _old_id in rows:
+                old = Claim(subject=c.subject, attribute=c.attribute, value=value, negated=bool(negated))
+                if not conflicts(c, old):
+                    continue
+                if ts is not None and old_ts is not None and old_ts > ts:
+                    continue  # the stored statement is newer: this one was already out of date
+                conn.execute("UPDATE records SET valid_to=?, superseded_by=? WHERE rid=? AND ns_id=?",
+                             (ts, rec["id"], old_rid, ns_id))
+                changed += 1
+            conn.execute("INSERT INTO claims(ns_id, rid, holder, subject, attribute, value, negated, ts)"
+                         " VALUES(?,?,?,?,?,?,?,?)", (ns_id, rid, holder, c.subject, c.attribute, c.value,
+                                                      int(c.negated), ts))
+    if changed:
+        conn.execute("UPDATE namespaces SET flags_generation = flags_generation + 1 WHERE ns_id=?", (ns_id,))
+    return changed

@@ -1,0 +1,349 @@
+"""The entity co-occurrence graph (store) and the graph recall channel, on a real SQLite truth store."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+from memory_ext.errors import ConfigError
+from memory_ext.recall.base import Hits, RecallContext, RecallRequest
+from memory_ext.recall.graph import GraphRecaller
+from memory_ext.registry import recallers
+from memory_ext.store.graph import EntityGraph, entity_key, record_entities
+from memory_ext.store.sqlite import TruthStore
+
+DAY = 86_400.0
+T0 = 1_700_000_000.0
+
+
+@dataclass(frozen=True)
+class GraphContext(RecallContext):
+    """RecallContext plus the field the engine will add."""
+
+    graph_index: EntityGraph | None = None
+
+
+@pytest.fixture()
+def store(tmp_path: Path) -> Iterator[TruthStore]:
+    s = TruthStore(tmp_path / "store")
+    s.add_schema(EntityGraph.create_schema)
+    yield s
+    s.close()
+
+
+@pytest.fixture()
+def graph() -> EntityGraph:
+    return EntityGraph()
+
+
+def namespace(store: TruthStore, user: str) -> int:
+    with store.transaction("ns") as conn:
+        return store.ensure_namespace(conn, (user, ""))
+
+
+_counter = iter(range(10**9))
+
+
+def add(store: TruthStore, graph: EntityGraph, ns_id: int,
+        rows: Sequence[tuple[str | None, str, float | None]]) -> list[int]:
+    """Insert ``(speaker, text, ts)`` turn records and index their entities; returns their rids."""
+    records = [{"id": f"rec_{next(_counter)}", "kind": "turn", "text": text,
+                "index_text": f"{speaker}: {text}" if speaker else text, "ref_ts": ts, "turn_ids": [],
+                "speaker": speaker} for speaker, text, ts in rows]
+    with store.transaction("add") as conn:
+        rids = store.insert_records(conn, ns_id, records)
+        names = graph.entities_for(conn, ns_id, [(text, speaker) for speaker, text, _ in rows])
+        graph.add(conn, ns_id, [(rid, n, ts) for rid, n, (_, _, ts) in zip(rids, names, rows, strict=True)])
+    return rids
+
+
+def recall(store: TruthStore, graph: EntityGraph, ns_id: int, query: str, limit: int = 10,
+           allowed: Sequence[int] | None = None) -> dict[int, float]:
+    ctx = GraphContext(store=store, keyword_index=None, vector_index=None, embedder=None,  # type: ignore[arg-type]
+                       graph_index=graph)
+    hits = GraphRecaller(ctx).recall(RecallRequest(query=query, ns_id=ns_id, limit=limit, allowed=allowed))
+    assert isinstance(hits, Hits) and hits.fill == 0.0
+    return dict(hits.ranked())
+
+
+def eid(store: TruthStore, graph: EntityGraph, ns_id: int, name: str) -> int:
+    found = graph.find(store.reader(), ns_id, name)
+    assert found is not None, name
+    return found
+
+
+def graph_rows(store: TruthStore) -> list[tuple[object, ...]]:
+    conn = store.reader()
+    out: list[tuple[object, ...]] = []
+    for table in ("graph_entities", "graph_postings", "graph_edges", "graph_stats"):
+        out += conn.execute(f"SELECT * FROM {table}").fetchall()
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ store
+
+
+def test_entity_keys_normalise_spellings() -> None:
+    assert entity_key("Ana's") == entity_key(" ana ") == entity_key("ANA") == "ana"
+    assert entity_key("Charlotte’s Web") == "charlotte web"
+    assert entity_key("李明") == "李明"
+    assert entity_key("!!") == ""
+    assert record_entities("My brother Marco has 3 kids and $200.", speaker="Ana") == ["Ana", "Marco"]
+    assert "assistant" not in {n.lower() for n in record_entities("Marco is nice.", speaker="assistant")}
+
+
+def test_cooccurrence_edges_count_records_and_keep_the_latest_time(store: TruthStore, graph: EntityGraph) -> None:
+    ns = namespace(store, "u1")
+    add(store, graph, ns, [("Ana", "I cooked with Marco in Lisbon.", T0),
+                           ("Ana", "Then Marco called me again.", T0 + 5 * DAY),
+                           (None, "It was sunny in Lisbon.", T0 + 2 * DAY)])
+    conn = store.reader()
+    ana, marco, lisbon = (eid(store, graph, ns, n) for n in ("Ana", "Marco", "Lisbon"))
+    assert graph.edge(conn, ns, ana, marco) == (2, T0 + 5 * DAY)
+    assert graph.edge(conn, ns, marco, ana) == (2, T0 + 5 * DAY)
+    assert graph.edge(conn, ns, ana, lisbon) == (1, T0)
+    assert graph.edge(conn, ns, marco, lisbon) == (1, T0)
+    assert graph.entity_info(conn, ns, [ana, marco, lisbon]) == {ana: ("Ana", 2), marco: ("Marco", 2),
+                                                                 lisbon: ("Lisbon", 2)}
+    assert graph.record_count(conn, ns) == 3
+    assert graph.reference_time(conn, ns) == T0 + 5 * DAY
+    # one entity named twice in a record ("Ana", "ana's") is one posting and no self-edge
+    with store.transaction("add") as wconn:
+        graph.add(wconn, ns, [(999, ["Ana", "ana's", "Marco"], T0)])
+    assert graph.edge(store.reader(), ns, ana, marco) == (3, T0 + 5 * DAY)
+    assert graph.entity_info(store.reader(), ns, [ana])[ana] == ("Ana", 3)
+    assert store.reader().execute("SELECT count(*) FROM graph_edges WHERE a=b").fetchone()[0] == 0
+
+
+def test_readding_a_record_replaces_its_entities(store: TruthStore, graph: EntityGraph) -> None:
+    ns = namespace(store, "u1")
+    with store.transaction("add") as conn:
+        graph.add(conn, ns, [(1, ["Ana", "Marco"], T0)])
+        graph.add(conn, ns, [(1, ["Ana", "Lena"], T0)])
+    conn = store.reader()
+    assert graph.find(conn, ns, "Marco") is None
+    assert graph.edge(conn, ns, eid(store, graph, ns, "Ana"), eid(store, graph, ns, "Lena")) == (1, T0)
+    assert graph.record_count(conn, ns) == 1
+
+
+def test_neighbour_weight_is_count_times_recency(store: TruthStore) -> None:
+    graph = EntityGraph(half_life_days=10)
+    ns = namespace(store, "u1")
+    add(store, graph, ns, [("Ana", "Old news from Marco.", T0),
+                           ("Ana", "Say hi to Lena.", T0 + 10 * DAY),
+                           ("Ana", "I saw Lena again.", T0 + 20 * DAY)])
+    conn = store.reader()
+    ana, marco, lena = (eid(store, graph, ns, n) for n in ("Ana", "Marco", "Lena"))
+    weights = dict(graph.neighbours(conn, ns, [ana])[ana])
+    assert weights[lena] == pytest.approx(2.0)  # two records, the latest is "now" (the newest in the namespace)
+    assert weights[marco] == pytest.approx(0.25)  # one record, two half-lives old
+    assert [e for e, _ in graph.neighbours(conn, ns, [ana], limit=1)[ana]] == [lena]
+    later = dict(graph.neighbours(conn, ns, [ana], now=T0 + 30 * DAY)[ana])
+    assert later[lena] == pytest.approx(1.0) and later[marco] == pytest.approx(0.125)
+    with pytest.raises(ConfigError):
+        EntityGraph(half_life_days=0)
+
+
+def test_remove_deletes_postings_edges_and_orphan_names(store: TruthStore, graph: EntityGraph) -> None:
+    ns = namespace(store, "u1")
+    r_zed, r_both, r_late = add(store, graph, ns, [("Ana", "Today Zebulon visited Marco.", T0),
+                                                   ("Ana", "I think Marco cooked.", T0 + DAY),
+                                                   ("Ana", "Yes, Marco cooked again.", T0 + 3 * DAY)])
+    other = EntityGraph()  # another process's copy: it must notice the delete
+    assert [n for _, n in other.entities_in(store.reader(), ns, "Zebulon?")] == ["Zebulon"]
+    ana, marco = eid(store, graph, ns, "Ana"), eid(store, graph, ns, "Marco")
+    with store.transaction("forget") as conn:
+        graph.remove(conn, ns, [r_zed, r_late, 12345])
+    conn = store.reader()
+    assert not any("zebulon" in str(v).casefold() for row in graph_rows(store) for v in row)
+    assert graph.find(conn, ns, "Zebulon") is None
+    assert other.entities_in(conn, ns, "Zebulon?") == []
+    assert graph.edge(conn, ns, ana, marco) == (1, T0 + DAY)  # count decremented, last_ts recomputed
+    assert {r for (r,) in conn.execute("SELECT rid FROM graph_postings WHERE ns_id=?", (ns,))} == {r_both}
+    assert graph.entity_info(conn, ns, [ana, marco]) == {ana: ("Ana", 1), marco: ("Marco", 1)}
+    assert graph.record_count(conn, ns) == 1 and graph.reference_time(conn, ns) == T0 + DAY
+    with store.transaction("forget") as wconn:
+        graph.remove(wconn, ns, [r_both])
+    assert all(row[0] == ns and row[3] == 0 for row in graph_rows(store))  # only the zeroed stats row is left
+    assert len(graph_rows(store)) == 1
+
+
+def test_drop_namespace_leaves_other_namespaces(store: TruthStore, graph: EntityGraph) -> None:
+    ns1, ns2 = namespace(store, "u1"), namespace(store, "u2")
+    add(store, graph, ns1, [("Ana", "I hear Marco cooked paella.", T0)])
+    r2 = add(store, graph, ns2, [("Bob", "My neighbour Marco fixed my bike.", T0)])
+    assert graph.entities_in(store.reader(), ns1, "Marco")
+    with store.transaction("forget") as conn:
+        graph.drop_namespace(conn, ns1)
+    conn = store.reader()
+    assert conn.execute("SELECT count(*) FROM graph_entities WHERE ns_id=?", (ns1,)).fetchone()[0] == 0
+    assert conn.execute("SELECT count(*) FROM graph_postings WHERE ns_id=?", (ns1,)).fetchone()[0] == 0
+    assert graph.entities_in(conn, ns1, "Marco") == []
+    assert set(recall(store, graph, ns2, "Marco")) == set(r2)
+
+
+def test_entities_in_matches_whole_tokens_possessives_cjk_and_prefers_longer(store: TruthStore,
+                                                                           graph: EntityGraph) -> None:
+    ns = namespace(store, "u1")
+    with store.transaction("add") as conn:
+        graph.add(conn, ns, [(1, ["Ana", "Berlin", "Berlin Marathon", "李明", "北京", "北京大学", "Al"], T0)])
+    conn = store.reader()
+
+    def names(q: str) -> list[str]:
+        return [n for _, n in graph.entities_in(conn, ns, q)]
+
+    assert names("what did ana's brother say?") == ["Ana"]
+    assert names("Banana bread") == []  # whole tokens only
+    assert names("Was the berlin marathon hard?") == ["Berlin Marathon"]
+    assert names("Berlin or the Berlin Marathon") == ["Berlin", "Berlin Marathon"]
+    assert names("李明的哥哥在北京大学工作吗？") == ["李明", "北京大学"]
+    assert names("Ana和李明") == ["Ana", "李明"]
+    assert names("") == [] and names("   ") == []
+    assert graph.entities_in(conn, namespace(store, "nobody"), "Ana") == []
+
+
+def test_entities_in_is_fast_with_ten_thousand_entities(store: TruthStore, graph: EntityGraph) -> None:
+    ns = namespace(store, "u1")
+    with store.transaction("add") as conn:
+        graph.add(conn, ns, [(i, [f"Person{i}", f"Place{i % 500}"], T0 + i) for i in range(10_000)])
+    conn = store.reader()
+    assert [n for _, n in graph.entities_in(conn, ns, "Where did Person42 go?")] == ["Person42"]  # loads cache
+    t0 = time.perf_counter()
+    for i in range(200):
+        found = graph.entities_in(conn, ns, f"Did person{i} meet Person{i + 1} at place{i} last summer?")
+        assert len(found) == 3
+    assert (time.perf_counter() - t0) / 200 < 0.01  # well under 10 ms per query
+    # a write adds a name that the next query sees without a full reload
+    with store.transaction("add") as wconn:
+        graph.add(wconn, ns, [(20_000, ["Zorro"], T0)])
+    assert [n for _, n in graph.entities_in(conn, ns, "zorro")] == ["Zorro"]
+
+
+# ------------------------------------------------------------------------------------------------ recall
+
+
+def test_recaller_is_registered_and_needs_a_graph(store: TruthStore) -> None:
+    assert recallers.resolve("recall.graph_recaller", "graph") is GraphRecaller
+    assert GraphRecaller.channel == "graph"
+    plain = RecallContext(store=store, keyword_index=None, vector_index=None, embedder=None)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="graph"):
+        GraphRecaller(plain)
+
+
+def test_multi_hop_question_reaches_the_neighbours_record(store: TruthStore, graph: EntityGraph) -> None:
+    ns = namespace(store, "u1")
+    r_link, r_job, r_other, r_ana2 = add(store, graph, ns, [
+        ("Ana", "My brother Marco is visiting next week.", T0),
+        ("Marco", "I work as a chef at a seafood restaurant.", T0 + DAY),  # names only Marco (the speaker)
+        ("Lena", "Porto was lovely.", T0 + DAY),  # unrelated
+        ("Ana", "I started learning the cello.", T0 + 2 * DAY),
+    ])
+    scores = recall(store, graph, ns, "What does Ana's brother do?")
+    assert r_job in scores and r_other not in scores
+    assert scores[r_link] > scores[r_job] > 0  # hop 0 above hop 1
+    assert scores[r_ana2] > scores[r_job]
+    hop0 = recall(store, graph, ns, "Marco")
+    assert set(hop0) >= {r_link, r_job}
+    assert list(recall(store, graph, ns, "Ana", allowed=[r_job])) == [r_job]
+    assert recall(store, graph, ns, "Ana", allowed=[]) == {}
+
+
+def test_more_frequent_cooccurrence_ranks_higher(store: TruthStore, graph: EntityGraph) -> None:
+    ns = namespace(store, "u1")
+    rows = [("Ana", "Then Marco came for dinner.", T0)] * 3 + [("Ana", "Then Lena came for dinner.", T0)]
+    add(store, graph, ns, rows)
+    r_marco, r_lena = add(store, graph, ns, [(None, "I saw that Marco runs a bakery.", T0),
+                                             (None, "I saw that Lena runs a bakery.", T0)])
+    scores = recall(store, graph, ns, "Ana")
+    assert scores[r_marco] > scores[r_lena] > 0
+    assert max(scores[r_marco], scores[r_lena]) < min(v for r, v in scores.items() if r not in (r_marco, r_lena))
+
+
+def test_recent_cooccurrence_ranks_higher(store: TruthStore, graph: EntityGraph) -> None:
+    ns = namespace(store, "u1")
+    add(store, graph, ns, [("Ana", "Then Marco came for dinner.", T0),
+                           ("Ana", "Then Lena came for dinner.", T0 + 200 * DAY)])
+    r_marco, r_lena = add(store, graph, ns, [(None, "I saw that Marco runs a bakery.", T0 + 200 * DAY),
+                                             (None, "I saw that Lena runs a bakery.", T0 + 200 * DAY)])
+    scores = recall(store, graph, ns, "Ana")
+    assert scores[r_lena] > scores[r_marco] > 0
+    # with a very long half-life the two edges weigh the same again
+    flat = recall(store, EntityGraph(half_life_days=1e9), ns, "Ana")
+    assert flat[r_lena] == pytest.approx(flat[r_marco])
+
+
+def test_rare_seed_counts_more_than_a_hub(store: TruthStore, graph: EntityGraph) -> None:
+    ns = namespace(store, "u1")
+    rids = add(store, graph, ns, [("Ana", f"Day {i} notes.", T0 + i) for i in range(20)])
+    (r_rare,) = add(store, graph, ns, [("Ana", "Then Quentin phoned.", T0 + 30)])
+    scores = recall(store, graph, ns, "Did Ana talk to Quentin?")
+    assert scores[r_rare] > scores[rids[0]] > 0
+
+
+def test_hop_two_only_when_hops_zero_and_one_find_too_few(store: TruthStore, graph: EntityGraph) -> None:
+    ns = namespace(store, "u1")
+    r1, r2, r3 = add(store, graph, ns, [(None, "I think Ana met Marco.", T0),
+                                        (None, "I think Marco met Lena.", T0),
+                                        (None, "I hear Lena loves Kyoto.", T0)])
+    scores = recall(store, graph, ns, "Ana", limit=10)
+    assert scores[r1] > scores[r2] > scores[r3] > 0
+    assert set(recall(store, graph, ns, "Ana", limit=2)) == {r1, r2}
+
+
+def test_namespaces_are_isolated(store: TruthStore, graph: EntityGraph) -> None:
+    ns1, ns2 = namespace(store, "u1"), namespace(store, "u2")
+    r1 = add(store, graph, ns1, [("Ana", "I think Marco is a chef.", T0)])
+    r2 = add(store, graph, ns2, [("Bob", "My friend Zoe is a pilot.", T0)])
+    conn = store.reader()
+    assert graph.entities_in(conn, ns2, "Ana and Marco") == []
+    assert recall(store, graph, ns2, "What does Marco do?") == {}
+    r2b = add(store, graph, ns2, [("Bob", "Today Marco from next door waved.", T0)])
+    in_ns2 = recall(store, graph, ns2, "Marco")  # ns2's Marco, then Bob's other record through Bob (hop 1)
+    assert list(in_ns2) == [*r2b, *r2]
+    assert set(recall(store, graph, ns1, "Marco")) == set(r1)
+    assert not set(recall(store, graph, ns2, "Bob")) & set(r1)
+    assert set(recall(store, graph, ns2, "Bob")) == set(r2) | set(r2b)
+    # the two namespaces' Marco are two entities, never joined by an edge
+    m1, m2 = eid(store, graph, ns1, "Marco"), eid(store, graph, ns2, "Marco")
+    assert m1 != m2 and graph.edge(conn, ns2, m1, m2) is None
+
+
+def test_chinese_names(store: TruthStore, graph: EntityGraph) -> None:
+    ns = namespace(store, "u1")
+    r_link, r_job, r_other = add(store, graph, ns, [
+        ("小红", "我哥哥李明下周来杭州看我。", T0),
+        (None, "李明在医院当医生。", T0 + DAY),
+        (None, "王芳喜欢画画。", T0),
+    ])
+    assert [n for _, n in graph.entities_in(store.reader(), ns, "李明是做什么的？")] == ["李明"]
+    scores = recall(store, graph, ns, "李明是做什么的？")
+    assert set(scores) >= {r_link, r_job} and r_other not in scores
+    hop = recall(store, graph, ns, "小红的哥哥做什么工作？")
+    assert hop[r_link] > hop[r_job] > 0
+
+
+@pytest.mark.parametrize("query", ["", "   ", "What is the weather like?", "天气怎么样？"])
+def test_no_seed_gives_empty_hits(store: TruthStore, graph: EntityGraph, query: str) -> None:
+    ns = namespace(store, "u1")
+    add(store, graph, ns, [("Ana", "I think Marco is a chef.", T0)])
+    ctx = GraphContext(store=store, keyword_index=None, vector_index=None, embedder=None,  # type: ignore[arg-type]
+                       graph_index=graph)
+    hits = GraphRecaller(ctx).recall(RecallRequest(query=query, ns_id=ns, limit=5))
+    assert hits.rids.size == 0 and hits.scores.size == 0 and hits.fill == 0.0
+    assert hits.rids.dtype == np.int64
+
+
+def test_empty_namespace_and_rolled_back_write(store: TruthStore, graph: EntityGraph) -> None:
+    ns = namespace(store, "u1")
+    assert recall(store, graph, ns, "Ana") == {}
+    with pytest.raises(RuntimeError), store.transaction("add") as conn:
+        graph.add(conn, ns, [(1, ["Ana"], T0)])
+        raise RuntimeError("boom")
+    graph.invalidate(ns)
+    assert graph.entities_in(store.reader(), ns, "Ana") == []
+    assert isinstance(store.reader(), sqlite3.Connection)
