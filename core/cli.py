@@ -6,6 +6,10 @@
     memext ingest turns.jsonl --user alice       # JSON list, {"turns": [...]}, or JSON Lines
     memext search "where is Lena moving?" --user alice -k 5
     memext stats
+    memext prompt --user alice --budget 600       # the hook index a system prompt would show
+    memext retrieve 3f2a9c --user alice           # a whole memory file by hook id (or a 6+ character prefix)
+    memext compact                                # due weekly merges and monthly evictions, every namespace
+    memext forget --user alice --hook 3f2a9c      # remove a file (or --record ID, or the whole namespace)
     memext bench locomo --data locomo.json       # side-by-side benchmarks (see docs/benchmarks.md)
 
 Global options: ``--path`` (store directory, default ``~/.memory_ext``), ``--embedder`` (``e5`` or ``hashing``),
@@ -128,6 +132,46 @@ def cmd_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_prompt(args: argparse.Namespace) -> int:
+    with _open(args, read_only=args.read_only) as engine:
+        print(engine.render_prompt(_namespace(args), budget_tokens=args.budget, query=args.query) or
+              "(no memory files)")
+    return 0
+
+
+def cmd_retrieve(args: argparse.Namespace) -> int:
+    with _open(args, read_only=args.read_only) as engine:
+        ns = _namespace(args) if args.user is not None else None
+        memory_file = engine.retrieve(args.hook_id, ns)
+        print(memory_file.model_dump_json(indent=2) if args.json else memory_file.text)
+    return 0
+
+
+def cmd_compact(args: argparse.Namespace) -> int:
+    with _open(args) as engine:
+        targets = [_namespace(args)] if args.user is not None else engine.namespaces()
+        periods = ("weekly", "monthly") if args.period == "due" else (args.period,)
+        for ns in targets:
+            for period in periods:
+                report = engine.compact(ns, period, key=args.key, now=args.now)
+                done = [s for s in report.steps if s.get("changed")]
+                for step in done:
+                    print(f"{ns.user_id}/{ns.agent_id or '-'} {period} {step['period']}: file {step['file']}, "
+                          f"{step.get('turns', 0)} turns" + (f", {step['cold_turns']} to the cold tier"
+                                                              if "cold_turns" in step else ""))
+        print(f"compacted {len(targets)} namespace(s)")
+    return 0
+
+
+def cmd_forget(args: argparse.Namespace) -> int:
+    with _open(args) as engine:
+        if not (args.record or args.hook or args.all):
+            raise SystemExit("memext forget: name what to forget: --record ID, --hook ID, or --all for the namespace")
+        receipt = engine.forget(_namespace(args), record_ids=args.record or None, hook_ids=args.hook or None)
+        print(receipt.model_dump_json(indent=2))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--path", default=None, help="store directory (default ~/.memory_ext)")
@@ -155,6 +199,29 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("stats", parents=[common], help="counts and size of the store")
     p.add_argument("--read-only", action="store_true")
     p.set_defaults(func=cmd_stats)
+    p = sub.add_parser("prompt", parents=[common], help="print the hook index a system prompt would show")
+    p.add_argument("--budget", type=int, default=None, help="token budget (default lifecycle.prompt_budget_tokens)")
+    p.add_argument("--query", default=None, help="rank the files by this query")
+    p.add_argument("--read-only", action="store_true")
+    p.set_defaults(func=cmd_prompt)
+    p = sub.add_parser("retrieve", parents=[common], help="print a whole memory file by hook id or prefix")
+    p.add_argument("hook_id")
+    p.add_argument("--json", action="store_true", help="print the MemoryFile as JSON")
+    p.add_argument("--read-only", action="store_true")
+    p.set_defaults(func=cmd_retrieve, user=None)
+    p = sub.add_parser("compact", parents=[common],
+                       help="weekly merge and monthly eviction (idempotent; run it from cron)")
+    p.add_argument("--period", choices=("due", "weekly", "monthly"), default="due",
+                   help="due (default): every finished week, then every finished month")
+    p.add_argument("--key", default=None, help="one week (2026-W47) or month (2026-11) instead of what is due")
+    p.add_argument("--now", default=None, help="ISO time that decides what is finished (default: now)")
+    p.set_defaults(func=cmd_compact, user=None)
+    p = sub.add_parser("forget", parents=[common], help="remove memories from every store, print the receipt")
+    p.add_argument("--record", action="append", default=[], help="a record id (repeatable)")
+    p.add_argument("--hook", action="append", default=[], help="a hook id (repeatable)")
+    p.add_argument("--all", action="store_true", help="the whole namespace (or --session)")
+    p.add_argument("--session", default=None, help="with --all: only this session")
+    p.set_defaults(func=cmd_forget)
     from .bench.cli import add_bench_parser  # its optional systems import their packages only when they run
 
     add_bench_parser(sub)

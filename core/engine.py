@@ -400,15 +400,16 @@ class MemoryEngine(LifecycleMixin):
             allowed_mask = np.zeros(len(cat), bool)
             pos = cat.pos_of(np.fromiter(allowed_rids, np.int64, len(allowed_rids)))
             allowed_mask[pos[pos >= 0]] = True
-        flags = _flag_mask(cat, include_cold, as_of_ts)
-        if flags is not None:
-            allowed_mask = flags if allowed_mask is None else allowed_mask & flags
         if allowed_mask is not None:
             # a window counts when its own turn passes the filter
             allowed_mask |= (cat.kind == KIND_CODES["window"]) & (cat.anchor >= 0) & allowed_mask[cat.anchor]
-            if flags is not None:
-                allowed_mask &= flags
-            if not allowed_mask.any():
+        # the cold tier and as_of remove turns from the *result*, after ranking: a superseded statement that went
+        # cold still lifts the statement that replaced it
+        flags = _flag_mask(cat, include_cold, as_of_ts)
+        if allowed_mask is not None or flags is not None:
+            returnable = (np.ones(len(cat), bool) if allowed_mask is None else allowed_mask) & \
+                (np.ones(len(cat), bool) if flags is None else flags)
+            if not (returnable & (cat.kind == KIND_CODES["turn"])).any():
                 return SearchResult(query=query, plan=plan, channel_errors=tuple(errors), warnings=warnings,
                                     timings_ms={"total": _ms(t0)})
         limit = max(4 * k, self.config.recall.candidates_per_channel)
@@ -450,12 +451,14 @@ class MemoryEngine(LifecycleMixin):
             if self.config.recall.fusion == "zscore":
                 total += route_weight * scores.total
             else:
-                rankable = np.isfinite(scores.total)
+                rankable = np.isfinite(scores.total) & (flags if flags is not None else True)
                 for ch, raw in scores.channel_raw.items():
                     order = np.flatnonzero(rankable)[np.argsort(-raw[rankable], kind="stable")]
                     order = order[raw[order] > 0][:limit]
                     rrf_parts[f"{ch}@{route.goal}" if route.goal != "query" else ch] = cat.rids[order].tolist()
-        supersedes = _promote_successors(cat, total, allowed_mask) if as_of_ts is None else {}
+        supersedes = _promote_successors(cat, total, flags) if as_of_ts is None else {}
+        if flags is not None:
+            total[~flags] = -np.inf
         if self.config.recall.fusion == "rrf":
             rrf_weights = {name: (1.0 if "@" not in name else SECONDARY_ROUTE_WEIGHT)
                            * weights.get(name.split("@")[0], 1.0) for name in rrf_parts}

@@ -3,7 +3,8 @@
 - :class:`MemoryRetriever` — a ``BaseRetriever`` over the engine's multi-channel search.
 - :class:`MemoryChatMessageHistory` — a chat history whose messages are archived as searchable turns.
 - :class:`MemoryStore` — LangGraph's ``BaseStore`` (long-term memory), searchable in natural language.
-- :func:`create_memory_tools` — agent tools to search (optionally action-aware) and save memories.
+- :func:`create_memory_tools` — agent tools to search (optionally action-aware), save memories, and fetch a
+  memory file by the hook id the system prompt's memory index shows.
 - :class:`LangChainEmbedder` — any LangChain ``Embeddings`` as a memory-ext ``Embedder``.
 
 Install with ``pip install "memory-ext[langchain]"``. This package imports LangChain; ``memory_ext`` never does.

@@ -1,17 +1,18 @@
-"""LangChain tools for an agent's memory: search (optionally action-aware) and save."""
+"""LangChain tools for an agent's memory: search (optionally action-aware), save, and fetch a memory file."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from langchain_core.documents import Document
-from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from memory_ext import ActionState, MemoryEngine, Namespace, SearchResult, Turn
+from memory_ext.errors import HookNotFoundError
 from pydantic import BaseModel, ConfigDict, Field
 
 from .retrievers import item_to_document
 
-__all__ = ["ActionStateArgs", "SaveMemoryArgs", "SearchMemoryArgs", "create_memory_tools"]
+__all__ = ["ActionStateArgs", "FetchMemoryFileArgs", "SaveMemoryArgs", "SearchMemoryArgs", "create_memory_tools"]
 
 
 class ActionStateArgs(BaseModel):
@@ -46,6 +47,13 @@ class SaveMemoryArgs(BaseModel):
     content: str = Field(description="The fact to remember, as one self-contained sentence.")
 
 
+class FetchMemoryFileArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    hook_id: str = Field(description="The hook id of a memory file, as shown in the memory index of the system "
+                                     "prompt (the full id or its first 6+ characters).")
+
+
 def _render(result: SearchResult) -> tuple[str, list[Document]]:
     docs = [item_to_document(i) for i in result.items]
     return (result.context or "No relevant memories found."), docs
@@ -53,14 +61,18 @@ def _render(result: SearchResult) -> tuple[str, list[Document]]:
 
 def create_memory_tools(engine: MemoryEngine, *, user_id: str, agent_id: str | None = None,
                         session_id: str | None = None, k: int = 5, speaker: str | None = None,
-                        search_name: str = "search_memory", save_name: str = "save_memory") -> list[BaseTool]:
-    """Tools to search and save long-term memories of one user.
+                        search_name: str = "search_memory", save_name: str = "save_memory",
+                        fetch_name: str = "fetch_memory_file") -> list[BaseTool]:
+    """Tools to search, save and open long-term memories of one user: ``[search, save, fetch]``.
 
     - ``search_memory(query, action_state=None)``: the prompt-ready context of the top ``k`` memories as the
       tool message content, the ``Document`` list as its artifact (``response_format="content_and_artifact"``).
       The model may fill ``action_state`` (subgoal, tentative action, last tool, failure, missing slots).
     - ``save_memory(content)``: archives the content as a turn (role ``assistant``, ``speaker``, session
       ``session_id``, ``metadata={"saved_by": "save_memory"}``) so later searches find it.
+    - ``fetch_memory_file(hook_id)``: the whole memory file behind a hook of the index that
+      ``engine.render_prompt(namespace)`` puts in the system prompt (as Markdown). An unknown or ambiguous id
+      comes back to the model as the tool's error message (``handle_tool_error``), not as an exception.
 
     Both have native async implementations (the engine's worker-thread twins). For a plain retriever tool, use
     LangChain's ``create_retriever_tool(MemoryRetriever(...), name, description)``.
@@ -68,10 +80,13 @@ def create_memory_tools(engine: MemoryEngine, *, user_id: str, agent_id: str | N
     >>> import tempfile
     >>> from memory_ext import MemoryEngine
     >>> engine = MemoryEngine.open(tempfile.mkdtemp(), embedder="hashing")
-    >>> search, save = create_memory_tools(engine, user_id="ana", k=1)
+    >>> search, save, fetch = create_memory_tools(engine, user_id="ana", k=1)
     >>> save.invoke({"content": "Ana is allergic to peanuts."})
     'Saved.'
     >>> "peanuts" in search.invoke({"query": "what is Ana allergic to?"})
+    True
+    >>> hook_id = engine.hooks("ana")[0].id
+    >>> "allergic to peanuts" in fetch.invoke({"hook_id": hook_id[:8]})
     True
     >>> engine.close()
     """
@@ -111,4 +126,20 @@ def create_memory_tools(engine: MemoryEngine, *, user_id: str, agent_id: str | N
     save_tool = StructuredTool.from_function(
         func=save, coroutine=asave, name=save_name, args_schema=SaveMemoryArgs,
         description="Save a fact about the user to long-term memory, as one self-contained sentence.")
-    return [search_tool, save_tool]
+    def fetch(hook_id: str) -> str:
+        try:
+            return engine.retrieve(hook_id, namespace).text
+        except HookNotFoundError as exc:
+            raise ToolException(str(exc)) from None
+
+    async def afetch(hook_id: str) -> str:
+        try:
+            return (await engine.aretrieve(hook_id, namespace)).text
+        except HookNotFoundError as exc:
+            raise ToolException(str(exc)) from None
+
+    fetch_tool = StructuredTool.from_function(
+        func=fetch, coroutine=afetch, name=fetch_name, args_schema=FetchMemoryFileArgs, handle_tool_error=True,
+        description="Open a whole memory file (every turn of a past day, week or month) by the hook id shown "
+                    "in the memory index of the system prompt.")
+    return [search_tool, save_tool, fetch_tool]

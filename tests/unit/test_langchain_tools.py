@@ -40,7 +40,7 @@ def _call(tool: object, args: dict[str, object], call_id: str = "c1") -> ToolMes
 
 
 def test_search_tool_returns_context_and_documents(filled: MemoryEngine) -> None:
-    search, _ = create_memory_tools(filled, user_id="chen", k=2)
+    search, _, _ = create_memory_tools(filled, user_id="chen", k=2)
     msg = _call(search, {"query": "what food allergy does Chen have?"})
     assert "peanuts" in msg.content and msg.tool_call_id == "c1"
     assert len(msg.artifact) == 2 and "peanuts" in msg.artifact[0].page_content
@@ -48,7 +48,7 @@ def test_search_tool_returns_context_and_documents(filled: MemoryEngine) -> None
 
 
 def test_action_state_argument_adds_the_action_route(filled: MemoryEngine) -> None:
-    search, _ = create_memory_tools(filled, user_id="chen", k=3)
+    search, _, _ = create_memory_tools(filled, user_id="chen", k=3)
     plain = _call(search, {"query": "any news about school?"}).artifact
     acting = _call(search, {"query": "any news about school?",
                             "action_state": {"current_subgoal": "find a flat near the river in Lisbon",
@@ -58,7 +58,7 @@ def test_action_state_argument_adds_the_action_route(filled: MemoryEngine) -> No
 
 
 def test_tool_arguments_are_validated(filled: MemoryEngine) -> None:
-    search, save = create_memory_tools(filled, user_id="chen")
+    search, save, _ = create_memory_tools(filled, user_id="chen")
     with pytest.raises(PydanticValidationError):
         search.invoke({"query": "x", "action_state": {"subgoal": "typo"}})
     with pytest.raises(PydanticValidationError):
@@ -68,7 +68,7 @@ def test_tool_arguments_are_validated(filled: MemoryEngine) -> None:
 
 
 def test_save_then_search_sync_and_async(engine: MemoryEngine) -> None:
-    search, save = create_memory_tools(engine, user_id="ana", session_id="s9", speaker="agent", k=1)
+    search, save, _ = create_memory_tools(engine, user_id="ana", session_id="s9", speaker="agent", k=1)
     assert save.invoke({"content": "Ana prefers aisle seats on flights."}) == "Saved."
     turn = engine.get_turns("ana")[0]
     assert (str(turn.role), turn.speaker, turn.session_id, turn.metadata) == \
@@ -164,3 +164,23 @@ def test_tools_run_in_a_langgraph_tool_node(engine: MemoryEngine) -> None:
     out = node.invoke({"messages": [AIMessage("", tool_calls=calls)]})
     msg = out["messages"][-1]
     assert msg.tool_call_id == "2" and "Friday" in msg.content and msg.artifact[0].page_content.startswith("Ana's")
+
+
+def test_fetch_tool_opens_the_memory_file_of_a_hook(engine: MemoryEngine) -> None:
+    _, save, fetch = create_memory_tools(engine, user_id="ana", k=1)
+    save.invoke({"content": "Ana's locker code is 4471."})
+    hook = engine.hooks("ana")[0]
+    assert hook.id in engine.render_prompt("ana")
+    msg = _call(fetch, {"hook_id": hook.id[:8]})
+    assert "locker code is 4471" in msg.content and msg.status == "success"
+    missing = _call(fetch, {"hook_id": "ffffffffffff"})  # an unknown id is an error message for the model
+    assert missing.status == "error" and "hook" in missing.content.lower()
+    other, _, fetch_bob = create_memory_tools(engine, user_id="bob")
+    assert _call(fetch_bob, {"hook_id": hook.id}).status == "error"  # another user's file is not reachable
+
+
+async def test_fetch_tool_async(engine: MemoryEngine) -> None:
+    _, save, fetch = create_memory_tools(engine, user_id="ana")
+    await save.ainvoke({"content": "Ana parks on level 3."})
+    text = await fetch.ainvoke({"hook_id": engine.hooks("ana")[0].id})
+    assert "level 3" in text
