@@ -164,9 +164,11 @@ def cmd_compact(args: argparse.Namespace) -> int:
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
+    if not (args.record or args.hook or args.all):
+        print("memext: error: name what to forget: --record ID, --hook ID, or --all for the namespace",
+              file=sys.stderr)
+        return 2
     with _open(args) as engine:
-        if not (args.record or args.hook or args.all):
-            raise SystemExit("memext forget: name what to forget: --record ID, --hook ID, or --all for the namespace")
         receipt = engine.forget(_namespace(args), record_ids=args.record or None, hook_ids=args.hook or None)
         print(receipt.model_dump_json(indent=2))
     return 0

@@ -45,3 +45,32 @@ def test_bad_input_is_reported_and_nothing_is_written(tmp_path: Path, capsys: py
     assert main(["ingest", str(file), "--path", str(store), "--embedder", "hashing"]) == 2
     assert "turns[1].role" in capsys.readouterr().err
     assert not store.exists()
+
+
+def test_prompt_retrieve_compact_forget(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    turns = [{"role": "user", "content": "Book the 9:40 train to Lyon for Friday", "timestamp": "2026-10-05T09:00Z"},
+             {"role": "assistant", "content": "Booked TGV 6611, seat 42", "timestamp": "2026-10-05T09:01Z"},
+             {"role": "user", "content": "My locker code is 4471", "timestamp": "2026-10-20T10:00Z"}]
+    file = tmp_path / "turns.json"
+    file.write_text(json.dumps(turns), encoding="utf-8")
+    store = str(tmp_path / "store")
+    common = ["--path", store, "--embedder", "hashing", "--user", "ana"]
+    assert main(["ingest", str(file), *common]) == 0
+    capsys.readouterr()
+    assert main(["prompt", *common, "--budget", "200"]) == 0
+    index = capsys.readouterr().out
+    hook_ids = [line.split("[", 1)[1].split("]", 1)[0] for line in index.splitlines() if line.startswith("- [")]
+    assert len(hook_ids) == 2 and "2026-10-20 daily" in index.splitlines()[1]  # newest first
+    assert main(["retrieve", hook_ids[1][:8], *common]) == 0
+    assert "Booked TGV 6611, seat 42" in capsys.readouterr().out
+    assert main(["compact", "--path", store, "--embedder", "hashing", "--now", "2026-12-01T00:00Z"]) == 0
+    out = capsys.readouterr().out
+    assert "weekly 2026-W41" in out and "monthly 2026-10" in out and "compacted 1 namespace" in out
+    assert main(["compact", "--path", store, "--embedder", "hashing", "--now", "2026-12-01T00:00Z"]) == 0
+    assert "weekly" not in capsys.readouterr().out  # idempotent: nothing left to do
+    assert main(["retrieve", "nope-not-a-hook", *common]) == 2
+    assert "hook_id" in capsys.readouterr().err
+    assert main(["forget", *common]) == 2 and "--all" in capsys.readouterr().err
+    assert main(["forget", *common, "--all"]) == 0
+    receipt = json.loads(capsys.readouterr().out)
+    assert receipt["turns"] == 3 and receipt["files_deleted"]
