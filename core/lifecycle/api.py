@@ -28,7 +28,7 @@ from ..models import IndexHook, MemoryFile, Namespace, Turn, to_utc
 from ..text import estimate_tokens
 from .compact import EvictionWeights, due_months, due_weeks, evict_month, merge_week, refresh_hook, weeks_of_month
 from .files import (FileRow, file_turns, get_file, hook_model, insert_file, iso_week_key, list_files, member_turn,
-                    render_file, resolve_file, set_members)
+                    month_key_of_week, render_file, resolve_file, set_members)
 from .precompress import parse_context
 from .summary import summarize, summarize_with_llm
 
@@ -264,7 +264,9 @@ class LifecycleMixin:
             return CompactionReport(namespace=ns, steps=tuple(steps))
         if key and not 1 <= int(key[5:]) <= 12:
             raise InvalidArgumentError("key", key, "months are 01 to 12")
-        keys = [key] if key else due_months(self._store.reader(), ns_id, reference.strftime("%Y-%m"))
+        # a month is finished when the current ISO week belongs to a later one (a week's month is its Thursday's)
+        current_month = month_key_of_week(iso_week_key(reference.date()))
+        keys = [key] if key else due_months(self._store.reader(), ns_id, current_month)
         steps = []
         for month in keys:
             relevance, source = self._relevance(ns, ns_id, month, reference)
@@ -299,7 +301,7 @@ class LifecycleMixin:
         if not files:
             return None, "none"
         recent = [r for r in self._fresh(list_files(conn, ns_id)) if r.status in VISIBLE.get(r.period, ())
-                  and r.period in ("daily", "weekly", "context") and r.period_key[:7] > month]
+                  and r.period in ("daily", "weekly", "context") and _month_of(r) > month]
         recent.sort(key=lambda r: -(r.end_ts or r.created_at))
         topics = [" ".join([r.title, *r.entities[:6]]) for r in recent[:5] if r.title or r.entities]
         if not topics:
@@ -445,6 +447,11 @@ def _part(m: Any) -> Any:
     from dataclasses import replace
 
     return replace(m.turn, content=m.text)
+
+
+def _month_of(row: FileRow) -> str:
+    """``YYYY-MM`` of a file's period (a weekly key like ``2026-W10`` is not a month: its Thursday's month)."""
+    return month_key_of_week(row.period_key) if row.period == "weekly" else row.period_key[:7]
 
 
 def _now(now: datetime | str | float | None) -> datetime:

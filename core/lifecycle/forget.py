@@ -9,8 +9,9 @@ merged from them. Verbatim context saved by ``pre_compress`` has each forgotten 
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from .compact import refresh_hook
 from .files import get_file
@@ -18,6 +19,24 @@ from .files import get_file
 __all__ = ["forget_turns", "records_of_turns"]
 
 _CHUNK = 400
+
+
+_GAP = r"(?:\s|\\[nrt])+"
+"""Whitespace in verbatim context: real whitespace, or JSON-escaped newlines and tabs."""
+
+
+def _raw_patterns(contents: Iterable[str]) -> list[re.Pattern[str]]:
+    """Patterns that find a turn's text in verbatim context: as is, or JSON-escaped (a JSON message list), with
+    any run of whitespace in between words (a transcript or JSON may break or space lines differently)."""
+    variants: set[str] = set()
+    for text in contents:
+        variants.update((text, json.dumps(text, ensure_ascii=False)[1:-1], json.dumps(text)[1:-1]))
+    out = []
+    for v in sorted(variants, key=len, reverse=True):
+        words = [w for w in re.split(_GAP, v) if w]
+        if words:
+            out.append(re.compile(_GAP.join(re.escape(w) for w in words)))
+    return out
 
 
 def records_of_turns(conn: sqlite3.Connection, ns_id: int, turn_ids: Sequence[str]) -> list[int]:
@@ -71,11 +90,11 @@ def forget_turns(conn: sqlite3.Connection, ns_id: int, tids: Sequence[int], *,
         affected.update(int(r[0]) for r in conn.execute(
             f"SELECT DISTINCT fid FROM file_turns WHERE tid IN ({marks})", chunk))
         conn.execute(f"DELETE FROM file_turns WHERE tid IN ({marks})", chunk)
-    contents = sorted({r[2] for r in turn_rows if r[2]}, key=len, reverse=True)
+    patterns = _raw_patterns(r[2] for r in turn_rows if r[2])
     for fid, raw in conn.execute("SELECT fid, raw FROM files WHERE ns_id=? AND raw IS NOT NULL", (ns_id,)).fetchall():
         new = raw
-        for text in contents:
-            new = new.replace(text, "[forgotten]")
+        for pattern in patterns:
+            new = pattern.sub("[forgotten]", new)
         if new != raw:
             conn.execute("UPDATE files SET raw=? WHERE fid=?", (new, fid))
             affected.add(int(fid))

@@ -26,6 +26,7 @@ MODULES = [
     "memory_ext.models",
     "memory_ext.rank.fusion",
     "memory_ext.rank.zscore",
+    "memory_ext.rank.rerank",
     "memory_ext.store.chroma_server",
     "memory_ext.plan.heuristic",
     "memory_ext.plan.llm_planner",
