@@ -327,13 +327,15 @@ class LifecycleMixin:
 
     # -- pre_compress ----------------------------------------------------------------------------------------
     def pre_compress(self, namespace: Namespace | str, full_context: str | list[Any] | dict[str, Any], *,
-                     estimated_tokens: int | None = None, task_state: Mapping[str, Any] | None = None) -> str:
+                     estimated_tokens: int | None = None, task_state: Mapping[str, Any] | None = None,
+                     now: datetime | str | float | None = None) -> str:
         """Save a host's whole context before it compresses it; returns the hook id of the saved file.
 
         The raw text is stored first (verbatim, in the file's ``raw``), then parsed into turns when the format
         is recognised (JSON message lists, ``User:`` / ``Assistant:`` transcripts); turns already stored in the
         namespace are linked, not duplicated. Unrecognised text is still searchable: it is indexed in chunks as
-        ``system`` turns. ``task_state`` (a JSON-serialisable mapping) is kept with the file.
+        ``system`` turns. ``task_state`` (a JSON-serialisable mapping) is kept with the file. ``now`` (default: the
+        current time) timestamps the file and the new turns.
         """
         ns, _ = self._ns_id(namespace)
         if not isinstance(full_context, str):
@@ -359,7 +361,7 @@ class LifecycleMixin:
         if self._store.read_only:
             raise ReadOnlyStoreError("pre_compress")
         parsed = parse_context(full_context)
-        now = datetime.now(UTC)
+        now = _now(now)
         meta = {"estimated_tokens": estimated_tokens if estimated_tokens is not None else
                 estimate_tokens(full_context), "task_state": dict(task_state) if task_state else None,
                 "parsed": parsed is not None, "turns": len(parsed) if parsed else 0}
@@ -436,10 +438,11 @@ class LifecycleMixin:
         return await asyncio.to_thread(self.maybe_compact, namespace, now=now)
 
     async def apre_compress(self, namespace: Namespace | str, full_context: str | list[Any] | dict[str, Any], *,
-                            estimated_tokens: int | None = None, task_state: Mapping[str, Any] | None = None) -> str:
+                            estimated_tokens: int | None = None, task_state: Mapping[str, Any] | None = None,
+                            now: datetime | str | float | None = None) -> str:
         """Async twin of :meth:`pre_compress`."""
         return await asyncio.to_thread(self.pre_compress, namespace, full_context,
-                                       estimated_tokens=estimated_tokens, task_state=task_state)
+                                       estimated_tokens=estimated_tokens, task_state=task_state, now=now)
 
 
 # -- helpers ---------------------------------------------------------------------------------------------------

@@ -157,13 +157,20 @@ def merge_week(conn: sqlite3.Connection, ns_id: int, week: str) -> dict[str, Any
         return {"period": week, "changed": False, "file": existing.id}
     members = [m for f in sorted(dailies, key=lambda f: (f.period_key, f.part)) for m in file_turns(conn, f.fid)]
     keep, dropped = select_weekly(members)
+    # turns the weekly file leaves out (chit-chat, repeated copies) go to the cold tier: still in their daily
+    # files and reachable with include_cold, no longer in plain searches
+    kept = {m.turn.tid for m in keep}
+    _set_cold(conn, ns_id, sorted(kept), 0)
+    _set_cold(conn, ns_id, sorted({m.turn.tid for m in members} - kept), 1)
+    conn.execute("UPDATE namespaces SET flags_generation = flags_generation + 1 WHERE ns_id=?", (ns_id,))
     if existing is None:
         weekly = insert_file(conn, ns_id, period="weekly", period_key=week, status="closed", sources=ids)
         access = sum(f.access_count for f in dailies)
     else:
         weekly = existing
         access = max(existing.access_count, sum(f.access_count for f in dailies))
-        conn.execute("UPDATE files SET sources=? WHERE fid=?", (json.dumps(ids), weekly.fid))
+        # new turns arrived for a finished week: the weekly file changes, so its month is due again
+        conn.execute("UPDATE files SET sources=?, status='closed' WHERE fid=?", (json.dumps(ids), weekly.fid))
     set_members(conn, weekly.fid, [(m.turn.tid, 0, None) for m in keep], _tokens(keep))
     conn.execute("UPDATE files SET access_count=?, archived_at=?, meta=? WHERE fid=?",
                  (access, time.time(), json.dumps({"dropped": dropped}), weekly.fid))
@@ -240,8 +247,8 @@ def evict_month(conn: sqlite3.Connection, ns_id: int, month: str, *, now: float,
     if not weeklies:
         return {"period": month, "changed": False, "file": existing.id if existing else None}
     ids = sorted(f.id for f in weeklies)
-    if existing is not None and sorted(existing.sources) == ids and all(f.merged_into == existing.id
-                                                                        for f in weeklies):
+    if existing is not None and sorted(existing.sources) == ids and all(
+            f.merged_into == existing.id and f.status != "closed" for f in weeklies):
         return {"period": month, "changed": False, "file": existing.id}
     scores = score_files(weeklies, now=now, weights=weights, relevance=relevance)
     best = max(weeklies, key=lambda f: (scores[f.id]["score"], f.end_ts or 0.0, f.id))
@@ -249,12 +256,21 @@ def evict_month(conn: sqlite3.Connection, ns_id: int, month: str, *, now: float,
     cold: list[int] = []
     warm: list[int] = []
     for f in weeklies:
-        for m in file_turns(conn, f.fid):
-            if f.id == best.id or is_high_value(m.turn, importance_threshold=importance_threshold):
-                keep.append(m)
-                warm.append(m.turn.tid)
-            else:
-                cold.append(m.turn.tid)
+        members = _whole_turns(file_turns(conn, f.fid))
+        # a file a user marked important keeps every turn; otherwise high-value turns survive with the turn
+        # they answer or that answers them (a tool result with its request)
+        whole_file = f.id == best.id or (f.importance_set and f.importance >= importance_threshold)
+        valuable = [whole_file or is_high_value(m.turn, importance_threshold=importance_threshold)
+                    for m in members]
+        survive = list(valuable)
+        for i, v in enumerate(valuable):
+            if v and not whole_file:
+                j = _partner_index(members, i)
+                if j is not None:
+                    survive[j] = True
+        for m, keep_it in zip(members, survive, strict=True):
+            (keep if keep_it else []).append(m)
+            (warm if keep_it else cold).append(m.turn.tid)
     keep = _whole_turns(keep)
     _set_cold(conn, ns_id, warm, 0)
     _set_cold(conn, ns_id, cold, 1)
@@ -290,5 +306,6 @@ def due_months(conn: sqlite3.Connection, ns_id: int, current_month: str) -> list
     """Months before ``current_month`` with weekly files not yet evicted into a monthly file."""
     months = {month_key_of_week(f.period_key) for f in list_files(conn, ns_id, period="weekly",
                                                                    statuses=("closed",))}
+    # (a weekly file rebuilt with late turns is "closed" again, so its month is done again)
     return sorted(m for m in months if m < current_month)
 

@@ -278,6 +278,9 @@ def archive_turns(conn: sqlite3.Connection, ns_id: int, turns: Sequence[tuple[in
                     "SELECT fid, token_count FROM files WHERE ns_id=? AND period='daily' AND period_key=?"
                     " AND status='open' ORDER BY part DESC LIMIT 1", (ns_id, day)).fetchone()
                 if row is None:
+                    # a turn of a later day closes the daily files of earlier days that are still open
+                    conn.execute("UPDATE files SET status='closed', archived_at=? WHERE ns_id=? AND period='daily'"
+                                 " AND status='open' AND period_key < ?", (time.time(), ns_id, day))
                     part = conn.execute("SELECT COALESCE(MAX(part), 0) + 1 FROM files WHERE ns_id=?"
                                         " AND period='daily' AND period_key=?", (ns_id, day)).fetchone()[0]
                     f = insert_file(conn, ns_id, period="daily", period_key=day, status="open", part=int(part))

@@ -77,7 +77,8 @@ def test_turns_of_one_utc_day_share_one_daily_file(eng: MemoryEngine) -> None:
     assert [h.period_key for h in files] == ["2026-03-02", "2026-03-03"]
     assert [x.content for x in eng.retrieve(files[0].id).turns] == [x.content for x in day1]
     assert [x.content for x in eng.retrieve(files[1].id).turns] == [x.content for x in day2]
-    assert all(h.status == "open" and not h.truncated for h in files)
+    # the turn of a later day closed the earlier day's file; the latest day's file is still open
+    assert [h.status for h in files] == ["closed", "open"] and not any(h.truncated for h in files)
 
 
 def test_soft_threshold_closes_the_file_after_the_turn(tmp_path: Path) -> None:
@@ -562,7 +563,15 @@ def test_merging_one_week_never_touches_another(eng: MemoryEngine) -> None:
     step = eng.compact("ana", "weekly", key="2026-W10").steps[0]
     assert step["changed"] and step["dropped"]["duplicate"] == 1  # W11's copy is not a duplicate of W10's
     assert w11_rows() == before
-    assert db_rows(eng.path, "records", "WHERE cold=1") == cold_before
+    # the turns W10's weekly file leaves out went cold; none of W11's records changed
+    w11_turns = {r[0] for r in db_rows(eng.path, "turns", "WHERE ts >= ?", ((MON + timedelta(days=7)).timestamp(),))}
+    newly_cold = [r for r in db_rows(eng.path, "records", "WHERE cold=1") if r not in cold_before]
+    assert newly_cold and cold_before == []
+    conn = sqlite3.connect(f"file:{eng.path / 'memory.sqlite3'}?mode=ro", uri=True)
+    centres = [conn.execute("SELECT tid FROM turns WHERE id = json_extract(?, '$[0]')", (r[13],)).fetchone()[0]
+               for r in newly_cold]
+    conn.close()
+    assert not set(centres) & w11_turns
     assert [h.period_key for h in files_by_period(eng, "ana", "weekly")] == ["2026-W10"]
 
 
@@ -836,3 +845,56 @@ def test_maybe_compact_waits_for_the_last_week_of_the_month(eng: MemoryEngine) -
     assert [s["period"] for s in report.steps if s.get("changed")] == ["2026-W09", "2026-02"]
     monthly = files_by_period(eng, "ana", "monthly")[0]
     assert len(monthly.sources) == 4
+
+
+def test_chitchat_left_out_of_the_weekly_file_goes_cold(eng: MemoryEngine) -> None:
+    build_week(eng)
+    assert "thanks!" in [i.text for i in eng.search("thanks", "ana", k=5).items]
+    eng.compact("ana", "weekly", key="2026-W10")
+    assert "thanks!" not in [i.text for i in eng.search("thanks", "ana", k=5).items]
+    assert "thanks!" in [i.text for i in eng.search("thanks", "ana", k=5, include_cold=True).items]
+    # the information survives in plain searches
+    assert eng.search("order 4412 refund", "ana", k=1).items[0].text.startswith("Order 4412 is cancelled")
+
+
+def _two_weeks_in_march(e: MemoryEngine) -> None:
+    w10, w11 = MON, MON + timedelta(days=7)
+    e.add_turns([t("user", "My cousin Clara is vegetarian and allergic to walnuts.", w10, "x"),
+                 t("assistant", "Noted: Clara is vegetarian, no walnuts.", w10 + timedelta(minutes=1), "x"),
+                 t("user", "Find hotels in Lisbon", w10 + timedelta(hours=2), "y"),
+                 t("assistant", "Searching.", w10 + timedelta(hours=2, minutes=1), "y",
+                   tool_calls=({"name": "hotel_search", "arguments": {"city": "Lisbon"}},))], "ana")
+    e.add_turns([t("user", "Let's plan the team offsite agenda for April.", w11, "z"),
+                 t("assistant", "Draft agenda: strategy, roadmap, dinner.", w11 + timedelta(minutes=1), "z")], "ana")
+
+
+def test_monthly_eviction_keeps_a_file_the_user_marked_important_and_tool_requests(tmp_path: Path) -> None:
+    now = MON + timedelta(days=40)
+    with open_engine(tmp_path / "a") as plain, open_engine(tmp_path / "b") as marked:
+        for e in (plain, marked):
+            _two_weeks_in_march(e)
+            e.compact("ana", "weekly", now=now)
+        w10 = next(h for h in marked.hooks("ana") if h.period_key == "2026-W10")
+        marked.set_importance(w10.id, 90)
+        for e in (plain, marked):
+            e.compact("ana", "monthly", key="2026-03", now=now)
+        # the request before a kept tool call survives with it
+        texts = [x.content for x in plain.retrieve(plain.hooks("ana")[0].id).turns]
+        assert "Searching." in texts and "Find hotels in Lisbon" in texts
+        clara = "My cousin Clara is vegetarian and allergic to walnuts."
+        marked_texts = [x.content for x in marked.retrieve(marked.hooks("ana")[0].id).turns]
+        assert clara in marked_texts  # importance 90 >= lifecycle.importance_threshold: every turn survives
+        assert clara in [i.text for i in marked.search("Clara vegetarian walnuts", "ana", k=2).items]
+
+
+def test_late_turns_reopen_a_finished_week_and_month(eng: MemoryEngine) -> None:
+    _two_weeks_in_march(eng)
+    now = MON + timedelta(days=40)
+    eng.maybe_compact("ana", now=now)
+    assert not eng.maybe_compact("ana", now=now).changed
+    eng.add_turns([t("user", "Clara's new phone number ends in 5521.", MON + timedelta(days=1), "late")], "ana")
+    report = eng.maybe_compact("ana", now=now)
+    assert [s["period"] for s in report.steps if s["changed"]] == ["2026-W10", "2026-03"]
+    monthly = eng.retrieve(next(h.id for h in eng.hooks("ana") if h.period == "monthly"))
+    assert len(monthly.hook.sources) == 2
+    assert not eng.maybe_compact("ana", now=now).changed

@@ -452,3 +452,12 @@ def test_async_twins(eng: MemoryEngine) -> None:
             await eng.aretrieve(hid)
 
     asyncio.run(main())
+
+
+def test_pre_compress_at_a_given_time(eng: MemoryEngine) -> None:
+    hook_id = eng.pre_compress("ana", "User: the staging DB password rotates on Fridays\nAssistant: noted",
+                               now="2026-03-04T10:00:00Z")
+    saved = eng.retrieve(hook_id)
+    assert saved.hook.period_key.startswith("2026-03-04") and saved.turns[0].timestamp.isoformat().startswith("2026-03-04")
+    day = next(h for h in eng.hooks("ana") if h.period == "daily")
+    assert day.period_key == "2026-03-04"
