@@ -45,7 +45,8 @@ class GlobalsConfig(_Section):
     layers_index_enabled: bool = False
     """L0/L1 layer channels (not in this version: must stay false)."""
     rerank_enabled: bool = False
-    """Rerank fused candidates (not in this version: must stay false)."""
+    """Rerank a pool of fused candidates drawn fairly from every channel; needs
+    ``MemoryEngine.open(..., reranker=...)`` or an ``llm`` (then an LLM reranker is used)."""
     llm_planner_enabled: bool = False
     """Plan searches with an LLM; needs ``MemoryEngine.open(..., llm=...)``."""
 
@@ -79,6 +80,12 @@ class RecallConfig(_Section):
     (overlapping windows are merged)."""
     context_budget_tokens: int = Field(default=1500, ge=50)
     """Token budget of ``SearchResult.context`` (estimate: chars × (0.25 + 1.25 × CJK ratio))."""
+    rerank_pool: int = Field(default=20, ge=1, le=500)
+    """How many candidates the reranker sees (round-robin over the channels' best turns, then the fused order)."""
+    rerank_weight: float = Field(default=0.7, ge=0.0, le=1.0)
+    """Final score in the pool = weight x z(reranker) + (1 - weight) x z(fused)."""
+    rerank_timeout_s: float = Field(default=10.0, gt=0, le=600)
+    """Past this the fused order is kept and the failure is reported."""
     planner_timeout_s: float = Field(default=10.0, gt=0, le=600)
     """The LLM planner's deadline for one plan (retry included); past it the heuristic plan is used."""
 

@@ -59,6 +59,7 @@ from .plan.llm_planner import HeuristicPlanner, LLMPlanner, Planner
 from .plan.strategy import STRATEGIES
 from .rank.fusion import rrf
 from .rank.mmr import jaccard_matrix, mmr
+from .rank.rerank import Candidate, LLMReranker, Reranker, apply_rerank, fair_pool
 from .rank.zscore import TurnScores, rank_turns
 from .recall.base import RecallContext, Recaller, RecallRequest
 from .recall.runner import run_channels
@@ -140,9 +141,12 @@ class MemoryEngine(LifecycleMixin):
     """
 
     def __init__(self, store: TruthStore, config: EngineConfig, embedder: Embedder | None,
-                 embedder_warning: str | None, llm: LLM | None = None) -> None:
+                 embedder_warning: str | None, llm: LLM | None = None, reranker: Reranker | None = None) -> None:
         self._store = store
         self.llm = llm
+        self._reranker: Reranker | None = None
+        if config.globals.rerank_enabled:
+            self._reranker = reranker if reranker is not None else LLMReranker(llm) if llm is not None else None
         self._planner: Planner = HeuristicPlanner()
         if config.globals.llm_planner_enabled and llm is not None:
             self._planner = LLMPlanner(llm, timeout_s=config.recall.planner_timeout_s)
@@ -176,7 +180,7 @@ class MemoryEngine(LifecycleMixin):
     def open(cls, path: str | os.PathLike[str] | None = None, *,
              config: EngineConfig | Mapping[str, Any] | str | os.PathLike[str] | None = None,
              embedder: Embedder | str | None = None, read_only: bool = False,
-             llm: LLM | None = None) -> MemoryEngine:
+             llm: LLM | None = None, reranker: Reranker | None = None) -> MemoryEngine:
         """Open (or create) the store in directory ``path`` (default ``~/.memory_ext``).
 
         ``config`` is an :class:`EngineConfig`, a mapping, or a YAML/TOML/JSON path; ``embedder`` an
@@ -184,13 +188,22 @@ class MemoryEngine(LifecycleMixin):
         ``llm`` (any :class:`~memory_ext.llm.LLM`) plans searches when ``globals.llm_planner_enabled`` is set; a
         failed or slow plan falls back to the heuristic one and says so in ``SearchResult.channel_errors``.
         Configuration errors raise :class:`~memory_ext.errors.ConfigError` here, never at the first search.
-        ``read_only=True`` opens a store that another process writes.
+        ``read_only=True`` opens a store that another process writes. With ``globals.rerank_enabled``, the
+        fused candidates are reranked by ``reranker`` (any :class:`~memory_ext.rank.rerank.Reranker`, e.g. a
+        cross-encoder wrapped in ``CallableReranker``) or, when none is given, by ``llm`` (``LLMReranker``); a
+        failed rerank keeps the fused order and says so in ``channel_errors``.
         """
         cfg = EngineConfig.coerce(config if not isinstance(config, os.PathLike) else Path(config))
         _validate_config(cfg)
         if cfg.globals.llm_planner_enabled and llm is None:
             raise ConfigError("globals.llm_planner_enabled", True,
                               "pass an LLM: MemoryEngine.open(..., llm=...) (for example LangChainLLM(chat_model))")
+        if cfg.globals.rerank_enabled and reranker is None and llm is None:
+            raise ConfigError("globals.rerank_enabled", True,
+                              "pass a reranker (MemoryEngine.open(..., reranker=CallableReranker(fn, id=...))) or an "
+                              "llm to rerank with")
+        if reranker is not None and not isinstance(reranker, Reranker):
+            raise ConfigError("reranker", reranker, "pass an object with id and rerank(query, candidates, timeout=)")
         if llm is not None and not isinstance(llm, LLM):
             raise ConfigError("llm", llm, "pass an object with id and complete(prompt, ...) (memory_ext.llm.LLM)")
         directory = Path(path).expanduser() if path is not None else Path("~/.memory_ext").expanduser()
@@ -203,7 +216,7 @@ class MemoryEngine(LifecycleMixin):
                 emb, warning = resolve_embedder(embedder if embedder is not None
                                                 else _embedder_for_stored_id(stored))
                 store.check_embedder(emb.id)  # refuses to mix embedders (also a fallback in an e5 store)
-            return cls(store, cfg, emb, warning, llm)
+            return cls(store, cfg, emb, warning, llm, reranker)
         except BaseException:
             store.close()
             raise
@@ -457,6 +470,7 @@ class MemoryEngine(LifecycleMixin):
                     order = order[raw[order] > 0][:limit]
                     rrf_parts[f"{ch}@{route.goal}" if route.goal != "query" else ch] = cat.rids[order].tolist()
         supersedes = _promote_successors(cat, total, flags) if as_of_ts is None else {}
+        rerank_ms: float | None = None
         if flags is not None:
             total[~flags] = -np.inf
         if self.config.recall.fusion == "rrf":
@@ -470,10 +484,23 @@ class MemoryEngine(LifecycleMixin):
                                                 for c, (r, v) in f.contributions.items()}} for f in fused}
         else:
             finite = np.flatnonzero(np.isfinite(total))
-            top = finite[np.lexsort((cat.rids[finite], -total[finite]))][:pool_size]
+            ordered = finite[np.lexsort((cat.rids[finite], -total[finite]))]
+            top = ordered[:pool_size]
             top_rids = cat.rids[top].tolist()
             top_scores = total[top].tolist()
+            reranked: dict[int, dict[str, float]] = {}
+            if self._reranker is not None and top.size:
+                t_rerank = time.perf_counter()
+                top_rids, top_scores, reranked, rerank_error = self._rerank(
+                    query, ns_id, cat, total, ordered, per_route, pool_size, k)
+                if rerank_error is not None:
+                    errors.append(rerank_error)
+                top = cat.pos_of(np.asarray(top_rids, np.int64))
+                rerank_ms = _ms(t_rerank)
             details = {int(cat.rids[p]): _explain_zscore(p, per_route, weights) for p in top} if explain else {}
+            for rid, parts in reranked.items():
+                if rid in details:
+                    details[rid]["rerank"] = parts
             for p in top:
                 if explain and int(p) in supersedes:
                     details[int(cat.rids[p])]["supersedes"] = supersedes[int(p)]
@@ -482,6 +509,8 @@ class MemoryEngine(LifecycleMixin):
                               explain)
         timings = {f"channel.{n}": v for n, v in run.timings_ms.items()}
         timings["rank"] = _ms(t_rank)
+        if rerank_ms is not None:
+            timings["rerank"] = rerank_ms
         t_context = time.perf_counter()
         context = self._render_context(ns_id, items, source_turns)
         timings["context"] = _ms(t_context)
@@ -489,6 +518,37 @@ class MemoryEngine(LifecycleMixin):
         trace_data = _trace(plan, cat, run.results, per_route, timings) if trace else None
         return SearchResult(query=query, items=tuple(items), context=context, plan=plan,
                             channel_errors=tuple(errors), warnings=warnings, timings_ms=timings, trace=trace_data)
+
+    def _rerank(self, query: str, ns_id: int, cat: Any, total: np.ndarray, ordered: np.ndarray,
+                per_route: Mapping[str, TurnScores], pool_size: int,
+                k: int) -> tuple[list[int], list[float], dict[int, dict[str, float]], ChannelError | None]:
+        """Rerank a pool drawn fairly from every channel's best turns; the rest keeps the fused order."""
+        assert self._reranker is not None
+        cfg = self.config.recall
+        cap = max(2000, pool_size)
+        fused_order = cat.rids[ordered[:cap]].tolist()
+        rankable = np.isfinite(total)
+        rankings: dict[str, list[int]] = {}
+        for goal, scores in per_route.items():
+            for ch, raw in scores.channel_raw.items():
+                cand = np.flatnonzero(rankable)
+                best = cand[np.lexsort((cat.rids[cand], -raw[cand]))][:cfg.rerank_pool]
+                rankings[f"{ch}@{goal}"] = cat.rids[best].tolist()
+        pool = fair_pool(rankings, fused_order, max(cfg.rerank_pool, k))
+        texts = self._store.records_by_rid(ns_id, pool)
+        pos = dict(zip(pool, cat.pos_of(np.asarray(pool, np.int64)).tolist(), strict=True))
+        candidates = [Candidate(key=r, text=texts[r].text, score=float(total[pos[r]])) for r in pool if r in texts]
+        outcome = apply_rerank(self._reranker, query, candidates, weight=cfg.rerank_weight,
+                               timeout=cfg.rerank_timeout_s, fused_order=fused_order)
+        order = outcome.order[:pool_size]
+        in_pool = {c.key for c in candidates}
+        floor = min((outcome.scores[r] for r in in_pool if r in outcome.scores), default=0.0)
+        scores = []
+        for i, r in enumerate(order):
+            scores.append(outcome.scores[r] if r in in_pool and r in outcome.scores else floor - 1.0 - i * 1e-6)
+        parts = {r: {"rerank_score": float(outcome.rerank_scores[r]), "final": float(outcome.scores[r]),
+                     "weight": cfg.rerank_weight} for r in order if r in outcome.rerank_scores}
+        return order, scores, parts, outcome.error
 
     def _select(self, ns_id: int, rids: list[int], scores: list[float], k: int,
                 details: dict[int, dict[str, Any]]) -> tuple[list[int], list[float]]:
@@ -741,8 +801,9 @@ def _validate_config(cfg: EngineConfig) -> None:
     if g.layers_index_enabled:
         raise ConfigError("globals.layers_index_enabled", True,
                           "this version has no layer channels yet; set it to false")
-    if g.rerank_enabled:
-        raise ConfigError("globals.rerank_enabled", True, "no reranker is available in this version; set it false")
+    if g.rerank_enabled and cfg.recall.fusion != "zscore":
+        raise ConfigError("recall.fusion", cfg.recall.fusion, "reranking works on the zscore fusion; use "
+                          "fusion: zscore or switch rerank_enabled off")
     for field, channel in (("keyword_recaller", "keyword"), ("vector_recaller", "vector"),
                            ("graph_recaller", "graph")):
         name = getattr(cfg.recall, field)
