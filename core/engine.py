@@ -458,8 +458,9 @@ class MemoryEngine(LifecycleMixin):
                 continue
             speakers = [c.split(":", 1)[1] for c in route.constraints if c.startswith("speaker:")]
             span = (route.time_filter[0].timestamp(), route.time_filter[1].timestamp()) if route.time_filter else None
+            bonus_kinds = [k for c in route.constraints if c.startswith("kinds:") for k in c[6:].split(",")]
             scores = rank_turns(cat, hits, weights, strategy, allowed=allowed_mask, speakers=speakers,
-                                time_span=span, assistant_roles=cat.assistant)
+                                time_span=span, assistant_roles=cat.assistant, bonus_kinds=bonus_kinds)
             per_route[route.goal] = scores
             if self.config.recall.fusion == "zscore":
                 total += route_weight * scores.total
@@ -917,6 +918,8 @@ def _explain_zscore(p: int, per_route: Mapping[str, TurnScores], weights: Mappin
                               "weight": float(weights.get(ch, 1.0))} for ch in s.channel_raw},
             "fused": float(s.fused[p]), "window": float(s.window[p]), "speaker_boost": float(s.speaker[p]),
             "time_boost": float(s.time[p]), "session_prior": float(s.session[p]), "route_score": float(s.total[p]),
+            "derived": float(s.derived[p]) if s.derived is not None else 0.0,
+            "kind_bonus": float(s.kind_bonus[p]) if s.kind_bonus is not None else 0.0,
         }
     return {"fusion": "zscore", "routes": routes,
             "route_weights": {g: (1.0 if g == "query" else SECONDARY_ROUTE_WEIGHT) for g in per_route}}

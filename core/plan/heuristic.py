@@ -19,6 +19,7 @@ from ..text.timeexpr import extract_times
 __all__ = ["classify_question", "plan_search"]
 
 TIME_FILTER_MIN_CONFIDENCE = 0.8
+MAX_SLOT_ROUTES = 3
 
 _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("prior_assistant_response", re.compile(
@@ -74,5 +75,13 @@ def plan_search(query: str, *, now: datetime | None, speakers: Sequence[str],
                  action_state.failure_signal, *action_state.missing_slots, *action_state.available_tools]
         text = " ".join(p for p in parts if p)
         if text.strip():
-            routes.append(EvidenceRoute(goal="action", queries=(text,)))
+            # a failure or a tool just used pulls failure patterns and procedures (boosted when they match)
+            kinds = ("kinds:failure_pattern,procedure",) if (action_state.failure_signal or
+                                                            action_state.last_tool_name) else ()
+            routes.append(EvidenceRoute(goal="action", queries=(text,), constraints=kinds))
+        # each missing slot is an evidence need of its own: a route asking for it in the context of the subgoal
+        context = action_state.current_subgoal or action_state.tentative_action or ""
+        for slot in action_state.missing_slots[:MAX_SLOT_ROUTES]:
+            if slot.strip():
+                routes.append(EvidenceRoute(goal=f"slot:{slot}", queries=(f"{slot} {context}".strip(),)))
     return SearchPlan(question_type=qtype, routes=tuple(routes), depth=1, planner="heuristic")

@@ -30,6 +30,12 @@ class Strategy:
     """bonus for turns inside the plan's time filter (a soft gate: nothing is removed)"""
     assistant: float = 0.0
     """bonus for assistant turns (questions about what the assistant said before)"""
+    derived: float = 0.5
+    """weight of the best positive evidence of the derived records anchored to a turn (fact, preference, event,
+    procedure, failure pattern, L0/L1 layers)"""
+    kind_bonus: float = 1.0
+    """bonus for a turn whose derived record of a kind the route asks for (``kinds:`` constraint: failure
+    patterns and procedures for an action route with a failure or a last tool) matches the route's query"""
 
 
 _BASE = Strategy()

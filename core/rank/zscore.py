@@ -20,7 +20,7 @@ import numpy as np
 
 from ..plan.strategy import Strategy
 from ..recall.base import Hits
-from ..store.catalog import KIND_CODES, Catalog
+from ..store.catalog import DERIVED_KINDS, KIND_CODES, Catalog
 
 __all__ = ["TurnScores", "dense_scores", "rank_turns", "session_prior", "standardize"]
 
@@ -40,6 +40,8 @@ class TurnScores:
     speaker: np.ndarray
     time: np.ndarray
     session: np.ndarray
+    derived: np.ndarray | None = None
+    kind_bonus: np.ndarray | None = None
 
 
 def dense_scores(cat: Catalog, hits: Hits) -> np.ndarray:
@@ -94,9 +96,19 @@ def session_prior(codes: np.ndarray, scores: np.ndarray, rankable: np.ndarray, t
     return out
 
 
+def anchored_best(cat: Catalog, values: np.ndarray, kinds: np.ndarray) -> np.ndarray:
+    """Per position: the best value among the records of ``kinds`` anchored to it (-inf where there is none)."""
+    out = np.full(len(cat), -np.inf)
+    pos = np.flatnonzero(np.isin(cat.kind, kinds) & (cat.anchor >= 0))
+    if pos.size:
+        np.maximum.at(out, cat.anchor[pos], values[pos])
+    return out
+
+
 def rank_turns(cat: Catalog, hits: Mapping[str, Hits], weights: Mapping[str, float], strategy: Strategy, *,
                allowed: np.ndarray | None = None, speakers: Sequence[str] = (),
-               time_span: tuple[float, float] | None = None, assistant_roles: np.ndarray | None = None) -> TurnScores:
+               time_span: tuple[float, float] | None = None, assistant_roles: np.ndarray | None = None,
+               bonus_kinds: Sequence[str] = ()) -> TurnScores:
     """Score every turn of the namespace for one route (see the module docstring)."""
     n = len(cat)
     raw: dict[str, np.ndarray] = {}
@@ -113,6 +125,16 @@ def rank_turns(cat: Catalog, hits: Mapping[str, Hits], weights: Mapping[str, flo
         anchors = cat.anchor[win_pos]
         window[anchors] = fused[win_pos]
     total = fused + strategy.window * window
+    derived = kind_bonus = None
+    derived_codes = np.array([KIND_CODES[k] for k in (*DERIVED_KINDS, "l0", "l1")])
+    if strategy.derived and np.isin(cat.kind, derived_codes).any():
+        best = anchored_best(cat, fused, derived_codes)
+        derived = strategy.derived * np.where(is_turn & np.isfinite(best), np.maximum(best, 0.0), 0.0)
+        total = total + derived
+    if bonus_kinds and strategy.kind_bonus:
+        best = anchored_best(cat, fused, np.array([KIND_CODES[k] for k in bonus_kinds if k in KIND_CODES]))
+        kind_bonus = strategy.kind_bonus * (is_turn & np.isfinite(best) & (best > 0))
+        total = total + kind_bonus
     speaker = np.zeros(n)
     codes = [cat.speaker_codes[s] for s in speakers if s in cat.speaker_codes]
     if codes and strategy.speaker:
@@ -131,4 +153,4 @@ def rank_turns(cat: Catalog, hits: Mapping[str, Hits], weights: Mapping[str, flo
         total = total + session
     total = np.where(rankable, total, -np.inf)
     return TurnScores(total=total, channel_raw=raw, channel_z=zs, fused=fused, window=window, speaker=speaker,
-                      time=time, session=session)
+                      time=time, session=session, derived=derived, kind_bonus=kind_bonus)

@@ -15,11 +15,13 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-__all__ = ["KIND_CODES", "Catalog", "RecordCatalog"]
+__all__ = ["DERIVED_KINDS", "KIND_CODES", "Catalog", "RecordCatalog"]
 
-KIND_CODES = {"turn": 0, "window": 1}
-"""Kinds the read path ranks; any other kind gets code 9 (kept, not ranked as a turn)."""
+KIND_CODES = {"turn": 0, "window": 1, "fact": 2, "preference": 3, "event": 4, "procedure": 5,
+              "failure_pattern": 6, "l0": 7, "l1": 8}
+"""Record kinds by code. Turns are ranked; every other kind is evidence for the turn it is anchored to."""
 OTHER_KIND = 9
+DERIVED_KINDS = ("fact", "preference", "event", "procedure", "failure_pattern")
 
 
 @dataclass

@@ -95,8 +95,10 @@ def test_plan_time_filter_speakers_and_routes() -> None:
     assert vague.routes[0].time_filter is None  # low confidence: no filter at all
     both = plan_search("What do Caroline and Melanie both enjoy?", now=T0, speakers=["Caroline", "Melanie"],
                        action_state=ActionState(failure_signal="timeout", missing_slots=("date",)))
-    assert [r.goal for r in both.routes] == ["query", "speaker:Caroline", "speaker:Melanie", "action"]
-    assert both.routes[-1].queries == ("timeout date",)
+    assert [r.goal for r in both.routes] == ["query", "speaker:Caroline", "speaker:Melanie", "action", "slot:date"]
+    assert both.routes[3].queries == ("timeout date",)
+    assert both.routes[3].constraints == ("kinds:failure_pattern,procedure",)  # a failure pulls failure patterns
+    assert both.routes[4].queries == ("date",)
 
 
 def test_standardize_per_group() -> None:
