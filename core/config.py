@@ -43,7 +43,9 @@ class GlobalsConfig(_Section):
     """Entity-graph channel: records naming the query's entities and their co-occurring neighbours (1-2 hops,
     scored by edge weight and distance). The graph is always indexed, so it can be switched on at any time."""
     layers_index_enabled: bool = False
-    """L0/L1 layer channels (not in this version: must stay false)."""
+    """Derive L0 (title) and L1 (abstract) layers of long turns (``ingest.layer_min_chars``) and search them with
+    the ``keyword_l0``, ``keyword_l1``, ``vector_l0`` and ``vector_l1`` channels. Turns written while it was off
+    have no layers (a search says so in ``SearchResult.warnings``)."""
     rerank_enabled: bool = False
     """Rerank a pool of fused candidates drawn fairly from every channel; needs
     ``MemoryEngine.open(..., reranker=...)`` or an ``llm`` (then an LLM reranker is used)."""
@@ -60,6 +62,14 @@ class RecallConfig(_Section):
     """Implementation of the vector channel."""
     graph_recaller: str = "graph"
     """Implementation of the graph channel (used when ``globals.graph_enabled``)."""
+    keyword_l0_recaller: str = "keyword_l0"
+    """Implementation of the keyword channel over L0 layers (used when ``globals.layers_index_enabled``)."""
+    keyword_l1_recaller: str = "keyword_l1"
+    """Implementation of the keyword channel over L1 layers."""
+    vector_l0_recaller: str = "vector_l0"
+    """Implementation of the vector channel over L0 layers (also needs ``globals.vector_enabled``)."""
+    vector_l1_recaller: str = "vector_l1"
+    """Implementation of the vector channel over L1 layers."""
     fusion: Literal["zscore", "rrf"] = "zscore"
     """``zscore``: standardised score fusion with window, speaker, time and session evidence (the default);
     ``rrf``: reciprocal rank fusion of the channels' turn rankings (``rrf_k``)."""
@@ -95,6 +105,8 @@ class IngestConfig(_Section):
 
     windows: bool = True
     """Index each turn's ±1-turn window of the same exchange (its conversational context)."""
+    layer_min_chars: int = Field(default=600, ge=50)
+    """Turns at least this long get L0/L1 layer records (with ``globals.layers_index_enabled``)."""
     window_vectors: Literal["embed", "mean"] = "embed"
     """``embed``: embed the window's text (best recall; about 4x the embedding work of the turns alone);
     ``mean``: the normalised mean of its turns' vectors (no extra model calls; LoCoMo dev @10 0.763 vs 0.771)."""

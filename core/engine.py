@@ -39,6 +39,7 @@ from .errors import (
     ValidationError,
 )
 from .ingest.derive import WINDOW_MAX_GAP_S, derive_turn_record, derive_windows, new_id
+from .ingest.layers import derive_layers
 from .models import (
     ActionState,
     ChannelError,
@@ -67,6 +68,7 @@ from .registry import recallers, vector_backends
 from .store.graph import EntityGraph
 from .store.keyword import KeywordIndex
 from .recall import graph as _graph_channel  # noqa: F401  (registers the graph recaller)
+from .recall.layers import LAYER_CHANNELS
 from .store import chroma as _chroma  # noqa: F401  (registers the backend; chromadb loads only when used)
 from .store.catalog import KIND_CODES, RecordCatalog
 from .store.sqlite import TruthStore, TurnRow
@@ -75,7 +77,7 @@ from .text import estimate_tokens, tokenize
 
 __all__ = ["AddResult", "ForgetReceipt", "MemoryEngine", "StoreStats"]
 
-CHANNELS = ("keyword", "vector", "graph")
+CHANNELS = ("keyword", "vector", "graph", "keyword_l0", "keyword_l1", "vector_l0", "vector_l1")
 SECONDARY_ROUTE_WEIGHT = 0.5
 """Weight of the action route and of per-speaker routes next to the main route (weight 1)."""
 FILTER_KEYS = ("session_id", "speaker", "role", "since", "until", "kinds")
@@ -171,6 +173,12 @@ class MemoryEngine(LifecycleMixin):
             self._recallers["vector"] = recallers.resolve("recall.vector_recaller", config.recall.vector_recaller)(ctx)
         if config.globals.graph_enabled:
             self._recallers["graph"] = recallers.resolve("recall.graph_recaller", config.recall.graph_recaller)(ctx)
+        if config.globals.layers_index_enabled:
+            for channel in LAYER_CHANNELS:
+                if channel.startswith("vector") and self._vector is None:
+                    continue
+                field = f"{channel}_recaller"
+                self._recallers[channel] = recallers.resolve(f"recall.{field}", getattr(config.recall, field))(ctx)
         self._pool = ThreadPoolExecutor(max_workers=max(4, 4 * len(self._recallers)),
                                         thread_name_prefix="memory-ext-recall")
         self._closed = False
@@ -289,14 +297,20 @@ class MemoryEngine(LifecycleMixin):
             records = [derive_turn_record(r) for r in turn_rows]
             ingest = self.config.ingest
             windows = derive_windows(tail + turn_rows, first_center=len(tail) - 1) if ingest.windows else []
-            all_records = records + windows
+            derived = derive_layers(turn_rows, min_chars=ingest.layer_min_chars) \
+                if self.config.globals.layers_index_enabled else []
+            anchored = windows + derived  # records that are evidence for the turn they are anchored to
+            all_records = records + anchored
             vectors = None
             if self._vector is not None and self.embedder is not None:
-                embed = all_records if ingest.window_vectors == "embed" else records
+                mean = ingest.window_vectors == "mean"
+                embed = records + ([] if mean else windows) + derived
                 texts = [r["index_text"] for r in embed]
                 vectors = check_vectors(self.embedder, self.embedder.embed_documents(texts), len(texts))
-                if ingest.window_vectors == "mean" and windows:
-                    vectors = np.vstack([vectors, self._mean_window_vectors(known_ns, windows, turn_rows, vectors, tail)])
+                if mean and windows:
+                    n = len(records)
+                    vectors = np.vstack([vectors[:n], self._mean_window_vectors(known_ns, windows, turn_rows,
+                                                                               vectors[:n], tail), vectors[n:]])
             with self._store.transaction("add_turns") as conn:
                 ns_id = self._store.ensure_namespace(conn, ns.key)
                 seq = self._store.next_seq(conn, ns_id)
@@ -312,9 +326,9 @@ class MemoryEngine(LifecycleMixin):
                     rids = self._store.insert_records(conn, ns_id, records)
                     rid_of = {t["id"]: t["rid"] for t in tail}
                     rid_of.update({r["turn_ids"][0]: rid for r, rid in zip(records, rids, strict=True)})
-                    for w in windows:
+                    for w in anchored:
                         w["anchor_rid"] = rid_of[w["anchor_turn_id"]]
-                    rids += self._store.insert_records(conn, ns_id, windows)
+                    rids += self._store.insert_records(conn, ns_id, anchored)
                     self._keyword.add(conn, ns_id, list(zip(rids, (r["index_text"] for r in all_records),
                                                             strict=True)))
                     if vectors is not None and self._vector is not None and self.embedder is not None:
@@ -426,6 +440,18 @@ class MemoryEngine(LifecycleMixin):
                 return SearchResult(query=query, plan=plan, channel_errors=tuple(errors), warnings=warnings,
                                     timings_ms={"total": _ms(t0)})
         limit = max(4 * k, self.config.recall.candidates_per_channel)
+        layer_rids = {layer: cat.rids[cat.kind == KIND_CODES[layer]] for layer in ("l0", "l1")}
+        channel_kinds: dict[str, np.ndarray] = {}
+        if any(c in LAYER_CHANNELS for c in self._recallers):
+            is_layer = np.isin(cat.kind, [KIND_CODES["l0"], KIND_CODES["l1"]])
+            for channel in self._recallers:  # each layer is scored by its own channels only
+                channel_kinds[channel] = cat.kind == KIND_CODES[LAYER_CHANNELS[channel]] \
+                    if channel in LAYER_CHANNELS else ~is_layer
+            empty = [layer.upper() for layer, rids in layer_rids.items() if rids.size == 0]
+            if empty:
+                warnings = (*warnings, f"layer channels: no {' or '.join(empty)} layers in this namespace (only turns "
+                            f"of at least ingest.layer_min_chars={self.config.ingest.layer_min_chars} characters "
+                            "written with globals.layers_index_enabled have them); those channels found nothing")
         calls = {}
         call_of: dict[tuple[str, str], str] = {}  # (channel, query text) -> call: routes sharing a text share it
         route_calls: list[dict[str, str]] = []
@@ -433,9 +459,14 @@ class MemoryEngine(LifecycleMixin):
             text = " ".join(route.queries)
             names = {}
             for channel, recaller in self._recallers.items():
+                allowed = None
+                if channel in LAYER_CHANNELS:
+                    allowed = layer_rids[LAYER_CHANNELS[channel]]
+                    if allowed.size == 0:
+                        continue
                 if (channel, text) not in call_of:
                     name = call_of[(channel, text)] = _call_name(channel, route, r_index)
-                    request = RecallRequest(query=text, ns_id=ns_id, limit=limit, allowed=None)
+                    request = RecallRequest(query=text, ns_id=ns_id, limit=limit, allowed=allowed)
                     calls[name] = (lambda r=recaller, q=request: r.recall(q))
                 names[channel] = call_of[(channel, text)]
             route_calls.append(names)
@@ -460,7 +491,8 @@ class MemoryEngine(LifecycleMixin):
             span = (route.time_filter[0].timestamp(), route.time_filter[1].timestamp()) if route.time_filter else None
             bonus_kinds = [k for c in route.constraints if c.startswith("kinds:") for k in c[6:].split(",")]
             scores = rank_turns(cat, hits, weights, strategy, allowed=allowed_mask, speakers=speakers,
-                                time_span=span, assistant_roles=cat.assistant, bonus_kinds=bonus_kinds)
+                                time_span=span, assistant_roles=cat.assistant, bonus_kinds=bonus_kinds,
+                                channel_kinds=channel_kinds)
             per_route[route.goal] = scores
             if self.config.recall.fusion == "zscore":
                 total += route_weight * scores.total
@@ -799,14 +831,14 @@ def _ms(t0: float) -> float:
 def _validate_config(cfg: EngineConfig) -> None:
     """Resolve every implementation name and check the switches; raise ConfigError listing valid names."""
     g = cfg.globals
-    if g.layers_index_enabled:
-        raise ConfigError("globals.layers_index_enabled", True,
-                          "this version has no layer channels yet; set it to false")
+    if g.layers_index_enabled and cfg.recall.fusion != "zscore":
+        raise ConfigError("recall.fusion", cfg.recall.fusion, "the layer channels work with the zscore fusion; use "
+                          "fusion: zscore or switch layers_index_enabled off")
     if g.rerank_enabled and cfg.recall.fusion != "zscore":
         raise ConfigError("recall.fusion", cfg.recall.fusion, "reranking works on the zscore fusion; use "
                           "fusion: zscore or switch rerank_enabled off")
     for field, channel in (("keyword_recaller", "keyword"), ("vector_recaller", "vector"),
-                           ("graph_recaller", "graph")):
+                           ("graph_recaller", "graph"), *((f"{c}_recaller", c) for c in LAYER_CHANNELS)):
         name = getattr(cfg.recall, field)
         valid = [n for n in recallers.names() if getattr(recallers.resolve(field, n), "channel", None) == channel]
         if name not in valid:
@@ -884,10 +916,18 @@ def _channel_ranks(cat: Any, per_route: Mapping[str, TurnScores], rids: Sequence
     is_turn = cat.kind == KIND_CODES["turn"]
     for goal, scores in per_route.items():
         for ch, raw in scores.channel_raw.items():
-            turn_scores = raw[is_turn]
             name = ch if goal == "query" else f"{ch}@{goal}"
+            if ch in LAYER_CHANNELS:  # the rank of the turn's layer record among the layer's records
+                layer = cat.kind == KIND_CODES[LAYER_CHANNELS[ch]]
+                for rid, p in zip(rids, pos, strict=True):
+                    mine = np.flatnonzero(layer & (cat.anchor == p)) if p >= 0 else []
+                    if len(mine):
+                        out[int(rid)][name] = int((raw[layer] > raw[mine].max()).sum()) + 1
+                continue
+            turn_scores = raw[is_turn]
+            sparse = ch in ("keyword", "graph")  # channels whose unlisted records score 0: only real matches
             for rid, p in zip(rids, pos, strict=True):
-                if p >= 0 and (raw[p] > 0 or ch != "keyword"):
+                if p >= 0 and (raw[p] > 0 or not sparse):
                     out[int(rid)][name] = int((turn_scores > raw[p]).sum()) + 1
     return out
 

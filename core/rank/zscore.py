@@ -108,7 +108,7 @@ def anchored_best(cat: Catalog, values: np.ndarray, kinds: np.ndarray) -> np.nda
 def rank_turns(cat: Catalog, hits: Mapping[str, Hits], weights: Mapping[str, float], strategy: Strategy, *,
                allowed: np.ndarray | None = None, speakers: Sequence[str] = (),
                time_span: tuple[float, float] | None = None, assistant_roles: np.ndarray | None = None,
-               bonus_kinds: Sequence[str] = ()) -> TurnScores:
+               bonus_kinds: Sequence[str] = (), channel_kinds: Mapping[str, np.ndarray] | None = None) -> TurnScores:
     """Score every turn of the namespace for one route (see the module docstring)."""
     n = len(cat)
     raw: dict[str, np.ndarray] = {}
@@ -117,6 +117,8 @@ def rank_turns(cat: Catalog, hits: Mapping[str, Hits], weights: Mapping[str, flo
     for name, h in hits.items():
         raw[name] = dense_scores(cat, h)
         zs[name] = standardize(raw[name], cat.kind)
+        if channel_kinds and name in channel_kinds:  # a channel counts only for the records it serves
+            zs[name] = np.where(channel_kinds[name], zs[name], 0.0)
         fused += float(weights.get(name, 1.0)) * zs[name]
     is_turn = cat.kind == TURN
     window = np.where(is_turn, fused, 0.0)  # a turn without a window record stands in for its own window

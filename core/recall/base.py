@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
@@ -51,6 +52,9 @@ class RecallContext:
     vector_index: VectorIndex | None
     embedder: Embedder | None
     graph_index: EntityGraph | None = None
+    query_vectors: dict[tuple[str, str], object] = field(default_factory=dict)
+    """Query embeddings of recent searches (several vector channels of one search embed the query once)."""
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,24 @@ from .base import Hits, RecallContext, RecallRequest
 __all__ = ["VectorRecaller"]
 
 
+QUERY_CACHE_SIZE = 64
+
+
+def _query_vector(ctx: RecallContext, text: str) -> np.ndarray:
+    """The query's embedding, computed once for all the vector channels of a search (a small LRU)."""
+    embedder = ctx.embedder
+    assert embedder is not None
+    key = (embedder.id, text)
+    with ctx.lock:
+        cached = ctx.query_vectors.pop(key, None)
+        if cached is None:
+            cached = np.asarray(check_vectors(embedder, embedder.embed_query(text), 1)[0])
+        ctx.query_vectors[key] = cached
+        while len(ctx.query_vectors) > QUERY_CACHE_SIZE:
+            ctx.query_vectors.pop(next(iter(ctx.query_vectors)))
+    return cached  # type: ignore[return-value]
+
+
 @recallers.register("vector")
 class VectorRecaller:
     """Cosine similarity between the query and records (exact with numpy, or Chroma)."""
@@ -26,7 +44,7 @@ class VectorRecaller:
         """Every record's similarity when the index can score them all (numpy), else the best candidates."""
         embedder, index = self.ctx.embedder, self.ctx.vector_index
         assert embedder is not None and index is not None
-        query = np.asarray(check_vectors(embedder, embedder.embed_query(request.query), 1)[0])
+        query = _query_vector(self.ctx, request.query)
         score_all = getattr(index, "score_all", None)
         if score_all is None:
             return Hits.from_pairs(index.search(self.ctx.store.reader(), request.ns_id, query, request.limit,

@@ -1,0 +1,82 @@
+"""Capability switches: every combination of vector_enabled, graph_enabled and layers_index_enabled builds the
+channels it should (all off: keyword alone), and each switched-on channel changes what a search can find."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+
+from memory_ext import MemoryEngine, Turn
+
+LONG_ANSWER = ("To rotate the Postgres credentials without downtime: create the new role with the same grants, "
+               "deploy the services with the new secret, then revoke the old role. " + "Detail. " * 90)
+TURNS = [
+    Turn(role="user", speaker="Ana", content="My brother Marco came to visit last weekend."),
+    Turn(role="assistant", content="Lovely! What did you two do?"),
+    Turn(role="user", speaker="Ana", content="Marco works as a pastry chef in Turin."),
+    Turn(role="user", speaker="Ana", content="How do I change database passwords safely?"),
+    Turn(role="assistant", content=LONG_ANSWER),
+    Turn(role="tool", content=json.dumps({"rows": [{"id": i, "name": f"item {i}"} for i in range(60)]}),
+         tool_calls=({"name": "list_items"},)),
+]
+SWITCHES = ("vector_enabled", "graph_enabled", "layers_index_enabled")
+
+
+def expected_channels(vector: bool, graph: bool, layers: bool) -> set[str]:
+    out = {"keyword"}
+    if vector:
+        out.add("vector")
+    if graph:
+        out.add("graph")
+    if layers:
+        out |= {"keyword_l0", "keyword_l1"} | ({"vector_l0", "vector_l1"} if vector else set())
+    return out
+
+
+@pytest.mark.parametrize("combo", list(itertools.product([False, True], repeat=3)),
+                         ids=lambda c: "-".join(f"{s.split('_')[0]}={int(v)}" for s, v in zip(SWITCHES, c)))
+def test_every_switch_combination(tmp_path: Path, combo: tuple[bool, bool, bool]) -> None:
+    vector, graph, layers = combo
+    config = {"globals": dict(zip(SWITCHES, combo, strict=True))}
+    with MemoryEngine.open(tmp_path, embedder="hashing", config=config) as engine:
+        engine.add_turns(TURNS, "ana")
+        result = engine.search("rotate Postgres credentials", "ana", k=3)
+        ran = {name.split(".", 1)[1] for name in result.timings_ms if name.startswith("channel.")}
+        assert ran == expected_channels(vector, graph, layers)
+        assert result.items[0].text == LONG_ANSWER and not result.degraded
+        assert not result.warnings
+
+
+def test_layer_channels_say_so_when_nothing_is_indexed(tmp_path: Path) -> None:
+    with MemoryEngine.open(tmp_path / "off", embedder="hashing") as engine:  # written without layers
+        engine.add_turns(TURNS, "ana")
+    with MemoryEngine.open(tmp_path / "off", embedder="hashing",
+                           config={"globals": {"layers_index_enabled": True}}) as engine:
+        result = engine.search("rotate Postgres credentials", "ana", k=3)
+        assert result.items  # the other channels still answer
+        assert any("no L0 or L1 layers" in w for w in result.warnings)
+        assert not any(name.startswith("channel.keyword_l") for name in result.timings_ms)
+
+
+def test_layer_channels_find_a_long_record_by_its_title(tmp_path: Path) -> None:
+    with MemoryEngine.open(tmp_path, embedder="hashing", config={"globals": {"layers_index_enabled": True}}) as e:
+        e.add_turns(TURNS, "ana")
+        item = e.search("Postgres credentials without downtime", "ana", k=1).items[0]
+        assert item.text == LONG_ANSWER
+        assert {"keyword_l0", "keyword_l1"} <= set(item.channels)
+
+
+def test_graph_channel_reaches_a_related_entity(tmp_path: Path) -> None:
+    """"What does Ana's brother do?" names Ana only; the graph links Ana to Marco and Marco to his job."""
+    query = "What does Ana's brother do for a living?"
+    ranks = {}
+    for graph in (False, True):
+        with MemoryEngine.open(tmp_path / str(graph), embedder="hashing",
+                               config={"globals": {"graph_enabled": graph, "vector_enabled": False}}) as e:
+            e.add_turns(TURNS, "ana")
+            texts = [i.text for i in e.search(query, "ana", k=6).items]
+            ranks[graph] = texts.index(TURNS[2].content) if TURNS[2].content in texts else 99
+    assert ranks[True] < ranks[False]
