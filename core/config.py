@@ -85,6 +85,11 @@ class RecallConfig(_Section):
     """Maximal marginal relevance: 1 ranks by relevance alone; lower values trade relevance for diversity."""
     mmr_pool_factor: int = Field(default=4, ge=1, le=20)
     """MMR chooses k items from the best ``mmr_pool_factor × k`` candidates."""
+    route_quota: int = Field(default=1, ge=0, le=50)
+    """Every secondary route of a plan (a named speaker, the agent's action, a missing slot) keeps at least this
+    many of its best items among the k returned, when it found any (0: no quotas)."""
+    episode_budget: int | None = Field(default=None, ge=1)
+    """At most this many items from one session (episode of raw dialogue); None: no budget."""
     context_window_turns: int = Field(default=1, ge=0, le=20)
     """``SearchResult.context`` shows each found turn with this many neighbours of its exchange on each side
     (overlapping windows are merged)."""
@@ -105,6 +110,9 @@ class IngestConfig(_Section):
 
     windows: bool = True
     """Index each turn's ±1-turn window of the same exchange (its conversational context)."""
+    derived_kinds: bool = True
+    """Derive fact, preference, event, procedure and failure-pattern records from turns (rules, no LLM); each is
+    evidence for the turn it comes from, and an action route with a failure or a last tool boosts the last two."""
     layer_min_chars: int = Field(default=600, ge=50)
     """Turns at least this long get L0/L1 layer records (with ``globals.layers_index_enabled``)."""
     window_vectors: Literal["embed", "mean"] = "embed"

@@ -39,6 +39,7 @@ from .errors import (
     ValidationError,
 )
 from .ingest.derive import WINDOW_MAX_GAP_S, derive_turn_record, derive_windows, new_id
+from .ingest.kinds import derive_kinds
 from .ingest.layers import derive_layers
 from .models import (
     ActionState,
@@ -61,6 +62,7 @@ from .plan.strategy import STRATEGIES
 from .rank.fusion import rrf
 from .rank.mmr import jaccard_matrix, mmr
 from .rank.rerank import Candidate, LLMReranker, Reranker, apply_rerank, fair_pool
+from .rank.select import apply_episode_budget, apply_route_quotas
 from .rank.zscore import TurnScores, rank_turns
 from .recall.base import RecallContext, Recaller, RecallRequest
 from .recall.runner import run_channels
@@ -78,6 +80,8 @@ from .text import estimate_tokens, tokenize
 __all__ = ["AddResult", "ForgetReceipt", "MemoryEngine", "StoreStats"]
 
 CHANNELS = ("keyword", "vector", "graph", "keyword_l0", "keyword_l1", "vector_l0", "vector_l1")
+KIND_CONTEXT_TURNS = 8
+"""Stored turns the derivation of procedures and failure patterns may look back at."""
 SECONDARY_ROUTE_WEIGHT = 0.5
 """Weight of the action route and of per-speaker routes next to the main route (weight 1)."""
 FILTER_KEYS = ("session_id", "speaker", "role", "since", "until", "kinds")
@@ -293,12 +297,16 @@ class MemoryEngine(LifecycleMixin):
             if self._store.read_only:
                 raise ReadOnlyStoreError("add_turns")
             known_ns = self._store.find_namespace(ns.key)
-            tail = self._store.tail_turns(self._store.reader(), known_ns, 2) if known_ns is not None else []
+            context = self._store.tail_turns(self._store.reader(), known_ns, KIND_CONTEXT_TURNS) \
+                if known_ns is not None else []
+            tail = context[-2:]  # windows need the last two stored turns
             records = [derive_turn_record(r) for r in turn_rows]
             ingest = self.config.ingest
             windows = derive_windows(tail + turn_rows, first_center=len(tail) - 1) if ingest.windows else []
             derived = derive_layers(turn_rows, min_chars=ingest.layer_min_chars) \
                 if self.config.globals.layers_index_enabled else []
+            if ingest.derived_kinds:
+                derived += derive_kinds(context + turn_rows, first=len(context))
             anchored = windows + derived  # records that are evidence for the turn they are anchored to
             all_records = records + anchored
             vectors = None
@@ -324,7 +332,7 @@ class MemoryEngine(LifecycleMixin):
                                                "turn ids must be unique in the store; omit id to get a fresh one "
                                                f"({exc})") from None
                     rids = self._store.insert_records(conn, ns_id, records)
-                    rid_of = {t["id"]: t["rid"] for t in tail}
+                    rid_of = {t["id"]: t["rid"] for t in context}
                     rid_of.update({r["turn_ids"][0]: rid for r, rid in zip(records, rids, strict=True)})
                     for w in anchored:
                         w["anchor_rid"] = rid_of[w["anchor_turn_id"]]
@@ -537,7 +545,11 @@ class MemoryEngine(LifecycleMixin):
             for p in top:
                 if explain and int(p) in supersedes:
                     details[int(cat.rids[p])]["supersedes"] = supersedes[int(p)]
-        top_rids, top_scores = self._select(ns_id, top_rids, top_scores, k, details)
+        score_of = dict(zip(top_rids, top_scores, strict=True))
+        order, _ = self._select(ns_id, top_rids, top_scores, len(top_rids), details)
+        top_rids = self._quotas_and_budget(cat, order, per_route, total, k)
+        floor = min(score_of.values(), default=0.0)
+        top_scores = [score_of.get(r, floor - 1e-3) for r in top_rids]
         items, source_turns = self._hydrate(ns_id, top_rids, top_scores, _channel_ranks(cat, per_route, top_rids), details,
                               explain)
         timings = {f"channel.{n}": v for n, v in run.timings_ms.items()}
@@ -582,6 +594,25 @@ class MemoryEngine(LifecycleMixin):
         parts = {r: {"rerank_score": float(outcome.rerank_scores[r]), "final": float(outcome.scores[r]),
                      "weight": cfg.rerank_weight} for r in order if r in outcome.rerank_scores}
         return order, scores, parts, outcome.error
+
+    def _quotas_and_budget(self, cat: Any, order: list[int], per_route: Mapping[str, TurnScores],
+                           total: np.ndarray, k: int) -> list[int]:
+        """Apply the episode budget, then give every secondary route its quota (see rank/select.py)."""
+        cfg = self.config.recall
+        if cfg.episode_budget:
+            pos = cat.pos_of(np.asarray(order, np.int64))
+            episode_of = {r: int(cat.session[p]) for r, p in zip(order, pos, strict=True) if p >= 0}
+            order = apply_episode_budget(order, episode_of, budget=cfg.episode_budget, k=len(order))  # type: ignore[arg-type]
+        route_best: dict[str, list[int]] = {}
+        if cfg.route_quota and len(per_route) > 1:
+            returnable = np.isfinite(total)
+            for goal, scores in per_route.items():
+                if goal == "query":
+                    continue
+                cand = np.flatnonzero(returnable & np.isfinite(scores.total) & (scores.fused > 0))
+                best = cand[np.lexsort((cat.rids[cand], -scores.total[cand]))][:2 * cfg.route_quota]
+                route_best[goal] = cat.rids[best].tolist()
+        return apply_route_quotas(order, route_best, quota=cfg.route_quota, k=k)
 
     def _select(self, ns_id: int, rids: list[int], scores: list[float], k: int,
                 details: dict[int, dict[str, Any]]) -> tuple[list[int], list[float]]:

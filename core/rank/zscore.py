@@ -25,6 +25,8 @@ from ..store.catalog import DERIVED_KINDS, KIND_CODES, Catalog
 __all__ = ["TurnScores", "dense_scores", "rank_turns", "session_prior", "standardize"]
 
 TURN, WINDOW = KIND_CODES["turn"], KIND_CODES["window"]
+LIKE_TURNS = {KIND_CODES[k]: TURN for k in DERIVED_KINDS}
+"""Derived kinds are standardised with the turns' statistics (layers, like windows, have their own)."""
 SESSION_TOP = 3
 
 
@@ -61,14 +63,21 @@ def dense_scores(cat: Catalog, hits: Hits) -> np.ndarray:
     return dense
 
 
-def standardize(values: np.ndarray, groups: np.ndarray) -> np.ndarray:
-    """z-scores of ``values`` within each group (a constant group gives zeros)."""
+def standardize(values: np.ndarray, groups: np.ndarray, like: dict[int, int] | None = None) -> np.ndarray:
+    """z-scores of ``values`` within each group (a constant group gives zeros).
+
+    ``like`` maps a group to the group whose mean and deviation it borrows: derived records (a handful per
+    namespace, sentences like turns) are measured on the turns' scale instead of on their own few scores.
+    """
     out = np.zeros_like(values, dtype=np.float64)
+    stats = {}
+    for code in np.unique(groups):
+        v = values[groups == code]
+        stats[int(code)] = (v.mean(), v.std())
     for code in np.unique(groups):
         mask = groups == code
-        v = values[mask]
-        sd = v.std()
-        out[mask] = (v - v.mean()) / sd if sd > 0 else 0.0
+        mean, sd = stats.get((like or {}).get(int(code), int(code)), stats[int(code)])
+        out[mask] = (values[mask] - mean) / sd if sd > 0 else 0.0
     return out
 
 
@@ -116,7 +125,7 @@ def rank_turns(cat: Catalog, hits: Mapping[str, Hits], weights: Mapping[str, flo
     fused = np.zeros(n)
     for name, h in hits.items():
         raw[name] = dense_scores(cat, h)
-        zs[name] = standardize(raw[name], cat.kind)
+        zs[name] = standardize(raw[name], cat.kind, LIKE_TURNS)
         if channel_kinds and name in channel_kinds:  # a channel counts only for the records it serves
             zs[name] = np.where(channel_kinds[name], zs[name], 0.0)
         fused += float(weights.get(name, 1.0)) * zs[name]

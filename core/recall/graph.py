@@ -20,13 +20,14 @@ So a record naming a seed outranks one reached through a neighbour (``act(n) <= 
 named together with the seed often and lately outranks a rare or old one, and a rare entity outranks a hub.
 Every record reached is returned (``fill=0.0``: a record not listed is not connected to the query's entities),
 restricted to ``request.allowed`` when given.
+
+All of it runs in memory on the namespace's :class:`~memory_ext.store.graph.GraphSnapshot` (no SQL beyond the
+``graph_stats`` check when nothing changed), vectorised with numpy; each record's score is summed in the same
+order as the straightforward loop (seeds, then hop-1, then hop-2 entities in order of first reach).
 """
 
 from __future__ import annotations
 
-import math
-from collections import defaultdict
-from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -35,9 +36,7 @@ from ..registry import recallers
 from .base import Hits, RecallRequest
 
 if TYPE_CHECKING:
-    import sqlite3
-
-    from ..store.graph import EntityGraph
+    from ..store.graph import EntityGraph, GraphSnapshot
 
 __all__ = ["GraphRecaller"]
 
@@ -80,67 +79,82 @@ class GraphRecaller:
         self.max_hop2_sources = int(max_hop2_sources)
 
     def recall(self, request: RecallRequest) -> Hits:
-        """The records connected to the query's entities, scored by hop distance and edge weight."""
-        conn = self.ctx.store.reader()
-        ns_id = request.ns_id
+        """The records connected to the query's entities, scored by hop distance and edge weight.
+
+        Pure in-memory work on the namespace's :class:`~memory_ext.store.graph.GraphSnapshot` (synced with one
+        SQL statement when nothing changed), vectorised per entity.
+        """
         if request.allowed is not None and len(request.allowed) == 0:
             return _empty()
-        seeds = [eid for eid, _ in self.graph.entities_in(conn, ns_id, request.query)]
+        conn = self.ctx.store.reader()
+        snap = self.graph.snapshot(conn, request.ns_id)
+        if snap is None or snap.size == 0:
+            return _empty()
+        index = snap.index
+        seeds = [i for i in (index.get(e) for e in self.graph.match(conn, request.ns_id, request.query,
+                                                                     stats=snap.stats))
+                 if i is not None]
         if not seeds:
             return _empty()
-        n_docs = max(self.graph.record_count(conn, ns_id), 1)
-        now = self.graph.reference_time(conn, ns_id)
-        spec_of: dict[int, float] = {}
+        n_rec = len(snap.rids)
+        allowed = None
+        if request.allowed is not None:
+            wanted = np.fromiter((int(r) for r in request.allowed), np.int64, len(request.allowed))
+            pos = np.minimum(np.searchsorted(snap.rids, wanted), max(n_rec - 1, 0))
+            allowed = np.zeros(n_rec, bool)
+            if n_rec:
+                allowed[pos[snap.rids[pos] == wanted]] = True
 
-        def spec(eids: Iterable[int]) -> None:
-            missing = [e for e in eids if e not in spec_of]
-            for eid, (_, df) in self.graph.entity_info(conn, ns_id, missing).items():
-                spec_of[eid] = math.log1p(n_docs / max(df, 1)) / math.log1p(n_docs)
+        rec_parts: list[np.ndarray] = []  # record idxs credited, in order: each record's sum runs in this order
+        gain_parts: list[np.ndarray] = []
+        seen = np.zeros(n_rec, bool)
 
-        spec(seeds)
-        seeds = [s for s in seeds if s in spec_of]
-        act: dict[int, float] = {s: self.seed_weight * spec_of[s] for s in seeds}
-        scores: dict[int, float] = defaultdict(float)
-        allowed = None if request.allowed is None else {int(r) for r in request.allowed}
+        def credit(idxs: np.ndarray, gains: np.ndarray) -> None:
+            recs, counts = snap.postings_many(idxs, self.max_postings)
+            per_posting = np.repeat(gains, counts)
+            if allowed is not None:
+                keep = allowed[recs]
+                recs, per_posting = recs[keep], per_posting[keep]
+            rec_parts.append(recs)
+            gain_parts.append(per_posting)
+            seen[recs] = True
 
-        def credit(activation: Mapping[int, float], *, weigh_by_spec: bool) -> None:
-            spec(activation)
-            for eid, rows in self.graph.postings(conn, ns_id, list(activation), limit=self.max_postings).items():
-                gain = activation[eid] * (spec_of.get(eid, 0.0) if weigh_by_spec else 1.0)
-                for rid, _ in rows:
-                    if allowed is None or rid in allowed:
-                        scores[rid] += gain
-
-        credit(act, weigh_by_spec=False)
-        hop1 = self._spread(conn, ns_id, act, exclude=set(act), now=now)
-        credit(hop1, weigh_by_spec=True)
-        if len(scores) < request.limit and hop1:
-            sources = dict(sorted(hop1.items(), key=lambda kv: (-kv[1], kv[0]))[: self.max_hop2_sources])
-            hop2 = self._spread(conn, ns_id, sources, exclude=set(act) | set(hop1), now=now)
-            credit(hop2, weigh_by_spec=True)
-        if not scores:
+        seed_idx = np.array(seeds, np.int64)
+        seed_act = self.seed_weight * snap.specificity(seed_idx)
+        credit(seed_idx, seed_act)
+        reached = np.zeros(snap.size, bool)
+        reached[seed_idx] = True
+        hop1_idx, hop1_act = self._spread(snap, seed_idx, seed_act, reached)
+        credit(hop1_idx, hop1_act * snap.specificity(hop1_idx))
+        if len(hop1_idx) and np.count_nonzero(seen) < request.limit:
+            top = np.lexsort((hop1_idx, -hop1_act))[: self.max_hop2_sources]  # by activation, ties by eid
+            reached[hop1_idx] = True
+            hop2_idx, hop2_act = self._spread(snap, hop1_idx[top], hop1_act[top], reached)
+            credit(hop2_idx, hop2_act * snap.specificity(hop2_idx))
+        hit = np.flatnonzero(seen)
+        if not len(hit):
             return _empty()
-        rids = np.fromiter(scores.keys(), np.int64, len(scores))
-        values = np.fromiter(scores.values(), np.float64, len(scores))
-        return Hits(rids, values, fill=0.0)
+        scores = np.bincount(np.concatenate(rec_parts), weights=np.concatenate(gain_parts), minlength=n_rec)
+        return Hits(snap.rids[hit].astype(np.int64, copy=False), scores[hit].astype(np.float64, copy=False),
+                    fill=0.0)
 
     def _spread(
-        self,
-        conn: sqlite3.Connection,
-        ns_id: int,
-        source: Mapping[int, float],
-        *,
-        exclude: set[int],
-        now: float | None,
-    ) -> dict[int, float]:
-        """One hop: ``act(n) = decay * sum_s act(s) * w(s, n) / max_m w(s, m)`` over entities not in ``exclude``."""
-        out: dict[int, float] = defaultdict(float)
-        neighbours = self.graph.neighbours(conn, ns_id, list(source), now=now, limit=self.max_neighbours)
-        for eid, edges in neighbours.items():
-            if not edges or edges[0][1] <= 0:
+        self, snap: GraphSnapshot, source: np.ndarray, act: np.ndarray, exclude: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """One hop: ``act(n) = decay * sum_s act(s) * w(s, n) / max_m w(s, m)`` over entities not ``exclude``d
+        (a mask over entity idxs); returned in order of first reach, each sum in source order."""
+        others: list[np.ndarray] = []
+        gains: list[np.ndarray] = []
+        for i, a in zip(source.tolist(), act.tolist(), strict=True):
+            dst, weight = snap.neighbours(i, self.max_neighbours)
+            if not len(weight) or weight[0] <= 0:
                 continue
-            top = edges[0][1]
-            for other, weight in edges:
-                if other not in exclude:
-                    out[other] += self.hop_decay * source[eid] * weight / top
-        return dict(out)
+            keep = ~exclude[dst]
+            others.append(dst[keep])
+            gains.append(self.hop_decay * a * weight[keep] / weight[0])
+        if not others:
+            return np.zeros(0, np.int64), np.zeros(0, np.float64)
+        reached, first, inverse = np.unique(np.concatenate(others), return_index=True, return_inverse=True)
+        total = np.bincount(inverse, weights=np.concatenate(gains), minlength=len(reached))
+        order = np.argsort(first, kind="stable")
+        return reached[order], total[order]

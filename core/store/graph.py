@@ -32,6 +32,12 @@ up in a per-namespace in-memory dict (n-grams of the text's tokens and CJK subst
 text's length, not on the number of entities), synced from ``graph_stats`` at every call like the keyword
 index: nothing changed -> no further SQL; only new entities -> load just those; a delete -> reload.
 
+Recall reads none of the tables per call: :meth:`EntityGraph.snapshot` keeps a per-namespace in-memory
+:class:`GraphSnapshot` (numpy arrays: postings per entity newest first, weighted adjacency, document
+frequencies, names), synced from ``graph_stats`` the same way: unchanged -> one SQL statement; only records
+added -> their postings are read and appended (edges derived from them as :meth:`EntityGraph.add` does);
+a delete -> rebuilt whole.
+
 Every statement carries ``ns_id``: one namespace never reads or changes another's rows.
 
 >>> import sqlite3
@@ -48,6 +54,7 @@ Every statement carries ``ns_id``: one namespace never reads or changes another'
 
 from __future__ import annotations
 
+import math
 import re
 import sqlite3
 import threading
@@ -57,10 +64,12 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
+import numpy as np
+
 from ..errors import ConfigError
 from ..text.entities import extract_entities
 
-__all__ = ["EntityGraph", "entity_key", "record_entities"]
+__all__ = ["EntityGraph", "GraphSnapshot", "entity_key", "record_entities"]
 
 _SQL_CHUNK: Final = 400  # ids per "IN (...)" statement (SQLite's default variable limit is 999+)
 _MAX_KEY_TOKENS: Final = 8  # longest key, in tokens, that entities_in looks for
@@ -205,6 +214,259 @@ class _KeyCache:
                 self.max_cjk = min(max(self.max_cjk, len(key)), _MAX_CJK_KEY)
 
 
+_NO_I: Final = np.zeros(0, np.int64)
+_NO_F: Final = np.zeros(0, np.float64)
+_MIN_DELTA: Final = 4096  # postings appended to a snapshot before it is rebuilt from the tables
+
+
+def _ts_key(ts: np.ndarray) -> np.ndarray:
+    """Sort key for "ts DESC" as SQLite orders it: NULL (NaN here) after every time."""
+    return np.where(np.isnan(ts), -np.inf, ts)
+
+
+def _csr(rows: np.ndarray, size: int) -> np.ndarray:
+    """Row pointers of a CSR layout whose row ids ``rows`` are sorted."""
+    ptr = np.zeros(size + 1, np.int64)
+    np.cumsum(np.bincount(rows, minlength=size), out=ptr[1:])
+    return ptr
+
+
+class GraphSnapshot:
+    """An in-memory copy of one namespace's graph, so that recall runs without SQL (see :meth:`EntityGraph.snapshot`).
+
+    Entities are numbered densely (``idx``) in eid order, records (``ridx``) in rid order (``rids[ridx]``). The snapshot is never changed once published (a
+    sync makes a new one), so any number of threads may read it. It holds a *base* loaded from the tables
+    (postings per entity newest first, adjacency per entity sorted by neighbour) plus a *delta* of the
+    records appended since, derived from their postings the way :meth:`EntityGraph.add` derives edges; a
+    delete (new ``version``) or a large delta rebuilds the base.
+    """
+
+    __slots__ = ("version", "n_records", "last_eid", "max_ts", "index", "eids", "names", "df", "rids",
+                 "_p_ptr", "_p_rec", "_p_ts", "_a_ptr", "_a_dst", "_a_cnt", "_a_ts", "_p_delta", "_a_delta",
+                 "_n_delta", "_half_life_s", "_nb_cache")
+
+    def __init__(self, half_life_s: float) -> None:
+        self._half_life_s = half_life_s
+        self._nb_cache: dict[tuple[int, int | None], tuple[np.ndarray, np.ndarray]] = {}
+        self._p_delta: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._a_delta: dict[int, dict[int, tuple[int, float]]] = {}
+        self._n_delta = 0
+
+    # ------------------------------------------------------------------------------------------ build
+
+    def _set_stats(self, stats: _Stats) -> None:
+        self.version, self.n_records, self.max_ts = stats.version, stats.n_records, stats.max_ts
+        self.last_eid = max(stats.last_eid, int(self.eids[-1]) if len(self.eids) else 0)
+
+    def matches(self, stats: _Stats) -> bool:
+        return (self.version == stats.version and self.n_records == stats.n_records
+                and self.last_eid >= stats.last_eid and self.max_ts == stats.max_ts)
+
+    @classmethod
+    def load(cls, conn: sqlite3.Connection, ns_id: int, stats: _Stats, half_life_s: float) -> GraphSnapshot:
+        """Read the whole graph of ``ns_id`` (call inside one read transaction)."""
+        snap = cls(half_life_s)
+        ent = conn.execute("SELECT eid, name, n_records FROM graph_entities WHERE ns_id=? ORDER BY eid",
+                           (ns_id,)).fetchall()
+        snap.eids = np.fromiter((r[0] for r in ent), np.int64, len(ent))
+        snap.names = [r[1] for r in ent]
+        snap.df = np.fromiter((r[2] for r in ent), np.int64, len(ent))
+        snap.index = dict(zip(snap.eids.tolist(), range(len(ent)), strict=True))
+        n_ent = len(ent)
+
+        rows = conn.execute("SELECT eid, rid, ts IS NULL, coalesce(ts, 0.0) FROM graph_postings WHERE ns_id=?",
+                            (ns_id,)).fetchall()
+        arr = np.array(rows, np.float64).reshape(-1, 4)
+        p_eid, rid = arr[:, 0].astype(np.int64), arr[:, 1].astype(np.int64)
+        ts = np.where(arr[:, 2] != 0, np.nan, arr[:, 3])
+        pidx = np.searchsorted(snap.eids, p_eid)
+        ok = pidx < n_ent
+        ok[ok] = snap.eids[pidx[ok]] == p_eid[ok]
+        pidx, ts = pidx[ok], ts[ok]
+        snap.rids, rec = np.unique(rid[ok], return_inverse=True)
+        order = np.lexsort((-rec, -_ts_key(ts), pidx))  # per entity: ts DESC (NULL last), rid DESC
+        snap._p_ptr, snap._p_rec, snap._p_ts = _csr(pidx[order], n_ent), rec[order], ts[order]
+
+        rows = conn.execute("SELECT a, b, count, last_ts IS NULL, coalesce(last_ts, 0.0) FROM graph_edges"
+                            " WHERE ns_id=?", (ns_id,)).fetchall()
+        arr = np.array(rows, np.float64).reshape(-1, 5)
+        a = np.searchsorted(snap.eids, arr[:, 0].astype(np.int64))
+        b = np.searchsorted(snap.eids, arr[:, 1].astype(np.int64))
+        ok = (a < n_ent) & (b < n_ent)
+        ok[ok] = (snap.eids[a[ok]] == arr[ok, 0]) & (snap.eids[b[ok]] == arr[ok, 1])
+        cnt = arr[ok, 2]
+        ets = np.where(arr[ok, 3] != 0, np.nan, arr[ok, 4])
+        src, dst = np.concatenate([a[ok], b[ok]]), np.concatenate([b[ok], a[ok]])
+        order = np.lexsort((dst, src))
+        snap._a_ptr, snap._a_dst = _csr(src[order], n_ent), dst[order]
+        snap._a_cnt, snap._a_ts = np.concatenate([cnt, cnt])[order], np.concatenate([ets, ets])[order]
+        snap._set_stats(stats)
+        return snap
+
+    def extended(self, conn: sqlite3.Connection, ns_id: int, stats: _Stats) -> GraphSnapshot | None:
+        """This snapshot plus the records added since (same ``version``), or None when a full load is due.
+
+        New records are the postings with a rid above every rid loaded; if they do not account for all of
+        ``stats.n_records`` (a record added with a lower rid) or the delta grew large, the caller reloads.
+        """
+        if stats.version != self.version:
+            return None
+        rows = conn.execute("SELECT rid, eid, ts FROM graph_postings WHERE ns_id=? AND rid>? ORDER BY rid, eid",
+                            (ns_id, self.max_rid)).fetchall()
+        by_rid: dict[int, tuple[list[int], float]] = {}
+        for rid, e, ts in rows:
+            got = by_rid.get(rid)
+            if got is None:
+                by_rid[rid] = got = ([], math.nan if ts is None else float(ts))
+            got[0].append(int(e))
+        n_delta = self._n_delta + len(rows)
+        if (self.n_records + len(by_rid) != stats.n_records
+                or n_delta > max(_MIN_DELTA, len(self._p_rec) // 4)):
+            return None
+        new_ent = conn.execute("SELECT eid, name FROM graph_entities WHERE ns_id=? AND eid>? ORDER BY eid",
+                               (ns_id, self.last_eid)).fetchall()
+        snap = GraphSnapshot(self._half_life_s)
+        snap._p_ptr, snap._p_rec, snap._p_ts = self._p_ptr, self._p_rec, self._p_ts
+        snap._a_ptr, snap._a_dst, snap._a_cnt, snap._a_ts = self._a_ptr, self._a_dst, self._a_cnt, self._a_ts
+        if new_ent:
+            snap.index = dict(self.index)
+            snap.index.update((int(e), len(self.eids) + i) for i, (e, _) in enumerate(new_ent))
+            snap.eids = np.concatenate([self.eids, np.array([e for e, _ in new_ent], np.int64)])
+            snap.names = [*self.names, *(n for _, n in new_ent)]
+        else:
+            snap.index, snap.eids, snap.names = self.index, self.eids, self.names
+        df = np.zeros(len(snap.eids), np.int64)
+        df[: len(self.df)] = self.df
+        p_new: dict[int, list[tuple[int, float]]] = defaultdict(list)
+        a_delta = dict(self._a_delta)
+        copied: set[int] = set()
+        for ridx, (eids, ts) in enumerate(by_rid.values(), start=len(self.rids)):  # rids in ascending order
+            idxs = [snap.index.get(e) for e in eids]
+            if None in idxs:
+                return None  # a posting without its entity: the tables moved on, reload
+            for i in idxs:
+                df[i] += 1
+                p_new[i].append((ridx, ts))
+                if i not in copied:
+                    a_delta[i] = dict(a_delta.get(i, {}))
+                    copied.add(i)
+            for i in idxs:
+                row = a_delta[i]
+                for j in idxs:
+                    if j != i:
+                        old = row.get(j)
+                        row[j] = (1, ts) if old is None else (old[0] + 1, ts if math.isnan(old[1]) else
+                                                              old[1] if math.isnan(ts) else max(old[1], ts))
+        p_delta = dict(self._p_delta)
+        for i, items in p_new.items():
+            r = np.fromiter((x for x, _ in items), np.int64, len(items))
+            t = np.fromiter((x for _, x in items), np.float64, len(items))
+            old = p_delta.get(i)
+            p_delta[i] = (r, t) if old is None else (np.concatenate([old[0], r]), np.concatenate([old[1], t]))
+        snap.df, snap._p_delta, snap._a_delta, snap._n_delta = df, p_delta, a_delta, n_delta
+        snap.rids = np.concatenate([self.rids, np.fromiter(by_rid, np.int64, len(by_rid))])
+        snap._set_stats(stats)
+        return snap
+
+    # ------------------------------------------------------------------------------------------ reads
+
+    @property
+    def max_rid(self) -> int:
+        return int(self.rids[-1]) if len(self.rids) else 0
+
+    @property
+    def stats(self) -> _Stats:
+        """The ``graph_stats`` counters this snapshot is in sync with."""
+        return _Stats(self.version, self.last_eid, self.n_records, self.max_ts)
+
+    @property
+    def size(self) -> int:
+        """Number of entities."""
+        return len(self.eids)
+
+    def postings(self, idx: int, limit: int | None = None) -> np.ndarray:
+        """ridxs of the records naming entity ``idx``, the ``limit`` newest (ts DESC, rid DESC) when truncated."""
+        if idx + 1 < len(self._p_ptr):
+            lo, hi = int(self._p_ptr[idx]), int(self._p_ptr[idx + 1])
+        else:
+            lo = hi = 0
+        base = self._p_rec[lo:hi]
+        extra = self._p_delta.get(idx)
+        if extra is None:
+            return base if limit is None else base[:limit]
+        if limit is None or len(base) + len(extra[0]) <= limit:
+            return np.concatenate([base, extra[0]])
+        rid = np.concatenate([base[:limit], extra[0]])
+        ts = np.concatenate([self._p_ts[lo : min(hi, lo + limit)], extra[1]])
+        return rid[np.lexsort((-rid, -_ts_key(ts)))[:limit]]
+
+    def postings_many(self, idxs: np.ndarray, limit: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`postings` of several entities, concatenated in their order, and how many each has."""
+        if not len(idxs):
+            return _NO_I, _NO_I
+        if self._p_delta and not self._p_delta.keys().isdisjoint(idxs.tolist()):
+            parts = [self.postings(i, limit) for i in idxs.tolist()]
+            return np.concatenate(parts), np.array([len(p) for p in parts], np.int64)
+        rows = len(self._p_ptr) - 1
+        inside = idxs < rows
+        lo = self._p_ptr[np.where(inside, idxs, 0)]
+        lens = self._p_ptr[np.where(inside, idxs + 1, 0)] - lo
+        if limit is not None:
+            lens = np.minimum(lens, limit)
+        ends = np.cumsum(lens)
+        pos = np.arange(int(ends[-1]), dtype=np.int64) + np.repeat(lo - (ends - lens), lens)
+        return self._p_rec[pos], lens
+
+    def neighbours(self, idx: int, limit: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``(neighbour idxs, weights)`` of entity ``idx``, heaviest first, ties by eid (at most ``limit``).
+
+        ``weight = count * 0.5 ** ((max_ts - last_ts) / half_life)`` (1 when a time is unknown), as
+        :meth:`EntityGraph.neighbours` with its default ``now``.
+        """
+        key = (idx, limit)
+        hit = self._nb_cache.get(key)
+        if hit is not None:
+            return hit
+        if idx + 1 < len(self._a_ptr):
+            lo, hi = int(self._a_ptr[idx]), int(self._a_ptr[idx + 1])
+        else:
+            lo = hi = 0
+        dst, cnt, ts = self._a_dst[lo:hi], self._a_cnt[lo:hi], self._a_ts[lo:hi]
+        extra = self._a_delta.get(idx)
+        if extra:
+            d_dst = np.fromiter(extra.keys(), np.int64, len(extra))
+            d_cnt = np.fromiter((c for c, _ in extra.values()), np.float64, len(extra))
+            d_ts = np.fromiter((t for _, t in extra.values()), np.float64, len(extra))
+            pos = np.searchsorted(dst, d_dst)
+            found = pos < len(dst)
+            found[found] = dst[pos[found]] == d_dst[found]
+            cnt, ts = cnt.copy(), ts.copy()
+            at = pos[found]
+            cnt[at] += d_cnt[found]
+            ts[at] = np.fmax(ts[at], d_ts[found])
+            new = ~found
+            dst = np.concatenate([dst, d_dst[new]])
+            cnt, ts = np.concatenate([cnt, d_cnt[new]]), np.concatenate([ts, d_ts[new]])
+        weight = cnt.copy()
+        if self.max_ts is not None:
+            old = ts < self.max_ts  # False for NaN (unknown time): recency 1
+            weight[old] *= np.power(0.5, (self.max_ts - ts[old]) / self._half_life_s)
+        if limit is not None and len(weight) > limit:
+            kth = np.partition(weight, len(weight) - limit)[len(weight) - limit]
+            cand = np.flatnonzero(weight >= kth)
+            order = cand[np.lexsort((dst[cand], -weight[cand]))][:limit]
+        else:
+            order = np.lexsort((dst, -weight))
+        out = (dst[order], weight[order])
+        self._nb_cache[key] = out
+        return out
+
+    def specificity(self, idxs: np.ndarray) -> np.ndarray:
+        """``log(1 + N / df) / log(1 + N)`` of the entities ``idxs`` (``N`` = records naming an entity, >= 1)."""
+        n = float(max(self.n_records, 1))
+        return np.log1p(n / np.maximum(self.df[idxs], 1)) / math.log1p(n)
+
+
 # ---------------------------------------------------------------------------------------------- the graph
 
 
@@ -222,6 +484,8 @@ class EntityGraph:
         self.half_life_s = float(half_life_days) * _DAY_S
         self._lock = threading.Lock()
         self._cache: dict[int, _KeyCache] = {}
+        self._snap_lock = threading.Lock()
+        self._snaps: dict[int, GraphSnapshot] = {}
 
     # ----------------------------------------------------------------------------------------- writes
 
@@ -409,12 +673,14 @@ class EntityGraph:
         self.invalidate(ns_id)
 
     def invalidate(self, ns_id: int | None = None) -> None:
-        """Forget the cached keys of ``ns_id`` (all namespaces if None); the next query reloads them."""
+        """Forget the cached keys and snapshot of ``ns_id`` (all namespaces if None); the next query reloads them."""
         with self._lock:
             if ns_id is None:
                 self._cache.clear()
+                self._snaps.clear()
             else:
                 self._cache.pop(ns_id, None)
+                self._snaps.pop(ns_id, None)
 
     @staticmethod
     def _indexed(conn: sqlite3.Connection, ns_id: int, rids: Sequence[int]) -> list[int]:
@@ -449,9 +715,16 @@ class EntityGraph:
         characters (two or more), as a substring; :func:`extract_entities`' names of the text are looked up
         too. Overlapping matches: the longer wins.
         """
+        eids = self.match(conn, ns_id, text)
+        names = self.display_names(conn, ns_id, eids)
+        return [(eid, names[eid]) for eid in eids if eid in names]
+
+    def match(self, conn: sqlite3.Connection, ns_id: int, text: str, *, stats: _Stats | None = None) -> list[int]:
+        """The eids of the keys ``text`` names, as :meth:`entities_in` finds them, without reading their names
+        (an eid may be unknown to a connection that has not seen the latest write)."""
         if not text or not text.strip():
             return []
-        cache = self._sync(conn, ns_id)
+        cache = self._sync(conn, ns_id, stats)
         if cache is None or not cache.by_key:
             return []
         by_key = cache.by_key
@@ -481,13 +754,48 @@ class EntityGraph:
             covered_end = end
             order.append(eid)
         order.extend(e for e in extracted if e is not None)
-        eids = list(dict.fromkeys(order))
-        names = self.display_names(conn, ns_id, eids)
-        return [(eid, names[eid]) for eid in eids if eid in names]
+        return list(dict.fromkeys(order))
 
-    def _sync(self, conn: sqlite3.Connection, ns_id: int) -> _KeyCache | None:
-        """The key cache of ``ns_id``, brought up to date with the database."""
+    def snapshot(self, conn: sqlite3.Connection, ns_id: int) -> GraphSnapshot | None:
+        """The in-memory :class:`GraphSnapshot` of ``ns_id`` as ``conn`` sees it (None: no graph).
+
+        Synced from ``graph_stats`` like the key cache: unchanged -> one SQL statement; only records added
+        -> their postings and new entities are read and appended; a delete (or a rid out of order, or a large
+        delta) -> reloaded whole. Reads run in one read transaction, so they see one state of the tables.
+        """
         stats = _read_stats(conn, ns_id)
+        snap = self._snaps.get(ns_id)
+        if stats is None:
+            if snap is not None:
+                self.invalidate(ns_id)
+            return None
+        if snap is not None and snap.matches(stats):
+            return snap
+        with self._snap_lock:
+            own = not conn.in_transaction
+            if own:
+                conn.execute("BEGIN")
+            try:
+                stats = _read_stats(conn, ns_id)
+                if stats is None:
+                    return None
+                snap = self._snaps.get(ns_id)
+                if snap is not None and snap.matches(stats):
+                    return snap
+                new = None if snap is None else snap.extended(conn, ns_id, stats)
+                if new is None:
+                    new = GraphSnapshot.load(conn, ns_id, stats, self.half_life_s)
+            finally:
+                if own:
+                    conn.execute("COMMIT")
+            with self._lock:
+                self._snaps[ns_id] = new
+            return new
+
+    def _sync(self, conn: sqlite3.Connection, ns_id: int, stats: _Stats | None = None) -> _KeyCache | None:
+        """The key cache of ``ns_id``, brought up to date with the database (``stats``: already read)."""
+        if stats is None:
+            stats = _read_stats(conn, ns_id)
         if stats is None:
             self.invalidate(ns_id)
             return None

@@ -495,10 +495,11 @@ class TruthStore:
     def tail_turns(conn: sqlite3.Connection, ns_id: int, n: int = 2) -> list[dict[str, Any]]:
         """The namespace's last ``n`` turns (oldest first), with the rid of each one's turn record."""
         rows = conn.execute(
-            "SELECT id, session_id, speaker, content, ts, tool_calls, record_rid FROM turns"
+            "SELECT id, session_id, speaker, content, ts, tool_calls, record_rid, role, attachments, metadata FROM turns"
             " WHERE ns_id=? ORDER BY seq DESC LIMIT ?", (ns_id, n)).fetchall()
         return [{"id": r[0], "session_id": r[1], "speaker": r[2], "content": r[3], "ts": r[4],
-                 "tool_calls": json.loads(r[5]), "rid": int(r[6])} for r in reversed(rows)]
+                 "tool_calls": json.loads(r[5]), "rid": int(r[6]), "role": r[7], "attachments": json.loads(r[8]),
+                 "metadata": json.loads(r[9])} for r in reversed(rows)]
 
     # -- reads -------------------------------------------------------------------------------------------------
     def records_by_rid(self, ns_id: int, rids: Sequence[int]) -> dict[int, RecordRow]:

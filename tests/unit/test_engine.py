@@ -232,16 +232,30 @@ def test_threads_can_search_while_one_writes(filled: MemoryEngine) -> None:
     assert len(filled.get_turns("ana")) == len(CONVERSATIONS["ana"]) + 20
 
 
+def _records(engine: MemoryEngine, user: str) -> int:
+    import sqlite3
+
+    conn = sqlite3.connect(engine.path / "memory.sqlite3")
+    try:
+        return conn.execute("SELECT COUNT(*) FROM records r JOIN namespaces n ON n.ns_id = r.ns_id WHERE n.user_id=?",
+                            (user,)).fetchone()[0]
+    finally:
+        conn.close()
+
+
 def test_forget_removes_from_every_store(filled: MemoryEngine) -> None:
+    stored = _records(filled, "ana")
+    # one turn record per turn, one window record per turn that has a successor, and the derived records
+    assert stored > 2 * len(CONVERSATIONS["ana"]) - 1
     receipt = filled.forget("ana")
-    # one turn record per turn, and one window record per turn that has a successor
-    assert receipt.turns == len(CONVERSATIONS["ana"]) and receipt.records == 2 * receipt.turns - 1
+    assert receipt.turns == len(CONVERSATIONS["ana"]) and receipt.records == stored
+    assert _records(filled, "ana") == 0
     assert filled.search("Toby beagle", "ana").items == ()
     assert filled.get_turns("ana") == []
     assert "marathon" in filled.search("marathon", "ben", k=1).items[0].text  # others untouched
     s = filled.stats()
     assert s.turns == len(CONVERSATIONS["ben"]) + len(CONVERSATIONS["chen"])
-    assert s.records == s.vectors == 2 * s.turns - 2  # turn records + windows (each user's newest turn has none)
+    assert s.records == s.vectors == _records(filled, "ben") + _records(filled, "chen")
 
 
 def test_forget_one_session(filled: MemoryEngine) -> None:
@@ -283,7 +297,8 @@ def test_explain_shows_the_fusion_arithmetic(filled: MemoryEngine) -> None:
     route = exp["routes"]["query"]
     fused = sum(c["weight"] * c["z"] for c in route["channels"].values())
     assert route["fused"] == pytest.approx(fused)
-    parts = route["fused"] + route["window"] + route["speaker_boost"] + route["time_boost"] + route["session_prior"]
+    parts = route["fused"] + route["window"] + route["speaker_boost"] + route["time_boost"] + route["session_prior"] \
+        + route["derived"] + route["kind_bonus"]
     assert route["route_score"] == pytest.approx(parts) == pytest.approx(item.score)
 
 

@@ -161,7 +161,7 @@ def test_results_are_turns_with_their_own_turn_first(tmp_path: Path) -> None:
 
 
 def test_windows_can_be_switched_off(tmp_path: Path) -> None:
-    with _chat(tmp_path, config={"ingest": {"windows": False}}) as eng:
+    with _chat(tmp_path, config={"ingest": {"windows": False, "derived_kinds": False}}) as eng:
         stats = eng.stats()
         assert stats.records == stats.turns == 8
         assert "deer" in eng.search("deer at dawn", "conv", k=1).items[0].text
