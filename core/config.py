@@ -42,6 +42,9 @@ class GlobalsConfig(_Section):
     graph_enabled: bool = False
     """Entity-graph channel: records naming the query's entities and their co-occurring neighbours (1-2 hops,
     scored by edge weight and distance). The graph is always indexed, so it can be switched on at any time."""
+    temporal_enabled: bool = True
+    """Temporal channel: when the question has a confidently parsed time ("last Saturday"), records *about*
+    that time (their resolved time expressions) and, less, records written then."""
     layers_index_enabled: bool = False
     """Derive L0 (title) and L1 (abstract) layers of long turns (``ingest.layer_min_chars``) and search them with
     the ``keyword_l0``, ``keyword_l1``, ``vector_l0`` and ``vector_l1`` channels. Turns written while it was off
@@ -62,6 +65,8 @@ class RecallConfig(_Section):
     """Implementation of the vector channel."""
     graph_recaller: str = "graph"
     """Implementation of the graph channel (used when ``globals.graph_enabled``)."""
+    temporal_recaller: str = "temporal"
+    """Implementation of the temporal channel (used when ``globals.temporal_enabled``)."""
     keyword_l0_recaller: str = "keyword_l0"
     """Implementation of the keyword channel over L0 layers (used when ``globals.layers_index_enabled``)."""
     keyword_l1_recaller: str = "keyword_l1"

@@ -68,8 +68,10 @@ from .recall.base import RecallContext, Recaller, RecallRequest
 from .recall.runner import run_channels
 from .registry import recallers, vector_backends
 from .store.graph import EntityGraph
+from .store.timeindex import TimeIndex
 from .store.keyword import KeywordIndex
 from .recall import graph as _graph_channel  # noqa: F401  (registers the graph recaller)
+from .recall import temporal as _temporal_channel  # noqa: F401  (registers the temporal recaller)
 from .recall.layers import LAYER_CHANNELS
 from .store import chroma as _chroma  # noqa: F401  (registers the backend; chromadb loads only when used)
 from .store.catalog import KIND_CODES, RecordCatalog
@@ -79,7 +81,7 @@ from .text import estimate_tokens, tokenize
 
 __all__ = ["AddResult", "ForgetReceipt", "MemoryEngine", "StoreStats"]
 
-CHANNELS = ("keyword", "vector", "graph", "keyword_l0", "keyword_l1", "vector_l0", "vector_l1")
+CHANNELS = ("keyword", "vector", "graph", "temporal", "keyword_l0", "keyword_l1", "vector_l0", "vector_l1")
 KIND_CONTEXT_TURNS = 8
 """Stored turns the derivation of procedures and failure patterns may look back at."""
 SECONDARY_ROUTE_WEIGHT = 0.5
@@ -162,21 +164,26 @@ class MemoryEngine(LifecycleMixin):
         self._keyword = KeywordIndex()
         self._catalog = RecordCatalog()
         self._graph = EntityGraph()
+        self._time = TimeIndex()
         store.add_schema(KeywordIndex.create_schema)
         store.add_schema(EntityGraph.create_schema)
+        store.add_schema(TimeIndex.create_schema)
         self._vector: VectorIndex | None = None
         if config.globals.vector_enabled and embedder is not None:
             backend = vector_backends.resolve("storage.vector_backend", config.storage.vector_backend)
             self._vector = backend(storage=config.storage, directory=store.directory, embedder_id=embedder.id,
                                    dim=embedder.dim, store_id=store.store_id)
         ctx = RecallContext(store=store, keyword_index=self._keyword, vector_index=self._vector, embedder=embedder,
-                            graph_index=self._graph)
+                            graph_index=self._graph, time_index=self._time)
         self._recallers: dict[str, Recaller] = {
             "keyword": recallers.resolve("recall.keyword_recaller", config.recall.keyword_recaller)(ctx)}
         if self._vector is not None:
             self._recallers["vector"] = recallers.resolve("recall.vector_recaller", config.recall.vector_recaller)(ctx)
         if config.globals.graph_enabled:
             self._recallers["graph"] = recallers.resolve("recall.graph_recaller", config.recall.graph_recaller)(ctx)
+        if config.globals.temporal_enabled:
+            self._recallers["temporal"] = recallers.resolve("recall.temporal_recaller",
+                                                            config.recall.temporal_recaller)(ctx)
         if config.globals.layers_index_enabled:
             for channel in LAYER_CHANNELS:
                 if channel.startswith("vector") and self._vector is None:
@@ -342,6 +349,8 @@ class MemoryEngine(LifecycleMixin):
                     if vectors is not None and self._vector is not None and self.embedder is not None:
                         self._store.insert_embeddings(conn, ns_id, rids, vectors, self.embedder.id)
                         self._vector.add(conn, ns_id, rids, vectors)
+                    self._time.add(conn, ns_id, [(rid, r["text"], r["ref_ts"])
+                                                 for rid, r in zip(rids, records, strict=False)])
                     names = self._graph.entities_for(conn, ns_id, [(r["text"], r["speaker"]) for r in records])
                     self._graph.add(conn, ns_id, list(zip(rids[:len(records)], names,
                                                           (r["ref_ts"] for r in records), strict=True)))
@@ -355,6 +364,7 @@ class MemoryEngine(LifecycleMixin):
                 except BaseException:
                     self._keyword.invalidate(ns_id)
                     self._graph.invalidate(ns_id)
+                    self._time.invalidate(ns_id)
                     self._catalog.invalidate(ns_id)
                     if self._vector is not None:
                         self._vector.invalidate(ns_id)
@@ -468,13 +478,15 @@ class MemoryEngine(LifecycleMixin):
             names = {}
             for channel, recaller in self._recallers.items():
                 allowed = None
+                if channel == "temporal" and route.time_filter is None:
+                    continue  # nothing to look for
                 if channel in LAYER_CHANNELS:
                     allowed = layer_rids[LAYER_CHANNELS[channel]]
                     if allowed.size == 0:
                         continue
                 if (channel, text) not in call_of:
                     name = call_of[(channel, text)] = _call_name(channel, route, r_index)
-                    request = RecallRequest(query=text, ns_id=ns_id, limit=limit, allowed=allowed)
+                    request = RecallRequest(query=text, ns_id=ns_id, limit=limit, allowed=allowed, route=route)
                     calls[name] = (lambda r=recaller, q=request: r.recall(q))
                 names[channel] = call_of[(channel, text)]
             route_calls.append(names)
@@ -769,10 +781,12 @@ class MemoryEngine(LifecycleMixin):
                 if whole:
                     self._keyword.drop_namespace(conn, ns_id)
                     self._graph.drop_namespace(conn, ns_id)
+                    self._time.drop_namespace(conn, ns_id)
                     conn.execute("DELETE FROM claims WHERE ns_id=?", (ns_id,))
                 else:
                     self._keyword.remove(conn, ns_id, rids)
                     self._graph.remove(conn, ns_id, rids)
+                    self._time.remove(conn, ns_id, rids)
                 if self._vector is not None:
                     self._vector.remove(conn, ns_id, rids)
             try:
@@ -781,6 +795,7 @@ class MemoryEngine(LifecycleMixin):
                 pass
         self._keyword.invalidate(ns_id)
         self._graph.invalidate(ns_id)
+        self._time.invalidate(ns_id)
         self._catalog.invalidate(ns_id)
         if self._vector is not None:
             self._vector.invalidate(ns_id)
@@ -788,7 +803,7 @@ class MemoryEngine(LifecycleMixin):
                              turn_ids=tuple(removed["turn_ids"]), record_ids=tuple(removed["record_ids"]),
                              files_deleted=tuple(removed["deleted_files"]),
                              files_updated=tuple(removed["updated_files"]),
-                             stores=("truth", "keyword", "graph") + (("vector:" + self.config.storage.vector_backend,)
+                             stores=("truth", "keyword", "graph", "time") + (("vector:" + self.config.storage.vector_backend,)
                                                              if self._vector is not None else ()) + ("files",))
 
     def stats(self) -> StoreStats:
@@ -869,7 +884,8 @@ def _validate_config(cfg: EngineConfig) -> None:
         raise ConfigError("recall.fusion", cfg.recall.fusion, "reranking works on the zscore fusion; use "
                           "fusion: zscore or switch rerank_enabled off")
     for field, channel in (("keyword_recaller", "keyword"), ("vector_recaller", "vector"),
-                           ("graph_recaller", "graph"), *((f"{c}_recaller", c) for c in LAYER_CHANNELS)):
+                           ("graph_recaller", "graph"), ("temporal_recaller", "temporal"),
+                           *((f"{c}_recaller", c) for c in LAYER_CHANNELS)):
         name = getattr(cfg.recall, field)
         valid = [n for n in recallers.names() if getattr(recallers.resolve(field, n), "channel", None) == channel]
         if name not in valid:
@@ -956,7 +972,7 @@ def _channel_ranks(cat: Any, per_route: Mapping[str, TurnScores], rids: Sequence
                         out[int(rid)][name] = int((raw[layer] > raw[mine].max()).sum()) + 1
                 continue
             turn_scores = raw[is_turn]
-            sparse = ch in ("keyword", "graph")  # channels whose unlisted records score 0: only real matches
+            sparse = ch in ("keyword", "graph", "temporal", "evidence")  # channels whose unlisted records score 0: only real matches
             for rid, p in zip(rids, pos, strict=True):
                 if p >= 0 and (raw[p] > 0 or not sparse):
                     out[int(rid)][name] = int((turn_scores > raw[p]).sum()) + 1

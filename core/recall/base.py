@@ -11,7 +11,9 @@ import numpy as np
 
 if TYPE_CHECKING:
     from ..embed import Embedder
+    from ..models import EvidenceRoute
     from ..store.graph import EntityGraph
+    from ..store.timeindex import TimeIndex
     from ..store.keyword import KeywordIndex
     from ..store.sqlite import TruthStore
     from ..store.vector import VectorIndex
@@ -52,6 +54,7 @@ class RecallContext:
     vector_index: VectorIndex | None
     embedder: Embedder | None
     graph_index: EntityGraph | None = None
+    time_index: TimeIndex | None = None
     query_vectors: dict[tuple[str, str], object] = field(default_factory=dict)
     """Query embeddings of recent searches (several vector channels of one search embed the query once)."""
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -65,6 +68,8 @@ class RecallRequest:
     ns_id: int
     limit: int
     allowed: Collection[int] | None = None
+    route: EvidenceRoute | None = None
+    """The plan's route this call serves (its time filter, constraints); channels that need it read it here."""
 
 
 @runtime_checkable

@@ -17,6 +17,8 @@ MODULES = [
     "memory_ext.ingest.kinds",
     "memory_ext.ingest.layers",
     "memory_ext.rank.select",
+    "memory_ext.store.timeindex",
+    "memory_ext.recall.temporal",
     "memory_ext.lifecycle.api",
     "memory_ext.lifecycle.compact",
     "memory_ext.lifecycle.conflicts",

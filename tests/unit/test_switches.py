@@ -80,3 +80,29 @@ def test_graph_channel_reaches_a_related_entity(tmp_path: Path) -> None:
             texts = [i.text for i in e.search(query, "ana", k=6).items]
             ranks[graph] = texts.index(TURNS[2].content) if TURNS[2].content in texts else 99
     assert ranks[True] < ranks[False]
+
+
+def test_temporal_channel_finds_what_a_day_was_about(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    monday = datetime(2026, 5, 11, 9, tzinfo=UTC)  # "last Saturday" asked on Monday 11 May = 9 May
+    chat = [Turn(role="user", speaker="Ana", timestamp=monday, session_id="mon",
+                 content="Yesterday's hike was fun, but on Saturday I ran my first half marathon!"),
+            Turn(role="user", speaker="Ana", timestamp=datetime(2026, 5, 1, 9, tzinfo=UTC), session_id="may1",
+                 content="I ran a few laps around the park."),
+            Turn(role="user", speaker="Ana", timestamp=datetime(2026, 4, 20, 9, tzinfo=UTC), session_id="apr",
+                 content="I ran to the bakery and back.")]
+    found = {}
+    for temporal in (False, True):
+        with MemoryEngine.open(tmp_path / str(temporal), embedder="hashing",
+                               config={"globals": {"temporal_enabled": temporal}}) as e:
+            e.add_turns(chat, "ana")
+            result = e.search("What did Ana do last Saturday?", "ana", k=3, now=monday)
+            found[temporal] = result.items[0]
+            assert ("channel.temporal" in result.timings_ms) is temporal
+    assert found[True].text == chat[0].content and "temporal" in found[True].channels
+    plain = MemoryEngine.open(tmp_path / "True", embedder="hashing")
+    try:  # no time in the question: the channel is not called at all
+        assert "channel.temporal" not in plain.search("half marathon", "ana").timings_ms
+    finally:
+        plain.close()

@@ -1,0 +1,707 @@
+"""Evidence nodes: small, named facets of records (who, what kind, when), persisted in SQLite per namespace.
+
+Every record is posted under a handful of *evidence nodes*, each named by a key:
+
+* ``e:<entity key>`` -- an entity the record names (:func:`memory_ext.store.graph.record_entities`, normalised by
+  :func:`memory_ext.store.graph.entity_key`; a named speaker counts);
+* ``t:<tag>`` -- a content tag of the record (:func:`memory_ext.text.entities.extract_tags`, without
+  ``question``: almost every query is one, so it would match everything);
+* ``et:<entity key>|<tag>`` -- an entity with a tag of the same record ("Ana" x ``preference``);
+* ``d:YYYY-MM-DD`` / ``m:YYYY-MM`` -- the record's own day and month (from ``ref_ts``, UTC), plus the days and
+  months its time expressions resolve to (:func:`memory_ext.text.timeexpr.extract_times`, confidence >= 0.5):
+  a span of at most 7 days gives its days and their months, a span of at most 92 days its months only,
+  anything longer (a year) nothing;
+* ``ev:<entity key>|<day>`` -- an *event frame*: an entity named by the record or by one of its +-1 neighbours
+  of the same session, on the record's own day or a day that the record's or those neighbours' time
+  expressions name (spans of at most 3 days, resolved against the record's time). At most
+  :data:`MAX_FRAME_ENTITIES` x :data:`MAX_FRAME_DAYS` frames per record.
+
+Storage (tables prefixed ``evidence_``; written inside the caller's transaction, never committed here)::
+
+    evidence_nodes(nid INTEGER PRIMARY KEY AUTOINCREMENT, ns_id, key, n_records)   UNIQUE(ns_id, key)
+        one row per node of a namespace, ``n_records`` its document frequency. A node whose last record is
+        removed is deleted with its key (forgetting removes the text a key carries).
+    evidence_postings(pid INTEGER PRIMARY KEY AUTOINCREMENT, ns_id, rid, nid)   UNIQUE(ns_id, rid, nid)
+        node -> record; ``pid`` grows with every write, so a reader can fetch just the postings written since.
+    evidence_stats(ns_id PRIMARY KEY, version, last_pid, n_records)
+        ``version`` is bumped by every delete, ``last_pid`` is the newest posting id when the namespace was last
+        written, ``n_records`` the number of records with at least one node.
+
+Recall reads none of the tables per call: :meth:`EvidenceIndex.snapshot` keeps a per-namespace in-memory
+:class:`EvidenceSnapshot` (key -> node index, postings per node as a CSR array of record indexes, document
+frequencies), synced from ``evidence_stats`` at every call: unchanged -> one SQL statement; only records added
+-> just the new postings and nodes are read and appended; a delete (or a large delta) -> reloaded whole.
+
+Every statement carries ``ns_id``: one namespace never reads or changes another's rows.
+
+>>> import sqlite3
+>>> conn = sqlite3.connect(":memory:")
+>>> EvidenceIndex.create_schema(conn)
+>>> index = EvidenceIndex()
+>>> index.add(conn, 1, [{"rid": 7, "text": "I love playing tennis.", "speaker": "Ana", "ref_ts": 1683554160.0}])
+>>> index.nodes_of(conn, 1, 7)
+['d:2023-05-08', 'e:ana', 'et:ana|preference', 'ev:ana|2023-05-08', 'm:2023-05', 't:preference']
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+import threading
+from collections import Counter, defaultdict
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from typing import Any, Final
+
+import numpy as np
+
+from ..text.entities import extract_tags
+from ..text.timeexpr import extract_times
+from .graph import _CJK_RE, _MAX_CJK_KEY, _MAX_KEY_TOKENS, _tokens, entity_key, record_entities
+
+__all__ = [
+    "KINDS",
+    "MAX_FRAME_DAYS",
+    "MAX_FRAME_ENTITIES",
+    "EvidenceIndex",
+    "EvidenceSnapshot",
+    "day_key",
+    "month_key",
+    "node_keys",
+    "window_keys",
+]
+
+#: Node kinds, by key prefix.
+KINDS: Final = ("e", "t", "et", "d", "m", "ev")
+#: Tags never indexed (a query is nearly always a question: the node would match everything).
+SKIP_TAGS: Final = frozenset({"question"})
+MIN_CONFIDENCE: Final = 0.5  # time expressions below it give no node
+MAX_DAY_SPAN: Final = 7  # a resolved span of at most this many days gives its days
+MAX_MONTH_SPAN: Final = 92  # ... of at most this many days its months
+MAX_ENTITIES: Final = 12  # entity nodes per record
+MAX_FRAME_ENTITIES: Final = 8  # entities per record in event frames (the record's first, then its neighbours')
+MAX_FRAME_DAYS: Final = 4  # days per record in event frames (its own day first)
+MAX_FRAME_SPAN: Final = 3  # a resolved span of at most this many days gives event-frame days
+
+_SQL_CHUNK: Final = 400
+_MIN_DELTA: Final = 4096  # postings appended to a snapshot before it is rebuilt from the tables
+
+_SCHEMA: Final = (
+    """CREATE TABLE IF NOT EXISTS evidence_nodes(
+        nid INTEGER PRIMARY KEY AUTOINCREMENT,
+        ns_id INTEGER NOT NULL,
+        key TEXT NOT NULL,
+        n_records INTEGER NOT NULL,
+        UNIQUE(ns_id, key))""",
+    """CREATE TABLE IF NOT EXISTS evidence_postings(
+        pid INTEGER PRIMARY KEY AUTOINCREMENT,
+        ns_id INTEGER NOT NULL,
+        rid INTEGER NOT NULL,
+        nid INTEGER NOT NULL)""",
+    "CREATE UNIQUE INDEX IF NOT EXISTS evidence_postings_ns_rid ON evidence_postings(ns_id, rid, nid)",
+    """CREATE TABLE IF NOT EXISTS evidence_stats(
+        ns_id INTEGER PRIMARY KEY,
+        version INTEGER NOT NULL,
+        last_pid INTEGER NOT NULL,
+        n_records INTEGER NOT NULL)""",
+)
+
+
+# ------------------------------------------------------------------------------------------------ keys
+
+
+def day_key(d: date) -> str:
+    """``d:YYYY-MM-DD``."""
+    return f"d:{d.isoformat()}"
+
+
+def month_key(d: date) -> str:
+    """``m:YYYY-MM``."""
+    return f"m:{d.year:04d}-{d.month:02d}"
+
+
+def _utc_date(dt: datetime) -> date:
+    return (dt.astimezone(UTC) if dt.tzinfo is not None else dt).date()
+
+
+def span_days(start: date, end: date) -> list[date]:
+    """The days of the half-open span ``[start, end)`` (at least ``start``)."""
+    n = max((end - start).days, 1)
+    return [start + timedelta(days=i) for i in range(n)]
+
+
+def span_months(start: date, end: date) -> list[date]:
+    """The first day of each month the half-open span ``[start, end)`` touches."""
+    last = max(end - timedelta(days=1), start)
+    out: list[date] = []
+    y, m = start.year, start.month
+    while (y, m) <= (last.year, last.month):
+        out.append(date(y, m, 1))
+        y, m = (y + 1, 1) if m == 12 else (y, m + 1)
+    return out
+
+
+def _time_nodes(text: str, reference: datetime) -> tuple[list[date], list[date], list[date]]:
+    """(days, months, frame days) the time expressions of ``text`` resolve to (confidence >= 0.5), in order of
+    mention; frame days come from spans of at most :data:`MAX_FRAME_SPAN` days (a day, "a few days ago")."""
+    days: list[date] = []
+    months: list[date] = []
+    frame: list[date] = []
+    for m in extract_times(text, reference):
+        if m.confidence < MIN_CONFIDENCE:
+            continue
+        start, end = _utc_date(m.start), _utc_date(m.end)
+        n = (end - start).days
+        if n <= MAX_DAY_SPAN:
+            got = span_days(start, end)
+            days += got
+            months += span_months(start, end)
+            if n <= MAX_FRAME_SPAN:
+                frame += got
+        elif n <= MAX_MONTH_SPAN:
+            months += span_months(start, end)
+    return days, months, frame
+
+
+def _entity_keys(names: Iterable[str], limit: int = MAX_ENTITIES) -> list[str]:
+    keys = [k for k in dict.fromkeys(entity_key(n) for n in names) if k]
+    return keys[:limit]
+
+
+def _known_in(text: str, known: Collection[str]) -> Collection[str]:
+    """The ``known`` keys among the tokens of ``text``: all :func:`record_entities` needs of them (it rebuilds
+    its ``known`` set per call, so passing a namespace's thousands of keys would cost that much per record)."""
+    if not known:
+        return ()
+    return {t for _, _, t in _tokens(text) if t in known}
+
+
+def _text_of(neighbour: Any) -> tuple[str, str | None]:
+    """A neighbour given as a text, a ``(text, speaker)`` pair or a dict with ``text`` / ``speaker``."""
+    if isinstance(neighbour, str):
+        return neighbour, None
+    if isinstance(neighbour, Mapping):
+        return str(neighbour.get("text") or ""), neighbour.get("speaker")
+    text, speaker = neighbour
+    return str(text or ""), speaker
+
+
+@dataclass(frozen=True)
+class _Facets:
+    """What one text contributes: entity keys, tags, own day, resolved days / months / event-frame days."""
+
+    ents: list[str]
+    tags: list[str]
+    own: date | None
+    days: list[date]
+    months: list[date]
+    frame_days: list[date]
+
+
+def _facets(text: str, speaker: str | None, reference: datetime | None, entities: Sequence[str] | None,
+            known: Collection[str], *, tags: bool = True) -> _Facets:
+    names = record_entities(text, speaker=speaker, known=_known_in(text, known)) if entities is None else entities
+    tag_list = [t for t in extract_tags(text) if t not in SKIP_TAGS] if tags else []
+    if reference is None:
+        return _Facets(_entity_keys(names), tag_list, None, [], [], [])
+    days, months, frame = _time_nodes(text, reference)
+    return _Facets(_entity_keys(names), tag_list, reference.date(), days, months, frame)
+
+
+def _reference(ref_ts: float | None) -> datetime | None:
+    if ref_ts is None or not math.isfinite(float(ref_ts)):
+        return None
+    return datetime.fromtimestamp(float(ref_ts), UTC)
+
+
+def _keys(f: _Facets, neighbours: Iterable[_Facets]) -> list[str]:
+    keys: list[str] = [f"e:{e}" for e in f.ents]
+    keys += [f"t:{t}" for t in f.tags]
+    keys += [f"et:{e}|{t}" for e in f.ents for t in f.tags]
+    if f.own is not None:
+        keys += [day_key(d) for d in (f.own, *f.days)]
+        keys += [month_key(d) for d in (f.own, *f.months)]
+        frame_ents = list(f.ents)
+        frame_days = [f.own, *f.frame_days]
+        for nb in neighbours:
+            frame_ents += nb.ents
+            frame_days += nb.frame_days
+        frame_ents = list(dict.fromkeys(frame_ents))[:MAX_FRAME_ENTITIES]
+        frame_days = list(dict.fromkeys(frame_days))[:MAX_FRAME_DAYS]
+        keys += [f"ev:{e}|{d.isoformat()}" for e in frame_ents for d in frame_days]
+    return sorted(set(keys))
+
+
+def node_keys(
+    text: str,
+    *,
+    speaker: str | None = None,
+    ref_ts: float | None = None,
+    neighbours: Sequence[Any] = (),
+    entities: Sequence[str] | None = None,
+    known: Collection[str] = (),
+) -> list[str]:
+    """The evidence node keys of one record, sorted (see the module docstring for the kinds).
+
+    ``entities`` are the record's entity names when the caller has them already (e.g. from
+    :meth:`~memory_ext.store.graph.EntityGraph.entities_for`); otherwise they are extracted with
+    :func:`~memory_ext.store.graph.record_entities` (``known``: entity keys already known in the namespace).
+    ``neighbours``: the texts (or ``(text, speaker)`` pairs) of the record's +-1 neighbours of its session; their
+    time expressions are resolved against the record's ``ref_ts``.
+
+    >>> node_keys("我昨天去了杭州，特别喜欢西湖。", speaker="小红", ref_ts=1683554160.0)  # doctest: +NORMALIZE_WHITESPACE
+    ['d:2023-05-07', 'd:2023-05-08', 'e:小红', 'e:杭州', 'e:西湖', 'et:小红|event', 'et:小红|preference',
+     'et:杭州|event', 'et:杭州|preference', 'et:西湖|event', 'et:西湖|preference', 'ev:小红|2023-05-07',
+     'ev:小红|2023-05-08', 'ev:杭州|2023-05-07', 'ev:杭州|2023-05-08', 'ev:西湖|2023-05-07', 'ev:西湖|2023-05-08',
+     'm:2023-05', 't:event', 't:preference']
+    """
+    reference = _reference(ref_ts)
+    own = _facets(text or "", speaker, reference, entities, known)
+    nbs = [_facets(t, s, reference, None, known, tags=False) for t, s in map(_text_of, neighbours) if t]
+    return _keys(own, nbs)
+
+
+def window_keys(items: Sequence[Mapping[str, Any]], known: Collection[str] = ()) -> list[list[str]]:
+    """:func:`node_keys` of each item of a batch (the dicts :meth:`EvidenceIndex.add` takes).
+
+    An item without a ``neighbours`` entry takes as neighbours the previous and the next item of the batch with
+    the same ``session_id`` (their time expressions resolved against their own ``ref_ts``; each text is analysed
+    once). The namespace's ``known`` keys, the batch's speakers and the names found earlier in the batch count as
+    known (as :meth:`~memory_ext.store.graph.EntityGraph.entities_for` does).
+    """
+    known_set = set(known)
+    known_set.update(entity_key(str(it.get("speaker"))) for it in items if it.get("speaker"))
+    facets: list[_Facets] = []
+    for it in items:
+        entities = it.get("entities")
+        f = _facets(str(it.get("text") or ""), it.get("speaker"), _reference(it.get("ref_ts")), entities, known_set)
+        if entities is None:
+            known_set.update(f.ents)
+        facets.append(f)
+    by_session: dict[Any, list[int]] = defaultdict(list)
+    for i, it in enumerate(items):
+        by_session[it.get("session_id")].append(i)
+    batch_nb: dict[int, list[int]] = {}
+    for idxs in by_session.values():
+        for j, i in enumerate(idxs):
+            batch_nb[i] = [idxs[k] for k in (j - 1, j + 1) if 0 <= k < len(idxs)]
+    out: list[list[str]] = []
+    for i, it in enumerate(items):
+        nb = it.get("neighbours")
+        if nb is None:
+            nbs = [facets[k] for k in batch_nb.get(i, [])]
+        else:
+            reference = _reference(it.get("ref_ts"))
+            nbs = [_facets(t, s, reference, None, known_set, tags=False) for t, s in map(_text_of, nb) if t]
+        out.append(_keys(facets[i], nbs))
+    return out
+
+
+# ------------------------------------------------------------------------------------------ SQL helpers
+
+
+def _chunks(items: Sequence[Any], size: int = _SQL_CHUNK) -> Iterable[Sequence[Any]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+def _marks(n: int) -> str:
+    return "(" + ",".join("?" * n) + ")"
+
+
+@dataclass(frozen=True)
+class _Stats:
+    version: int
+    last_pid: int
+    n_records: int
+
+
+def _read_stats(conn: sqlite3.Connection, ns_id: int) -> _Stats | None:
+    row = conn.execute("SELECT version, last_pid, n_records FROM evidence_stats WHERE ns_id=?", (ns_id,)).fetchone()
+    return None if row is None else _Stats(int(row[0]), int(row[1]), int(row[2]))
+
+
+def _csr(rows: np.ndarray, size: int) -> np.ndarray:
+    ptr = np.zeros(size + 1, np.int64)
+    np.cumsum(np.bincount(rows, minlength=size), out=ptr[1:])
+    return ptr
+
+
+_NO_I: Final = np.zeros(0, np.int64)
+
+
+# -------------------------------------------------------------------------------------------- snapshot
+
+
+class EvidenceSnapshot:
+    """An in-memory copy of one namespace's evidence nodes (see :meth:`EvidenceIndex.snapshot`).
+
+    Nodes are numbered densely (``idx``, in nid order; ``index`` maps key -> idx), records (``ridx``) in rid order
+    (``rids[ridx]``). Never changed once published (a sync makes a new one), so any number of threads may read it.
+    Postings are a CSR *base* loaded from the tables plus a *delta* per node of the records appended since.
+    """
+
+    __slots__ = ("version", "last_pid", "n_records", "last_nid", "index", "keys", "df", "rids", "max_tokens",
+                 "max_cjk", "_ptr", "_rec", "_delta", "_n_delta")
+
+    def __init__(self) -> None:
+        self._delta: dict[int, np.ndarray] = {}
+        self._n_delta = 0
+        self.max_tokens = 1
+        self.max_cjk = 0
+
+    def _set_stats(self, stats: _Stats) -> None:
+        self.version, self.last_pid, self.n_records = stats.version, stats.last_pid, stats.n_records
+
+    def matches(self, stats: _Stats) -> bool:
+        return (self.version == stats.version and self.last_pid == stats.last_pid
+                and self.n_records == stats.n_records)
+
+    def _note_keys(self, keys: Iterable[str]) -> None:
+        for key in keys:
+            if key.startswith("e:"):
+                ent = key[2:]
+                self.max_tokens = min(max(self.max_tokens, ent.count(" ") + 1), _MAX_KEY_TOKENS)
+                if " " not in ent and _CJK_RE.search(ent):
+                    self.max_cjk = min(max(self.max_cjk, len(ent)), _MAX_CJK_KEY)
+
+    @classmethod
+    def load(cls, conn: sqlite3.Connection, ns_id: int, stats: _Stats) -> EvidenceSnapshot:
+        """Read all nodes and postings of ``ns_id`` (call inside one read transaction)."""
+        snap = cls()
+        nodes = conn.execute("SELECT nid, key FROM evidence_nodes WHERE ns_id=? ORDER BY nid", (ns_id,)).fetchall()
+        nids = np.fromiter((r[0] for r in nodes), np.int64, len(nodes))
+        snap.keys = [r[1] for r in nodes]
+        snap.index = {k: i for i, k in enumerate(snap.keys)}
+        snap.last_nid = int(nids[-1]) if len(nids) else 0
+        snap._note_keys(snap.keys)
+        rows = conn.execute("SELECT nid, rid FROM evidence_postings WHERE ns_id=?", (ns_id,)).fetchall()
+        arr = np.array(rows, np.int64).reshape(-1, 2)
+        pos = np.searchsorted(nids, arr[:, 0])
+        ok = pos < len(nids)
+        ok[ok] = nids[pos[ok]] == arr[ok, 0]
+        node, rid = pos[ok], arr[ok, 1]
+        snap.rids, rec = np.unique(rid, return_inverse=True)
+        rec = rec.reshape(-1).astype(np.int64, copy=False)
+        order = np.lexsort((rec, node))
+        snap._ptr, snap._rec = _csr(node[order], len(nids)), rec[order]
+        snap.df = np.bincount(node, minlength=len(nids)).astype(np.int64)
+        snap._set_stats(stats)
+        return snap
+
+    def extended(self, conn: sqlite3.Connection, ns_id: int, stats: _Stats) -> EvidenceSnapshot | None:
+        """This snapshot plus the postings written since (same ``version``), or None when a full load is due
+        (a delete, a record added with a rid below the newest one loaded, a large delta)."""
+        if stats.version != self.version or stats.last_pid < self.last_pid:
+            return None
+        rows = conn.execute("SELECT rid, nid FROM evidence_postings WHERE pid>? AND +ns_id=? ORDER BY pid",
+                            (self.last_pid, ns_id)).fetchall()
+        n_delta = self._n_delta + len(rows)
+        if n_delta > max(_MIN_DELTA, len(self._rec) // 4):
+            return None
+        new_rids = sorted({int(r) for r, _ in rows})
+        if (self.n_records + len(new_rids) != stats.n_records
+                or (new_rids and len(self.rids) and new_rids[0] <= int(self.rids[-1]))):
+            return None
+        nodes = conn.execute("SELECT nid, key FROM evidence_nodes WHERE nid>? AND +ns_id=? ORDER BY nid",
+                             (self.last_nid, ns_id)).fetchall()
+        snap = EvidenceSnapshot()
+        snap._ptr, snap._rec = self._ptr, self._rec
+        snap.max_tokens, snap.max_cjk = self.max_tokens, self.max_cjk
+        if nodes:
+            snap.keys = [*self.keys, *(k for _, k in nodes)]
+            snap.index = dict(self.index)
+            snap.index.update((k, len(self.keys) + i) for i, (_, k) in enumerate(nodes))
+            snap.last_nid = int(nodes[-1][0])
+            snap._note_keys(k for _, k in nodes)
+        else:
+            snap.keys, snap.index, snap.last_nid = self.keys, self.index, self.last_nid
+        # nid -> idx for the nodes this delta touches (old ones by key lookup, read once)
+        idx_of = {int(n): len(self.keys) + i for i, (n, _) in enumerate(nodes)}
+        missing = sorted({int(n) for _, n in rows} - idx_of.keys())
+        for part in _chunks(missing):
+            for nid, key in conn.execute(f"SELECT nid, key FROM evidence_nodes WHERE ns_id=? AND nid IN "
+                                         f"{_marks(len(part))}", (ns_id, *part)):
+                i = self.index.get(key)
+                if i is not None:
+                    idx_of[int(nid)] = i
+        ridx_of = {r: len(self.rids) + i for i, r in enumerate(new_rids)}
+        added: dict[int, list[int]] = defaultdict(list)
+        for rid, nid in rows:
+            i = idx_of.get(int(nid))
+            if i is None:
+                return None  # a posting without its node: the tables moved on, reload
+            added[i].append(ridx_of[int(rid)])
+        df = np.zeros(len(snap.keys), np.int64)
+        df[: len(self.df)] = self.df
+        delta = dict(self._delta)
+        for i, recs in added.items():
+            arr = np.array(sorted(recs), np.int64)
+            df[i] += len(arr)
+            old = delta.get(i)
+            delta[i] = arr if old is None else np.concatenate([old, arr])
+        snap.df, snap._delta, snap._n_delta = df, delta, n_delta
+        snap.rids = np.concatenate([self.rids, np.array(new_rids, np.int64)]) if new_rids else self.rids
+        snap._set_stats(stats)
+        return snap
+
+    # ------------------------------------------------------------------------------------------- reads
+
+    @property
+    def size(self) -> int:
+        """Number of nodes."""
+        return len(self.keys)
+
+    def postings(self, idx: int) -> np.ndarray:
+        """ridxs of the records posted under node ``idx``, ascending."""
+        if idx + 1 < len(self._ptr):
+            base = self._rec[int(self._ptr[idx]) : int(self._ptr[idx + 1])]
+        else:
+            base = _NO_I
+        extra = self._delta.get(idx)
+        return base if extra is None else np.concatenate([base, extra])
+
+    def postings_many(self, idxs: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`postings` of several nodes, concatenated in their order, and how many each has."""
+        parts = [self.postings(i) for i in idxs]
+        if not parts:
+            return _NO_I, _NO_I
+        return np.concatenate(parts), np.fromiter((len(p) for p in parts), np.int64, len(parts))
+
+    def idf(self, idxs: Sequence[int]) -> np.ndarray:
+        """``log(1 + N / df)`` of the nodes ``idxs`` (``N`` = records with a node, at least 1)."""
+        n = float(max(self.n_records, 1))
+        return np.log1p(n / np.maximum(self.df[np.asarray(idxs, np.int64)], 1))
+
+    def record_index(self, rids: Collection[int]) -> np.ndarray:
+        """A mask over ridxs of the records among ``rids``."""
+        n = len(self.rids)
+        mask = np.zeros(n, bool)
+        if not n or not rids:
+            return mask
+        wanted = np.fromiter((int(r) for r in rids), np.int64, len(rids))
+        pos = np.minimum(np.searchsorted(self.rids, wanted), n - 1)
+        mask[pos[self.rids[pos] == wanted]] = True
+        return mask
+
+    def match_entities(self, text: str) -> list[str]:
+        """The known entity keys (without ``e:``) ``text`` names, in order of mention: runs of whole tokens
+        (case-insensitive, possessives ignored) or, for CJK keys, substrings; overlapping matches: the longer
+        wins (as :meth:`~memory_ext.store.graph.EntityGraph.match`)."""
+        if not text or not text.strip():
+            return []
+        index = self.index
+        toks = _tokens(text)
+        hits: list[tuple[int, int, str]] = []
+        for i in range(len(toks)):
+            for n in range(1, min(self.max_tokens, len(toks) - i) + 1):
+                key = " ".join(t for _, _, t in toks[i : i + n])
+                if "e:" + key in index:
+                    hits.append((toks[i][0], toks[i + n - 1][1], key))
+            start, _, tok = toks[i]
+            if self.max_cjk >= 2 and len(tok) > 2 and _CJK_RE.match(tok):
+                for lo in range(len(tok) - 1):
+                    for hi in range(lo + 2, min(len(tok), lo + self.max_cjk) + 1):
+                        if hi - lo == len(tok):
+                            continue
+                        if "e:" + tok[lo:hi] in index:
+                            hits.append((start + lo, start + hi, tok[lo:hi]))
+        hits.sort(key=lambda h: (h[0], h[0] - h[1]))
+        out: list[str] = []
+        covered = -1
+        for start, end, key in hits:
+            if start < covered:
+                continue
+            covered = end
+            out.append(key)
+        return list(dict.fromkeys(out))
+
+
+# -------------------------------------------------------------------------------------------- the index
+
+
+class EvidenceIndex:
+    """Per-namespace evidence nodes (see the module docstring for keys and tables).
+
+    Writes (:meth:`add`, :meth:`remove`, :meth:`drop_namespace`) run inside the caller's open transaction and
+    never commit; after a rollback call :meth:`invalidate`. Reads take any connection and may run from several
+    threads.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._snap_lock = threading.Lock()
+        self._snaps: dict[int, EvidenceSnapshot] = {}
+
+    @staticmethod
+    def create_schema(conn: sqlite3.Connection) -> None:
+        """Create the ``evidence_`` tables and indexes if they do not exist (no commit)."""
+        for statement in _SCHEMA:
+            conn.execute(statement)
+
+    # ------------------------------------------------------------------------------------------ writes
+
+    def add(self, conn: sqlite3.Connection, ns_id: int, items: Sequence[Mapping[str, Any]]) -> None:
+        """Index records inside the CALLER's open transaction (never commits).
+
+        Each item is a mapping with ``rid``, ``text``, ``speaker``, ``ref_ts`` (epoch seconds or None),
+        ``session_id`` and optionally ``neighbours`` (the texts, or ``(text, speaker)`` pairs, of the record's
+        +-1 neighbours of its session; when absent, the adjacent items of the batch with the same ``session_id``)
+        and ``entities`` (the record's entity names, when already extracted). Re-adding a rid already indexed
+        replaces its nodes (within one call the last wins); a record without any node writes nothing.
+        """
+        if not items:
+            return
+        known: Collection[str] = ()
+        if any(it.get("entities") is None for it in items):
+            known = self.known_entities(conn, ns_id)
+        latest: dict[int, list[str]] = {}
+        for it, keys in zip(items, window_keys(items, known), strict=True):
+            latest[int(it["rid"])] = keys
+        existing = self._indexed(conn, ns_id, list(latest))
+        if existing:
+            self.remove(conn, ns_id, existing)
+        latest = {rid: keys for rid, keys in latest.items() if keys}
+        if not latest:
+            return
+        df = Counter(k for keys in latest.values() for k in keys)
+        conn.executemany(
+            "INSERT INTO evidence_nodes(ns_id, key, n_records) VALUES (?,?,?)"
+            " ON CONFLICT(ns_id, key) DO UPDATE SET n_records = n_records + excluded.n_records",
+            [(ns_id, k, n) for k, n in df.items()],
+        )
+        nid_of: dict[str, int] = {}
+        for part in _chunks(list(df)):
+            for nid, key in conn.execute(
+                f"SELECT nid, key FROM evidence_nodes WHERE ns_id=? AND key IN {_marks(len(part))}", (ns_id, *part)
+            ):
+                nid_of[key] = int(nid)
+        conn.executemany(
+            "INSERT INTO evidence_postings(ns_id, rid, nid) VALUES (?,?,?)",
+            [(ns_id, rid, nid_of[k]) for rid in sorted(latest) for k in latest[rid]],
+        )
+        last_pid = int(conn.execute("SELECT max(pid) FROM evidence_postings").fetchone()[0])
+        cur = conn.execute("UPDATE evidence_stats SET n_records = n_records + ?, last_pid=? WHERE ns_id=?",
+                           (len(latest), last_pid, ns_id))
+        if cur.rowcount == 0:
+            conn.execute("INSERT INTO evidence_stats(ns_id, version, last_pid, n_records) VALUES (?,0,?,?)",
+                         (ns_id, last_pid, len(latest)))
+
+    def remove(self, conn: sqlite3.Connection, ns_id: int, rids: Sequence[int]) -> None:
+        """Delete the records ``rids`` of ``ns_id`` inside the caller's transaction; nodes left without a record
+        are deleted with their keys. Unknown rids are ignored."""
+        wanted = sorted({int(r) for r in rids})
+        gone: set[int] = set()
+        df: Counter[int] = Counter()
+        for part in _chunks(wanted):
+            for rid, nid in conn.execute(
+                f"SELECT rid, nid FROM evidence_postings WHERE ns_id=? AND rid IN {_marks(len(part))}", (ns_id, *part)
+            ):
+                gone.add(int(rid))
+                df[int(nid)] += 1
+        if not gone:
+            return
+        for part in _chunks(sorted(gone)):
+            conn.execute(f"DELETE FROM evidence_postings WHERE ns_id=? AND rid IN {_marks(len(part))}", (ns_id, *part))
+        conn.executemany("UPDATE evidence_nodes SET n_records = n_records - ? WHERE ns_id=? AND nid=?",
+                         [(n, ns_id, nid) for nid, n in df.items()])
+        for part in _chunks(sorted(df)):
+            conn.execute(f"DELETE FROM evidence_nodes WHERE ns_id=? AND nid IN {_marks(len(part))} AND n_records <= 0",
+                         (ns_id, *part))
+        conn.execute("UPDATE evidence_stats SET n_records = max(n_records - ?, 0), version = version + 1"
+                     " WHERE ns_id=?", (len(gone), ns_id))
+        self.invalidate(ns_id)
+
+    def drop_namespace(self, conn: sqlite3.Connection, ns_id: int) -> None:
+        """Delete every node and posting of ``ns_id`` inside the caller's transaction (the stats row stays,
+        zeroed with a new version, so other processes holding a snapshot notice)."""
+        conn.execute("DELETE FROM evidence_postings WHERE ns_id=?", (ns_id,))
+        conn.execute("DELETE FROM evidence_nodes WHERE ns_id=?", (ns_id,))
+        conn.execute("UPDATE evidence_stats SET n_records=0, version = version + 1 WHERE ns_id=?", (ns_id,))
+        self.invalidate(ns_id)
+
+    def invalidate(self, ns_id: int | None = None) -> None:
+        """Forget the snapshot of ``ns_id`` (all namespaces if None); the next read reloads it."""
+        with self._lock:
+            if ns_id is None:
+                self._snaps.clear()
+            else:
+                self._snaps.pop(ns_id, None)
+
+    @staticmethod
+    def _indexed(conn: sqlite3.Connection, ns_id: int, rids: Sequence[int]) -> list[int]:
+        found: set[int] = set()
+        for part in _chunks(sorted(set(rids))):
+            found.update(int(r[0]) for r in conn.execute(
+                f"SELECT DISTINCT rid FROM evidence_postings WHERE ns_id=? AND rid IN {_marks(len(part))}",
+                (ns_id, *part)))
+        return sorted(found)
+
+    # ------------------------------------------------------------------------------------------- reads
+
+    @staticmethod
+    def known_entities(conn: sqlite3.Connection, ns_id: int) -> set[str]:
+        """The entity keys of ``ns_id`` (from its ``e:`` nodes)."""
+        rows = conn.execute("SELECT key FROM evidence_nodes WHERE ns_id=? AND key >= 'e:' AND key < 'e;'", (ns_id,))
+        return {r[0][2:] for r in rows}
+
+    @staticmethod
+    def record_count(conn: sqlite3.Connection, ns_id: int) -> int:
+        """Number of records of ``ns_id`` with at least one node."""
+        stats = _read_stats(conn, ns_id)
+        return 0 if stats is None else stats.n_records
+
+    @staticmethod
+    def nodes_of(conn: sqlite3.Connection, ns_id: int, rid: int) -> list[str]:
+        """The node keys of record ``rid`` of ``ns_id``, sorted."""
+        return sorted(r[0] for r in conn.execute(
+            "SELECT n.key FROM evidence_postings p JOIN evidence_nodes n ON n.nid = p.nid"
+            " WHERE p.ns_id=? AND p.rid=?", (ns_id, int(rid))))
+
+    @staticmethod
+    def node_info(conn: sqlite3.Connection, ns_id: int, keys: Sequence[str]) -> dict[str, int]:
+        """key -> number of records, for the nodes of ``ns_id`` among ``keys``."""
+        out: dict[str, int] = {}
+        for part in _chunks(list(dict.fromkeys(keys))):
+            for key, n in conn.execute(
+                f"SELECT key, n_records FROM evidence_nodes WHERE ns_id=? AND key IN {_marks(len(part))}",
+                (ns_id, *part),
+            ):
+                out[key] = int(n)
+        return out
+
+    def snapshot(self, conn: sqlite3.Connection, ns_id: int) -> EvidenceSnapshot | None:
+        """The in-memory :class:`EvidenceSnapshot` of ``ns_id`` as ``conn`` sees it (None: nothing indexed yet).
+
+        Unchanged -> one SQL statement; only records added -> their postings and new nodes are read and
+        appended; a delete (or a rid out of order, or a large delta) -> reloaded whole, in one read transaction.
+        """
+        stats = _read_stats(conn, ns_id)
+        snap = self._snaps.get(ns_id)
+        if stats is None:
+            if snap is not None:
+                self.invalidate(ns_id)
+            return None
+        if snap is not None and snap.matches(stats):
+            return snap
+        with self._snap_lock:
+            own = not conn.in_transaction
+            if own:
+                conn.execute("BEGIN")
+            try:
+                stats = _read_stats(conn, ns_id)
+                if stats is None:
+                    return None
+                snap = self._snaps.get(ns_id)
+                if snap is not None and snap.matches(stats):
+                    return snap
+                new = None if snap is None else snap.extended(conn, ns_id, stats)
+                if new is None:
+                    new = EvidenceSnapshot.load(conn, ns_id, stats)
+            finally:
+                if own:
+                    conn.execute("COMMIT")
+            with self._lock:
+                self._snaps[ns_id] = new
+            return new
