@@ -42,6 +42,9 @@ class GlobalsConfig(_Section):
     graph_enabled: bool = False
     """Entity-graph channel: records naming the query's entities and their co-occurring neighbours (1-2 hops,
     scored by edge weight and distance). The graph is always indexed, so it can be switched on at any time."""
+    evidence_enabled: bool = False
+    """Evidence-node channel: records sharing the question's entity, tag, entity x tag, day, month and event
+    frame (entity on a day) nodes, weighted by rarity. The nodes are always indexed."""
     temporal_enabled: bool = True
     """Temporal channel: when the question has a confidently parsed time ("last Saturday"), records *about*
     that time (their resolved time expressions) and, less, records written then."""
@@ -65,6 +68,8 @@ class RecallConfig(_Section):
     """Implementation of the vector channel."""
     graph_recaller: str = "graph"
     """Implementation of the graph channel (used when ``globals.graph_enabled``)."""
+    evidence_recaller: str = "evidence"
+    """Implementation of the evidence-node channel (used when ``globals.evidence_enabled``)."""
     temporal_recaller: str = "temporal"
     """Implementation of the temporal channel (used when ``globals.temporal_enabled``)."""
     keyword_l0_recaller: str = "keyword_l0"

@@ -68,9 +68,11 @@ from .recall.base import RecallContext, Recaller, RecallRequest
 from .recall.runner import run_channels
 from .registry import recallers, vector_backends
 from .store.graph import EntityGraph
+from .store.evidence import EvidenceIndex
 from .store.timeindex import TimeIndex
 from .store.keyword import KeywordIndex
 from .recall import graph as _graph_channel  # noqa: F401  (registers the graph recaller)
+from .recall import evidence as _evidence_channel  # noqa: F401  (registers the evidence recaller)
 from .recall import temporal as _temporal_channel  # noqa: F401  (registers the temporal recaller)
 from .recall.layers import LAYER_CHANNELS
 from .store import chroma as _chroma  # noqa: F401  (registers the backend; chromadb loads only when used)
@@ -81,7 +83,7 @@ from .text import estimate_tokens, tokenize
 
 __all__ = ["AddResult", "ForgetReceipt", "MemoryEngine", "StoreStats"]
 
-CHANNELS = ("keyword", "vector", "graph", "temporal", "keyword_l0", "keyword_l1", "vector_l0", "vector_l1")
+CHANNELS = ("keyword", "vector", "graph", "temporal", "evidence", "keyword_l0", "keyword_l1", "vector_l0", "vector_l1")
 KIND_CONTEXT_TURNS = 8
 """Stored turns the derivation of procedures and failure patterns may look back at."""
 SECONDARY_ROUTE_WEIGHT = 0.5
@@ -165,22 +167,27 @@ class MemoryEngine(LifecycleMixin):
         self._catalog = RecordCatalog()
         self._graph = EntityGraph()
         self._time = TimeIndex()
+        self._evidence = EvidenceIndex()
         store.add_schema(KeywordIndex.create_schema)
         store.add_schema(EntityGraph.create_schema)
         store.add_schema(TimeIndex.create_schema)
+        store.add_schema(EvidenceIndex.create_schema)
         self._vector: VectorIndex | None = None
         if config.globals.vector_enabled and embedder is not None:
             backend = vector_backends.resolve("storage.vector_backend", config.storage.vector_backend)
             self._vector = backend(storage=config.storage, directory=store.directory, embedder_id=embedder.id,
                                    dim=embedder.dim, store_id=store.store_id)
         ctx = RecallContext(store=store, keyword_index=self._keyword, vector_index=self._vector, embedder=embedder,
-                            graph_index=self._graph, time_index=self._time)
+                            graph_index=self._graph, time_index=self._time, evidence_index=self._evidence)
         self._recallers: dict[str, Recaller] = {
             "keyword": recallers.resolve("recall.keyword_recaller", config.recall.keyword_recaller)(ctx)}
         if self._vector is not None:
             self._recallers["vector"] = recallers.resolve("recall.vector_recaller", config.recall.vector_recaller)(ctx)
         if config.globals.graph_enabled:
             self._recallers["graph"] = recallers.resolve("recall.graph_recaller", config.recall.graph_recaller)(ctx)
+        if config.globals.evidence_enabled:
+            self._recallers["evidence"] = recallers.resolve("recall.evidence_recaller",
+                                                            config.recall.evidence_recaller)(ctx)
         if config.globals.temporal_enabled:
             self._recallers["temporal"] = recallers.resolve("recall.temporal_recaller",
                                                             config.recall.temporal_recaller)(ctx)
@@ -354,6 +361,14 @@ class MemoryEngine(LifecycleMixin):
                     names = self._graph.entities_for(conn, ns_id, [(r["text"], r["speaker"]) for r in records])
                     self._graph.add(conn, ns_id, list(zip(rids[:len(records)], names,
                                                           (r["ref_ts"] for r in records), strict=True)))
+                    prev = context[-1:]  # ±1 neighbours of the same session, the last stored turn too
+                    seq_rows = prev + turn_rows
+                    self._evidence.add(conn, ns_id, [
+                        {"rid": rid, "text": r["text"], "speaker": r["speaker"], "ref_ts": r["ref_ts"],
+                         "session_id": r["session_id"], "entities": names[i],
+                         "neighbours": [seq_rows[j]["content"] for j in (i + len(prev) - 1, i + len(prev) + 1)
+                                        if 0 <= j < len(seq_rows) and seq_rows[j]["session_id"] == r["session_id"]]}
+                        for i, (rid, r) in enumerate(zip(rids, records, strict=False))])
                     life = self.config.lifecycle
                     if life.archive:
                         archived = conn.execute("SELECT tid, ts, content FROM turns WHERE ns_id=? AND seq>=?"
@@ -365,6 +380,7 @@ class MemoryEngine(LifecycleMixin):
                     self._keyword.invalidate(ns_id)
                     self._graph.invalidate(ns_id)
                     self._time.invalidate(ns_id)
+                    self._evidence.invalidate(ns_id)
                     self._catalog.invalidate(ns_id)
                     if self._vector is not None:
                         self._vector.invalidate(ns_id)
@@ -774,19 +790,25 @@ class MemoryEngine(LifecycleMixin):
                     drop_files.append(file_row.fid)
                     tids += [int(r[0]) for r in reader.execute("SELECT tid FROM file_turns WHERE fid=?",
                                                                 (file_row.fid,))]
+            partial = not (records is None and hooks is None and ns.session_id is None)
+            neighbours = _neighbour_tids(reader, ns_id, tids) if partial else []
             with self._store.transaction("forget") as conn:
                 removed = forget_turns(conn, ns_id, tids, drop_files=drop_files)
+                if neighbours:  # their event frames named the forgotten turns' entities: index them again
+                    self._evidence.add(conn, ns_id, _evidence_items(conn, ns_id, neighbours))
                 rids = removed["rids"]
                 whole = records is None and hooks is None and ns.session_id is None
                 if whole:
                     self._keyword.drop_namespace(conn, ns_id)
                     self._graph.drop_namespace(conn, ns_id)
                     self._time.drop_namespace(conn, ns_id)
+                    self._evidence.drop_namespace(conn, ns_id)
                     conn.execute("DELETE FROM claims WHERE ns_id=?", (ns_id,))
                 else:
                     self._keyword.remove(conn, ns_id, rids)
                     self._graph.remove(conn, ns_id, rids)
                     self._time.remove(conn, ns_id, rids)
+                    self._evidence.remove(conn, ns_id, rids)
                 if self._vector is not None:
                     self._vector.remove(conn, ns_id, rids)
             try:
@@ -796,6 +818,7 @@ class MemoryEngine(LifecycleMixin):
         self._keyword.invalidate(ns_id)
         self._graph.invalidate(ns_id)
         self._time.invalidate(ns_id)
+        self._evidence.invalidate(ns_id)
         self._catalog.invalidate(ns_id)
         if self._vector is not None:
             self._vector.invalidate(ns_id)
@@ -803,7 +826,7 @@ class MemoryEngine(LifecycleMixin):
                              turn_ids=tuple(removed["turn_ids"]), record_ids=tuple(removed["record_ids"]),
                              files_deleted=tuple(removed["deleted_files"]),
                              files_updated=tuple(removed["updated_files"]),
-                             stores=("truth", "keyword", "graph", "time") + (("vector:" + self.config.storage.vector_backend,)
+                             stores=("truth", "keyword", "graph", "time", "evidence") + (("vector:" + self.config.storage.vector_backend,)
                                                              if self._vector is not None else ()) + ("files",))
 
     def stats(self) -> StoreStats:
@@ -885,6 +908,7 @@ def _validate_config(cfg: EngineConfig) -> None:
                           "fusion: zscore or switch rerank_enabled off")
     for field, channel in (("keyword_recaller", "keyword"), ("vector_recaller", "vector"),
                            ("graph_recaller", "graph"), ("temporal_recaller", "temporal"),
+                           ("evidence_recaller", "evidence"),
                            *((f"{c}_recaller", c) for c in LAYER_CHANNELS)):
         name = getattr(cfg.recall, field)
         valid = [n for n in recallers.names() if getattr(recallers.resolve(field, n), "channel", None) == channel]
@@ -900,6 +924,40 @@ def _validate_config(cfg: EngineConfig) -> None:
         raise ConfigError("storage.vector_backend", cfg.storage.vector_backend,
                           "globals.vector_enabled is false, so no vector backend is used; remove this key or "
                           "enable vectors")
+
+
+def _neighbour_tids(conn: sqlite3.Connection, ns_id: int, tids: Sequence[int]) -> list[int]:
+    """Turns of the same session right before or after the given ones (and not among them)."""
+    gone = set(tids)
+    out: set[int] = set()
+    for tid in tids:
+        row = conn.execute("SELECT seq, session_id FROM turns WHERE tid=? AND ns_id=?", (tid, ns_id)).fetchone()
+        if row is None:
+            continue
+        for r in conn.execute("SELECT tid, session_id FROM turns WHERE ns_id=? AND seq IN (?, ?)",
+                              (ns_id, row[0] - 1, row[0] + 1)):
+            if r[1] == row[1] and r[0] not in gone:
+                out.add(int(r[0]))
+    return sorted(out)
+
+
+def _evidence_items(conn: sqlite3.Connection, ns_id: int, tids: Sequence[int]) -> list[dict[str, Any]]:
+    """Evidence-index items of the turn records of ``tids``, with their current ±1 neighbours."""
+    items = []
+    for tid in tids:
+        row = conn.execute("SELECT t.seq, t.session_id, t.record_rid, r.text, r.speaker, r.ref_ts FROM turns t"
+                           " JOIN records r ON r.rid = t.record_rid WHERE t.tid=? AND t.ns_id=?",
+                           (tid, ns_id)).fetchone()
+        if row is None:
+            continue
+        seq, session, rid, text, speaker, ref_ts = row
+        near = [r[0] for r in conn.execute("SELECT content FROM turns WHERE ns_id=? AND session_id IS ? AND seq IN"
+                                           " ((SELECT MAX(seq) FROM turns WHERE ns_id=? AND seq<?),"
+                                           "  (SELECT MIN(seq) FROM turns WHERE ns_id=? AND seq>?))",
+                                           (ns_id, session, ns_id, seq, ns_id, seq))]
+        items.append({"rid": int(rid), "text": text, "speaker": speaker, "ref_ts": ref_ts, "session_id": session,
+                      "neighbours": near})
+    return items
 
 
 def _id_list(name: str, value: Iterable[str] | None) -> list[str] | None:

@@ -58,7 +58,14 @@ import numpy as np
 
 from ..text.entities import extract_tags
 from ..text.timeexpr import extract_times
-from .graph import _CJK_RE, _MAX_CJK_KEY, _MAX_KEY_TOKENS, _tokens, entity_key, record_entities
+from .graph import (
+    _CJK_RE,
+    _MAX_CJK_KEY,
+    _MAX_KEY_TOKENS,
+    _tokens,
+    entity_key,
+    record_entities,
+)
 
 __all__ = [
     "KINDS",
@@ -342,8 +349,22 @@ class EvidenceSnapshot:
     Postings are a CSR *base* loaded from the tables plus a *delta* per node of the records appended since.
     """
 
-    __slots__ = ("version", "last_pid", "n_records", "last_nid", "index", "keys", "df", "rids", "max_tokens",
-                 "max_cjk", "_ptr", "_rec", "_delta", "_n_delta")
+    __slots__ = (
+        "_delta",
+        "_n_delta",
+        "_ptr",
+        "_rec",
+        "df",
+        "index",
+        "keys",
+        "last_nid",
+        "last_pid",
+        "max_cjk",
+        "max_tokens",
+        "n_records",
+        "rids",
+        "version",
+    )
 
     def __init__(self) -> None:
         self._delta: dict[int, np.ndarray] = {}

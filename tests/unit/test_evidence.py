@@ -182,7 +182,7 @@ def test_entity_and_tag_rank_above_either_alone(store: TruthStore, index: Eviden
     got = recall(store, index, ns, "What sport does Ana enjoy?")
     assert neither not in got
     assert got[both] > got[entity_only] and got[both] > got[tag_only] and got[both] > got[other]
-    assert list(got)[0] == both
+    assert next(iter(got)) == both
     keys = EvidenceRecaller(context(store, index)).keys(
         RecallRequest(query="What sport does Ana enjoy?", ns_id=ns, limit=5))
     assert keys == ["e:ana", "t:preference", "et:ana|preference"]
@@ -202,7 +202,7 @@ def test_chinese_query(store: TruthStore, index: EvidenceIndex) -> None:
         ("李明", "我也喜欢看电影。", T0 + 120),
     ])
     got = recall(store, index, ns, "小红喜欢吃什么？")
-    assert list(got)[0] == hotpot and got[hotpot] > got[trip] and got[hotpot] > got[other]
+    assert next(iter(got)) == hotpot and got[hotpot] > got[trip] and got[hotpot] > got[other]
 
 
 def test_day_and_month_nodes_with_a_time_filter(store: TruthStore, index: EvidenceIndex) -> None:
@@ -245,7 +245,7 @@ def test_event_frames_rank_the_right_day(store: TruthStore, index: EvidenceIndex
     assert "ev:marco|2023-05-07" in index.nodes_of(conn, ns, reply)
     assert "e:marco" not in index.nodes_of(conn, ns, reply)
     got = recall(store, index, ns, "What did Marco do?", route=day_route((2023, 5, 7)))
-    assert list(got)[0] == hiked
+    assert next(iter(got)) == hiked
     assert got[hiked] > got[reply] > 0 and got[hiked] > got[later]
 
 

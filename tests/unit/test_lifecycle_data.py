@@ -327,7 +327,8 @@ def test_forget_a_whole_namespace(eng: MemoryEngine) -> None:
             # the index's version counters stay, zeroed, so that other processes notice the drop
             where = "ns_id=?" + {"kw_stats": " AND n_docs + total_len > 0",
                                  "graph_stats": " AND (n_records > 0 OR max_ts IS NOT NULL)",
-                                 "time_stats": " AND (n_records > 0 OR n_spans > 0)"}.get(table, "")
+                                 "time_stats": " AND (n_records > 0 OR n_spans > 0)",
+                                 "evidence_stats": " AND n_records > 0"}.get(table, "")
             n = conn.execute(f'SELECT COUNT(*) FROM "{table}" WHERE {where}', (ns_id,)).fetchone()[0]
             assert n == 0, f"{table} keeps {n} rows of the forgotten namespace"
     assert conn.execute("SELECT COUNT(*) FROM file_turns WHERE fid NOT IN (SELECT fid FROM files)").fetchone()[0] == 0
