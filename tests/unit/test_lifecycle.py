@@ -898,3 +898,28 @@ def test_late_turns_reopen_a_finished_week_and_month(eng: MemoryEngine) -> None:
     monthly = eng.retrieve(next(h.id for h in eng.hooks("ana") if h.period == "monthly"))
     assert len(monthly.hook.sources) == 2
     assert not eng.maybe_compact("ana", now=now).changed
+
+
+def test_monthly_eviction_takes_relevance_from_the_llm_and_falls_back(tmp_path: Path) -> None:
+    now = MON + timedelta(days=60)
+
+    def run(answer: Any) -> dict:
+        with open_engine(tmp_path / str(len(list(tmp_path.iterdir()))), llm=ScriptedLLM([answer] * 3),
+                         llm_relevance=True) as e:
+            _two_weeks_in_march(e)
+            e.add_turns([t("user", "Clara's birthday dinner is next week, vegetarian menu please.",
+                           MON + timedelta(days=45), "apr")], "ana")
+            e.compact("ana", "weekly", now=now)
+            weeks = {h.period_key: h.id for h in e.hooks("ana") if h.period == "weekly"}
+            if callable(answer):
+                e.llm = ScriptedLLM([answer(weeks)] * 3)
+            step = e.compact("ana", "monthly", key="2026-03", now=now).steps[0]
+            return {"step": step, "weeks": weeks, "meta": e.retrieve(step["file"]).meta}
+
+    prefer_w10 = run(lambda weeks: json.dumps({"scores": {weeks["2026-W10"]: 1.0, weeks["2026-W11"]: 0.0}}))
+    assert prefer_w10["step"]["best"] == prefer_w10["weeks"]["2026-W10"]
+    assert prefer_w10["meta"]["relevance"].startswith("llm:")
+    prefer_w11 = run(lambda weeks: json.dumps({"scores": {weeks["2026-W10"]: 0.0, weeks["2026-W11"]: 1.0}}))
+    assert prefer_w11["step"]["best"] == prefer_w11["weeks"]["2026-W11"]
+    broken = run("this is not JSON")
+    assert broken["meta"]["relevance"] == "retrieval"  # the LLM failed: retrieval-based relevance
