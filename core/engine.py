@@ -84,6 +84,9 @@ from .text import estimate_tokens, tokenize
 __all__ = ["AddResult", "ForgetReceipt", "MemoryEngine", "StoreStats"]
 
 CHANNELS = ("keyword", "vector", "graph", "temporal", "evidence", "keyword_l0", "keyword_l1", "vector_l0", "vector_l1")
+DISCLOSE_MIN_CHARS = 600
+"""In ``SearchResult.context`` a turn at least this long may be shown as its L1 abstract or L0 title when the
+whole text does not fit the budget."""
 KIND_CONTEXT_TURNS = 8
 """Stored turns the derivation of procedures and failure patterns may look back at."""
 SECONDARY_ROUTE_WEIGHT = 0.5
@@ -680,26 +683,45 @@ class MemoryEngine(LifecycleMixin):
         rows = self._store.turns_by_seq_ranges(ns_id, [(b["lo"], b["hi"]) for b in blocks])
         by_seq = {r.seq: r for r in rows}
 
-        def render(lo: int, hi: int, block_centres: list[Any]) -> str:
+        layers: dict[str, tuple[str, str]] = {}
+
+        def disclose(r: Any, level: int) -> str:
+            """A turn at disclosure level 2 (whole text), 1 (L1 abstract) or 0 (L0 title) — long turns only."""
+            if level == 2 or len(r.content) < DISCLOSE_MIN_CHARS:
+                return _context_line(r.ts, r.speaker, r.role, r.content)
+            if r.id not in layers:
+                from .lifecycle.summary import summarize
+
+                summary = summarize([r])
+                layers[r.id] = (summary.title, summary.abstract or summary.title)
+            text = layers[r.id][1 if level == 1 else 0]
+            return _context_line(r.ts, r.speaker, r.role, f"{text} [abridged from {len(r.content)} characters; "
+                                                         f"get_turns has the whole turn {r.id}]")
+
+        def render(lo: int, hi: int, block_centres: list[Any], level: int = 2) -> str:
             def near(r: Any) -> bool:  # same exchange as one of the block's found turns
                 return any(r.session_id == c.session_id and (r.ts is None or c.ts is None or
                                                              abs(r.ts - c.ts) <= WINDOW_MAX_GAP_S)
                            for c in block_centres)
 
-            return "\n".join(_context_line(r.ts, r.speaker, r.role, r.content) for s in range(lo, hi + 1)
+            return "\n".join(disclose(r, level) for s in range(lo, hi + 1)
                              if (r := by_seq.get(s)) is not None and near(r))
 
         out: list[str] = []
         used = 0
         for b in blocks:  # in the rank order of their best turn
-            text = render(b["lo"], b["hi"], b["centres"])
-            if used + estimate_tokens(text) > budget:
+            # disclosure: the whole window (L2), else long turns as their abstract (L1), else as their title (L0)
+            text = next((t for level in (2, 1, 0)
+                         if used + estimate_tokens(t := render(b["lo"], b["hi"], b["centres"], level)) <= budget),
+                        None)
+            if text is None:
                 if out:
                     break
                 best = b["centres"][0]  # the first block is too long: the best turn's own window, or the turn
-                text = render(best.seq - n, best.seq + n, [best])
-                if estimate_tokens(text) > budget:
-                    text = _context_line(best.ts, best.speaker, best.role, best.content)
+                text = next((t for level in (2, 1, 0) if estimate_tokens(
+                    t := render(best.seq - n, best.seq + n, [best], level)) <= budget), None) \
+                    or next((t for level in (2, 1, 0) if estimate_tokens(t := disclose(best, level)) <= budget),
+                            disclose(best, 0))
             out.append(text)
             used += estimate_tokens(text)
         return "\n---\n".join(out)

@@ -106,3 +106,17 @@ def test_temporal_channel_finds_what_a_day_was_about(tmp_path: Path) -> None:
         assert "channel.temporal" not in plain.search("half marathon", "ana").timings_ms
     finally:
         plain.close()
+
+
+def test_context_discloses_long_turns_as_abstract_or_title_within_the_budget(tmp_path: Path) -> None:
+    with MemoryEngine.open(tmp_path, embedder="hashing", config={"recall": {"context_budget_tokens": 120}}) as e:
+        e.add_turns(TURNS, "ana")
+        result = e.search("rotate Postgres credentials", "ana", k=2)
+        assert result.items[0].text == LONG_ANSWER
+        assert "abridged from" in result.context and LONG_ANSWER not in result.context
+        assert "Postgres" in result.context  # the abstract or title still says what the turn is about
+        from memory_ext.text import estimate_tokens
+
+        assert estimate_tokens(result.context) <= 120
+    with MemoryEngine.open(tmp_path, embedder="hashing") as e:  # the default budget holds the whole turn
+        assert LONG_ANSWER in e.search("rotate Postgres credentials", "ana", k=1).context
