@@ -45,6 +45,8 @@ class GlobalsConfig(_Section):
     evidence_enabled: bool = False
     """Evidence-node channel: records sharing the question's entity, tag, entity x tag, day, month and event
     frame (entity on a day) nodes, weighted by rarity. The nodes are always indexed."""
+    turns_channel_enabled: bool = False
+    """``turns`` channel: BM25 over the raw turns alone (no windows or derived records)."""
     temporal_enabled: bool = True
     """Temporal channel: when the question has a confidently parsed time ("last Saturday"), records *about*
     that time (their resolved time expressions) and, less, records written then."""
@@ -70,6 +72,8 @@ class RecallConfig(_Section):
     """Implementation of the graph channel (used when ``globals.graph_enabled``)."""
     evidence_recaller: str = "evidence"
     """Implementation of the evidence-node channel (used when ``globals.evidence_enabled``)."""
+    turns_recaller: str = "turns"
+    """Implementation of the raw-turns channel (used when ``globals.turns_channel_enabled``)."""
     temporal_recaller: str = "temporal"
     """Implementation of the temporal channel (used when ``globals.temporal_enabled``)."""
     keyword_l0_recaller: str = "keyword_l0"

@@ -74,7 +74,7 @@ from .store.keyword import KeywordIndex
 from .recall import graph as _graph_channel  # noqa: F401  (registers the graph recaller)
 from .recall import evidence as _evidence_channel  # noqa: F401  (registers the evidence recaller)
 from .recall import temporal as _temporal_channel  # noqa: F401  (registers the temporal recaller)
-from .recall.layers import LAYER_CHANNELS
+from .recall.layers import KIND_CHANNELS, LAYER_CHANNELS
 from .store import chroma as _chroma  # noqa: F401  (registers the backend; chromadb loads only when used)
 from .store.catalog import KIND_CODES, RecordCatalog
 from .store.sqlite import TruthStore, TurnRow
@@ -83,7 +83,7 @@ from .text import estimate_tokens, tokenize
 
 __all__ = ["AddResult", "ForgetReceipt", "MemoryEngine", "StoreStats"]
 
-CHANNELS = ("keyword", "vector", "graph", "temporal", "evidence", "keyword_l0", "keyword_l1", "vector_l0", "vector_l1")
+CHANNELS = ("keyword", "vector", "graph", "temporal", "evidence", "turns", "keyword_l0", "keyword_l1", "vector_l0", "vector_l1")
 DISCLOSE_MIN_CHARS = 600
 """In ``SearchResult.context`` a turn at least this long may be shown as its L1 abstract or L0 title when the
 whole text does not fit the budget."""
@@ -191,6 +191,8 @@ class MemoryEngine(LifecycleMixin):
         if config.globals.evidence_enabled:
             self._recallers["evidence"] = recallers.resolve("recall.evidence_recaller",
                                                             config.recall.evidence_recaller)(ctx)
+        if config.globals.turns_channel_enabled:
+            self._recallers["turns"] = recallers.resolve("recall.turns_recaller", config.recall.turns_recaller)(ctx)
         if config.globals.temporal_enabled:
             self._recallers["temporal"] = recallers.resolve("recall.temporal_recaller",
                                                             config.recall.temporal_recaller)(ctx)
@@ -477,15 +479,16 @@ class MemoryEngine(LifecycleMixin):
                 return SearchResult(query=query, plan=plan, channel_errors=tuple(errors), warnings=warnings,
                                     timings_ms={"total": _ms(t0)})
         limit = max(4 * k, self.config.recall.candidates_per_channel)
-        layer_rids = {layer: cat.rids[cat.kind == KIND_CODES[layer]] for layer in ("l0", "l1")}
+        kind_rids = {kind: cat.rids[cat.kind == KIND_CODES[kind]] for kind in ("l0", "l1", "turn")}
+        layer_rids = {layer: kind_rids[layer] for layer in ("l0", "l1")}
         channel_kinds: dict[str, np.ndarray] = {}
-        if any(c in LAYER_CHANNELS for c in self._recallers):
+        if any(c in KIND_CHANNELS for c in self._recallers):
             is_layer = np.isin(cat.kind, [KIND_CODES["l0"], KIND_CODES["l1"]])
             for channel in self._recallers:  # each layer is scored by its own channels only
-                channel_kinds[channel] = cat.kind == KIND_CODES[LAYER_CHANNELS[channel]] \
-                    if channel in LAYER_CHANNELS else ~is_layer
+                channel_kinds[channel] = cat.kind == KIND_CODES[KIND_CHANNELS[channel]] \
+                    if channel in KIND_CHANNELS else ~is_layer
             empty = [layer.upper() for layer, rids in layer_rids.items() if rids.size == 0]
-            if empty:
+            if empty and any(c in LAYER_CHANNELS for c in self._recallers):
                 warnings = (*warnings, f"layer channels: no {' or '.join(empty)} layers in this namespace (only turns "
                             f"of at least ingest.layer_min_chars={self.config.ingest.layer_min_chars} characters "
                             "written with globals.layers_index_enabled have them); those channels found nothing")
@@ -499,8 +502,8 @@ class MemoryEngine(LifecycleMixin):
                 allowed = None
                 if channel == "temporal" and route.time_filter is None:
                     continue  # nothing to look for
-                if channel in LAYER_CHANNELS:
-                    allowed = layer_rids[LAYER_CHANNELS[channel]]
+                if channel in KIND_CHANNELS:
+                    allowed = kind_rids[KIND_CHANNELS[channel]]
                     if allowed.size == 0:
                         continue
                 if (channel, text) not in call_of:
@@ -930,7 +933,7 @@ def _validate_config(cfg: EngineConfig) -> None:
                           "fusion: zscore or switch rerank_enabled off")
     for field, channel in (("keyword_recaller", "keyword"), ("vector_recaller", "vector"),
                            ("graph_recaller", "graph"), ("temporal_recaller", "temporal"),
-                           ("evidence_recaller", "evidence"),
+                           ("evidence_recaller", "evidence"), ("turns_recaller", "turns"),
                            *((f"{c}_recaller", c) for c in LAYER_CHANNELS)):
         name = getattr(cfg.recall, field)
         valid = [n for n in recallers.names() if getattr(recallers.resolve(field, n), "channel", None) == channel]

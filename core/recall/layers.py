@@ -13,10 +13,12 @@ from .base import Hits, RecallContext, RecallRequest
 from .keyword import KeywordRecaller
 from .vector import VectorRecaller
 
-__all__ = ["LAYER_CHANNELS", "KeywordLayerRecaller", "VectorLayerRecaller"]
+__all__ = ["KIND_CHANNELS", "LAYER_CHANNELS", "KeywordLayerRecaller", "TurnsRecaller", "VectorLayerRecaller"]
 
 LAYER_CHANNELS = {"keyword_l0": "l0", "keyword_l1": "l1", "vector_l0": "l0", "vector_l1": "l1"}
 """Layer channel -> the record kind it searches."""
+KIND_CHANNELS = {**LAYER_CHANNELS, "turns": "turn"}
+"""Every channel restricted to one record kind -> that kind."""
 
 
 class _Layer:
@@ -56,3 +58,15 @@ def _factory(cls: type[_Layer], channel: str) -> type:
 for _name in LAYER_CHANNELS:
     recallers.register(_name)(_factory(KeywordLayerRecaller if _name.startswith("keyword") else VectorLayerRecaller,
                                        _name))
+
+
+@recallers.register("turns")
+class TurnsRecaller(_Layer):
+    """The ``turns`` channel: BM25 over the raw turns only (no windows, no derived records), so a question that
+    quotes what was said is matched against exactly that. The engine passes the turn records as ``allowed``."""
+
+    channel = "turns"
+    layer = "turn"
+
+    def __init__(self, ctx: RecallContext) -> None:
+        self._base = KeywordRecaller(ctx)

@@ -120,3 +120,13 @@ def test_context_discloses_long_turns_as_abstract_or_title_within_the_budget(tmp
         assert estimate_tokens(result.context) <= 120
     with MemoryEngine.open(tmp_path, embedder="hashing") as e:  # the default budget holds the whole turn
         assert LONG_ANSWER in e.search("rotate Postgres credentials", "ana", k=1).context
+
+
+def test_turns_channel_searches_raw_turns_only(tmp_path: Path) -> None:
+    with MemoryEngine.open(tmp_path, embedder="hashing", config={"globals": {"turns_channel_enabled": True}}) as e:
+        e.add_turns(TURNS, "ana")
+        result = e.search("pastry chef in Turin", "ana", k=2, explain=True)
+        assert "channel.turns" in result.timings_ms
+        assert result.items[0].text == TURNS[2].content and "turns" in result.items[0].channels
+        channels = result.items[0].explanation["routes"]["query"]["channels"]
+        assert channels["turns"]["z"] > 0
