@@ -44,7 +44,8 @@ class GlobalsConfig(_Section):
     scored by edge weight and distance). The graph is always indexed, so it can be switched on at any time."""
     evidence_enabled: bool = False
     """Evidence-node channel: records sharing the question's entity, tag, entity x tag, day, month and event
-    frame (entity on a day) nodes, weighted by rarity. The nodes are always indexed."""
+    frame (entity on a day) nodes, weighted by rarity. Nodes are indexed only while it is on (the costliest
+    index at write time); a namespace written without them is reported in ``SearchResult.warnings``."""
     turns_channel_enabled: bool = False
     """``turns`` channel: BM25 over the raw turns alone (no windows or derived records)."""
     temporal_enabled: bool = True

@@ -368,12 +368,14 @@ class MemoryEngine(LifecycleMixin):
                                                           (r["ref_ts"] for r in records), strict=True)))
                     prev = context[-1:]  # ±1 neighbours of the same session, the last stored turn too
                     seq_rows = prev + turn_rows
-                    self._evidence.add(conn, ns_id, [
-                        {"rid": rid, "text": r["text"], "speaker": r["speaker"], "ref_ts": r["ref_ts"],
-                         "session_id": r["session_id"], "entities": names[i],
-                         "neighbours": [seq_rows[j]["content"] for j in (i + len(prev) - 1, i + len(prev) + 1)
-                                        if 0 <= j < len(seq_rows) and seq_rows[j]["session_id"] == r["session_id"]]}
-                        for i, (rid, r) in enumerate(zip(rids, records, strict=False))])
+                    if self.config.globals.evidence_enabled:  # the costliest index: only when it is searched
+                        self._evidence.add(conn, ns_id, [
+                            {"rid": rid, "text": r["text"], "speaker": r["speaker"], "ref_ts": r["ref_ts"],
+                             "session_id": r["session_id"], "entities": names[i],
+                             "neighbours": [seq_rows[j]["content"] for j in (i + len(prev) - 1, i + len(prev) + 1)
+                                            if 0 <= j < len(seq_rows)
+                                            and seq_rows[j]["session_id"] == r["session_id"]]}
+                            for i, (rid, r) in enumerate(zip(rids, records, strict=False))])
                     life = self.config.lifecycle
                     if life.archive:
                         archived = conn.execute("SELECT tid, ts, content FROM turns WHERE ns_id=? AND seq>=?"
@@ -492,6 +494,9 @@ class MemoryEngine(LifecycleMixin):
                 warnings = (*warnings, f"layer channels: no {' or '.join(empty)} layers in this namespace (only turns "
                             f"of at least ingest.layer_min_chars={self.config.ingest.layer_min_chars} characters "
                             "written with globals.layers_index_enabled have them); those channels found nothing")
+        if "evidence" in self._recallers and self._evidence.record_count(self._store.reader(), ns_id) == 0:
+            warnings = (*warnings, "evidence channel: no evidence nodes in this namespace (turns written while "
+                                   "globals.evidence_enabled was off are not indexed); it found nothing")
         calls = {}
         call_of: dict[tuple[str, str], str] = {}  # (channel, query text) -> call: routes sharing a text share it
         route_calls: list[dict[str, str]] = []

@@ -26,9 +26,14 @@ def open_engine(path: Path, config: dict | None = None) -> MemoryEngine:
     return MemoryEngine.open(path, embedder="hashing", config=config)
 
 
+EVERY_INDEX = {"globals": {"graph_enabled": True, "evidence_enabled": True, "layers_index_enabled": True,
+                           "turns_channel_enabled": True}}
+"""Every optional index on, so that the forgetting scans cover them all."""
+
+
 @pytest.fixture
 def eng(tmp_path: Path):
-    e = open_engine(tmp_path / "store")
+    e = open_engine(tmp_path / "store", EVERY_INDEX)
     yield e
     e.close()
 
