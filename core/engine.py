@@ -75,6 +75,7 @@ from .recall import graph as _graph_channel  # noqa: F401  (registers the graph 
 from .recall import evidence as _evidence_channel  # noqa: F401  (registers the evidence recaller)
 from .recall import temporal as _temporal_channel  # noqa: F401  (registers the temporal recaller)
 from .recall.layers import KIND_CHANNELS, LAYER_CHANNELS
+from .recall.sparse import SparseIndex, normalise
 from .store import chroma as _chroma  # noqa: F401  (registers the backend; chromadb loads only when used)
 from .store.catalog import KIND_CODES, RecordCatalog
 from .store.sqlite import TruthStore, TurnRow
@@ -83,12 +84,14 @@ from .text import estimate_tokens, tokenize
 
 __all__ = ["AddResult", "ForgetReceipt", "MemoryEngine", "StoreStats"]
 
-CHANNELS = ("keyword", "vector", "graph", "temporal", "evidence", "turns", "keyword_l0", "keyword_l1", "vector_l0", "vector_l1")
+CHANNELS = ("keyword", "vector", "sparse", "graph", "temporal", "evidence", "turns", "keyword_l0", "keyword_l1", "vector_l0", "vector_l1")
 DISCLOSE_MIN_CHARS = 600
 """In ``SearchResult.context`` a turn at least this long may be shown as its L1 abstract or L0 title when the
 whole text does not fit the budget."""
 KIND_CONTEXT_TURNS = 8
 """Stored turns the derivation of procedures and failure patterns may look back at."""
+CONVERSATION_GOALS = ("opening", "focus")
+"""Route goals the heuristic planner gives a conversation excerpt (see ``plan.heuristic.conversation_parts``)."""
 SECONDARY_ROUTE_WEIGHT = 0.5
 """Weight of the action route and of per-speaker routes next to the main route (weight 1)."""
 FILTER_KEYS = ("session_id", "speaker", "role", "since", "until", "kinds")
@@ -171,21 +174,26 @@ class MemoryEngine(LifecycleMixin):
         self._graph = EntityGraph()
         self._time = TimeIndex()
         self._evidence = EvidenceIndex()
+        self._sparse = SparseIndex()
         store.add_schema(KeywordIndex.create_schema)
         store.add_schema(EntityGraph.create_schema)
         store.add_schema(TimeIndex.create_schema)
         store.add_schema(EvidenceIndex.create_schema)
+        store.add_schema(SparseIndex.create_schema)
         self._vector: VectorIndex | None = None
         if config.globals.vector_enabled and embedder is not None:
             backend = vector_backends.resolve("storage.vector_backend", config.storage.vector_backend)
             self._vector = backend(storage=config.storage, directory=store.directory, embedder_id=embedder.id,
                                    dim=embedder.dim, store_id=store.store_id)
         ctx = RecallContext(store=store, keyword_index=self._keyword, vector_index=self._vector, embedder=embedder,
-                            graph_index=self._graph, time_index=self._time, evidence_index=self._evidence)
+                            graph_index=self._graph, time_index=self._time, evidence_index=self._evidence,
+                            sparse_index=self._sparse)
         self._recallers: dict[str, Recaller] = {
             "keyword": recallers.resolve("recall.keyword_recaller", config.recall.keyword_recaller)(ctx)}
         if self._vector is not None:
             self._recallers["vector"] = recallers.resolve("recall.vector_recaller", config.recall.vector_recaller)(ctx)
+        if config.globals.sparse_enabled and callable(getattr(embedder, "embed_sparse", None)):
+            self._recallers["sparse"] = recallers.resolve("recall.sparse_recaller", config.recall.sparse_recaller)(ctx)
         if config.globals.graph_enabled:
             self._recallers["graph"] = recallers.resolve("recall.graph_recaller", config.recall.graph_recaller)(ctx)
         if config.globals.evidence_enabled:
@@ -338,6 +346,8 @@ class MemoryEngine(LifecycleMixin):
                     n = len(records)
                     vectors = np.vstack([vectors[:n], self._mean_window_vectors(known_ns, windows, turn_rows,
                                                                                vectors[:n], tail), vectors[n:]])
+            sparse = normalise(self.embedder.embed_sparse([r["text"] for r in records])) \
+                if "sparse" in self._recallers else None  # type: ignore[union-attr]
             with self._store.transaction("add_turns") as conn:
                 ns_id = self._store.ensure_namespace(conn, ns.key)
                 seq = self._store.next_seq(conn, ns_id)
@@ -361,6 +371,8 @@ class MemoryEngine(LifecycleMixin):
                     if vectors is not None and self._vector is not None and self.embedder is not None:
                         self._store.insert_embeddings(conn, ns_id, rids, vectors, self.embedder.id)
                         self._vector.add(conn, ns_id, rids, vectors)
+                    if sparse is not None:
+                        self._sparse.add(conn, ns_id, rids[:len(records)], sparse)
                     self._time.add(conn, ns_id, [(rid, r["text"], r["ref_ts"])
                                                  for rid, r in zip(rids, records, strict=False)])
                     names = self._graph.entities_for(conn, ns_id, [(r["text"], r["speaker"]) for r in records])
@@ -388,6 +400,7 @@ class MemoryEngine(LifecycleMixin):
                     self._graph.invalidate(ns_id)
                     self._time.invalidate(ns_id)
                     self._evidence.invalidate(ns_id)
+                    self._sparse.invalidate(ns_id)
                     self._catalog.invalidate(ns_id)
                     if self._vector is not None:
                         self._vector.invalidate(ns_id)
@@ -500,6 +513,8 @@ class MemoryEngine(LifecycleMixin):
         calls = {}
         call_of: dict[tuple[str, str], str] = {}  # (channel, query text) -> call: routes sharing a text share it
         route_calls: list[dict[str, str]] = []
+        # the sparse latent-term channel matches situations: it serves conversation excerpts, not questions
+        conversational = any(r.goal in CONVERSATION_GOALS for r in plan.routes)
         for r_index, route in enumerate(plan.routes):
             text = " ".join(route.queries)
             names = {}
@@ -511,6 +526,8 @@ class MemoryEngine(LifecycleMixin):
                     allowed = kind_rids[KIND_CHANNELS[channel]]
                     if allowed.size == 0:
                         continue
+                if channel == "sparse" and not conversational:
+                    continue
                 if (channel, text) not in call_of:
                     name = call_of[(channel, text)] = _call_name(channel, route, r_index)
                     request = RecallRequest(query=text, ns_id=ns_id, limit=limit, allowed=allowed, route=route)
@@ -833,12 +850,14 @@ class MemoryEngine(LifecycleMixin):
                     self._graph.drop_namespace(conn, ns_id)
                     self._time.drop_namespace(conn, ns_id)
                     self._evidence.drop_namespace(conn, ns_id)
+                    self._sparse.drop_namespace(conn, ns_id)
                     conn.execute("DELETE FROM claims WHERE ns_id=?", (ns_id,))
                 else:
                     self._keyword.remove(conn, ns_id, rids)
                     self._graph.remove(conn, ns_id, rids)
                     self._time.remove(conn, ns_id, rids)
                     self._evidence.remove(conn, ns_id, rids)
+                    self._sparse.remove(conn, ns_id, rids)
                 if self._vector is not None:
                     self._vector.remove(conn, ns_id, rids)
             try:
@@ -849,6 +868,7 @@ class MemoryEngine(LifecycleMixin):
         self._graph.invalidate(ns_id)
         self._time.invalidate(ns_id)
         self._evidence.invalidate(ns_id)
+        self._sparse.invalidate(ns_id)
         self._catalog.invalidate(ns_id)
         if self._vector is not None:
             self._vector.invalidate(ns_id)
@@ -937,7 +957,7 @@ def _validate_config(cfg: EngineConfig) -> None:
         raise ConfigError("recall.fusion", cfg.recall.fusion, "reranking works on the zscore fusion; use "
                           "fusion: zscore or switch rerank_enabled off")
     for field, channel in (("keyword_recaller", "keyword"), ("vector_recaller", "vector"),
-                           ("graph_recaller", "graph"), ("temporal_recaller", "temporal"),
+                           ("sparse_recaller", "sparse"), ("graph_recaller", "graph"), ("temporal_recaller", "temporal"),
                            ("evidence_recaller", "evidence"), ("turns_recaller", "turns"),
                            *((f"{c}_recaller", c) for c in LAYER_CHANNELS)):
         name = getattr(cfg.recall, field)

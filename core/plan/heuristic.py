@@ -16,10 +16,17 @@ from ..models import ActionState, EvidenceRoute, SearchPlan
 from ..text.entities import query_names
 from ..text.timeexpr import extract_times
 
-__all__ = ["classify_question", "plan_search"]
+__all__ = ["classify_question", "conversation_parts", "plan_search", "split_sentences"]
 
 TIME_FILTER_MIN_CONFIDENCE = 0.8
 MAX_SLOT_ROUTES = 3
+FOCUS_MIN_SENTENCES = 4
+"""A query of at least this many sentences (a conversation excerpt, not a question) gets a ``focus`` route."""
+FOCUS_SENTENCES = 2
+"""The focus route searches the query's last sentences: where a long conversation currently is."""
+OPENING_MIN_CHARS = 15
+"""The opening route searches the query's first sentences (at least this many characters): the topic raised."""
+_SENTENCE_END = re.compile(r"(?<=[。！？!?；;…])\s*|(?<=\.)\s+|\n+")
 
 _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("prior_assistant_response", re.compile(
@@ -42,6 +49,37 @@ _QUESTION = re.compile(r"^\s*(who|what|where|which|why|how|is|are|was|were|do|do
                        r"什么|谁|哪|为什么|怎么|吗", re.I)
 
 
+def split_sentences(text: str) -> list[str]:
+    """The sentences of ``text`` (Chinese and latin terminators), stripped, empty ones dropped.
+
+    >>> split_sentences("我今天去了公园！你喜欢公园吗？喜欢。")
+    ['我今天去了公园！', '你喜欢公园吗？', '喜欢。']
+    """
+    return [s for s in (part.strip() for part in _SENTENCE_END.split(text)) if s]
+
+
+def conversation_parts(query: str) -> tuple[str, str] | None:
+    """``(opening, focus)`` of a long conversational query, or ``None`` for a question or a short statement.
+
+    The opening is the first sentences (``OPENING_MIN_CHARS`` characters at least): the topic someone raised.
+    The focus is the last ``FOCUS_SENTENCES`` sentences: where the conversation is now.
+
+    >>> conversation_parts("嘿！我今天和朋友去公园玩了捉迷藏！真好。你喜欢公园吗？喜欢。我们下次一起去吧？")
+    ('嘿！ 我今天和朋友去公园玩了捉迷藏！', '喜欢。 我们下次一起去吧？')
+    >>> conversation_parts("When did Caroline go to the support group?") is None
+    True
+    """
+    sentences = split_sentences(query)
+    if len(sentences) < FOCUS_MIN_SENTENCES:
+        return None
+    opening: list[str] = []
+    for sentence in sentences[:-FOCUS_SENTENCES]:
+        opening.append(sentence)
+        if sum(map(len, opening)) >= OPENING_MIN_CHARS:
+            break
+    return " ".join(opening), " ".join(sentences[-FOCUS_SENTENCES:])
+
+
 def classify_question(query: str) -> str:
     """One of ``memory_ext.plan.strategy.QUESTION_TYPES``, by ordered rules; no dataset categories."""
     for name, pattern in _RULES:
@@ -57,10 +95,14 @@ def plan_search(query: str, *, now: datetime | None, speakers: Sequence[str],
     A time filter is set only for a time expression parsed with confidence >= 0.8, and it is applied as a boost,
     never as a gate, so a wrong filter cannot remove the answer. When the question names two or more speakers
     (a comparison), each gets a route of its own so one speaker's evidence cannot crowd out the other's.
+    A conversation excerpt (``FOCUS_MIN_SENTENCES`` sentences or more) gets no time filter and two more routes,
+    ``opening`` (the topic raised) and ``focus`` (its last sentences).
     """
     qtype = classify_question(query)
+    excerpt = conversation_parts(query)
     time_filter = None
-    if now is not None:
+    # A conversation excerpt's "today" or "yesterday" dates its own story, not the memories it should recall.
+    if now is not None and excerpt is None:
         mentions = [m for m in extract_times(query, now) if m.confidence >= TIME_FILTER_MIN_CONFIDENCE]
         if mentions:
             time_filter = (mentions[0].start, mentions[0].end)
@@ -70,6 +112,9 @@ def plan_search(query: str, *, now: datetime | None, speakers: Sequence[str],
     if len(named) >= 2:
         routes += [EvidenceRoute(goal=f"speaker:{n}", queries=(query,), constraints=(f"speaker:{n}",),
                                  time_filter=time_filter) for n in named]
+    if excerpt is not None:  # a conversation excerpt: its topic and its current point are evidence needs too
+        routes += [EvidenceRoute(goal="opening", queries=(excerpt[0],)),
+                   EvidenceRoute(goal="focus", queries=(excerpt[1],))]
     if action_state is not None:
         parts = [action_state.current_subgoal, action_state.tentative_action, action_state.last_tool_name,
                  action_state.failure_signal, *action_state.missing_slots, *action_state.available_tools]

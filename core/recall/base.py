@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from ..embed import Embedder
     from ..models import EvidenceRoute
     from ..store.evidence import EvidenceIndex
+    from .sparse import SparseIndex
     from ..store.graph import EntityGraph
     from ..store.timeindex import TimeIndex
     from ..store.keyword import KeywordIndex
@@ -57,6 +58,7 @@ class RecallContext:
     graph_index: EntityGraph | None = None
     time_index: TimeIndex | None = None
     evidence_index: EvidenceIndex | None = None
+    sparse_index: SparseIndex | None = None
     query_vectors: dict[tuple[str, str], object] = field(default_factory=dict)
     """Query embeddings of recent searches (several vector channels of one search embed the query once)."""
     lock: threading.Lock = field(default_factory=threading.Lock)
