@@ -52,3 +52,40 @@ def test_failure_patterns_are_derived_and_boosted_by_the_action_state(tmp_path: 
         top = acting.items[rank(acting, fix)].explanation["routes"]["action"]
         assert top["kind_bonus"] > 0
         assert rank(acting, CHAT[6].content) >= rank(plain, CHAT[6].content) or rank(plain, CHAT[6].content) == 99
+
+
+NOTES = [Turn(role="user", session_id=f"n{i}", content=c) for i, c in enumerate([
+    "The team offsite is planned for the spring.",
+    "My passport number ends in 4471 and expires in 2031.",
+    "The offsite budget is 12,000 euros for everyone.",
+    "I prefer window seats when I fly.",
+    "We used calendar_lookup last time to find free dates for the whole team.",
+    "The offsite venue shortlist has three castles.",
+])]
+
+
+def _rank(result, text: str) -> int:  # noqa: ANN001
+    texts = [i.text for i in result.items]
+    return texts.index(text) if text in texts else 99
+
+
+def test_missing_slots_become_routes_that_find_them(tmp_path: Path) -> None:
+    with MemoryEngine.open(tmp_path, embedder="hashing") as engine:
+        engine.add_turns(NOTES, "ana")
+        query = "help me organise the offsite"
+        plain = engine.search(query, "ana", k=6)
+        acting = engine.search(query, "ana", k=6,
+                               action_state=ActionState(current_subgoal="book the offsite flights",
+                                                        missing_slots=("passport number",)))
+        assert "slot:passport number" in [r.goal for r in acting.plan.routes]
+        assert _rank(acting, NOTES[1].content) < _rank(plain, NOTES[1].content)
+        assert _rank(acting, NOTES[1].content) <= 3  # the slot route has its quota in the top k
+
+
+def test_available_tools_favour_memories_about_those_tools(tmp_path: Path) -> None:
+    with MemoryEngine.open(tmp_path, embedder="hashing") as engine:
+        engine.add_turns(NOTES, "ana")
+        query = "help me organise the offsite"
+        plain = engine.search(query, "ana", k=6)
+        acting = engine.search(query, "ana", k=6, action_state=ActionState(available_tools=("calendar_lookup",)))
+        assert _rank(acting, NOTES[4].content) < _rank(plain, NOTES[4].content)
