@@ -65,9 +65,9 @@ from dataclasses import dataclass, field
 from typing import Final
 
 import numpy as np
-
 from ..errors import ConfigError
 from ..text.entities import extract_entities
+from .snapshots import synced_snapshot
 
 __all__ = ["EntityGraph", "GraphSnapshot", "entity_key", "record_entities"]
 
@@ -763,34 +763,9 @@ class EntityGraph:
         -> their postings and new entities are read and appended; a delete (or a rid out of order, or a large
         delta) -> reloaded whole. Reads run in one read transaction, so they see one state of the tables.
         """
-        stats = _read_stats(conn, ns_id)
-        snap = self._snaps.get(ns_id)
-        if stats is None:
-            if snap is not None:
-                self.invalidate(ns_id)
-            return None
-        if snap is not None and snap.matches(stats):
-            return snap
-        with self._snap_lock:
-            own = not conn.in_transaction
-            if own:
-                conn.execute("BEGIN")
-            try:
-                stats = _read_stats(conn, ns_id)
-                if stats is None:
-                    return None
-                snap = self._snaps.get(ns_id)
-                if snap is not None and snap.matches(stats):
-                    return snap
-                new = None if snap is None else snap.extended(conn, ns_id, stats)
-                if new is None:
-                    new = GraphSnapshot.load(conn, ns_id, stats, self.half_life_s)
-            finally:
-                if own:
-                    conn.execute("COMMIT")
-            with self._lock:
-                self._snaps[ns_id] = new
-            return new
+        return synced_snapshot(conn, ns_id, cache=self._snaps, snap_lock=self._snap_lock, lock=self._lock,
+                               invalidate=self.invalidate, read_stats=_read_stats,
+                               load=lambda c, n, st: GraphSnapshot.load(c, n, st, self.half_life_s))
 
     def _sync(self, conn: sqlite3.Connection, ns_id: int, stats: _Stats | None = None) -> _KeyCache | None:
         """The key cache of ``ns_id``, brought up to date with the database (``stats``: already read)."""

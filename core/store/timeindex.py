@@ -50,9 +50,9 @@ from datetime import UTC, datetime
 from typing import Final, Literal
 
 import numpy as np
-
 from ..errors import ConfigError
 from ..text.timeexpr import extract_times
+from .snapshots import synced_snapshot
 
 __all__ = ["Span", "TimeIndex", "TimeSnapshot", "record_spans"]
 
@@ -328,31 +328,6 @@ class TimeIndex:
         Unchanged -> one SQL statement; only records added -> their spans are read and appended; a delete
         (or a rid added out of order) -> reloaded whole. Reads run in one read transaction.
         """
-        stats = _read_stats(conn, ns_id)
-        snap = self._snaps.get(ns_id)
-        if stats is None:
-            if snap is not None:
-                self.invalidate(ns_id)
-            return None
-        if snap is not None and snap.matches(stats):
-            return snap
-        with self._snap_lock:
-            own = not conn.in_transaction
-            if own:
-                conn.execute("BEGIN")
-            try:
-                stats = _read_stats(conn, ns_id)
-                if stats is None:
-                    return None
-                snap = self._snaps.get(ns_id)
-                if snap is not None and snap.matches(stats):
-                    return snap
-                new = None if snap is None else snap.extended(conn, ns_id, stats)
-                if new is None:
-                    new = TimeSnapshot.load(conn, ns_id, stats)
-            finally:
-                if own:
-                    conn.execute("COMMIT")
-            with self._lock:
-                self._snaps[ns_id] = new
-            return new
+        return synced_snapshot(conn, ns_id, cache=self._snaps, snap_lock=self._snap_lock, lock=self._lock,
+                               invalidate=self.invalidate, read_stats=_read_stats,
+                               load=TimeSnapshot.load)

@@ -1,0 +1,62 @@
+"""Per-namespace in-memory snapshots of an index, kept in sync with its SQLite tables through a stats row.
+
+The entity graph, the time index and the evidence nodes each keep, per namespace, an immutable snapshot built
+from their tables and a ``*_stats`` row that changes on every write. :func:`synced_snapshot` is their one sync
+rule: unchanged stats -> the cached snapshot (one SQL statement); otherwise, under the index's lock and inside
+one read transaction, the snapshot is extended with what was added (``snap.extended``) or, when that is not
+possible (a delete, a rid out of order, a large delta), loaded whole (``load``). A snapshot is replaced, never
+changed in place, so concurrent readers stay consistent.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable, MutableMapping
+from typing import Any, Protocol, TypeVar
+
+__all__ = ["Snapshot", "synced_snapshot"]
+
+
+class Snapshot(Protocol):
+    def matches(self, stats: Any) -> bool: ...
+
+    def extended(self, conn: sqlite3.Connection, ns_id: int, stats: Any) -> Any: ...
+
+
+S = TypeVar("S", bound=Snapshot)
+
+
+def synced_snapshot(conn: sqlite3.Connection, ns_id: int, *, cache: MutableMapping[int, S],
+                    snap_lock: threading.Lock, lock: threading.Lock, invalidate: Callable[[int], None],
+                    read_stats: Callable[[sqlite3.Connection, int], Any],
+                    load: Callable[[sqlite3.Connection, int, Any], S]) -> S | None:
+    """The namespace's snapshot as ``conn`` sees it (None when nothing is indexed)."""
+    stats = read_stats(conn, ns_id)
+    snap = cache.get(ns_id)
+    if stats is None:
+        if snap is not None:
+            invalidate(ns_id)
+        return None
+    if snap is not None and snap.matches(stats):
+        return snap
+    with snap_lock:
+        own = not conn.in_transaction
+        if own:
+            conn.execute("BEGIN")
+        try:
+            stats = read_stats(conn, ns_id)
+            if stats is None:
+                return None
+            snap = cache.get(ns_id)
+            if snap is not None and snap.matches(stats):
+                return snap
+            new = None if snap is None else snap.extended(conn, ns_id, stats)
+            if new is None:
+                new = load(conn, ns_id, stats)
+        finally:
+            if own:
+                conn.execute("COMMIT")
+        with lock:
+            cache[ns_id] = new
+        return new
