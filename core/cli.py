@@ -83,6 +83,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
                 print(f"[{mark}] {q['query']}   ({result.timings_ms['total']:.1f} ms)")
                 _print_result(result, sys.stdout)
                 print()
+            print("The memory index a system prompt would show (engine.render_prompt; "
+                  "engine.retrieve(hook_id) opens a file):")
+            print(engine.render_prompt(ns, budget_tokens=600) or "(no memory files)")
+            print()
             print(f"{hits}/{len(data['queries'])} questions answered by the top memory.")
             return 0 if hits == len(data["queries"]) else 1
 

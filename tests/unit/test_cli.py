@@ -16,6 +16,7 @@ def test_demo_finds_the_right_memories_in_english_and_chinese(capsys: pytest.Cap
     out = capsys.readouterr().out
     assert "6/6 questions answered by the top memory" in out
     assert "贝类" in out and "shellfish" in out and "found by: keyword#1" in out
+    assert "The memory index" in out and " daily: " in out  # the hooks of the demo's daily memory files
 
 
 def test_ingest_search_stats(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
