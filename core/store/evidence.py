@@ -66,7 +66,7 @@ from .graph import (
     entity_key,
     record_entities,
 )
-from .snapshots import synced_snapshot
+from .snapshots import chunks, indexed_rids, marks, synced_snapshot
 
 __all__ = [
     "KINDS",
@@ -92,7 +92,6 @@ MAX_FRAME_ENTITIES: Final = 8  # entities per record in event frames (the record
 MAX_FRAME_DAYS: Final = 4  # days per record in event frames (its own day first)
 MAX_FRAME_SPAN: Final = 3  # a resolved span of at most this many days gives event-frame days
 
-_SQL_CHUNK: Final = 400
 _MIN_DELTA: Final = 4096  # postings appended to a snapshot before it is rebuilt from the tables
 
 _SCHEMA: Final = (
@@ -309,14 +308,6 @@ def window_keys(items: Sequence[Mapping[str, Any]], known: Collection[str] = ())
 # ------------------------------------------------------------------------------------------ SQL helpers
 
 
-def _chunks(items: Sequence[Any], size: int = _SQL_CHUNK) -> Iterable[Sequence[Any]]:
-    for i in range(0, len(items), size):
-        yield items[i : i + size]
-
-
-def _marks(n: int) -> str:
-    return "(" + ",".join("?" * n) + ")"
-
 
 @dataclass(frozen=True)
 class _Stats:
@@ -442,9 +433,9 @@ class EvidenceSnapshot:
         # nid -> idx for the nodes this delta touches (old ones by key lookup, read once)
         idx_of = {int(n): len(self.keys) + i for i, (n, _) in enumerate(nodes)}
         missing = sorted({int(n) for _, n in rows} - idx_of.keys())
-        for part in _chunks(missing):
+        for part in chunks(missing):
             for nid, key in conn.execute(f"SELECT nid, key FROM evidence_nodes WHERE ns_id=? AND nid IN "
-                                         f"{_marks(len(part))}", (ns_id, *part)):
+                                         f"{marks(len(part))}", (ns_id, *part)):
                 i = self.index.get(key)
                 if i is not None:
                     idx_of[int(nid)] = i
@@ -594,9 +585,9 @@ class EvidenceIndex:
             [(ns_id, k, n) for k, n in df.items()],
         )
         nid_of: dict[str, int] = {}
-        for part in _chunks(list(df)):
+        for part in chunks(list(df)):
             for nid, key in conn.execute(
-                f"SELECT nid, key FROM evidence_nodes WHERE ns_id=? AND key IN {_marks(len(part))}", (ns_id, *part)
+                f"SELECT nid, key FROM evidence_nodes WHERE ns_id=? AND key IN {marks(len(part))}", (ns_id, *part)
             ):
                 nid_of[key] = int(nid)
         conn.executemany(
@@ -616,20 +607,20 @@ class EvidenceIndex:
         wanted = sorted({int(r) for r in rids})
         gone: set[int] = set()
         df: Counter[int] = Counter()
-        for part in _chunks(wanted):
+        for part in chunks(wanted):
             for rid, nid in conn.execute(
-                f"SELECT rid, nid FROM evidence_postings WHERE ns_id=? AND rid IN {_marks(len(part))}", (ns_id, *part)
+                f"SELECT rid, nid FROM evidence_postings WHERE ns_id=? AND rid IN {marks(len(part))}", (ns_id, *part)
             ):
                 gone.add(int(rid))
                 df[int(nid)] += 1
         if not gone:
             return
-        for part in _chunks(sorted(gone)):
-            conn.execute(f"DELETE FROM evidence_postings WHERE ns_id=? AND rid IN {_marks(len(part))}", (ns_id, *part))
+        for part in chunks(sorted(gone)):
+            conn.execute(f"DELETE FROM evidence_postings WHERE ns_id=? AND rid IN {marks(len(part))}", (ns_id, *part))
         conn.executemany("UPDATE evidence_nodes SET n_records = n_records - ? WHERE ns_id=? AND nid=?",
                          [(n, ns_id, nid) for nid, n in df.items()])
-        for part in _chunks(sorted(df)):
-            conn.execute(f"DELETE FROM evidence_nodes WHERE ns_id=? AND nid IN {_marks(len(part))} AND n_records <= 0",
+        for part in chunks(sorted(df)):
+            conn.execute(f"DELETE FROM evidence_nodes WHERE ns_id=? AND nid IN {marks(len(part))} AND n_records <= 0",
                          (ns_id, *part))
         conn.execute("UPDATE evidence_stats SET n_records = max(n_records - ?, 0), version = version + 1"
                      " WHERE ns_id=?", (len(gone), ns_id))
@@ -653,12 +644,7 @@ class EvidenceIndex:
 
     @staticmethod
     def _indexed(conn: sqlite3.Connection, ns_id: int, rids: Sequence[int]) -> list[int]:
-        found: set[int] = set()
-        for part in _chunks(sorted(set(rids))):
-            found.update(int(r[0]) for r in conn.execute(
-                f"SELECT DISTINCT rid FROM evidence_postings WHERE ns_id=? AND rid IN {_marks(len(part))}",
-                (ns_id, *part)))
-        return sorted(found)
+        return indexed_rids(conn, "evidence_postings", ns_id, rids)
 
     # ------------------------------------------------------------------------------------------- reads
 
@@ -685,9 +671,9 @@ class EvidenceIndex:
     def node_info(conn: sqlite3.Connection, ns_id: int, keys: Sequence[str]) -> dict[str, int]:
         """key -> number of records, for the nodes of ``ns_id`` among ``keys``."""
         out: dict[str, int] = {}
-        for part in _chunks(list(dict.fromkeys(keys))):
+        for part in chunks(list(dict.fromkeys(keys))):
             for key, n in conn.execute(
-                f"SELECT key, n_records FROM evidence_nodes WHERE ns_id=? AND key IN {_marks(len(part))}",
+                f"SELECT key, n_records FROM evidence_nodes WHERE ns_id=? AND key IN {marks(len(part))}",
                 (ns_id, *part),
             ):
                 out[key] = int(n)

@@ -67,11 +67,10 @@ from typing import Final
 import numpy as np
 from ..errors import ConfigError
 from ..text.entities import extract_entities
-from .snapshots import synced_snapshot
+from .snapshots import SQL_CHUNK, chunks, indexed_rids, marks, synced_snapshot
 
 __all__ = ["EntityGraph", "GraphSnapshot", "entity_key", "record_entities"]
 
-_SQL_CHUNK: Final = 400  # ids per "IN (...)" statement (SQLite's default variable limit is 999+)
 _MAX_KEY_TOKENS: Final = 8  # longest key, in tokens, that entities_in looks for
 _MAX_CJK_KEY: Final = 12  # longest CJK key, in characters, matched as a substring
 _DAY_S: Final = 86_400.0
@@ -164,14 +163,6 @@ _SCHEMA: Final = (
         max_ts REAL)""",
 )
 
-
-def _chunks(items: Sequence[int], size: int = _SQL_CHUNK) -> Iterable[Sequence[int]]:
-    for i in range(0, len(items), size):
-        yield items[i : i + size]
-
-
-def _marks(n: int) -> str:
-    return "(" + ",".join("?" * n) + ")"
 
 
 def _max_ts(a: float | None, b: float | None) -> float | None:
@@ -576,10 +567,10 @@ class EntityGraph:
         )
         eid_of: dict[str, int] = {}
         keys_list = list(df)
-        for i in range(0, len(keys_list), _SQL_CHUNK):
-            part = keys_list[i : i + _SQL_CHUNK]
+        for i in range(0, len(keys_list), SQL_CHUNK):
+            part = keys_list[i : i + SQL_CHUNK]
             for eid, key in conn.execute(
-                f"SELECT eid, key FROM graph_entities WHERE ns_id=? AND key IN {_marks(len(part))}", (ns_id, *part)
+                f"SELECT eid, key FROM graph_entities WHERE ns_id=? AND key IN {marks(len(part))}", (ns_id, *part)
             ):
                 eid_of[key] = int(eid)
         return eid_of
@@ -593,9 +584,9 @@ class EntityGraph:
         """
         wanted = sorted({int(r) for r in rids})
         by_rid: dict[int, list[tuple[int, float | None]]] = defaultdict(list)
-        for part in _chunks(wanted):
+        for part in chunks(wanted):
             for eid, rid, ts in conn.execute(
-                f"SELECT eid, rid, ts FROM graph_postings WHERE ns_id=? AND rid IN {_marks(len(part))}",
+                f"SELECT eid, rid, ts FROM graph_postings WHERE ns_id=? AND rid IN {marks(len(part))}",
                 (ns_id, *part),
             ):
                 by_rid[int(rid)].append((int(eid), ts))
@@ -613,8 +604,8 @@ class EntityGraph:
                     pairs[a, b] += 1
                     pair_ts[a, b] = _max_ts(pair_ts.get((a, b)), ts)
         gone = sorted(by_rid)
-        for part in _chunks(gone):
-            conn.execute(f"DELETE FROM graph_postings WHERE ns_id=? AND rid IN {_marks(len(part))}", (ns_id, *part))
+        for part in chunks(gone):
+            conn.execute(f"DELETE FROM graph_postings WHERE ns_id=? AND rid IN {marks(len(part))}", (ns_id, *part))
 
         conn.executemany(
             "UPDATE graph_edges SET count = count - ? WHERE ns_id=? AND a=? AND b=?",
@@ -640,12 +631,12 @@ class EntityGraph:
             [(n, ns_id, eid) for eid, n in df.items()],
         )
         orphans: list[int] = []
-        for part in _chunks(sorted(df)):
+        for part in chunks(sorted(df)):
             orphans += [int(r[0]) for r in conn.execute(
-                f"SELECT eid FROM graph_entities WHERE ns_id=? AND eid IN {_marks(len(part))} AND n_records <= 0",
+                f"SELECT eid FROM graph_entities WHERE ns_id=? AND eid IN {marks(len(part))} AND n_records <= 0",
                 (ns_id, *part))]
-        for part in _chunks(orphans):
-            clause = _marks(len(part))
+        for part in chunks(orphans):
+            clause = marks(len(part))
             conn.execute(f"DELETE FROM graph_edges WHERE ns_id=? AND (a IN {clause} OR b IN {clause})",
                          (ns_id, *part, *part))
             conn.execute(f"DELETE FROM graph_postings WHERE ns_id=? AND eid IN {clause}", (ns_id, *part))
@@ -684,11 +675,7 @@ class EntityGraph:
 
     @staticmethod
     def _indexed(conn: sqlite3.Connection, ns_id: int, rids: Sequence[int]) -> list[int]:
-        found: set[int] = set()
-        for part in _chunks(rids):
-            sql = f"SELECT DISTINCT rid FROM graph_postings WHERE ns_id=? AND rid IN {_marks(len(part))}"
-            found.update(int(r[0]) for r in conn.execute(sql, (ns_id, *part)))
-        return sorted(found)
+        return indexed_rids(conn, "graph_postings", ns_id, rids)
 
     # ------------------------------------------------------------------------------------------ reads
 
@@ -819,9 +806,9 @@ class EntityGraph:
     def entity_info(self, conn: sqlite3.Connection, ns_id: int, eids: Sequence[int]) -> dict[int, tuple[str, int]]:
         """eid -> (display name, number of records naming it), for the entities of ``ns_id`` among ``eids``."""
         out: dict[int, tuple[str, int]] = {}
-        for part in _chunks(sorted({int(e) for e in eids})):
+        for part in chunks(sorted({int(e) for e in eids})):
             for eid, name, n in conn.execute(
-                f"SELECT eid, name, n_records FROM graph_entities WHERE ns_id=? AND eid IN {_marks(len(part))}",
+                f"SELECT eid, name, n_records FROM graph_entities WHERE ns_id=? AND eid IN {marks(len(part))}",
                 (ns_id, *part),
             ):
                 out[int(eid)] = (name, int(n))

@@ -6,16 +6,46 @@ rule: unchanged stats -> the cached snapshot (one SQL statement); otherwise, und
 one read transaction, the snapshot is extended with what was added (``snap.extended``) or, when that is not
 possible (a delete, a rid out of order, a large delta), loaded whole (``load``). A snapshot is replaced, never
 changed in place, so concurrent readers stay consistent.
+
+The module also holds the small SQL helpers these indexes share: :func:`chunks` of ids per ``IN (...)``,
+:func:`marks` for its placeholders, and :func:`indexed_rids` (which of some rids a table indexes).
 """
 
 from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Callable, MutableMapping
+from collections.abc import Callable, Iterable, MutableMapping, Sequence
 from typing import Any, Protocol, TypeVar
 
-__all__ = ["Snapshot", "synced_snapshot"]
+__all__ = ["SQL_CHUNK", "Snapshot", "chunks", "indexed_rids", "marks", "synced_snapshot"]
+
+SQL_CHUNK = 400
+"""Ids per ``IN (...)`` statement (SQLite's default variable limit is 999 or more)."""
+
+
+def chunks(items: Sequence[Any], size: int = SQL_CHUNK) -> Iterable[Sequence[Any]]:
+    """``items`` in slices of at most ``size``."""
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+def marks(n: int) -> str:
+    """``(?,?,...)`` with ``n`` placeholders.
+
+    >>> marks(3)
+    '(?,?,?)'
+    """
+    return "(" + ",".join("?" * n) + ")"
+
+
+def indexed_rids(conn: sqlite3.Connection, table: str, ns_id: int, rids: Sequence[int]) -> list[int]:
+    """The rids among ``rids`` that ``table`` (a constant of the calling index) holds rows for, sorted."""
+    found: set[int] = set()
+    for part in chunks(sorted(set(rids))):
+        found.update(int(r[0]) for r in conn.execute(
+            f"SELECT DISTINCT rid FROM {table} WHERE ns_id=? AND rid IN {marks(len(part))}", (ns_id, *part)))
+    return sorted(found)
 
 
 class Snapshot(Protocol):

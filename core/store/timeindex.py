@@ -44,7 +44,7 @@ from __future__ import annotations
 import math
 import sqlite3
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Final, Literal
@@ -52,13 +52,12 @@ from typing import Final, Literal
 import numpy as np
 from ..errors import ConfigError
 from ..text.timeexpr import extract_times
-from .snapshots import synced_snapshot
+from .snapshots import chunks, indexed_rids, marks, synced_snapshot
 
 __all__ = ["Span", "TimeIndex", "TimeSnapshot", "record_spans"]
 
 Source = Literal["said", "mentioned"]
 
-_SQL_CHUNK: Final = 400  # ids per "IN (...)" statement
 DEFAULT_MIN_CONFIDENCE: Final = 0.5
 
 _SCHEMA: Final = (
@@ -121,14 +120,6 @@ def record_spans(text: str, ref_ts: float | None, *, min_confidence: float = DEF
                 found[key] = Span(key[0], key[1], "mentioned", float(m.confidence), m.text)
     return [*found.values(), Span(ref_ts, ref_ts, "said", 1.0)]
 
-
-def _chunks(items: Sequence[int], size: int = _SQL_CHUNK) -> Iterable[Sequence[int]]:
-    for i in range(0, len(items), size):
-        yield items[i : i + size]
-
-
-def _marks(n: int) -> str:
-    return "(" + ",".join("?" * n) + ")"
 
 
 @dataclass(frozen=True)
@@ -266,8 +257,8 @@ class TimeIndex:
         ignored)."""
         wanted = sorted({int(r) for r in rids})
         n_records = n_spans = 0
-        for part in _chunks(wanted):
-            clause = _marks(len(part))
+        for part in chunks(wanted):
+            clause = marks(len(part))
             row = conn.execute(f"SELECT count(DISTINCT rid), count(*) FROM time_spans WHERE ns_id=? AND rid IN {clause}",
                                (ns_id, *part)).fetchone()
             if row[1]:
@@ -303,11 +294,7 @@ class TimeIndex:
 
     @staticmethod
     def _indexed(conn: sqlite3.Connection, ns_id: int, rids: Sequence[int]) -> list[int]:
-        found: set[int] = set()
-        for part in _chunks(rids):
-            sql = f"SELECT DISTINCT rid FROM time_spans WHERE ns_id=? AND rid IN {_marks(len(part))}"
-            found.update(int(r[0]) for r in conn.execute(sql, (ns_id, *part)))
-        return sorted(found)
+        return indexed_rids(conn, "time_spans", ns_id, rids)
 
     # ------------------------------------------------------------------------------------------ reads
 

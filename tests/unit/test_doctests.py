@@ -18,6 +18,7 @@ MODULES = [
     "memory_ext.ingest.layers",
     "memory_ext.rank.select",
     "memory_ext.store.timeindex",
+    "memory_ext.store.snapshots",
     "memory_ext.store.evidence",
     "memory_ext.recall.evidence",
     "memory_ext.recall.temporal",
