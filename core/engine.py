@@ -838,7 +838,9 @@ class MemoryEngine(LifecycleMixin):
                     tids += [int(r[0]) for r in reader.execute("SELECT tid FROM file_turns WHERE fid=?",
                                                                 (file_row.fid,))]
             partial = not (records is None and hooks is None and ns.session_id is None)
-            neighbours = _neighbour_tids(reader, ns_id, tids) if partial else []
+            # event frames of the forgotten turns' neighbours name their entities (only if evidence was indexed)
+            neighbours = _neighbour_tids(reader, ns_id, tids) \
+                if partial and self._evidence.record_count(reader, ns_id) else []
             with self._store.transaction("forget") as conn:
                 removed = forget_turns(conn, ns_id, tids, drop_files=drop_files)
                 if neighbours:  # their event frames named the forgotten turns' entities: index them again

@@ -78,7 +78,6 @@ class LifecycleMixin:
             return rows
         if self._store.read_only:
             from .compact import default_importance
-            from .files import Member  # noqa: F401
 
             out = []
             for r in rows:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from ..embed import check_vectors
@@ -14,19 +16,30 @@ __all__ = ["VectorRecaller"]
 QUERY_CACHE_SIZE = 64
 
 
+class _Slot:
+    """One cached query embedding; its own lock lets different texts be embedded in parallel."""
+
+    __slots__ = ("lock", "vector")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.vector: np.ndarray | None = None
+
+
 def _query_vector(ctx: RecallContext, text: str) -> np.ndarray:
     """The query's embedding, computed once for all the vector channels of a search (a small LRU)."""
     embedder = ctx.embedder
     assert embedder is not None
     key = (embedder.id, text)
-    with ctx.lock:
-        cached = ctx.query_vectors.pop(key, None)
-        if cached is None:
-            cached = np.asarray(check_vectors(embedder, embedder.embed_query(text), 1)[0])
-        ctx.query_vectors[key] = cached
+    with ctx.lock:  # only the cache's bookkeeping; the embedding runs outside it
+        slot = ctx.query_vectors.pop(key, None) or _Slot()
+        ctx.query_vectors[key] = slot
         while len(ctx.query_vectors) > QUERY_CACHE_SIZE:
             ctx.query_vectors.pop(next(iter(ctx.query_vectors)))
-    return cached  # type: ignore[return-value]
+    with slot.lock:  # type: ignore[union-attr]
+        if slot.vector is None:  # type: ignore[union-attr]
+            slot.vector = np.asarray(check_vectors(embedder, embedder.embed_query(text), 1)[0])  # type: ignore[union-attr]
+        return slot.vector  # type: ignore[union-attr,return-value]
 
 
 @recallers.register("vector")
