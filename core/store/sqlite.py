@@ -475,23 +475,6 @@ class TruthStore:
         )
 
     @staticmethod
-    def delete_rows(conn: sqlite3.Connection, ns_id: int, session_id: str | None) -> tuple[list[int], int]:
-        """Delete a namespace's (or one session's) turns, records and embeddings; returns (rids, n_turns)."""
-        if session_id is None:
-            rids = [int(r[0]) for r in conn.execute("SELECT rid FROM records WHERE ns_id=?", (ns_id,))]
-            conn.execute("DELETE FROM embeddings WHERE ns_id=?", (ns_id,))
-            conn.execute("DELETE FROM records WHERE ns_id=?", (ns_id,))
-            n_turns = conn.execute("DELETE FROM turns WHERE ns_id=?", (ns_id,)).rowcount
-        else:
-            rids = [int(r[0]) for r in conn.execute("SELECT rid FROM records WHERE ns_id=? AND session_id=?",
-                                                    (ns_id, session_id))]
-            conn.executemany("DELETE FROM embeddings WHERE ns_id=? AND rid=?", [(ns_id, r) for r in rids])
-            conn.execute("DELETE FROM records WHERE ns_id=? AND session_id=?", (ns_id, session_id))
-            n_turns = conn.execute("DELETE FROM turns WHERE ns_id=? AND session_id=?", (ns_id, session_id)).rowcount
-        conn.execute("UPDATE namespaces SET generation = generation + 1 WHERE ns_id=?", (ns_id,))
-        return rids, int(n_turns)
-
-    @staticmethod
     def tail_turns(conn: sqlite3.Connection, ns_id: int, n: int = 2) -> list[dict[str, Any]]:
         """The namespace's last ``n`` turns (oldest first), with the rid of each one's turn record."""
         rows = conn.execute(
