@@ -14,34 +14,30 @@ The engine is synchronous and thread-safe. Every public method has an ``a``-pref
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import os
-import sqlite3
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 
 from .config import EngineConfig
-from .embed import Embedder, HashingEmbedder, check_vectors, resolve_embedder
+from .embed import Embedder, HashingEmbedder, resolve_embedder
 from .errors import (
     ConfigError,
     InvalidQueryError,
-    InvalidTurnError,
-    ReadOnlyStoreError,
     RetrievalError,
     ValidationError,
 )
-from .ingest.derive import WINDOW_MAX_GAP_S, derive_turn_record, derive_windows, new_id
-from .ingest.kinds import derive_kinds
-from .ingest.layers import derive_layers
+from .ingest.derive import WINDOW_MAX_GAP_S
+from .ingest.pipeline import WritePipeline
 from .models import (
+    IndexHook,
+    MemoryFile,
     ActionState,
     ChannelError,
     EvidenceRoute,
@@ -51,10 +47,8 @@ from .models import (
     Turn,
     to_utc,
 )
-from .lifecycle.api import LifecycleMixin
-from .lifecycle.files import archive_turns
-from .lifecycle.forget import forget_turns
-from .lifecycle.supersede import supersede
+from .lifecycle.api import CompactionReport, Lifecycle
+from .lifecycle.forgetting import forget
 from .llm import LLM
 from .plan.heuristic import plan_search
 from .plan.llm_planner import HeuristicPlanner, LLMPlanner, Planner
@@ -75,7 +69,10 @@ from .recall import graph as _graph_channel  # noqa: F401  (registers the graph 
 from .recall import evidence as _evidence_channel  # noqa: F401  (registers the evidence recaller)
 from .recall import temporal as _temporal_channel  # noqa: F401  (registers the temporal recaller)
 from .recall.layers import KIND_CHANNELS, LAYER_CHANNELS
-from .recall.sparse import SparseIndex, normalise
+from .recall import sparse as _sparse_channel  # noqa: F401  (registers the sparse recaller)
+from .results import AddResult, ForgetReceipt, StoreStats
+from .store.base import DerivedIndex
+from .store.sparse import SparseIndex
 from .store import chroma as _chroma  # noqa: F401  (registers the backend; chromadb loads only when used)
 from .store.catalog import KIND_CODES, RecordCatalog
 from .store.sqlite import TruthStore, TurnRow
@@ -97,47 +94,6 @@ SECONDARY_ROUTE_WEIGHT = 0.5
 FILTER_KEYS = ("session_id", "speaker", "role", "since", "until", "kinds")
 
 
-class AddResult(BaseModel):
-    """What ``add_turns`` wrote."""
-
-    model_config = ConfigDict(frozen=True)
-    turn_ids: tuple[str, ...]
-    record_ids: tuple[str, ...]
-
-
-class ForgetReceipt(BaseModel):
-    """What ``forget`` removed, from every store (truth store, keyword, vector and graph indexes, memory files)."""
-
-    model_config = ConfigDict(frozen=True)
-    namespace: Namespace
-    turns: int
-    """Turns removed."""
-    records: int
-    """Records removed (turn records, windows), with their vectors, postings and graph entries."""
-    turn_ids: tuple[str, ...] = ()
-    record_ids: tuple[str, ...] = ()
-    files_deleted: tuple[str, ...] = ()
-    """Memory files (hook ids) deleted: those named, and those left empty."""
-    files_updated: tuple[str, ...] = ()
-    """Memory files that lost turns; their hooks were recomputed from what remains."""
-    stores: tuple[str, ...] = ()
-    """The stores the removal went through."""
-
-
-class StoreStats(BaseModel):
-    """Counts and sizes of a store."""
-
-    model_config = ConfigDict(frozen=True)
-    path: str
-    namespaces: int
-    turns: int
-    records: int
-    vectors: int
-    embedder_id: str | None
-    vector_backend: str
-    disk_bytes: int
-
-
 def _embedder_for_stored_id(stored: str | None) -> Embedder | str | None:
     """When no embedder is given, reopen a store with the embedder that built it (if it is a built-in)."""
     if stored is None:
@@ -147,7 +103,7 @@ def _embedder_for_stored_id(stored: str | None) -> Embedder | str | None:
     return None
 
 
-class MemoryEngine(LifecycleMixin):
+class MemoryEngine:
     """Long-term memory over one store directory.
 
     Open it with :meth:`open`; write with :meth:`add_turns`; read with :meth:`search`; remove with
@@ -159,7 +115,6 @@ class MemoryEngine(LifecycleMixin):
     def __init__(self, store: TruthStore, config: EngineConfig, embedder: Embedder | None,
                  embedder_warning: str | None, llm: LLM | None = None, reranker: Reranker | None = None) -> None:
         self._store = store
-        self.llm = llm
         self._reranker: Reranker | None = None
         if config.globals.rerank_enabled:
             self._reranker = reranker if reranker is not None else LLMReranker(llm) if llm is not None else None
@@ -175,16 +130,18 @@ class MemoryEngine(LifecycleMixin):
         self._time = TimeIndex()
         self._evidence = EvidenceIndex()
         self._sparse = SparseIndex()
-        store.add_schema(KeywordIndex.create_schema)
-        store.add_schema(EntityGraph.create_schema)
-        store.add_schema(TimeIndex.create_schema)
-        store.add_schema(EvidenceIndex.create_schema)
-        store.add_schema(SparseIndex.create_schema)
         self._vector: VectorIndex | None = None
         if config.globals.vector_enabled and embedder is not None:
             backend = vector_backends.resolve("storage.vector_backend", config.storage.vector_backend)
             self._vector = backend(storage=config.storage, directory=store.directory, embedder_id=embedder.id,
                                    dim=embedder.dim, store_id=store.store_id)
+        # every derived index, in write order: the write pipeline hands each batch to all of them (an index
+        # stores only what the batch carries for it), forget removes from all of them
+        self._indexes: tuple[DerivedIndex, ...] = (
+            self._keyword, *((self._vector,) if self._vector is not None else ()), self._sparse, self._time,
+            self._graph, self._evidence, self._catalog)
+        for index in self._indexes:
+            store.add_schema(index.create_schema)
         ctx = RecallContext(store=store, keyword_index=self._keyword, vector_index=self._vector, embedder=embedder,
                             graph_index=self._graph, time_index=self._time, evidence_index=self._evidence,
                             sparse_index=self._sparse)
@@ -212,6 +169,11 @@ class MemoryEngine(LifecycleMixin):
                 self._recallers[channel] = recallers.resolve(f"recall.{field}", getattr(config.recall, field))(ctx)
         self._pool = ThreadPoolExecutor(max_workers=max(4, 4 * len(self._recallers)),
                                         thread_name_prefix="memory-ext-recall")
+        self._writer = WritePipeline(store, config, embedder, self._indexes, vector=self._vector, graph=self._graph,
+                                     time=self._time, sparse="sparse" in self._recallers,
+                                     evidence=config.globals.evidence_enabled)
+        self._lifecycle = Lifecycle(store, config, llm, search=self.search, add_turns=self.add_turns,
+                                    check_open=self._check_open, on_flags_changed=self._catalog.invalidate)
         self._closed = False
 
     # -- construction ----------------------------------------------------------------------------------------
@@ -277,6 +239,15 @@ class MemoryEngine(LifecycleMixin):
         self.close()
 
     @property
+    def llm(self) -> LLM | None:
+        """The LLM the lifecycle uses (LLM summaries, eviction relevance); settable."""
+        return self._lifecycle.llm
+
+    @llm.setter
+    def llm(self, value: LLM | None) -> None:
+        self._lifecycle.llm = value
+
+    @property
     def path(self) -> Path:
         """The store directory."""
         return self._store.directory
@@ -291,137 +262,7 @@ class MemoryEngine(LifecycleMixin):
         nothing is written.
         """
         self._check_open()
-        ns = Namespace.coerce(namespace)
-        if isinstance(turns, (Turn, Mapping, str, bytes)):
-            raise InvalidTurnError("turns", turns, "pass a list of turns, even for a single turn")
-        items = [Turn.coerce(t, i) for i, t in enumerate(turns)]  # type: ignore[arg-type]
-        limits = self.config.limits
-        if len(items) > limits.max_batch_turns:
-            raise InvalidTurnError("turns", f"<{len(items)} turns>",
-                                   f"split into batches of at most {limits.max_batch_turns} (limits.max_batch_turns)")
-        for i, t in enumerate(items):
-            if len(t.content) > limits.max_content_chars:
-                raise InvalidTurnError(f"turns[{i}].content", t.content,
-                                       f"content has {len(t.content)} characters; the limit is "
-                                       f"{limits.max_content_chars} (limits.max_content_chars): split the turn")
-        if not items:
-            return AddResult(turn_ids=(), record_ids=())
-        given_ids = [t.id for t in items if t.id is not None]
-        if len(given_ids) != len(set(given_ids)):
-            dup = next(i for i in given_ids if given_ids.count(i) > 1)
-            raise InvalidTurnError("turns[].id", dup, "turn ids must be unique; omit id to get a fresh one")
-        now = datetime.now(UTC)
-        turn_rows = []
-        for t in items:
-            ts = t.timestamp or now
-            turn_rows.append({
-                "id": t.id or new_id("turn"), "session_id": t.session_id or ns.session_id, "role": t.role.value,
-                "speaker": t.speaker, "content": t.content, "ts": ts.timestamp(), "external_id": t.external_id,
-                "tool_calls": list(t.tool_calls), "attachments": list(t.attachments), "metadata": dict(t.metadata),
-                "token_count": estimate_tokens(t.content),
-            })
-        with self._store.write_lock:  # one writer at a time: the stored tail cannot change under us
-            if self._store.read_only:
-                raise ReadOnlyStoreError("add_turns")
-            known_ns = self._store.find_namespace(ns.key)
-            context = self._store.tail_turns(self._store.reader(), known_ns, KIND_CONTEXT_TURNS) \
-                if known_ns is not None else []
-            tail = context[-2:]  # windows need the last two stored turns
-            records = [derive_turn_record(r) for r in turn_rows]
-            ingest = self.config.ingest
-            windows = derive_windows(tail + turn_rows, first_center=len(tail) - 1) if ingest.windows else []
-            derived = derive_layers(turn_rows, min_chars=ingest.layer_min_chars) \
-                if self.config.globals.layers_index_enabled else []
-            if ingest.derived_kinds:
-                derived += derive_kinds(context + turn_rows, first=len(context))
-            anchored = windows + derived  # records that are evidence for the turn they are anchored to
-            all_records = records + anchored
-            vectors = None
-            if self._vector is not None and self.embedder is not None:
-                mean = ingest.window_vectors == "mean"
-                embed = records + ([] if mean else windows) + derived
-                texts = [r["index_text"] for r in embed]
-                vectors = check_vectors(self.embedder, self.embedder.embed_documents(texts), len(texts))
-                if mean and windows:
-                    n = len(records)
-                    vectors = np.vstack([vectors[:n], self._mean_window_vectors(known_ns, windows, turn_rows,
-                                                                               vectors[:n], tail), vectors[n:]])
-            sparse = normalise(self.embedder.embed_sparse([r["text"] for r in records])) \
-                if "sparse" in self._recallers else None  # type: ignore[union-attr]
-            with self._store.transaction("add_turns") as conn:
-                ns_id = self._store.ensure_namespace(conn, ns.key)
-                seq = self._store.next_seq(conn, ns_id)
-                for offset, row in enumerate(turn_rows):
-                    row["seq"] = seq + offset
-                try:
-                    try:
-                        self._store.insert_turns(conn, ns_id, turn_rows)
-                    except sqlite3.IntegrityError as exc:
-                        raise InvalidTurnError("turns[].id", [t.id for t in items if t.id],
-                                               "turn ids must be unique in the store; omit id to get a fresh one "
-                                               f"({exc})") from None
-                    rids = self._store.insert_records(conn, ns_id, records)
-                    rid_of = {t["id"]: t["rid"] for t in context}
-                    rid_of.update({r["turn_ids"][0]: rid for r, rid in zip(records, rids, strict=True)})
-                    for w in anchored:
-                        w["anchor_rid"] = rid_of[w["anchor_turn_id"]]
-                    rids += self._store.insert_records(conn, ns_id, anchored)
-                    self._keyword.add(conn, ns_id, list(zip(rids, (r["index_text"] for r in all_records),
-                                                            strict=True)))
-                    if vectors is not None and self._vector is not None and self.embedder is not None:
-                        self._store.insert_embeddings(conn, ns_id, rids, vectors, self.embedder.id)
-                        self._vector.add(conn, ns_id, rids, vectors)
-                    if sparse is not None:
-                        self._sparse.add(conn, ns_id, rids[:len(records)], sparse)
-                    self._time.add(conn, ns_id, [(rid, r["text"], r["ref_ts"])
-                                                 for rid, r in zip(rids, records, strict=False)])
-                    names = self._graph.entities_for(conn, ns_id, [(r["text"], r["speaker"]) for r in records])
-                    self._graph.add(conn, ns_id, list(zip(rids[:len(records)], names,
-                                                          (r["ref_ts"] for r in records), strict=True)))
-                    prev = context[-1:]  # ±1 neighbours of the same session, the last stored turn too
-                    seq_rows = prev + turn_rows
-                    if self.config.globals.evidence_enabled:  # the costliest index: only when it is searched
-                        self._evidence.add(conn, ns_id, [
-                            {"rid": rid, "text": r["text"], "speaker": r["speaker"], "ref_ts": r["ref_ts"],
-                             "session_id": r["session_id"], "entities": names[i],
-                             "neighbours": [seq_rows[j]["content"] for j in (i + len(prev) - 1, i + len(prev) + 1)
-                                            if 0 <= j < len(seq_rows)
-                                            and seq_rows[j]["session_id"] == r["session_id"]]}
-                            for i, (rid, r) in enumerate(zip(rids, records, strict=False))])
-                    life = self.config.lifecycle
-                    if life.archive:
-                        archived = conn.execute("SELECT tid, ts, content FROM turns WHERE ns_id=? AND seq>=?"
-                                                " ORDER BY seq", (ns_id, seq)).fetchall()
-                        archive_turns(conn, ns_id, archived, soft_tokens=life.file_soft_tokens)
-                    if life.supersession:
-                        supersede(conn, ns_id, records, rids[:len(records)])
-                except BaseException:
-                    self._keyword.invalidate(ns_id)
-                    self._graph.invalidate(ns_id)
-                    self._time.invalidate(ns_id)
-                    self._evidence.invalidate(ns_id)
-                    self._sparse.invalidate(ns_id)
-                    self._catalog.invalidate(ns_id)
-                    if self._vector is not None:
-                        self._vector.invalidate(ns_id)
-                    raise
-        return AddResult(turn_ids=tuple(r["id"] for r in turn_rows), record_ids=tuple(r["id"] for r in records))
-
-    def _mean_window_vectors(self, ns_id: int | None, windows: Sequence[dict[str, Any]],
-                             turn_rows: Sequence[dict[str, Any]], vectors: np.ndarray,
-                             tail: Sequence[dict[str, Any]]) -> np.ndarray:
-        """Window vectors as the normalised mean of their turns' vectors (new turns' from ``vectors``)."""
-        by_turn = {row["id"]: vectors[i] for i, row in enumerate(turn_rows)}
-        missing = [t["rid"] for t in tail if t["id"] not in by_turn]
-        if missing and ns_id is not None:
-            stored = self._store.vectors_by_rid(ns_id, missing)
-            by_turn.update({t["id"]: stored[t["rid"]] for t in tail if t["rid"] in stored})
-        out = []
-        for w in windows:
-            members = [by_turn[t] for t in w["turn_ids"] if t in by_turn]
-            out.append(np.mean(members, axis=0))
-        assert self.embedder is not None
-        return check_vectors(self.embedder, np.asarray(out, np.float32), len(windows))
+        return self._writer.add(turns, Namespace.coerce(namespace))
 
     # -- read path -------------------------------------------------------------------------------------------
     def search(self, query: str, namespace: Namespace | str, *, k: int = 10,
@@ -799,87 +640,8 @@ class MemoryEngine(LifecycleMixin):
         Unknown ids raise :class:`~memory_ext.errors.ValidationError` and nothing is removed.
         """
         self._check_open()
-        ns = Namespace.coerce(namespace)
-        records = _id_list("record_ids", record_ids)
-        hooks = _id_list("hook_ids", hook_ids)
-        ns_id = self._store.find_namespace(ns.key)
-        if ns_id is None:
-            if records or hooks:
-                raise InvalidQueryError("record_ids" if records else "hook_ids", records or hooks,
-                                        "this namespace has no memories; check the namespace")
-            return ForgetReceipt(namespace=ns, turns=0, records=0)
-        with self._store.write_lock:
-            if self._store.read_only:
-                raise ReadOnlyStoreError("forget")
-            reader = self._store.reader()
-            drop_files: list[int] = []
-            if records is None and hooks is None:
-                sql, args = "SELECT tid FROM turns WHERE ns_id=?", [ns_id]
-                if ns.session_id is not None:
-                    sql += " AND session_id=?"
-                    args.append(ns.session_id)
-                tids = [int(r[0]) for r in reader.execute(sql, args)]
-                if ns.session_id is None:
-                    drop_files = [int(r[0]) for r in reader.execute("SELECT fid FROM files WHERE ns_id=?", (ns_id,))]
-            else:
-                tids = []
-                for rid_text in records or []:
-                    row = reader.execute("SELECT turn_ids FROM records WHERE ns_id=? AND id=?",
-                                         (ns_id, rid_text)).fetchone()
-                    if row is None:
-                        raise InvalidQueryError("record_ids", rid_text, "no record of this namespace has this id; "
-                                                "use the ids of search results (RetrievedItem.id)")
-                    ids = json.loads(row[0])
-                    tids += [int(r[0]) for r in reader.execute(
-                        f"SELECT tid FROM turns WHERE ns_id=? AND id IN ({','.join('?' * len(ids))})", (ns_id, *ids))]
-                for hook_id in hooks or []:
-                    file_row = self._resolve(hook_id, ns)
-                    drop_files.append(file_row.fid)
-                    tids += [int(r[0]) for r in reader.execute("SELECT tid FROM file_turns WHERE fid=?",
-                                                                (file_row.fid,))]
-            partial = not (records is None and hooks is None and ns.session_id is None)
-            # event frames of the forgotten turns' neighbours name their entities (only if evidence was indexed)
-            neighbours = _neighbour_tids(reader, ns_id, tids) \
-                if partial and self._evidence.record_count(reader, ns_id) else []
-            with self._store.transaction("forget") as conn:
-                removed = forget_turns(conn, ns_id, tids, drop_files=drop_files)
-                if neighbours:  # their event frames named the forgotten turns' entities: index them again
-                    self._evidence.add(conn, ns_id, _evidence_items(conn, ns_id, neighbours))
-                rids = removed["rids"]
-                whole = records is None and hooks is None and ns.session_id is None
-                if whole:
-                    self._keyword.drop_namespace(conn, ns_id)
-                    self._graph.drop_namespace(conn, ns_id)
-                    self._time.drop_namespace(conn, ns_id)
-                    self._evidence.drop_namespace(conn, ns_id)
-                    self._sparse.drop_namespace(conn, ns_id)
-                    conn.execute("DELETE FROM claims WHERE ns_id=?", (ns_id,))
-                else:
-                    self._keyword.remove(conn, ns_id, rids)
-                    self._graph.remove(conn, ns_id, rids)
-                    self._time.remove(conn, ns_id, rids)
-                    self._evidence.remove(conn, ns_id, rids)
-                    self._sparse.remove(conn, ns_id, rids)
-                if self._vector is not None:
-                    self._vector.remove(conn, ns_id, rids)
-            try:
-                self._store.checkpoint()
-            except sqlite3.Error:  # pragma: no cover - a reader holds the log; the next checkpoint truncates it
-                pass
-        self._keyword.invalidate(ns_id)
-        self._graph.invalidate(ns_id)
-        self._time.invalidate(ns_id)
-        self._evidence.invalidate(ns_id)
-        self._sparse.invalidate(ns_id)
-        self._catalog.invalidate(ns_id)
-        if self._vector is not None:
-            self._vector.invalidate(ns_id)
-        return ForgetReceipt(namespace=ns, turns=len(removed["turn_ids"]), records=len(rids),
-                             turn_ids=tuple(removed["turn_ids"]), record_ids=tuple(removed["record_ids"]),
-                             files_deleted=tuple(removed["deleted_files"]),
-                             files_updated=tuple(removed["updated_files"]),
-                             stores=("truth", "keyword", "graph", "time", "evidence") + (("vector:" + self.config.storage.vector_backend,)
-                                                             if self._vector is not None else ()) + ("files",))
+        return forget(self._store, self._indexes, self._evidence, Namespace.coerce(namespace),
+                      record_ids=record_ids, hook_ids=hook_ids, resolve=self._lifecycle.resolve)
 
     def stats(self) -> StoreStats:
         """Counts and on-disk size of the store."""
@@ -898,6 +660,42 @@ class MemoryEngine(LifecycleMixin):
     def _check_open(self) -> None:
         if self._closed:
             raise ValidationError("engine", "closed", "open a new engine with MemoryEngine.open(path)")
+
+    # -- the memory files (see memory_ext.lifecycle.api.Lifecycle) ------------------------------------------
+    def hooks(self, namespace: Namespace | str, *, include_merged: bool = False) -> list[IndexHook]:
+        """The namespace's index hooks (only those the prompt index shows unless ``include_merged``)."""
+        return self._lifecycle.hooks(namespace, include_merged=include_merged)
+
+    def render_prompt(self, namespace: Namespace | str, *, budget_tokens: int | None = None,
+                      query: str | None = None) -> str:
+        """A compact index of the namespace's memory files for a system prompt, within ``budget_tokens``
+        (ranked by ``query`` when given); each line carries the hook id :meth:`retrieve` opens."""
+        return self._lifecycle.render_prompt(namespace, budget_tokens=budget_tokens, query=query)
+
+    def retrieve(self, hook_id: str, namespace: Namespace | str | None = None) -> MemoryFile:
+        """The whole memory file of a hook id (or a unique prefix of at least 6 characters); counts the access."""
+        return self._lifecycle.retrieve(hook_id, namespace)
+
+    def set_importance(self, hook_id: str, importance: int, namespace: Namespace | str | None = None) -> IndexHook:
+        """Set a file's importance (0-100); a user-set value is kept by merges and counts in the eviction."""
+        return self._lifecycle.set_importance(hook_id, importance, namespace)
+
+    def compact(self, namespace: Namespace | str, period: Literal["weekly", "monthly"], *,
+                key: str | None = None, now: datetime | str | float | None = None) -> CompactionReport:
+        """Merge a week's daily files (``"weekly"``) or evict a month's weekly files (``"monthly"``)."""
+        return self._lifecycle.compact(namespace, period, key=key, now=now)
+
+    def maybe_compact(self, namespace: Namespace | str, *,
+                      now: datetime | str | float | None = None) -> CompactionReport:
+        """Merge every finished week, then evict every finished month (cheap when nothing is due)."""
+        return self._lifecycle.maybe_compact(namespace, now=now)
+
+    def pre_compress(self, namespace: Namespace | str, full_context: str | list[Any] | dict[str, Any], *,
+                     estimated_tokens: int | None = None, task_state: Mapping[str, Any] | None = None,
+                     now: datetime | str | float | None = None) -> str:
+        """Archive a host's whole context before it compresses it; returns the hook id of the saved file."""
+        return self._lifecycle.pre_compress(namespace, full_context, estimated_tokens=estimated_tokens,
+                                            task_state=task_state, now=now)
 
     # -- async twins ---------------------------------------------------------------------------------------
     async def aadd_turns(self, turns: Iterable[Turn | Mapping[str, Any]], namespace: Namespace | str) -> AddResult:
@@ -932,6 +730,41 @@ class MemoryEngine(LifecycleMixin):
     async def anamespaces(self) -> list[Namespace]:
         """Async twin of :meth:`namespaces`."""
         return await asyncio.to_thread(self.namespaces)
+
+    async def ahooks(self, namespace: Namespace | str, *, include_merged: bool = False) -> list[IndexHook]:
+        """Async twin of :meth:`hooks`."""
+        return await asyncio.to_thread(self.hooks, namespace, include_merged=include_merged)
+
+    async def arender_prompt(self, namespace: Namespace | str, *, budget_tokens: int | None = None,
+                             query: str | None = None) -> str:
+        """Async twin of :meth:`render_prompt`."""
+        return await asyncio.to_thread(self.render_prompt, namespace, budget_tokens=budget_tokens, query=query)
+
+    async def aretrieve(self, hook_id: str, namespace: Namespace | str | None = None) -> MemoryFile:
+        """Async twin of :meth:`retrieve`."""
+        return await asyncio.to_thread(self.retrieve, hook_id, namespace)
+
+    async def aset_importance(self, hook_id: str, importance: int,
+                              namespace: Namespace | str | None = None) -> IndexHook:
+        """Async twin of :meth:`set_importance`."""
+        return await asyncio.to_thread(self.set_importance, hook_id, importance, namespace)
+
+    async def acompact(self, namespace: Namespace | str, period: Literal["weekly", "monthly"], *,
+                       key: str | None = None, now: datetime | str | float | None = None) -> CompactionReport:
+        """Async twin of :meth:`compact`."""
+        return await asyncio.to_thread(self.compact, namespace, period, key=key, now=now)
+
+    async def amaybe_compact(self, namespace: Namespace | str, *,
+                             now: datetime | str | float | None = None) -> CompactionReport:
+        """Async twin of :meth:`maybe_compact`."""
+        return await asyncio.to_thread(self.maybe_compact, namespace, now=now)
+
+    async def apre_compress(self, namespace: Namespace | str, full_context: str | list[Any] | dict[str, Any], *,
+                            estimated_tokens: int | None = None, task_state: Mapping[str, Any] | None = None,
+                            now: datetime | str | float | None = None) -> str:
+        """Async twin of :meth:`pre_compress`."""
+        return await asyncio.to_thread(self.pre_compress, namespace, full_context,
+                                       estimated_tokens=estimated_tokens, task_state=task_state, now=now)
 
     async def aclose(self) -> None:
         """Async twin of :meth:`close`."""
@@ -976,49 +809,6 @@ def _validate_config(cfg: EngineConfig) -> None:
         raise ConfigError("storage.vector_backend", cfg.storage.vector_backend,
                           "globals.vector_enabled is false, so no vector backend is used; remove this key or "
                           "enable vectors")
-
-
-def _neighbour_tids(conn: sqlite3.Connection, ns_id: int, tids: Sequence[int]) -> list[int]:
-    """Turns of the same session right before or after the given ones (and not among them)."""
-    gone = set(tids)
-    out: set[int] = set()
-    for tid in tids:
-        row = conn.execute("SELECT seq, session_id FROM turns WHERE tid=? AND ns_id=?", (tid, ns_id)).fetchone()
-        if row is None:
-            continue
-        for r in conn.execute("SELECT tid, session_id FROM turns WHERE ns_id=? AND seq IN (?, ?)",
-                              (ns_id, row[0] - 1, row[0] + 1)):
-            if r[1] == row[1] and r[0] not in gone:
-                out.add(int(r[0]))
-    return sorted(out)
-
-
-def _evidence_items(conn: sqlite3.Connection, ns_id: int, tids: Sequence[int]) -> list[dict[str, Any]]:
-    """Evidence-index items of the turn records of ``tids``, with their current ±1 neighbours."""
-    items = []
-    for tid in tids:
-        row = conn.execute("SELECT t.seq, t.session_id, t.record_rid, r.text, r.speaker, r.ref_ts FROM turns t"
-                           " JOIN records r ON r.rid = t.record_rid WHERE t.tid=? AND t.ns_id=?",
-                           (tid, ns_id)).fetchone()
-        if row is None:
-            continue
-        seq, session, rid, text, speaker, ref_ts = row
-        near = [r[0] for r in conn.execute("SELECT content FROM turns WHERE ns_id=? AND session_id IS ? AND seq IN"
-                                           " ((SELECT MAX(seq) FROM turns WHERE ns_id=? AND seq<?),"
-                                           "  (SELECT MIN(seq) FROM turns WHERE ns_id=? AND seq>?))",
-                                           (ns_id, session, ns_id, seq, ns_id, seq))]
-        items.append({"rid": int(rid), "text": text, "speaker": speaker, "ref_ts": ref_ts, "session_id": session,
-                      "neighbours": near})
-    return items
-
-
-def _id_list(name: str, value: Iterable[str] | None) -> list[str] | None:
-    if value is None:
-        return None
-    values = [value] if isinstance(value, str) else list(value) if isinstance(value, Iterable) else None
-    if not values or not all(isinstance(v, str) and v for v in values):
-        raise InvalidQueryError(name, value, "give a non-empty list of id strings (or None)")
-    return values
 
 
 def _flag_mask(cat: Any, include_cold: bool, as_of: float | None) -> np.ndarray | None:

@@ -13,11 +13,10 @@ compaction, ``pre_compress`` and importance.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -33,10 +32,11 @@ from .precompress import parse_context
 from .summary import summarize, summarize_with_llm
 
 if TYPE_CHECKING:
+    from ..config import EngineConfig
     from ..llm import LLM
     from ..store.sqlite import TruthStore
 
-__all__ = ["CompactionReport", "LifecycleMixin"]
+__all__ = ["CompactionReport", "Lifecycle"]
 
 VISIBLE = {"daily": ("open", "closed"), "weekly": ("closed",), "monthly": ("main",), "context": ("closed",)}
 """Which files the prompt index shows: those not yet merged into a bigger one."""
@@ -59,15 +59,30 @@ class CompactionReport(BaseModel):
         return any(s.get("changed") for s in self.steps)
 
 
-class LifecycleMixin:
-    """Methods of MemoryEngine that manage memory files. Needs ``_store``, ``config``, ``llm``, ``search``."""
+class Lifecycle:
+    """The memory files of one store: hooks, prompt index, whole-file retrieval, compaction, ``pre_compress``.
 
-    _store: TruthStore
-    llm: LLM | None
+    Composed into :class:`memory_ext.MemoryEngine`, which delegates its lifecycle methods here. It is given what
+    it uses: the truth store, the configuration, the optional LLM, the engine's ``search`` (relevance for the
+    monthly eviction, query-ranked prompt indexes) and ``add_turns`` (``pre_compress`` stores new turns through
+    the write pipeline), ``check_open`` and ``on_flags_changed`` (called when an eviction moved records to or from
+    the cold tier, so cached ranking columns are reloaded).
+    """
+
+    def __init__(self, store: TruthStore, config: EngineConfig, llm: LLM | None, *,
+                 search: Callable[..., Any], add_turns: Callable[..., Any], check_open: Callable[[], None],
+                 on_flags_changed: Callable[[int], None]) -> None:
+        self._store = store
+        self.config = config
+        self.llm = llm
+        self.search = search
+        self.add_turns = add_turns
+        self._check_open = check_open
+        self._after_eviction = on_flags_changed
 
     # -- hooks -----------------------------------------------------------------------------------------------
     def _ns_id(self, namespace: Namespace | str) -> tuple[Namespace, int | None]:
-        self._check_open()  # type: ignore[attr-defined]
+        self._check_open()
         ns = Namespace.coerce(namespace)
         return ns, self._store.find_namespace(ns.key)
 
@@ -99,7 +114,7 @@ class LifecycleMixin:
         return [fresh.get(r.fid, r) for r in rows]
 
     def _refresh(self, conn: Any, row: FileRow) -> FileRow:
-        cfg = self.config.lifecycle  # type: ignore[attr-defined]
+        cfg = self.config.lifecycle
         if cfg.llm_summaries and self.llm is not None and row.status != "open":
             turns = [m.turn if m.whole else _part(m) for m in file_turns(conn, row.fid)]
             summary, error = summarize_with_llm(turns, self.llm, timeout=cfg.llm_timeout_s)
@@ -132,7 +147,7 @@ class LifecycleMixin:
         query, files are ranked by the retrieval pipeline (the files holding the best-ranked turns first).
         Returns "" when the namespace has no files or the budget is 0.
         """
-        budget = self.config.lifecycle.prompt_budget_tokens if budget_tokens is None else budget_tokens  # type: ignore[attr-defined]
+        budget = self.config.lifecycle.prompt_budget_tokens if budget_tokens is None else budget_tokens
         if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
             raise InvalidArgumentError("budget_tokens", budget_tokens, "give an integer >= 0 (tokens)")
         if query is not None and (not isinstance(query, str) or not query.strip()):
@@ -157,7 +172,7 @@ class LifecycleMixin:
 
     def _rank_hooks(self, namespace: Namespace | str, hooks: list[IndexHook], query: str) -> list[IndexHook]:
         ns, ns_id = self._ns_id(namespace)
-        result = self.search(query, Namespace(ns.user_id, ns.agent_id), k=30)  # type: ignore[attr-defined]
+        result = self.search(query, Namespace(ns.user_id, ns.agent_id), k=30)
         if ns_id is None or not result.items:
             return hooks
         visible = {h.id for h in hooks}
@@ -183,7 +198,7 @@ class LifecycleMixin:
         ``namespace``, only that namespace's files match. Raises :class:`HookNotFoundError` for an unknown id or an
         ambiguous prefix (listing the candidates).
         """
-        row = self._resolve(hook_id, namespace)
+        row = self.resolve(hook_id, namespace)
         if not self._store.read_only:
             with self._store.transaction("retrieve") as wconn:
                 wconn.execute("UPDATE files SET access_count = access_count + 1, last_access=? WHERE fid=?",
@@ -194,8 +209,9 @@ class LifecycleMixin:
         return MemoryFile(hook=self._hook_of(row), turns=tuple(member_turn(m) for m in members),
                           text=render_file(row, members), raw=raw, meta=row.meta)
 
-    def _resolve(self, hook_id: str, namespace: Namespace | str | None) -> FileRow:
-        self._check_open()  # type: ignore[attr-defined]
+    def resolve(self, hook_id: str, namespace: Namespace | str | None) -> FileRow:
+        """The file row of a hook id or unique prefix (``HookNotFoundError`` otherwise)."""
+        self._check_open()
         if not isinstance(hook_id, str) or not hook_id.strip():
             raise HookNotFoundError("hook_id", hook_id, "give a hook id as shown by render_prompt() or hooks()")
         ns_id = None
@@ -217,7 +233,7 @@ class LifecycleMixin:
         """Set a file's importance (0-100); a user-set value is kept by merges and counts in the eviction."""
         if isinstance(importance, bool) or not isinstance(importance, int) or not 0 <= importance <= 100:
             raise InvalidArgumentError("importance", importance, "give an integer from 0 to 100")
-        row = self._resolve(hook_id, namespace)
+        row = self.resolve(hook_id, namespace)
         with self._store.transaction("set_importance") as conn:
             conn.execute("UPDATE files SET importance=?, importance_set=1 WHERE fid=?", (importance, row.fid))
         return self._hook_of(self._fresh([get_file(self._store.reader(), fid=row.fid) or row])[0])
@@ -269,7 +285,7 @@ class LifecycleMixin:
         steps = []
         for month in keys:
             relevance, source = self._relevance(ns, ns_id, month, reference)
-            cfg = self.config.lifecycle  # type: ignore[attr-defined]
+            cfg = self.config.lifecycle
             w = {"recency": 0.3, "access": 0.2, "importance": 0.2, "relevance": 0.3, **cfg.eviction_weights}
             weights = EvictionWeights(recency=w["recency"], access=w["access"], importance=w["importance"],
                                       relevance=w["relevance"], half_life_days=cfg.half_life_days)
@@ -279,9 +295,6 @@ class LifecycleMixin:
                                          relevance_source=source))
         self._after_eviction(ns_id)
         return CompactionReport(namespace=ns, steps=tuple(steps))
-
-    def _after_eviction(self, ns_id: int) -> None:
-        self._catalog.invalidate(ns_id)  # type: ignore[attr-defined]
 
     def maybe_compact(self, namespace: Namespace | str, *,
                       now: datetime | str | float | None = None) -> CompactionReport:
@@ -305,13 +318,13 @@ class LifecycleMixin:
         topics = [" ".join([r.title, *r.entities[:6]]) for r in recent[:5] if r.title or r.entities]
         if not topics:
             return None, "none"
-        cfg = self.config.lifecycle  # type: ignore[attr-defined]
+        cfg = self.config.lifecycle
         if cfg.llm_relevance and self.llm is not None:
             scored = _llm_relevance(self.llm, topics, self._fresh(files), cfg.llm_timeout_s)
             if scored is not None:
                 return scored, f"llm:{self.llm.id}"
-        query = " ".join(topics)[: self.config.limits.max_query_chars]  # type: ignore[attr-defined]
-        result = self.search(query, Namespace(ns.user_id, ns.agent_id), k=50,  # type: ignore[attr-defined]
+        query = " ".join(topics)[: self.config.limits.max_query_chars]
+        result = self.search(query, Namespace(ns.user_id, ns.agent_id), k=50,
                              include_cold=True)
         by_turn: dict[str, float] = {}
         for rank, item in enumerate(result.items):
@@ -388,7 +401,7 @@ class LifecycleMixin:
                                 tool_calls=tuple(t.get("tool_calls") or ()), timestamp=now,
                                 session_id=ns.session_id, metadata={"pre_compress": row.id}))
         if new:
-            added = self.add_turns(new, ns)  # type: ignore[attr-defined]
+            added = self.add_turns(new, ns)
             id_to_tid = dict(self._store.reader().execute(
                 f"SELECT id, tid FROM turns WHERE id IN ({','.join('?' * len(added.turn_ids))})", added.turn_ids))
             for pos, turn_id in zip(new_pos, added.turn_ids, strict=True):
@@ -406,42 +419,6 @@ class LifecycleMixin:
             "SELECT role, content, tid FROM turns WHERE ns_id=(SELECT ns_id FROM namespaces WHERE user_id=? AND"
             " agent_id=?) ORDER BY seq DESC LIMIT ?", (*ns.key, limit)).fetchall()
         return {(r[0], " ".join(r[1].split())): int(r[2]) for r in rows}
-
-    # -- async twins -----------------------------------------------------------------------------------------
-    async def ahooks(self, namespace: Namespace | str, *, include_merged: bool = False) -> list[IndexHook]:
-        """Async twin of :meth:`hooks`."""
-        return await asyncio.to_thread(self.hooks, namespace, include_merged=include_merged)
-
-    async def arender_prompt(self, namespace: Namespace | str, *, budget_tokens: int | None = None,
-                             query: str | None = None) -> str:
-        """Async twin of :meth:`render_prompt`."""
-        return await asyncio.to_thread(self.render_prompt, namespace, budget_tokens=budget_tokens, query=query)
-
-    async def aretrieve(self, hook_id: str, namespace: Namespace | str | None = None) -> MemoryFile:
-        """Async twin of :meth:`retrieve`."""
-        return await asyncio.to_thread(self.retrieve, hook_id, namespace)
-
-    async def aset_importance(self, hook_id: str, importance: int,
-                              namespace: Namespace | str | None = None) -> IndexHook:
-        """Async twin of :meth:`set_importance`."""
-        return await asyncio.to_thread(self.set_importance, hook_id, importance, namespace)
-
-    async def acompact(self, namespace: Namespace | str, period: Literal["weekly", "monthly"], *,
-                       key: str | None = None, now: datetime | str | float | None = None) -> CompactionReport:
-        """Async twin of :meth:`compact`."""
-        return await asyncio.to_thread(self.compact, namespace, period, key=key, now=now)
-
-    async def amaybe_compact(self, namespace: Namespace | str, *,
-                             now: datetime | str | float | None = None) -> CompactionReport:
-        """Async twin of :meth:`maybe_compact`."""
-        return await asyncio.to_thread(self.maybe_compact, namespace, now=now)
-
-    async def apre_compress(self, namespace: Namespace | str, full_context: str | list[Any] | dict[str, Any], *,
-                            estimated_tokens: int | None = None, task_state: Mapping[str, Any] | None = None,
-                            now: datetime | str | float | None = None) -> str:
-        """Async twin of :meth:`pre_compress`."""
-        return await asyncio.to_thread(self.pre_compress, namespace, full_context,
-                                       estimated_tokens=estimated_tokens, task_state=task_state, now=now)
 
 
 # -- helpers ---------------------------------------------------------------------------------------------------

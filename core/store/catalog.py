@@ -10,10 +10,12 @@ numpy instead of SQL per candidate.
 from __future__ import annotations
 
 import sqlite3
-import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+
+from .base import CachedIndex, RecordBatch
 
 __all__ = ["DERIVED_KINDS", "KIND_CODES", "Catalog", "RecordCatalog"]
 
@@ -88,29 +90,37 @@ class Catalog:
         self.last_rid = int(rids[-1])
 
 
-class RecordCatalog:
-    """Thread-safe cache of :class:`Catalog` per namespace, kept in sync with the truth store."""
+class RecordCatalog(CachedIndex[Catalog]):
+    """Thread-safe cache of :class:`Catalog` per namespace, kept in sync with the truth store.
 
-    def __init__(self) -> None:
-        self._cats: dict[int, Catalog] = {}
-        self._lock = threading.Lock()
+    A derived index with no tables of its own: it reads the ``records`` table, so writes only have to tell it
+    when rows went (``remove``, ``drop_namespace``); new rows are picked up by the next :meth:`get`.
+    """
 
-    def invalidate(self, ns_id: int | None = None) -> None:
-        with self._lock:
-            if ns_id is None:
-                self._cats.clear()
-            else:
-                self._cats.pop(ns_id, None)
+    name = "catalog"
+
+    @staticmethod
+    def create_schema(conn: sqlite3.Connection) -> None:
+        """Nothing: the catalog reads the truth store's ``records`` table."""
+
+    def index(self, conn: sqlite3.Connection, ns_id: int, batch: RecordBatch) -> None:
+        """Nothing: new records are read by the next :meth:`get` (rows with a higher rid)."""
+
+    def remove(self, conn: sqlite3.Connection, ns_id: int, rids: Sequence[int]) -> None:
+        self.invalidate(ns_id)
+
+    def drop_namespace(self, conn: sqlite3.Connection, ns_id: int) -> None:
+        self.invalidate(ns_id)
 
     def get(self, conn: sqlite3.Connection, ns_id: int) -> Catalog:
         """The namespace's catalog, brought up to date (reads only rows newer than the cached ones)."""
         row = conn.execute("SELECT generation, flags_generation FROM namespaces WHERE ns_id=?", (ns_id,)).fetchone()
         generation = (int(row[0]), int(row[1])) if row else (0, 0)
         with self._lock:
-            cat = self._cats.get(ns_id)
+            cat = self._cache.get(ns_id)
             if cat is None or cat.generation != generation:
                 cat = Catalog(generation=generation)
-                self._cats[ns_id] = cat
+                self._cache[ns_id] = cat
             rows = conn.execute(
                 "SELECT rid, kind, anchor_rid, session_id, speaker, ref_ts, source_role, cold, valid_to FROM records"
                 " WHERE rid>? AND +ns_id=? ORDER BY rid", (cat.last_rid, ns_id)).fetchall()  # a primary-key range

@@ -42,6 +42,7 @@ import numpy as np
 
 from ..errors import ConfigError, EmbedderError, MissingDependencyError, StoreError
 from ..registry import vector_backends
+from .base import RecordBatch
 
 if TYPE_CHECKING:
     import sqlite3
@@ -109,7 +110,7 @@ class ChromaVectorIndex:
     ids per Chroma request (default: the client's maximum).
     """
 
-    name = "chroma"
+    name = "vector:chroma"
 
     def __init__(self, *, storage: StorageConfig, directory: Path, embedder_id: str, dim: int,
                  store_id: str | None = None, batch_size: int | None = None, **_: object) -> None:
@@ -257,6 +258,19 @@ class ChromaVectorIndex:
 
     def invalidate(self, ns_id: int | None = None) -> None:
         """Nothing is cached in this process: Chroma is always current."""
+
+    @staticmethod
+    def create_schema(conn: sqlite3.Connection) -> None:
+        """Nothing in SQLite: the collection is created when the index opens."""
+
+    def index(self, conn: sqlite3.Connection, ns_id: int, batch: RecordBatch) -> None:
+        """Upsert the batch's vectors."""
+        if batch.vectors is not None:
+            self.add(conn, ns_id, batch.vector_rids, batch.vectors)
+
+    def drop_namespace(self, conn: sqlite3.Connection, ns_id: int) -> None:
+        """Delete every vector of the namespace."""
+        self._call("drop namespace", self._collection.delete, where={"ns_id": int(ns_id)})
 
     # -- reads ---------------------------------------------------------------------------------------------
     def search(self, conn: sqlite3.Connection, ns_id: int, query: np.ndarray, k: int, *,

@@ -2,8 +2,8 @@
 
 Every record is posted under a handful of *evidence nodes*, each named by a key:
 
-* ``e:<entity key>`` -- an entity the record names (:func:`memory_ext.store.graph.record_entities`, normalised by
-  :func:`memory_ext.store.graph.entity_key`; a named speaker counts);
+* ``e:<entity key>`` -- an entity the record names (:func:`memory_ext.text.entity_keys.record_entities`, normalised by
+  :func:`memory_ext.text.entity_keys.entity_key`; a named speaker counts);
 * ``t:<tag>`` -- a content tag of the record (:func:`memory_ext.text.entities.extract_tags`, without
   ``question``: almost every query is one, so it would match everything);
 * ``et:<entity key>|<tag>`` -- an entity with a tag of the same record ("Ana" x ``preference``);
@@ -38,59 +38,70 @@ Every statement carries ``ns_id``: one namespace never reads or changes another'
 >>> conn = sqlite3.connect(":memory:")
 >>> EvidenceIndex.create_schema(conn)
 >>> index = EvidenceIndex()
->>> index.add(conn, 1, [{"rid": 7, "text": "I love playing tennis.", "speaker": "Ana", "ref_ts": 1683554160.0}])
+>>> from memory_ext.ingest.evidence_keys import node_keys
+>>> index.add(conn, 1, [(7, node_keys("I love playing tennis.", speaker="Ana", ref_ts=1683554160.0))])
 >>> index.nodes_of(conn, 1, 7)
 ['d:2023-05-08', 'e:ana', 'et:ana|preference', 'ev:ana|2023-05-08', 'm:2023-05', 't:preference']
 """
 
 from __future__ import annotations
 
-import math
 import sqlite3
-import threading
 from collections import Counter, defaultdict
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
-from typing import Any, Final
+from datetime import date, timedelta
+from typing import Final
 
 import numpy as np
 
-from ..text.entities import extract_tags
-from ..text.timeexpr import extract_times
-from .graph import (
-    _CJK_RE,
-    _MAX_CJK_KEY,
-    _MAX_KEY_TOKENS,
-    _tokens,
-    entity_key,
-    record_entities,
-)
-from .snapshots import chunks, indexed_rids, marks, synced_snapshot
+from ..text.entity_keys import key_extent, match_known
+from .base import CachedIndex, RecordBatch
+from .snapshots import chunks, indexed_rids, marks
 
 __all__ = [
     "KINDS",
-    "MAX_FRAME_DAYS",
-    "MAX_FRAME_ENTITIES",
     "EvidenceIndex",
     "EvidenceSnapshot",
     "day_key",
     "month_key",
-    "node_keys",
-    "window_keys",
+    "span_days",
+    "span_months",
 ]
 
 #: Node kinds, by key prefix.
 KINDS: Final = ("e", "t", "et", "d", "m", "ev")
 #: Tags never indexed (a query is nearly always a question: the node would match everything).
 SKIP_TAGS: Final = frozenset({"question"})
-MIN_CONFIDENCE: Final = 0.5  # time expressions below it give no node
-MAX_DAY_SPAN: Final = 7  # a resolved span of at most this many days gives its days
-MAX_MONTH_SPAN: Final = 92  # ... of at most this many days its months
-MAX_ENTITIES: Final = 12  # entity nodes per record
-MAX_FRAME_ENTITIES: Final = 8  # entities per record in event frames (the record's first, then its neighbours')
-MAX_FRAME_DAYS: Final = 4  # days per record in event frames (its own day first)
-MAX_FRAME_SPAN: Final = 3  # a resolved span of at most this many days gives event-frame days
+
+
+def day_key(d: date) -> str:
+    """``d:YYYY-MM-DD``."""
+    return f"d:{d.isoformat()}"
+
+
+def month_key(d: date) -> str:
+    """``m:YYYY-MM``."""
+    return f"m:{d.year:04d}-{d.month:02d}"
+
+
+def span_days(start: date, end: date) -> list[date]:
+    """The days of the half-open span ``[start, end)`` (at least ``start``)."""
+    n = max((end - start).days, 1)
+    return [start + timedelta(days=i) for i in range(n)]
+
+
+def span_months(start: date, end: date) -> list[date]:
+    """The first day of each month the half-open span ``[start, end)`` touches."""
+    last = max(end - timedelta(days=1), start)
+    out: list[date] = []
+    y, m = start.year, start.month
+    while (y, m) <= (last.year, last.month):
+        out.append(date(y, m, 1))
+        y, m = (y + 1, 1) if m == 12 else (y, m + 1)
+    return out
+
+
 
 _MIN_DELTA: Final = 4096  # postings appended to a snapshot before it is rebuilt from the tables
 
@@ -113,196 +124,6 @@ _SCHEMA: Final = (
         last_pid INTEGER NOT NULL,
         n_records INTEGER NOT NULL)""",
 )
-
-
-# ------------------------------------------------------------------------------------------------ keys
-
-
-def day_key(d: date) -> str:
-    """``d:YYYY-MM-DD``."""
-    return f"d:{d.isoformat()}"
-
-
-def month_key(d: date) -> str:
-    """``m:YYYY-MM``."""
-    return f"m:{d.year:04d}-{d.month:02d}"
-
-
-def _utc_date(dt: datetime) -> date:
-    return (dt.astimezone(UTC) if dt.tzinfo is not None else dt).date()
-
-
-def span_days(start: date, end: date) -> list[date]:
-    """The days of the half-open span ``[start, end)`` (at least ``start``)."""
-    n = max((end - start).days, 1)
-    return [start + timedelta(days=i) for i in range(n)]
-
-
-def span_months(start: date, end: date) -> list[date]:
-    """The first day of each month the half-open span ``[start, end)`` touches."""
-    last = max(end - timedelta(days=1), start)
-    out: list[date] = []
-    y, m = start.year, start.month
-    while (y, m) <= (last.year, last.month):
-        out.append(date(y, m, 1))
-        y, m = (y + 1, 1) if m == 12 else (y, m + 1)
-    return out
-
-
-def _time_nodes(text: str, reference: datetime) -> tuple[list[date], list[date], list[date]]:
-    """(days, months, frame days) the time expressions of ``text`` resolve to (confidence >= 0.5), in order of
-    mention; frame days come from spans of at most :data:`MAX_FRAME_SPAN` days (a day, "a few days ago")."""
-    days: list[date] = []
-    months: list[date] = []
-    frame: list[date] = []
-    for m in extract_times(text, reference):
-        if m.confidence < MIN_CONFIDENCE:
-            continue
-        start, end = _utc_date(m.start), _utc_date(m.end)
-        n = (end - start).days
-        if n <= MAX_DAY_SPAN:
-            got = span_days(start, end)
-            days += got
-            months += span_months(start, end)
-            if n <= MAX_FRAME_SPAN:
-                frame += got
-        elif n <= MAX_MONTH_SPAN:
-            months += span_months(start, end)
-    return days, months, frame
-
-
-def _entity_keys(names: Iterable[str], limit: int = MAX_ENTITIES) -> list[str]:
-    keys = [k for k in dict.fromkeys(entity_key(n) for n in names) if k]
-    return keys[:limit]
-
-
-def _known_in(text: str, known: Collection[str]) -> Collection[str]:
-    """The ``known`` keys among the tokens of ``text``: all :func:`record_entities` needs of them (it rebuilds
-    its ``known`` set per call, so passing a namespace's thousands of keys would cost that much per record)."""
-    if not known:
-        return ()
-    return {t for _, _, t in _tokens(text) if t in known}
-
-
-def _text_of(neighbour: Any) -> tuple[str, str | None]:
-    """A neighbour given as a text, a ``(text, speaker)`` pair or a dict with ``text`` / ``speaker``."""
-    if isinstance(neighbour, str):
-        return neighbour, None
-    if isinstance(neighbour, Mapping):
-        return str(neighbour.get("text") or ""), neighbour.get("speaker")
-    text, speaker = neighbour
-    return str(text or ""), speaker
-
-
-@dataclass(frozen=True)
-class _Facets:
-    """What one text contributes: entity keys, tags, own day, resolved days / months / event-frame days."""
-
-    ents: list[str]
-    tags: list[str]
-    own: date | None
-    days: list[date]
-    months: list[date]
-    frame_days: list[date]
-
-
-def _facets(text: str, speaker: str | None, reference: datetime | None, entities: Sequence[str] | None,
-            known: Collection[str], *, tags: bool = True) -> _Facets:
-    names = record_entities(text, speaker=speaker, known=_known_in(text, known)) if entities is None else entities
-    tag_list = [t for t in extract_tags(text) if t not in SKIP_TAGS] if tags else []
-    if reference is None:
-        return _Facets(_entity_keys(names), tag_list, None, [], [], [])
-    days, months, frame = _time_nodes(text, reference)
-    return _Facets(_entity_keys(names), tag_list, reference.date(), days, months, frame)
-
-
-def _reference(ref_ts: float | None) -> datetime | None:
-    if ref_ts is None or not math.isfinite(float(ref_ts)):
-        return None
-    return datetime.fromtimestamp(float(ref_ts), UTC)
-
-
-def _keys(f: _Facets, neighbours: Iterable[_Facets]) -> list[str]:
-    keys: list[str] = [f"e:{e}" for e in f.ents]
-    keys += [f"t:{t}" for t in f.tags]
-    keys += [f"et:{e}|{t}" for e in f.ents for t in f.tags]
-    if f.own is not None:
-        keys += [day_key(d) for d in (f.own, *f.days)]
-        keys += [month_key(d) for d in (f.own, *f.months)]
-        frame_ents = list(f.ents)
-        frame_days = [f.own, *f.frame_days]
-        for nb in neighbours:
-            frame_ents += nb.ents
-            frame_days += nb.frame_days
-        frame_ents = list(dict.fromkeys(frame_ents))[:MAX_FRAME_ENTITIES]
-        frame_days = list(dict.fromkeys(frame_days))[:MAX_FRAME_DAYS]
-        keys += [f"ev:{e}|{d.isoformat()}" for e in frame_ents for d in frame_days]
-    return sorted(set(keys))
-
-
-def node_keys(
-    text: str,
-    *,
-    speaker: str | None = None,
-    ref_ts: float | None = None,
-    neighbours: Sequence[Any] = (),
-    entities: Sequence[str] | None = None,
-    known: Collection[str] = (),
-) -> list[str]:
-    """The evidence node keys of one record, sorted (see the module docstring for the kinds).
-
-    ``entities`` are the record's entity names when the caller has them already (e.g. from
-    :meth:`~memory_ext.store.graph.EntityGraph.entities_for`); otherwise they are extracted with
-    :func:`~memory_ext.store.graph.record_entities` (``known``: entity keys already known in the namespace).
-    ``neighbours``: the texts (or ``(text, speaker)`` pairs) of the record's +-1 neighbours of its session; their
-    time expressions are resolved against the record's ``ref_ts``.
-
-    >>> node_keys("我昨天去了杭州，特别喜欢西湖。", speaker="小红", ref_ts=1683554160.0)  # doctest: +NORMALIZE_WHITESPACE
-    ['d:2023-05-07', 'd:2023-05-08', 'e:小红', 'e:杭州', 'e:西湖', 'et:小红|event', 'et:小红|preference',
-     'et:杭州|event', 'et:杭州|preference', 'et:西湖|event', 'et:西湖|preference', 'ev:小红|2023-05-07',
-     'ev:小红|2023-05-08', 'ev:杭州|2023-05-07', 'ev:杭州|2023-05-08', 'ev:西湖|2023-05-07', 'ev:西湖|2023-05-08',
-     'm:2023-05', 't:event', 't:preference']
-    """
-    reference = _reference(ref_ts)
-    own = _facets(text or "", speaker, reference, entities, known)
-    nbs = [_facets(t, s, reference, None, known, tags=False) for t, s in map(_text_of, neighbours) if t]
-    return _keys(own, nbs)
-
-
-def window_keys(items: Sequence[Mapping[str, Any]], known: Collection[str] = ()) -> list[list[str]]:
-    """:func:`node_keys` of each item of a batch (the dicts :meth:`EvidenceIndex.add` takes).
-
-    An item without a ``neighbours`` entry takes as neighbours the previous and the next item of the batch with
-    the same ``session_id`` (their time expressions resolved against their own ``ref_ts``; each text is analysed
-    once). The namespace's ``known`` keys, the batch's speakers and the names found earlier in the batch count as
-    known (as :meth:`~memory_ext.store.graph.EntityGraph.entities_for` does).
-    """
-    known_set = set(known)
-    known_set.update(entity_key(str(it.get("speaker"))) for it in items if it.get("speaker"))
-    facets: list[_Facets] = []
-    for it in items:
-        entities = it.get("entities")
-        f = _facets(str(it.get("text") or ""), it.get("speaker"), _reference(it.get("ref_ts")), entities, known_set)
-        if entities is None:
-            known_set.update(f.ents)
-        facets.append(f)
-    by_session: dict[Any, list[int]] = defaultdict(list)
-    for i, it in enumerate(items):
-        by_session[it.get("session_id")].append(i)
-    batch_nb: dict[int, list[int]] = {}
-    for idxs in by_session.values():
-        for j, i in enumerate(idxs):
-            batch_nb[i] = [idxs[k] for k in (j - 1, j + 1) if 0 <= k < len(idxs)]
-    out: list[list[str]] = []
-    for i, it in enumerate(items):
-        nb = it.get("neighbours")
-        if nb is None:
-            nbs = [facets[k] for k in batch_nb.get(i, [])]
-        else:
-            reference = _reference(it.get("ref_ts"))
-            nbs = [_facets(t, s, reference, None, known_set, tags=False) for t, s in map(_text_of, nb) if t]
-        out.append(_keys(facets[i], nbs))
-    return out
 
 
 # ------------------------------------------------------------------------------------------ SQL helpers
@@ -372,12 +193,8 @@ class EvidenceSnapshot:
                 and self.n_records == stats.n_records)
 
     def _note_keys(self, keys: Iterable[str]) -> None:
-        for key in keys:
-            if key.startswith("e:"):
-                ent = key[2:]
-                self.max_tokens = min(max(self.max_tokens, ent.count(" ") + 1), _MAX_KEY_TOKENS)
-                if " " not in ent and _CJK_RE.search(ent):
-                    self.max_cjk = min(max(self.max_cjk, len(ent)), _MAX_CJK_KEY)
+        ents = (key[2:] for key in keys if key.startswith("e:"))
+        self.max_tokens, self.max_cjk = key_extent(ents, self.max_tokens, self.max_cjk)
 
     @classmethod
     def load(cls, conn: sqlite3.Connection, ns_id: int, stats: _Stats) -> EvidenceSnapshot:
@@ -505,36 +322,13 @@ class EvidenceSnapshot:
         if not text or not text.strip():
             return []
         index = self.index
-        toks = _tokens(text)
-        hits: list[tuple[int, int, str]] = []
-        for i in range(len(toks)):
-            for n in range(1, min(self.max_tokens, len(toks) - i) + 1):
-                key = " ".join(t for _, _, t in toks[i : i + n])
-                if "e:" + key in index:
-                    hits.append((toks[i][0], toks[i + n - 1][1], key))
-            start, _, tok = toks[i]
-            if self.max_cjk >= 2 and len(tok) > 2 and _CJK_RE.match(tok):
-                for lo in range(len(tok) - 1):
-                    for hi in range(lo + 2, min(len(tok), lo + self.max_cjk) + 1):
-                        if hi - lo == len(tok):
-                            continue
-                        if "e:" + tok[lo:hi] in index:
-                            hits.append((start + lo, start + hi, tok[lo:hi]))
-        hits.sort(key=lambda h: (h[0], h[0] - h[1]))
-        out: list[str] = []
-        covered = -1
-        for start, end, key in hits:
-            if start < covered:
-                continue
-            covered = end
-            out.append(key)
-        return list(dict.fromkeys(out))
+        return match_known(text, lambda key: key if "e:" + key in index else None, self.max_tokens, self.max_cjk)
 
 
 # -------------------------------------------------------------------------------------------- the index
 
 
-class EvidenceIndex:
+class EvidenceIndex(CachedIndex["EvidenceSnapshot"]):
     """Per-namespace evidence nodes (see the module docstring for keys and tables).
 
     Writes (:meth:`add`, :meth:`remove`, :meth:`drop_namespace`) run inside the caller's open transaction and
@@ -542,10 +336,7 @@ class EvidenceIndex:
     threads.
     """
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._snap_lock = threading.Lock()
-        self._snaps: dict[int, EvidenceSnapshot] = {}
+    name = "evidence"
 
     @staticmethod
     def create_schema(conn: sqlite3.Connection) -> None:
@@ -555,23 +346,19 @@ class EvidenceIndex:
 
     # ------------------------------------------------------------------------------------------ writes
 
-    def add(self, conn: sqlite3.Connection, ns_id: int, items: Sequence[Mapping[str, Any]]) -> None:
-        """Index records inside the CALLER's open transaction (never commits).
+    def index(self, conn: sqlite3.Connection, ns_id: int, batch: RecordBatch) -> None:
+        """Store the node keys the write pipeline derived for the batch's records."""
+        self.add(conn, ns_id, [(r.rid, r.evidence_keys) for r in batch.records if r.evidence_keys is not None])
 
-        Each item is a mapping with ``rid``, ``text``, ``speaker``, ``ref_ts`` (epoch seconds or None),
-        ``session_id`` and optionally ``neighbours`` (the texts, or ``(text, speaker)`` pairs, of the record's
-        +-1 neighbours of its session; when absent, the adjacent items of the batch with the same ``session_id``)
-        and ``entities`` (the record's entity names, when already extracted). Re-adding a rid already indexed
+    def add(self, conn: sqlite3.Connection, ns_id: int, items: Sequence[tuple[int, Sequence[str]]]) -> None:
+        """Index records ``(rid, node keys)`` inside the CALLER's open transaction (never commits).
+
+        The keys come from :func:`memory_ext.ingest.evidence_keys.window_keys`. Re-adding a rid already indexed
         replaces its nodes (within one call the last wins); a record without any node writes nothing.
         """
         if not items:
             return
-        known: Collection[str] = ()
-        if any(it.get("entities") is None for it in items):
-            known = self.known_entities(conn, ns_id)
-        latest: dict[int, list[str]] = {}
-        for it, keys in zip(items, window_keys(items, known), strict=True):
-            latest[int(it["rid"])] = keys
+        latest: dict[int, list[str]] = {int(rid): list(keys) for rid, keys in items}
         existing = self._indexed(conn, ns_id, list(latest))
         if existing:
             self.remove(conn, ns_id, existing)
@@ -634,14 +421,6 @@ class EvidenceIndex:
         conn.execute("UPDATE evidence_stats SET n_records=0, version = version + 1 WHERE ns_id=?", (ns_id,))
         self.invalidate(ns_id)
 
-    def invalidate(self, ns_id: int | None = None) -> None:
-        """Forget the snapshot of ``ns_id`` (all namespaces if None); the next read reloads it."""
-        with self._lock:
-            if ns_id is None:
-                self._snaps.clear()
-            else:
-                self._snaps.pop(ns_id, None)
-
     @staticmethod
     def _indexed(conn: sqlite3.Connection, ns_id: int, rids: Sequence[int]) -> list[int]:
         return indexed_rids(conn, "evidence_postings", ns_id, rids)
@@ -685,6 +464,4 @@ class EvidenceIndex:
         Unchanged -> one SQL statement; only records added -> their postings and new nodes are read and
         appended; a delete (or a rid out of order, or a large delta) -> reloaded whole, in one read transaction.
         """
-        return synced_snapshot(conn, ns_id, cache=self._snaps, snap_lock=self._snap_lock, lock=self._lock,
-                               invalidate=self.invalidate, read_stats=_read_stats,
-                               load=EvidenceSnapshot.load)
+        return self._synced(conn, ns_id, _read_stats, EvidenceSnapshot.load)

@@ -55,79 +55,23 @@ Every statement carries ``ns_id``: one namespace never reads or changes another'
 from __future__ import annotations
 
 import math
-import re
 import sqlite3
-import threading
-import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
+
 from ..errors import ConfigError
 from ..text.entities import extract_entities
-from .snapshots import SQL_CHUNK, chunks, indexed_rids, marks, synced_snapshot
+from ..text.entity_keys import entity_key, key_extent, match_known, record_entities
+from .base import CachedIndex, RecordBatch
+from .snapshots import SQL_CHUNK, chunks, indexed_rids, marks
 
 __all__ = ["EntityGraph", "GraphSnapshot", "entity_key", "record_entities"]
 
-_MAX_KEY_TOKENS: Final = 8  # longest key, in tokens, that entities_in looks for
-_MAX_CJK_KEY: Final = 12  # longest CJK key, in characters, matched as a substring
 _DAY_S: Final = 86_400.0
-
-_CJK: Final = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
-_TOKEN_RE: Final = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+")
-_CJK_RE: Final = re.compile(rf"[{_CJK}]")
-_APOS: Final = str.maketrans({"’": "'", "‘": "'", "ʼ": "'", "`": "'"})
-_POSSESSIVE_RE: Final = re.compile(r"'s\b")
-# quantities ("3 kids", "$200", "60公里", "两只猫") are entities to extract_entities, but as graph nodes they
-# join unrelated records ("3 kids" / "3 km") and only add noise
-_QUANTITY_RE: Final = re.compile(r"^(?:[$€£¥]|(?:US|A|C)[$]|\d|[二两三四五六七八九十百千万]+[个只条位本件张部辆台家杯盘首幅双套座所间棵朵匹头岁年天次])")
-_EN_NUMBER_WORDS: Final = frozenset({
-    "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "fifteen",
-    "twenty", "thirty", "forty", "fifty", "hundred", "thousand", "dozen",
-})
-#: Speaker labels that name a role, not a person: they would join every record of a conversation.
-GENERIC_SPEAKERS: Final[frozenset[str]] = frozenset({"assistant", "user", "system", "ai", "bot", "human", "tool"})
-
-
-# ----------------------------------------------------------------------------------------- normalisation
-
-
-def _tokens(text: str) -> list[tuple[int, int, str]]:
-    """``(start, end, token)`` of the normalised text: NFKC, casefold, possessive 's cut, CJK runs apart."""
-    s = _POSSESSIVE_RE.sub("", unicodedata.normalize("NFKC", text).casefold().translate(_APOS))
-    return [(m.start(), m.end(), m.group()) for m in _TOKEN_RE.finditer(s)]
-
-
-def entity_key(name: str) -> str:
-    """The normalised form two spellings of one entity share ('' when the name has no letter or digit).
-
-    >>> entity_key("Ana's"), entity_key("  ANA "), entity_key("Charlotte’s Web"), entity_key("李明")
-    ('ana', 'ana', 'charlotte web', '李明')
-    """
-    return " ".join(t for _, _, t in _tokens(name))
-
-
-def _is_quantity(name: str) -> bool:
-    first = name.split(maxsplit=1)[0].lower() if name.split() else ""
-    return bool(_QUANTITY_RE.match(name)) or first in _EN_NUMBER_WORDS
-
-
-def record_entities(text: str, *, speaker: str | None = None, known: Collection[str] = ()) -> list[str]:
-    """The entity names of one record to give :meth:`EntityGraph.add`: :func:`extract_entities` without
-    quantities ("3 kids", "$200", "60公里") and without a role-label speaker ("assistant", "user").
-
-    The speaker is kept when it is a name: it is what links a first-person statement ("my brother Marco...")
-    to the person who made it.
-
-    >>> record_entities("My brother Marco has 3 kids.", speaker="Ana")
-    ['Ana', 'Marco']
-    >>> record_entities("You will love Lisbon in spring.", speaker="assistant")
-    ['Lisbon']
-    """
-    who = speaker if speaker and speaker.strip().casefold() not in GENERIC_SPEAKERS else None
-    return [n for n in extract_entities(text, speaker=who, known=known) if not _is_quantity(n)]
 
 
 # ------------------------------------------------------------------------------------------- SQL helpers
@@ -197,12 +141,12 @@ class _KeyCache:
     max_cjk: int = 0
 
     def load(self, rows: Iterable[tuple[int, str]]) -> None:
+        keys = []
         for eid, key in rows:
             self.by_key[key] = int(eid)
             self.last_eid = max(self.last_eid, int(eid))
-            self.max_tokens = min(max(self.max_tokens, key.count(" ") + 1), _MAX_KEY_TOKENS)
-            if " " not in key and _CJK_RE.search(key):
-                self.max_cjk = min(max(self.max_cjk, len(key)), _MAX_CJK_KEY)
+            keys.append(key)
+        self.max_tokens, self.max_cjk = key_extent(keys, self.max_tokens, self.max_cjk)
 
 
 _NO_I: Final = np.zeros(0, np.int64)
@@ -461,7 +405,7 @@ class GraphSnapshot:
 # ---------------------------------------------------------------------------------------------- the graph
 
 
-class EntityGraph:
+class EntityGraph(CachedIndex["GraphSnapshot"]):
     """Per-namespace entity co-occurrence graph (see the module docstring for tables and weights).
 
     Writes (:meth:`add`, :meth:`remove`, :meth:`drop_namespace`) run inside the caller's open transaction and
@@ -469,14 +413,17 @@ class EntityGraph:
     per-thread reader) and may run from several threads.
     """
 
+    name = "graph"
+
     def __init__(self, *, half_life_days: float = 30.0) -> None:
         if not half_life_days > 0:
             raise ConfigError("graph.half_life_days", half_life_days, "the edge recency half-life must be > 0 days")
+        super().__init__()
         self.half_life_s = float(half_life_days) * _DAY_S
-        self._lock = threading.Lock()
-        self._cache: dict[int, _KeyCache] = {}
-        self._snap_lock = threading.Lock()
-        self._snaps: dict[int, GraphSnapshot] = {}
+        self._keys: dict[int, _KeyCache] = {}
+
+    def _caches(self) -> tuple[dict[int, Any], ...]:
+        return (self._cache, self._keys)
 
     # ----------------------------------------------------------------------------------------- writes
 
@@ -485,6 +432,10 @@ class EntityGraph:
         """Create the ``graph_`` tables and indexes if they do not exist (no commit)."""
         for statement in _SCHEMA:
             conn.execute(statement)
+
+    def index(self, conn: sqlite3.Connection, ns_id: int, batch: RecordBatch) -> None:
+        """Store the entities the write pipeline extracted for the batch's records."""
+        self.add(conn, ns_id, [(r.rid, r.entities, r.ref_ts) for r in batch.records if r.entities is not None])
 
     def add(
         self, conn: sqlite3.Connection, ns_id: int, items: Sequence[tuple[int, Sequence[str], float | None]]
@@ -663,16 +614,6 @@ class EntityGraph:
         )
         self.invalidate(ns_id)
 
-    def invalidate(self, ns_id: int | None = None) -> None:
-        """Forget the cached keys and snapshot of ``ns_id`` (all namespaces if None); the next query reloads them."""
-        with self._lock:
-            if ns_id is None:
-                self._cache.clear()
-                self._snaps.clear()
-            else:
-                self._cache.pop(ns_id, None)
-                self._snaps.pop(ns_id, None)
-
     @staticmethod
     def _indexed(conn: sqlite3.Connection, ns_id: int, rids: Sequence[int]) -> list[int]:
         return indexed_rids(conn, "graph_postings", ns_id, rids)
@@ -715,33 +656,9 @@ class EntityGraph:
         if cache is None or not cache.by_key:
             return []
         by_key = cache.by_key
-        toks = _tokens(text)
-        hits: list[tuple[int, int, int]] = []  # (start, end, eid) in the normalised text
-        for i in range(len(toks)):
-            for n in range(1, min(cache.max_tokens, len(toks) - i) + 1):
-                eid = by_key.get(" ".join(t for _, _, t in toks[i : i + n]))
-                if eid is not None:
-                    hits.append((toks[i][0], toks[i + n - 1][1], eid))
-            start, _, tok = toks[i]
-            if cache.max_cjk >= 2 and len(tok) > 2 and _CJK_RE.match(tok):
-                for lo in range(len(tok) - 1):
-                    for hi in range(lo + 2, min(len(tok), lo + cache.max_cjk) + 1):
-                        if hi - lo == len(tok):
-                            continue  # the whole token: matched above
-                        eid = by_key.get(tok[lo:hi])
-                        if eid is not None:
-                            hits.append((start + lo, start + hi, eid))
-        extracted = [by_key.get(entity_key(name)) for name in extract_entities(text)]
-        hits.sort(key=lambda h: (h[0], h[0] - h[1]))
-        order: list[int] = []
-        covered_end = -1
-        for start, end, eid in hits:
-            if start < covered_end:
-                continue
-            covered_end = end
-            order.append(eid)
-        order.extend(e for e in extracted if e is not None)
-        return list(dict.fromkeys(order))
+        found = match_known(text, by_key.get, cache.max_tokens, cache.max_cjk)
+        extracted = [e for e in (by_key.get(entity_key(name)) for name in extract_entities(text)) if e is not None]
+        return list(dict.fromkeys([*found, *extracted]))
 
     def snapshot(self, conn: sqlite3.Connection, ns_id: int) -> GraphSnapshot | None:
         """The in-memory :class:`GraphSnapshot` of ``ns_id`` as ``conn`` sees it (None: no graph).
@@ -750,9 +667,7 @@ class EntityGraph:
         -> their postings and new entities are read and appended; a delete (or a rid out of order, or a large
         delta) -> reloaded whole. Reads run in one read transaction, so they see one state of the tables.
         """
-        return synced_snapshot(conn, ns_id, cache=self._snaps, snap_lock=self._snap_lock, lock=self._lock,
-                               invalidate=self.invalidate, read_stats=_read_stats,
-                               load=lambda c, n, st: GraphSnapshot.load(c, n, st, self.half_life_s))
+        return self._synced(conn, ns_id, _read_stats, lambda c, n, st: GraphSnapshot.load(c, n, st, self.half_life_s))
 
     def _sync(self, conn: sqlite3.Connection, ns_id: int, stats: _Stats | None = None) -> _KeyCache | None:
         """The key cache of ``ns_id``, brought up to date with the database (``stats``: already read)."""
@@ -762,7 +677,7 @@ class EntityGraph:
             self.invalidate(ns_id)
             return None
         with self._lock:
-            cache = self._cache.get(ns_id)
+            cache = self._keys.get(ns_id)
             if cache is not None and cache.version == stats.version and cache.last_eid >= stats.last_eid:
                 return cache
             if cache is None or cache.version != stats.version:
@@ -774,30 +689,13 @@ class EntityGraph:
                 )
             cache.load(rows)
             cache.last_eid = max(cache.last_eid, stats.last_eid)
-            self._cache[ns_id] = cache
+            self._keys[ns_id] = cache
             return cache
 
     def known_keys(self, conn: sqlite3.Connection, ns_id: int) -> Collection[str]:
         """The normalised keys of every entity of ``ns_id`` (a read-only view of the cache)."""
         cache = self._sync(conn, ns_id)
         return () if cache is None else cache.by_key.keys()
-
-    def entities_for(
-        self, conn: sqlite3.Connection, ns_id: int, texts: Sequence[tuple[str, str | None]]
-    ) -> list[list[str]]:
-        """The entity names of each ``(text, speaker)`` of a batch, for :meth:`add` (:func:`record_entities`).
-
-        The namespace's known entities, the batch's speakers and the names found earlier in the batch count as
-        known, so a name that opens a sentence ("Marco is a chef.") is kept once it has been seen anywhere.
-        """
-        known = set(self.known_keys(conn, ns_id))
-        known.update(s.strip().casefold() for _, s in texts if s and s.strip())
-        out: list[list[str]] = []
-        for text, speaker in texts:
-            names = record_entities(text, speaker=speaker, known=known)
-            known.update(n.casefold() for n in names)
-            out.append(names)
-        return out
 
     def display_names(self, conn: sqlite3.Connection, ns_id: int, eids: Sequence[int]) -> dict[int, str]:
         """eid -> display name, for the entities of ``ns_id`` among ``eids``."""

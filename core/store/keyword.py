@@ -39,7 +39,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections import Counter
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from hashlib import blake2b
 
@@ -48,11 +48,12 @@ import numpy.typing as npt
 
 from ..errors import ConfigError, InvalidQueryError
 from ..text.tokenize import tokenize
+from .base import CachedIndex, RecordBatch
+from .snapshots import chunks, marks
 
 __all__ = ["KeywordIndex", "bm25_idf", "bm25_tf_weight", "okapi_idf_floor", "term_hash"]
 
 _TAIL_MERGE = 65_536  # postings kept unsorted before they are merged into the CSR matrix
-_SQL_CHUNK = 500  # rids per "IN (...)" statement (SQLite's default variable limit is 999+)
 
 F64 = npt.NDArray[np.float64]
 
@@ -148,15 +149,6 @@ _SCHEMA = (
 )
 
 _LOAD_SQL = "SELECT rid, len, terms, tfs FROM kw_docs WHERE ns_id=? AND seq>? AND seq<=? ORDER BY seq"
-
-
-def _chunks(items: Sequence[int], size: int = _SQL_CHUNK) -> Iterable[Sequence[int]]:
-    for i in range(0, len(items), size):
-        yield items[i : i + size]
-
-
-def _in_clause(n: int) -> str:
-    return "(" + ",".join("?" * n) + ")"
 
 
 @dataclass(frozen=True)
@@ -391,7 +383,7 @@ class _NsIndex:
 # ------------------------------------------------------------------------------------------- the index
 
 
-class KeywordIndex:
+class KeywordIndex(CachedIndex["_NsIndex"]):
     """BM25 (Okapi, k1=1.5, b=0.75, same IDF rule as ``rank_bm25.BM25Okapi`` incl. its epsilon floor) per namespace.
 
     Scores equal ``rank_bm25.BM25Okapi(corpus).get_scores(tokenize(query))`` over the namespace's documents
@@ -413,14 +405,15 @@ class KeywordIndex:
     3
     """
 
+    name = "keyword"
+
     def __init__(self, *, k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25) -> None:
         if not k1 >= 0:
             raise ConfigError("keyword.k1", k1, "BM25 k1 must be >= 0 (usual values 1.2-2.0)")
         if not 0.0 <= b <= 1.0:
             raise ConfigError("keyword.b", b, "BM25 b must be between 0 and 1")
+        super().__init__()  # self._lock guards _cache and _ns_locks
         self.k1, self.b, self.epsilon = float(k1), float(b), float(epsilon)
-        self._lock = threading.Lock()  # guards the two dicts below
-        self._cache: dict[int, _NsIndex] = {}
         self._ns_locks: dict[int, threading.Lock] = {}  # one per namespace: loads of one never block another
 
     # ----------------------------------------------------------------------------------------- writes
@@ -430,6 +423,10 @@ class KeywordIndex:
         """Create the ``kw_`` tables and indexes if they do not exist (no commit)."""
         for statement in _SCHEMA:
             conn.execute(statement)
+
+    def index(self, conn: sqlite3.Connection, ns_id: int, batch: RecordBatch) -> None:
+        """Index every record of the batch under its index text."""
+        self.add(conn, ns_id, [(r.rid, r.index_text) for r in batch.records])
 
     def add(self, conn: sqlite3.Connection, ns_id: int, docs: Sequence[tuple[int, str]]) -> None:
         """Tokenize and write postings for ``(rid, text)`` docs inside the CALLER's open transaction (never commit).
@@ -469,8 +466,8 @@ class KeywordIndex:
         """Delete the postings of ``rids`` in ``ns_id`` inside the caller's transaction; unknown rids are ignored."""
         wanted = sorted({int(r) for r in rids})
         n_removed = removed_len = 0
-        for part in _chunks(wanted):
-            clause = _in_clause(len(part))
+        for part in chunks(wanted):
+            clause = marks(len(part))
             row = conn.execute(
                 f"SELECT count(*), coalesce(sum(len), 0) FROM kw_docs WHERE ns_id=? AND rid IN {clause}",
                 (ns_id, *part),
@@ -498,19 +495,11 @@ class KeywordIndex:
         )
         self.invalidate(ns_id)
 
-    def invalidate(self, ns_id: int | None = None) -> None:
-        """Forget the in-memory copy of ``ns_id`` (all namespaces if None); the next search reloads it."""
-        with self._lock:
-            if ns_id is None:
-                self._cache.clear()
-            else:
-                self._cache.pop(ns_id, None)
-
     @staticmethod
     def _existing(conn: sqlite3.Connection, ns_id: int, rids: Sequence[int]) -> list[int]:
         found: list[int] = []
-        for part in _chunks(rids):
-            sql = f"SELECT rid FROM kw_docs WHERE ns_id=? AND rid IN {_in_clause(len(part))}"
+        for part in chunks(rids):
+            sql = f"SELECT rid FROM kw_docs WHERE ns_id=? AND rid IN {marks(len(part))}"
             found.extend(int(r[0]) for r in conn.execute(sql, (ns_id, *part)))
         return found
 

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import EmbedderMismatchError, ReadOnlyStoreError, SchemaVersionError, StoreError, StoreLockedError
+from .snapshots import chunks, marks
 
 __all__ = ["DB_FILE", "SCHEMA_VERSION", "TruthStore", "TurnRow", "RecordRow"]
 
@@ -440,11 +441,14 @@ class TruthStore:
         )
 
     @staticmethod
-    def insert_records(conn: sqlite3.Connection, ns_id: int, rows: Sequence[dict[str, Any]]) -> list[int]:
-        """Insert records; returns their rids in order."""
+    def insert_records(conn: sqlite3.Connection, ns_id: int, rows: Sequence[dict[str, Any]],
+                       anchor_rids: Sequence[int | None] | None = None) -> list[int]:
+        """Insert records; returns their rids in order. ``anchor_rids``: the turn record each row is evidence for
+        (a turn record is its own anchor)."""
         now = time.time()
         rids = []
-        for r in rows:
+        anchors = anchor_rids if anchor_rids is not None else [None] * len(rows)
+        for r, anchor in zip(rows, anchors, strict=True):
             cur = conn.execute(
                 "INSERT INTO records(id, ns_id, kind, text, index_text, l0, l1, entities, tags, ref_ts, turn_ids,"
                 " source_role, speaker, session_id, importance, anchor_rid, created_at, updated_at)"
@@ -452,7 +456,7 @@ class TruthStore:
                 (r["id"], ns_id, r["kind"], r["text"], r["index_text"], r.get("l0"), r.get("l1"),
                  json.dumps(r.get("entities", [])), json.dumps(r.get("tags", [])), r.get("ref_ts"),
                  json.dumps(r["turn_ids"]), r.get("source_role"), r.get("speaker"), r.get("session_id"),
-                 r.get("importance", 0.5), r.get("anchor_rid"), now, now),
+                 r.get("importance", 0.5), anchor, now, now),
             )
             rid = int(cur.lastrowid)
             if r["kind"] == "turn":
@@ -488,27 +492,27 @@ class TruthStore:
     def records_by_rid(self, ns_id: int, rids: Sequence[int]) -> dict[int, RecordRow]:
         out: dict[int, RecordRow] = {}
         conn = self.reader()
-        for chunk in _chunks(list(rids), 500):
-            marks = ",".join("?" * len(chunk))
+        for chunk in chunks(list(rids)):
             for r in conn.execute(
                 f"SELECT rid, id, kind, text, turn_ids, source_role, speaker, session_id, ref_ts FROM records"
-                f" WHERE +ns_id=? AND rid IN ({marks})", (ns_id, *chunk)):
+                f" WHERE +ns_id=? AND rid IN {marks(len(chunk))}", (ns_id, *chunk)):
                 out[int(r[0])] = RecordRow(int(r[0]), r[1], r[2], r[3], json.loads(r[4]), r[5], r[6], r[7], r[8])
         return out
 
     def vectors_by_rid(self, ns_id: int, rids: Sequence[int]) -> dict[int, np.ndarray]:
         """Stored vectors of the given records of one namespace."""
-        marks = ",".join("?" * len(rids))
-        rows = self.reader().execute(f"SELECT rid, vector FROM embeddings WHERE +ns_id=? AND rid IN ({marks})",
-                                     (ns_id, *rids))
-        return {int(r[0]): np.frombuffer(r[1], dtype=np.float32) for r in rows}
+        out: dict[int, np.ndarray] = {}
+        for chunk in chunks(list(rids)):
+            rows = self.reader().execute(
+                f"SELECT rid, vector FROM embeddings WHERE +ns_id=? AND rid IN {marks(len(chunk))}", (ns_id, *chunk))
+            out.update((int(r[0]), np.frombuffer(r[1], dtype=np.float32)) for r in rows)
+        return out
 
     def turns_by_id(self, ns_id: int, turn_ids: Iterable[str]) -> dict[str, TurnRow]:
         out: dict[str, TurnRow] = {}
         conn = self.reader()
-        for chunk in _chunks(list(dict.fromkeys(turn_ids)), 500):
-            marks = ",".join("?" * len(chunk))
-            for r in conn.execute(f"SELECT {_TURN_COLS} FROM turns WHERE +ns_id=? AND id IN ({marks})",
+        for chunk in chunks(list(dict.fromkeys(turn_ids))):
+            for r in conn.execute(f"SELECT {_TURN_COLS} FROM turns WHERE +ns_id=? AND id IN {marks(len(chunk))}",
                                   (ns_id, *chunk)):
                 row = _turn_row(r)
                 out[row.id] = row
@@ -539,6 +543,80 @@ class TruthStore:
         sql = f"SELECT rid FROM records WHERE ns_id=? AND ({where})"
         return {int(r[0]) for r in self.reader().execute(sql, (ns_id, *args))}
 
+    # -- what a forget selects ----------------------------------------------------------------------------------
+    def turn_tids(self, ns_id: int, session_id: str | None = None) -> list[int]:
+        """Row ids of every turn of the namespace (of one session when given)."""
+        sql, args = "SELECT tid FROM turns WHERE ns_id=?", [ns_id]
+        if session_id is not None:
+            sql += " AND session_id=?"
+            args.append(session_id)
+        return [int(r[0]) for r in self.reader().execute(sql, args)]
+
+    def file_fids(self, ns_id: int) -> list[int]:
+        """Row ids of every memory file of the namespace."""
+        return [int(r[0]) for r in self.reader().execute("SELECT fid FROM files WHERE ns_id=?", (ns_id,))]
+
+    def tids_of_record(self, ns_id: int, record_id: str) -> list[int] | None:
+        """Row ids of the turns a record was built from (None: no record of the namespace has this id)."""
+        conn = self.reader()
+        row = conn.execute("SELECT turn_ids FROM records WHERE ns_id=? AND id=?", (ns_id, record_id)).fetchone()
+        if row is None:
+            return None
+        ids = json.loads(row[0])
+        return [int(r[0]) for part in chunks(ids) for r in conn.execute(
+            f"SELECT tid FROM turns WHERE ns_id=? AND id IN {marks(len(part))}", (ns_id, *part))]
+
+    def tids_of_file(self, fid: int) -> list[int]:
+        """Row ids of the turns of one memory file."""
+        return [int(r[0]) for r in self.reader().execute("SELECT tid FROM file_turns WHERE fid=?", (fid,))]
+
+    def neighbour_tids(self, ns_id: int, tids: Sequence[int]) -> list[int]:
+        """Turns of the same session right before or after the given ones (and not among them), sorted."""
+        conn = self.reader()
+        gone = set(tids)
+        out: set[int] = set()
+        for tid in tids:
+            row = conn.execute("SELECT seq, session_id FROM turns WHERE tid=? AND ns_id=?", (tid, ns_id)).fetchone()
+            if row is None:
+                continue
+            for r in conn.execute("SELECT tid, session_id FROM turns WHERE ns_id=? AND seq IN (?, ?)",
+                                  (ns_id, row[0] - 1, row[0] + 1)):
+                if r[1] == row[1] and r[0] not in gone:
+                    out.add(int(r[0]))
+        return sorted(out)
+
+    @staticmethod
+    def turn_records_with_neighbours(conn: sqlite3.Connection, ns_id: int,
+                                     tids: Sequence[int]) -> list[dict[str, Any]]:
+        """The turn records of ``tids`` (rid, text, speaker, ref_ts, session_id) with the contents of their
+        current +-1 neighbours of the same session (``neighbours``), as ``conn`` sees them."""
+        items = []
+        for tid in tids:
+            row = conn.execute("SELECT t.seq, t.session_id, t.record_rid, r.text, r.speaker, r.ref_ts FROM turns t"
+                               " JOIN records r ON r.rid = t.record_rid WHERE t.tid=? AND t.ns_id=?",
+                               (tid, ns_id)).fetchone()
+            if row is None:
+                continue
+            seq, session, rid, text, speaker, ref_ts = row
+            near = [r[0] for r in conn.execute(
+                "SELECT content FROM turns WHERE ns_id=? AND session_id IS ? AND seq IN"
+                " ((SELECT MAX(seq) FROM turns WHERE ns_id=? AND seq<?),"
+                "  (SELECT MIN(seq) FROM turns WHERE ns_id=? AND seq>?))", (ns_id, session, ns_id, seq, ns_id, seq))]
+            items.append({"rid": int(rid), "text": text, "speaker": speaker, "ref_ts": ref_ts, "session_id": session,
+                          "neighbours": near})
+        return items
+
+    @staticmethod
+    def turns_from_seq(conn: sqlite3.Connection, ns_id: int, seq: int) -> list[tuple[int, float | None, str]]:
+        """``(tid, ts, content)`` of the namespace's turns from ``seq`` on, in order (what a write archives)."""
+        return conn.execute("SELECT tid, ts, content FROM turns WHERE ns_id=? AND seq>=? ORDER BY seq",
+                            (ns_id, seq)).fetchall()
+
+    @staticmethod
+    def delete_claims(conn: sqlite3.Connection, ns_id: int) -> None:
+        """Every supersession claim of the namespace (when it is forgotten whole)."""
+        conn.execute("DELETE FROM claims WHERE ns_id=?", (ns_id,))
+
     def count(self, table: str, ns_id: int | None = None) -> int:
         if table not in ("turns", "records", "embeddings"):
             raise ValueError(table)
@@ -560,7 +638,3 @@ def _turn_row(r: Sequence[Any]) -> TurnRow:
     return TurnRow(int(r[0]), r[1], int(r[2]), r[3], r[4], r[5], r[6], r[7], r[8], json.loads(r[9]),
                    json.loads(r[10]), json.loads(r[11]), int(r[12]))
 
-
-def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
-    for i in range(0, len(items), size):
-        yield items[i : i + size]

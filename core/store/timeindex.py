@@ -33,7 +33,7 @@ Every statement carries ``ns_id``: one namespace never reads or changes another'
 >>> TimeIndex.create_schema(conn)
 >>> index = TimeIndex()
 >>> monday = datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc).timestamp()
->>> index.add(conn, 1, [(10, "I went to the museum yesterday.", monday)])
+>>> index.add(conn, 1, [(10, index.spans_of("I went to the museum yesterday.", monday))])
 >>> [(source, datetime.fromtimestamp(s, timezone.utc).date().isoformat(), expr)
 ...  for s, _, source, _, expr in index.spans(conn, 1, 10)]
 [('mentioned', '2023-05-07', 'yesterday'), ('said', '2023-05-08', None)]
@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import math
 import sqlite3
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -52,7 +51,8 @@ from typing import Final, Literal
 import numpy as np
 from ..errors import ConfigError
 from ..text.timeexpr import extract_times
-from .snapshots import chunks, indexed_rids, marks, synced_snapshot
+from .base import CachedIndex, RecordBatch
+from .snapshots import chunks, indexed_rids, marks
 
 __all__ = ["Span", "TimeIndex", "TimeSnapshot", "record_spans"]
 
@@ -197,7 +197,7 @@ class TimeSnapshot:
         return np.flatnonzero((s < end) & ((e > start) | (s >= start)))
 
 
-class TimeIndex:
+class TimeIndex(CachedIndex["TimeSnapshot"]):
     """Per-namespace time spans of records (see the module docstring for the tables).
 
     Writes (:meth:`add`, :meth:`remove`, :meth:`drop_namespace`) run inside the caller's open transaction and
@@ -205,13 +205,13 @@ class TimeIndex:
     per-thread reader) and may run from several threads.
     """
 
+    name = "time"
+
     def __init__(self, *, min_confidence: float = DEFAULT_MIN_CONFIDENCE) -> None:
         if not 0.0 <= min_confidence <= 1.0:
             raise ConfigError("time_index.min_confidence", min_confidence, "must be between 0 and 1")
+        super().__init__()
         self.min_confidence = float(min_confidence)
-        self._lock = threading.Lock()
-        self._snap_lock = threading.Lock()
-        self._snaps: dict[int, TimeSnapshot] = {}
 
     # ----------------------------------------------------------------------------------------- writes
 
@@ -221,15 +221,22 @@ class TimeIndex:
         for statement in _SCHEMA:
             conn.execute(statement)
 
-    def add(self, conn: sqlite3.Connection, ns_id: int, items: Sequence[tuple[int, str, float | None]]) -> None:
-        """Index records ``(rid, text, ref_ts)`` inside the CALLER's open transaction (never commit).
+    def spans_of(self, text: str, ref_ts: float | None) -> list[Span]:
+        """The spans this index keeps for a record (:func:`record_spans` at its ``min_confidence``); the write
+        pipeline calls it once per record."""
+        return record_spans(text, ref_ts, min_confidence=self.min_confidence)
 
-        Stores each record's :func:`record_spans`. Re-adding a rid already indexed in ``ns_id`` replaces its
-        spans (within one call the last wins). A record without ``ref_ts`` writes nothing.
+    def index(self, conn: sqlite3.Connection, ns_id: int, batch: RecordBatch) -> None:
+        """Store the spans the write pipeline derived for the batch's records."""
+        self.add(conn, ns_id, [(r.rid, r.time_spans) for r in batch.records if r.time_spans is not None])
+
+    def add(self, conn: sqlite3.Connection, ns_id: int, items: Sequence[tuple[int, Sequence[Span]]]) -> None:
+        """Index records ``(rid, spans)`` inside the CALLER's open transaction (never commit).
+
+        Re-adding a rid already indexed in ``ns_id`` replaces its spans (within one call the last wins). A record
+        without spans writes nothing.
         """
-        latest: dict[int, list[Span]] = {}
-        for rid, text, ref_ts in items:
-            latest[int(rid)] = record_spans(text, ref_ts, min_confidence=self.min_confidence)
+        latest: dict[int, list[Span]] = {int(rid): list(spans) for rid, spans in items}
         if not latest:
             return
         existing = self._indexed(conn, ns_id, sorted(latest))
@@ -284,14 +291,6 @@ class TimeIndex:
         conn.execute("UPDATE time_stats SET n_records=0, n_spans=0, version = version + 1 WHERE ns_id=?", (ns_id,))
         self.invalidate(ns_id)
 
-    def invalidate(self, ns_id: int | None = None) -> None:
-        """Forget the cached snapshot of ``ns_id`` (all namespaces if None); the next query reloads it."""
-        with self._lock:
-            if ns_id is None:
-                self._snaps.clear()
-            else:
-                self._snaps.pop(ns_id, None)
-
     @staticmethod
     def _indexed(conn: sqlite3.Connection, ns_id: int, rids: Sequence[int]) -> list[int]:
         return indexed_rids(conn, "time_spans", ns_id, rids)
@@ -315,6 +314,4 @@ class TimeIndex:
         Unchanged -> one SQL statement; only records added -> their spans are read and appended; a delete
         (or a rid added out of order) -> reloaded whole. Reads run in one read transaction.
         """
-        return synced_snapshot(conn, ns_id, cache=self._snaps, snap_lock=self._snap_lock, lock=self._lock,
-                               invalidate=self.invalidate, read_stats=_read_stats,
-                               load=TimeSnapshot.load)
+        return self._synced(conn, ns_id, _read_stats, TimeSnapshot.load)

@@ -8,22 +8,21 @@ rows with a higher rid, so new writes (from this process or another) are seen wi
 from __future__ import annotations
 
 import sqlite3
-import threading
 from collections.abc import Collection, Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
 from ..registry import vector_backends
+from .base import CachedIndex, DerivedIndex, RecordBatch
 
 __all__ = ["NumpyVectorIndex", "VectorIndex"]
 
 
 @runtime_checkable
-class VectorIndex(Protocol):
-    """What the engine needs of a vector index. Writes happen inside the caller's SQLite transaction."""
-
-    name: str
+class VectorIndex(DerivedIndex, Protocol):
+    """A derived index of dense vectors (see :class:`~memory_ext.store.base.DerivedIndex`), searchable.
+    Writes happen inside the caller's SQLite transaction."""
 
     def add(self, conn: sqlite3.Connection, ns_id: int, rids: Sequence[int], vectors: np.ndarray) -> None: ...
 
@@ -64,14 +63,24 @@ class _Partition:
 
 
 @vector_backends.register("numpy")
-class NumpyVectorIndex:
+class NumpyVectorIndex(CachedIndex[_Partition]):
     """Exact cosine search over float32 rows partitioned by namespace (vectors are unit-normalised)."""
 
-    name = "numpy"
+    name = "vector:numpy"
 
     def __init__(self, **_: object) -> None:
-        self._parts: dict[int, _Partition] = {}
-        self._lock = threading.Lock()
+        super().__init__()
+
+    @staticmethod
+    def create_schema(conn: sqlite3.Connection) -> None:
+        """Nothing: the vectors are the truth store's ``embeddings`` rows."""
+
+    def index(self, conn: sqlite3.Connection, ns_id: int, batch: RecordBatch) -> None:
+        if batch.vectors is not None:
+            self.add(conn, ns_id, batch.vector_rids, batch.vectors)
+
+    def drop_namespace(self, conn: sqlite3.Connection, ns_id: int) -> None:
+        self.invalidate(ns_id)
 
     def add(self, conn: sqlite3.Connection, ns_id: int, rids: Sequence[int], vectors: np.ndarray) -> None:
         """Nothing beyond the truth store's rows: the partition picks them up at its next search."""
@@ -79,23 +88,16 @@ class NumpyVectorIndex:
     def remove(self, conn: sqlite3.Connection, ns_id: int, rids: Sequence[int]) -> None:
         self.invalidate(ns_id)
 
-    def invalidate(self, ns_id: int | None = None) -> None:
-        with self._lock:
-            if ns_id is None:
-                self._parts.clear()
-            else:
-                self._parts.pop(ns_id, None)
-
     def _sync(self, conn: sqlite3.Connection, ns_id: int) -> _Partition | None:
         row = conn.execute("SELECT generation FROM namespaces WHERE ns_id=?", (ns_id,)).fetchone()
         generation = int(row[0]) if row else 0
         with self._lock:
-            part = self._parts.get(ns_id)
+            part = self._cache.get(ns_id)
             if part is not None and part.generation != generation:
                 part = None
             top = conn.execute("SELECT MAX(rid) FROM embeddings WHERE ns_id=?", (ns_id,)).fetchone()[0]
             if top is None:
-                self._parts.pop(ns_id, None)
+                self._cache.pop(ns_id, None)
                 return None
             if part is not None and int(top) <= part.last_rid:
                 return part
@@ -107,7 +109,7 @@ class NumpyVectorIndex:
             dim = int(rows[0][1])
             if part is None:
                 part = _Partition(dim, generation)
-                self._parts[ns_id] = part
+                self._cache[ns_id] = part
             rids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
             mat = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(len(rows), dim)
             part.append(rids, mat)

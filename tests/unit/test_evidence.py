@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import doctest
+import sqlite3
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -18,7 +19,9 @@ from memory_ext.models import EvidenceRoute
 from memory_ext.recall.base import Hits, RecallContext, RecallRequest
 from memory_ext.recall.evidence import EvidenceRecaller, query_keys, query_tags
 from memory_ext.registry import recallers
-from memory_ext.store.evidence import EvidenceIndex, EvidenceSnapshot, node_keys
+import memory_ext.ingest.evidence_keys as evidence_keys
+from memory_ext.ingest.evidence_keys import node_keys, window_keys
+from memory_ext.store.evidence import EvidenceIndex, EvidenceSnapshot
 from memory_ext.store.sqlite import TruthStore
 
 DAY = 86_400.0
@@ -68,8 +71,14 @@ def add(store: TruthStore, index: EvidenceIndex, ns_id: int,
         if neighbours is not None:
             for item, nb in zip(items, neighbours, strict=True):
                 item["neighbours"] = list(nb)
-        index.add(conn, ns_id, items)
+        index.add(conn, ns_id, keyed(conn, index, ns_id, items))
     return rids
+
+
+def keyed(conn: sqlite3.Connection, index: EvidenceIndex, ns_id: int,
+          items: Sequence[dict[str, Any]]) -> list[tuple[int, list[str]]]:
+    """``(rid, node keys)`` of items, as the write pipeline derives them (known entities from the index)."""
+    return list(zip((it["rid"] for it in items), window_keys(items, index.known_entities(conn, ns_id)), strict=True))
 
 
 def context(store: TruthStore, index: EvidenceIndex) -> EvidenceContext:
@@ -103,7 +112,7 @@ def rows_of(store: TruthStore) -> list[tuple[object, ...]]:
 
 
 def test_doctests() -> None:
-    for module in (store_evidence, recall_evidence):
+    for module in (store_evidence, evidence_keys, recall_evidence):
         assert doctest.testmod(module, optionflags=doctest.ELLIPSIS).failed == 0
 
 
@@ -147,7 +156,7 @@ def test_event_frames_span_the_neighbours() -> None:
     items = [{"rid": 1, "text": "I visited Sintra yesterday.", "speaker": "Ana", "ref_ts": T0, "session_id": "a"},
              {"rid": 2, "text": "How was it?", "speaker": "Ben", "ref_ts": T0 + 60, "session_id": "a"},
              {"rid": 3, "text": "Rome is nice.", "speaker": "Cleo", "ref_ts": T0 + 90, "session_id": "b"}]
-    k1, k2, k3 = store_evidence.window_keys(items)
+    k1, k2, k3 = evidence_keys.window_keys(items)
     assert "ev:sintra|2023-05-07" in k2 and "ev:ana|2023-05-08" in k2 and "ev:ben|2023-05-07" in k2
     assert not any("rome" in k or "cleo" in k for k in k1 + k2)
     assert not any("sintra" in k for k in k3)
@@ -285,8 +294,8 @@ def test_readd_replaces_nodes(store: TruthStore, index: EvidenceIndex) -> None:
     ns = namespace(store, "u1")
     (rid,) = add(store, index, ns, [("Ana", "I love Lisbon.", T0)])
     with store.transaction("add") as conn:
-        index.add(conn, ns, [{"rid": rid, "text": "I visited Porto.", "speaker": "Ana", "ref_ts": T0,
-                              "session_id": "s1"}])
+        index.add(conn, ns, keyed(conn, index, ns, [{"rid": rid, "text": "I visited Porto.", "speaker": "Ana",
+                                                     "ref_ts": T0, "session_id": "s1"}]))
     nodes = index.nodes_of(store.reader(), ns, rid)
     assert "e:porto" in nodes and "e:lisbon" not in nodes
     assert index.node_info(store.reader(), ns, ["e:lisbon", "e:ana"]) == {"e:ana": 1}
@@ -349,7 +358,8 @@ def test_fast_at_ten_thousand_records(store: TruthStore, index: EvidenceIndex) -
     tags = ["preference", "event", "emotion", "plan"]
     n = 10_000
     with store.transaction("add") as conn:  # bulk rows written directly: this measures recall, not extraction
-        index.add(conn, ns, [{"rid": 1, "text": "seed", "speaker": "Ana", "ref_ts": None, "session_id": None}])
+        index.add(conn, ns, keyed(conn, index, ns, [{"rid": 1, "text": "seed", "speaker": "Ana", "ref_ts": None,
+                                                     "session_id": None}]))
         keys = [f"e:{k}" for k in (x.lower() for x in names)] + [f"t:{t}" for t in tags]
         keys += [f"et:{e.lower()}|{t}" for e in names for t in tags]
         keys += [f"d:2023-05-{d:02d}" for d in range(1, 29)] + ["m:2023-05"]

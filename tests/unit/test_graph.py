@@ -14,6 +14,7 @@ from memory_ext.errors import ConfigError
 from memory_ext.recall.base import Hits, RecallContext, RecallRequest
 from memory_ext.recall.graph import GraphRecaller
 from memory_ext.registry import recallers
+from memory_ext.ingest.evidence_keys import batch_entities
 from memory_ext.store.graph import EntityGraph, entity_key, record_entities
 from memory_ext.store.sqlite import TruthStore
 
@@ -57,7 +58,7 @@ def add(store: TruthStore, graph: EntityGraph, ns_id: int,
                 "speaker": speaker} for speaker, text, ts in rows]
     with store.transaction("add") as conn:
         rids = store.insert_records(conn, ns_id, records)
-        names = graph.entities_for(conn, ns_id, [(text, speaker) for speaker, text, _ in rows])
+        names = batch_entities([(text, speaker) for speaker, text, _ in rows], graph.known_keys(conn, ns_id))
         graph.add(conn, ns_id, [(rid, n, ts) for rid, n, (_, _, ts) in zip(rids, names, rows, strict=True)])
     return rids
 

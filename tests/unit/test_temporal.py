@@ -72,7 +72,7 @@ def add(store: TruthStore, index: TimeIndex, ns_id: int, rows: Sequence[tuple[st
                 "turn_ids": [], "speaker": "Ana"} for text, ref in rows]
     with store.transaction("add") as conn:
         rids = store.insert_records(conn, ns_id, records)
-        index.add(conn, ns_id, [(rid, r["text"], r["ref_ts"]) for rid, r in zip(rids, records, strict=True)])
+        index.add(conn, ns_id, [(rid, index.spans_of(r["text"], r["ref_ts"])) for rid, r in zip(rids, records, strict=True)])
     return rids
 
 
@@ -147,11 +147,11 @@ def test_re_adding_a_record_replaces_its_spans(store: TruthStore, index: TimeInd
     monday = ts(2023, 5, 8, 12)
     (rid,) = add(store, index, ns, [("I went hiking yesterday.", monday)])
     with store.transaction("re-add") as conn:
-        index.add(conn, ns, [(rid, "We met last Saturday.", monday)])
+        index.add(conn, ns, [(rid, index.spans_of("We met last Saturday.", monday))])
     assert [x[-1] for x in dates(index.spans(store.reader(), ns, rid))] == ["last Saturday", None]
     assert index.record_count(store.reader(), ns) == 1
     with store.transaction("re-add") as conn:
-        index.add(conn, ns, [(rid, "no time", None)])
+        index.add(conn, ns, [(rid, index.spans_of("no time", None))])
     assert index.spans(store.reader(), ns, rid) == [] and index.record_count(store.reader(), ns) == 0
 
 
@@ -299,7 +299,7 @@ def test_snapshot_is_synced_incrementally(store: TruthStore, index: TimeIndex, m
     assert r["about"] not in set(third.rid.tolist())
     # a record indexed out of order (rid below max_rid) is noticed: reloaded, not missed
     with store.transaction("late") as wconn:
-        index.add(wconn, ns, [(r["about"], "I went to the pottery workshop last Saturday.", ts(2023, 5, 8, 10))])
+        index.add(wconn, ns, [(r["about"], index.spans_of("I went to the pottery workshop last Saturday.", ts(2023, 5, 8, 10)))])
     fourth = index.snapshot(conn, ns)
     assert len(loads) == 3 and r["about"] in set(fourth.rid.tolist())
     # a second index (another process) sees the same data
@@ -316,7 +316,7 @@ def test_recall_is_fast_at_10k_records(store: TruthStore, index: TimeIndex) -> N
     texts = ["I went to the museum yesterday.", "How are you today?", "我们上周六去爬山了。", "Nothing special.",
              "Last week was busy.", "We are moving next month.", "Good morning!", "Let's talk about books."]
     base = ts(2023, 1, 1, 9)
-    items = [(rid, texts[rid % len(texts)], base + rid * 3600.0) for rid in range(1, 10_001)]
+    items = [(rid, index.spans_of(texts[rid % len(texts)], base + rid * 3600.0)) for rid in range(1, 10_001)]
     with store.transaction("bulk") as conn:
         index.add(conn, ns, items)
     rt_day, rt_month = route(day(2023, 6, 10)), route((ts(2023, 6, 1), ts(2023, 7, 1)))

@@ -1,0 +1,235 @@
+"""The write pipeline: validate -> derive once -> persist and index in one transaction.
+
+:meth:`WritePipeline.add` is what :meth:`memory_ext.MemoryEngine.add_turns` runs:
+
+1. **validate** the batch (:func:`turn_rows`): typed errors naming the field, nothing written;
+2. **derive** with no LLM, once: a ``turn`` record per turn, ±1 ``window`` records, L0/L1 ``layers`` of long
+   turns, ``fact``/``preference``/``event``/``procedure``/``failure_pattern`` records; then, per turn record,
+   its entities, time spans and evidence keys (:func:`index_records`); dense vectors and sparse encodings;
+3. **persist and index** in one transaction: turns, records, vectors, then every derived index of the engine's
+   list (:class:`~memory_ext.store.base.DerivedIndex` — each stores what it is given), the memory-file
+   archive and supersession. Any failure rolls everything back and invalidates the indexes' caches.
+
+>>> import tempfile
+>>> from memory_ext import MemoryEngine, Turn
+>>> with MemoryEngine.open(tempfile.mkdtemp(), embedder="hashing") as engine:
+...     engine.add_turns([Turn(role="user", content="I live in Porto.", speaker="Ana")], "ana").turn_ids[0][:5]
+'turn_'
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..embed import Embedder, check_vectors
+from ..errors import InvalidTurnError, ReadOnlyStoreError
+from ..lifecycle.files import archive_turns
+from ..lifecycle.supersede import supersede
+from ..models import Namespace, Turn
+from ..results import AddResult
+from ..store.base import DerivedIndex, IndexedRecord, RecordBatch
+from ..store.sparse import normalise
+from ..text import estimate_tokens
+from .derive import derive_turn_record, derive_windows, new_id
+from .evidence_keys import batch_entities, window_keys
+from .kinds import derive_kinds
+from .layers import derive_layers
+
+if TYPE_CHECKING:
+    from ..config import EngineConfig, LimitsConfig
+    from ..store.graph import EntityGraph
+    from ..store.sqlite import TruthStore
+    from ..store.timeindex import TimeIndex
+    from ..store.vector import VectorIndex
+
+__all__ = ["KIND_CONTEXT_TURNS", "WritePipeline", "index_records", "turn_rows"]
+
+KIND_CONTEXT_TURNS = 8
+"""Stored turns the derivation of procedures and failure patterns may look back at."""
+
+
+def turn_rows(turns: Iterable[Turn | Mapping[str, Any]], ns: Namespace, limits: LimitsConfig,
+              now: datetime) -> list[dict[str, Any]]:
+    """Validate a batch and give each turn its stored row (id, session, timestamp, token count filled in)."""
+    if isinstance(turns, (Turn, Mapping, str, bytes)):
+        raise InvalidTurnError("turns", turns, "pass a list of turns, even for a single turn")
+    items = [Turn.coerce(t, i) for i, t in enumerate(turns)]  # type: ignore[arg-type]
+    if len(items) > limits.max_batch_turns:
+        raise InvalidTurnError("turns", f"<{len(items)} turns>",
+                               f"split into batches of at most {limits.max_batch_turns} (limits.max_batch_turns)")
+    for i, t in enumerate(items):
+        if len(t.content) > limits.max_content_chars:
+            raise InvalidTurnError(f"turns[{i}].content", t.content,
+                                   f"content has {len(t.content)} characters; the limit is "
+                                   f"{limits.max_content_chars} (limits.max_content_chars): split the turn")
+    given_ids = [t.id for t in items if t.id is not None]
+    if len(given_ids) != len(set(given_ids)):
+        dup = next(i for i in given_ids if given_ids.count(i) > 1)
+        raise InvalidTurnError("turns[].id", dup, "turn ids must be unique; omit id to get a fresh one")
+    return [{
+        "id": t.id or new_id("turn"), "session_id": t.session_id or ns.session_id, "role": t.role.value,
+        "speaker": t.speaker, "content": t.content, "ts": (t.timestamp or now).timestamp(),
+        "external_id": t.external_id, "tool_calls": list(t.tool_calls), "attachments": list(t.attachments),
+        "metadata": dict(t.metadata), "token_count": estimate_tokens(t.content),
+    } for t in items]
+
+
+def index_records(records: Sequence[Mapping[str, Any]], rids: Sequence[int], anchor_rids: Sequence[int | None],
+                  *, turn_facets: Sequence[tuple[Sequence[str], Sequence[Any], Sequence[str] | None]]
+                  ) -> list[IndexedRecord]:
+    """Typed records for the indexes; the first ``len(turn_facets)`` records are the turn records and carry
+    their ``(entities, time spans, evidence keys or None)``."""
+    out = []
+    for i, (r, rid, anchor) in enumerate(zip(records, rids, anchor_rids, strict=True)):
+        ents, spans, keys = turn_facets[i] if i < len(turn_facets) else (None, None, None)
+        out.append(IndexedRecord(
+            rid=rid, kind=r["kind"], text=r["text"], index_text=r["index_text"], speaker=r.get("speaker"),
+            session_id=r.get("session_id"), ref_ts=r.get("ref_ts"), anchor_rid=anchor,
+            entities=None if ents is None else tuple(ents), time_spans=None if spans is None else tuple(spans),
+            evidence_keys=None if keys is None else tuple(keys)))
+    return out
+
+
+class WritePipeline:
+    """Stores turns and derives and indexes their records (see the module docstring).
+
+    ``indexes`` are every derived index the engine writes to, in order; ``graph`` and ``time`` among them give
+    the entity keys and time spans a turn record is derived with.
+    """
+
+    def __init__(self, store: TruthStore, config: EngineConfig, embedder: Embedder | None,
+                 indexes: Sequence[DerivedIndex], *, vector: VectorIndex | None, graph: EntityGraph,
+                 time: TimeIndex, sparse: bool, evidence: bool) -> None:
+        self._store = store
+        self._config = config
+        self._embedder = embedder
+        self._indexes = tuple(indexes)
+        self._vector = vector
+        self._graph = graph
+        self._time = time
+        self._sparse = sparse
+        self._evidence = evidence
+
+    def add(self, turns: Iterable[Turn | Mapping[str, Any]], ns: Namespace) -> AddResult:
+        """Validate, derive, persist and index one batch, all or nothing."""
+        rows = turn_rows(turns, ns, self._config.limits, datetime.now(UTC))
+        if not rows:
+            return AddResult(turn_ids=(), record_ids=())
+        store = self._store
+        with store.write_lock:  # one writer at a time: the stored tail cannot change under us
+            if store.read_only:
+                raise ReadOnlyStoreError("add_turns")
+            known_ns = store.find_namespace(ns.key)
+            context = store.tail_turns(store.reader(), known_ns, KIND_CONTEXT_TURNS) if known_ns is not None else []
+            records, anchored, windows = self._derive(rows, context)
+            vectors = self._vectors(records, windows, anchored, rows, context, known_ns)
+            sparse = normalise(self._embedder.embed_sparse([r["text"] for r in records])) \
+                if self._sparse and self._embedder is not None else None  # type: ignore[attr-defined]
+            with store.transaction("add_turns") as conn:
+                ns_id = store.ensure_namespace(conn, ns.key)
+                try:
+                    self._persist(conn, ns_id, rows, records, anchored, context, vectors, sparse)
+                except BaseException:
+                    for index in self._indexes:
+                        index.invalidate(ns_id)
+                    raise
+        return AddResult(turn_ids=tuple(r["id"] for r in rows), record_ids=tuple(r["id"] for r in records))
+
+    # -- steps -------------------------------------------------------------------------------------------------
+    def _derive(self, rows: list[dict[str, Any]], context: list[dict[str, Any]]
+                ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+        """Turn records; records anchored to a turn (windows, layers, derived kinds); the windows alone."""
+        ingest = self._config.ingest
+        tail = context[-2:]  # windows need the last two stored turns
+        records = [derive_turn_record(r) for r in rows]
+        windows = derive_windows(tail + rows, first_center=len(tail) - 1) if ingest.windows else []
+        derived = derive_layers(rows, min_chars=ingest.layer_min_chars) \
+            if self._config.globals.layers_index_enabled else []
+        if ingest.derived_kinds:
+            derived += derive_kinds(context + rows, first=len(context))
+        return records, windows + derived, windows
+
+    def _vectors(self, records: list[dict[str, Any]], windows: list[dict[str, Any]],
+                 anchored: list[dict[str, Any]], rows: list[dict[str, Any]], context: list[dict[str, Any]],
+                 ns_id: int | None) -> np.ndarray | None:
+        """One vector per record (turn records, then the anchored ones), or None without vectors."""
+        if self._vector is None or self._embedder is None:
+            return None
+        mean = self._config.ingest.window_vectors == "mean"
+        derived = anchored[len(windows):]
+        embed = records + ([] if mean else windows) + derived
+        texts = [r["index_text"] for r in embed]
+        vectors = check_vectors(self._embedder, self._embedder.embed_documents(texts), len(texts))
+        if mean and windows:
+            n = len(records)
+            window_vectors = self._mean_window_vectors(ns_id, windows, rows, vectors[:n], context[-2:])
+            vectors = np.vstack([vectors[:n], window_vectors, vectors[n:]])
+        return vectors
+
+    def _mean_window_vectors(self, ns_id: int | None, windows: Sequence[dict[str, Any]],
+                             rows: Sequence[dict[str, Any]], vectors: np.ndarray,
+                             tail: Sequence[dict[str, Any]]) -> np.ndarray:
+        """Window vectors as the normalised mean of their turns' vectors (new turns' from ``vectors``)."""
+        by_turn = {row["id"]: vectors[i] for i, row in enumerate(rows)}
+        missing = [t["rid"] for t in tail if t["id"] not in by_turn]
+        if missing and ns_id is not None:
+            stored = self._store.vectors_by_rid(ns_id, missing)
+            by_turn.update({t["id"]: stored[t["rid"]] for t in tail if t["rid"] in stored})
+        out = [np.mean([by_turn[t] for t in w["turn_ids"] if t in by_turn], axis=0) for w in windows]
+        assert self._embedder is not None
+        return check_vectors(self._embedder, np.asarray(out, np.float32), len(windows))
+
+    def _persist(self, conn: sqlite3.Connection, ns_id: int, rows: list[dict[str, Any]],
+                 records: list[dict[str, Any]], anchored: list[dict[str, Any]], context: list[dict[str, Any]],
+                 vectors: np.ndarray | None, sparse: list[tuple[np.ndarray, np.ndarray]] | None) -> None:
+        store = self._store
+        seq = store.next_seq(conn, ns_id)
+        for offset, row in enumerate(rows):
+            row["seq"] = seq + offset
+        try:
+            store.insert_turns(conn, ns_id, rows)
+        except sqlite3.IntegrityError as exc:
+            raise InvalidTurnError("turns[].id", [r["id"] for r in rows],
+                                   f"turn ids must be unique in the store; omit id to get a fresh one ({exc})") from None
+        rids = store.insert_records(conn, ns_id, records)
+        rid_of = {t["id"]: t["rid"] for t in context}
+        rid_of.update({r["turn_ids"][0]: rid for r, rid in zip(records, rids, strict=True)})
+        anchors: list[int | None] = [*rids, *(rid_of[w["anchor_turn_id"]] for w in anchored)]
+        rids += store.insert_records(conn, ns_id, anchored, anchor_rids=anchors[len(records):])
+        if vectors is not None and self._embedder is not None:
+            store.insert_embeddings(conn, ns_id, rids, vectors, self._embedder.id)
+        batch = RecordBatch(
+            index_records(records + anchored, rids, anchors, turn_facets=self._turn_facets(conn, ns_id, records,
+                                                                                            rows, context)),
+            vectors=vectors, vector_rids=rids if vectors is not None else (),
+            sparse=sparse, sparse_rids=rids[:len(records)] if sparse is not None else ())
+        for index in self._indexes:
+            index.index(conn, ns_id, batch)
+        life = self._config.lifecycle
+        if life.archive:
+            archive_turns(conn, ns_id, store.turns_from_seq(conn, ns_id, seq), soft_tokens=life.file_soft_tokens)
+        if life.supersession:
+            supersede(conn, ns_id, records, rids[:len(records)])
+
+    def _turn_facets(self, conn: sqlite3.Connection, ns_id: int, records: list[dict[str, Any]],
+                     rows: list[dict[str, Any]], context: list[dict[str, Any]]
+                     ) -> list[tuple[list[str], list[Any], list[str] | None]]:
+        """Entities, time spans and (when the evidence index is written) evidence keys of each turn record."""
+        names = batch_entities([(r["text"], r["speaker"]) for r in records], self._graph.known_keys(conn, ns_id))
+        spans = [self._time.spans_of(r["text"], r["ref_ts"]) for r in records]
+        keys: list[list[str] | None] = [None] * len(records)
+        if self._evidence:  # the costliest derivation: only when the evidence channel searches it
+            prev = context[-1:]  # ±1 neighbours of the same session, the last stored turn too
+            seq_rows = prev + rows
+            keys = list(window_keys([
+                {"text": r["text"], "speaker": r["speaker"], "ref_ts": r["ref_ts"], "session_id": r["session_id"],
+                 "entities": names[i],
+                 "neighbours": [seq_rows[j]["content"] for j in (i + len(prev) - 1, i + len(prev) + 1)
+                                if 0 <= j < len(seq_rows) and seq_rows[j]["session_id"] == r["session_id"]]}
+                for i, r in enumerate(records)]))
+        return [(names[i], spans[i], keys[i]) for i in range(len(records))]

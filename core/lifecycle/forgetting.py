@@ -1,0 +1,110 @@
+"""Forgetting across every store: what to remove, removing it from the truth store and every derived index in
+one transaction, and the receipt.
+
+:func:`forget` is what :meth:`memory_ext.MemoryEngine.forget` runs. It selects the turns (a namespace, a session,
+the source turns of record ids, or the turns of memory files), deletes them and everything derived from them in
+the truth store (:func:`~memory_ext.lifecycle.forget.forget_turns`), then loops over the engine's derived
+indexes — ``drop_namespace`` when a whole namespace goes, ``remove`` of the records otherwise — re-derives the
+evidence keys of the forgotten turns' neighbours (their event frames named the forgotten turns' entities), and
+truncates SQLite's write-ahead log so the text is gone from disk too.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from ..errors import InvalidQueryError, ReadOnlyStoreError
+from ..ingest.evidence_keys import window_keys
+from ..models import Namespace
+from ..results import ForgetReceipt
+from .forget import forget_turns
+
+if TYPE_CHECKING:
+    from ..store.base import DerivedIndex
+    from ..store.evidence import EvidenceIndex
+    from ..store.sqlite import TruthStore
+    from .files import FileRow
+
+__all__ = ["forget", "id_list"]
+
+
+def id_list(name: str, value: Iterable[str] | None) -> list[str] | None:
+    """A validated list of id strings (None stays None)."""
+    if value is None:
+        return None
+    values = [value] if isinstance(value, str) else list(value) if isinstance(value, Iterable) else None
+    if not values or not all(isinstance(v, str) and v for v in values):
+        raise InvalidQueryError(name, value, "give a non-empty list of id strings (or None)")
+    return values
+
+
+def forget(store: TruthStore, indexes: Sequence[DerivedIndex], evidence: EvidenceIndex, ns: Namespace, *,
+           record_ids: Iterable[str] | None, hook_ids: Iterable[str] | None,
+           resolve: Callable[[str, Namespace], FileRow]) -> ForgetReceipt:
+    """Remove the selected memories from every store and return the receipt (see ``MemoryEngine.forget``)."""
+    records = id_list("record_ids", record_ids)
+    hooks = id_list("hook_ids", hook_ids)
+    ns_id = store.find_namespace(ns.key)
+    if ns_id is None:
+        if records or hooks:
+            raise InvalidQueryError("record_ids" if records else "hook_ids", records or hooks,
+                                    "this namespace has no memories; check the namespace")
+        return ForgetReceipt(namespace=ns, turns=0, records=0)
+    whole = records is None and hooks is None and ns.session_id is None
+    with store.write_lock:
+        if store.read_only:
+            raise ReadOnlyStoreError("forget")
+        drop_files: list[int] = []
+        if records is None and hooks is None:
+            tids = store.turn_tids(ns_id, ns.session_id)
+            if whole:
+                drop_files = store.file_fids(ns_id)
+        else:
+            tids = []
+            for rid_text in records or []:
+                found = store.tids_of_record(ns_id, rid_text)
+                if found is None:
+                    raise InvalidQueryError("record_ids", rid_text, "no record of this namespace has this id; "
+                                            "use the ids of search results (RetrievedItem.id)")
+                tids += found
+            for hook_id in hooks or []:
+                file_row = resolve(hook_id, ns)
+                drop_files.append(file_row.fid)
+                tids += store.tids_of_file(file_row.fid)
+        # event frames of the forgotten turns' neighbours name their entities (only if evidence was indexed)
+        neighbours = store.neighbour_tids(ns_id, tids) \
+            if not whole and evidence.record_count(store.reader(), ns_id) else []
+        try:
+            with store.transaction("forget") as conn:
+                removed = forget_turns(conn, ns_id, tids, drop_files=drop_files)
+                rids = removed["rids"]
+                for index in indexes:
+                    if whole:
+                        index.drop_namespace(conn, ns_id)
+                    else:
+                        index.remove(conn, ns_id, rids)
+                if whole:
+                    store.delete_claims(conn, ns_id)
+                if neighbours:
+                    _reindex_evidence(store, evidence, conn, ns_id, neighbours)
+        finally:
+            for index in indexes:
+                index.invalidate(ns_id)
+        try:
+            store.checkpoint()
+        except sqlite3.Error:  # pragma: no cover - a reader holds the log; the next checkpoint truncates it
+            pass
+    return ForgetReceipt(namespace=ns, turns=len(removed["turn_ids"]), records=len(rids),
+                         turn_ids=tuple(removed["turn_ids"]), record_ids=tuple(removed["record_ids"]),
+                         files_deleted=tuple(removed["deleted_files"]), files_updated=tuple(removed["updated_files"]),
+                         stores=("truth", *(index.name for index in indexes), "files"))
+
+
+def _reindex_evidence(store: TruthStore, evidence: EvidenceIndex, conn: sqlite3.Connection, ns_id: int,
+                      tids: Sequence[int]) -> None:
+    """Derive the evidence keys of these turns again, from their current neighbours."""
+    items = store.turn_records_with_neighbours(conn, ns_id, tids)
+    keys = window_keys(items, evidence.known_entities(conn, ns_id))
+    evidence.add(conn, ns_id, [(item["rid"], k) for item, k in zip(items, keys, strict=True)])
