@@ -26,8 +26,8 @@ from ..errors import HookNotFoundError, InvalidArgumentError, ReadOnlyStoreError
 from ..models import IndexHook, MemoryFile, Namespace, Turn, to_utc
 from ..text import estimate_tokens
 from .compact import EvictionWeights, due_months, due_weeks, evict_month, merge_week, refresh_hook, weeks_of_month
-from .files import (FileRow, file_turns, get_file, hook_model, insert_file, iso_week_key, list_files, member_turn,
-                    month_key_of_week, render_file, resolve_file, set_members)
+from .files import (FileRow, count_access, file_raw, file_turns, files_of_turns, get_file, hook_model, insert_file, iso_week_key, list_files, member_turn,
+                    month_key_of_week, render_file, resolve_file, set_file_importance, set_members)
 from .precompress import parse_context
 from .summary import summarize, summarize_with_llm
 
@@ -180,12 +180,8 @@ class Lifecycle:
         for rank, item in enumerate(result.items):
             for t in item.turn_ids:
                 turn_rank.setdefault(t, rank)
-        conn = self._store.reader()
-        marks = ",".join("?" * len(turn_rank))
         score: dict[str, float] = {}
-        for file_id, turn_id in conn.execute(
-                f"SELECT f.id, t.id FROM file_turns ft JOIN files f ON f.fid = ft.fid JOIN turns t ON t.tid = ft.tid"
-                f" WHERE f.ns_id=? AND t.id IN ({marks})", (ns_id, *turn_rank)):
+        for file_id, turn_id in files_of_turns(self._store.reader(), ns_id, list(turn_rank)):
             if file_id in visible:
                 score[file_id] = score.get(file_id, 0.0) + 1.0 / (1 + turn_rank[turn_id])
         order = {h.id: i for i, h in enumerate(hooks)}
@@ -201,11 +197,10 @@ class Lifecycle:
         row = self.resolve(hook_id, namespace)
         if not self._store.read_only:
             with self._store.transaction("retrieve") as wconn:
-                wconn.execute("UPDATE files SET access_count = access_count + 1, last_access=? WHERE fid=?",
-                              (time.time(), row.fid))
+                count_access(wconn, row.fid, time.time())
         row = self._fresh([get_file(self._store.reader(), fid=row.fid) or row])[0]
         members = file_turns(self._store.reader(), row.fid)
-        raw = self._store.reader().execute("SELECT raw FROM files WHERE fid=?", (row.fid,)).fetchone()[0]
+        raw = file_raw(self._store.reader(), row.fid)
         return MemoryFile(hook=self._hook_of(row), turns=tuple(member_turn(m) for m in members),
                           text=render_file(row, members), raw=raw, meta=row.meta)
 
@@ -235,13 +230,12 @@ class Lifecycle:
             raise InvalidArgumentError("importance", importance, "give an integer from 0 to 100")
         row = self.resolve(hook_id, namespace)
         with self._store.transaction("set_importance") as conn:
-            conn.execute("UPDATE files SET importance=?, importance_set=1 WHERE fid=?", (importance, row.fid))
+            set_file_importance(conn, row.fid, importance)
         return self._hook_of(self._fresh([get_file(self._store.reader(), fid=row.fid) or row])[0])
 
     def _hook_of(self, row: FileRow) -> IndexHook:
-        ns_row = self._store.reader().execute("SELECT user_id, agent_id FROM namespaces WHERE ns_id=?",
-                                              (row.ns_id,)).fetchone()
-        return hook_model(row, Namespace(ns_row[0], ns_row[1] or None))
+        user_id, agent_id = self._store.namespace_key(row.ns_id)
+        return hook_model(row, Namespace(user_id, agent_id or None))
 
     # -- compaction ------------------------------------------------------------------------------------------
     def compact(self, namespace: Namespace | str, period: Literal["weekly", "monthly"], *,
@@ -402,8 +396,7 @@ class Lifecycle:
                                 session_id=ns.session_id, metadata={"pre_compress": row.id}))
         if new:
             added = self.add_turns(new, ns)
-            id_to_tid = dict(self._store.reader().execute(
-                f"SELECT id, tid FROM turns WHERE id IN ({','.join('?' * len(added.turn_ids))})", added.turn_ids))
+            id_to_tid = self._store.tids_by_turn_id(added.turn_ids)
             for pos, turn_id in zip(new_pos, added.turn_ids, strict=True):
                 tids[pos] = int(id_to_tid[turn_id])
         with self._store.transaction("pre_compress") as conn:
@@ -415,10 +408,8 @@ class Lifecycle:
         return row.id
 
     def _known_turns(self, ns_id: int, ns: Namespace, limit: int = 5000) -> dict[tuple[str, str], int]:
-        rows = self._store.reader().execute(
-            "SELECT role, content, tid FROM turns WHERE ns_id=(SELECT ns_id FROM namespaces WHERE user_id=? AND"
-            " agent_id=?) ORDER BY seq DESC LIMIT ?", (*ns.key, limit)).fetchall()
-        return {(r[0], " ".join(r[1].split())): int(r[2]) for r in rows}
+        rows = self._store.recent_turns(ns_id, limit)
+        return {(role, " ".join(content.split())): tid for role, content, tid in rows}
 
 
 # -- helpers ---------------------------------------------------------------------------------------------------

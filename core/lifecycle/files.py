@@ -29,6 +29,7 @@ from typing import Any
 
 from ..models import IndexHook, Namespace, Turn
 from ..store.sqlite import TurnRow
+from ..store.snapshots import chunks, marks
 from ..text import estimate_tokens
 
 __all__ = [
@@ -248,6 +249,32 @@ def set_members(conn: sqlite3.Connection, fid: int, members: Sequence[tuple[int,
 
 
 # -- archiving -----------------------------------------------------------------------------------------------
+def files_of_turns(conn: sqlite3.Connection, ns_id: int, turn_ids: Sequence[str]) -> list[tuple[str, str]]:
+    """``(file id, turn id)`` of every file of the namespace holding one of the turns."""
+    out: list[tuple[str, str]] = []
+    for part in chunks(list(turn_ids)):
+        out += conn.execute(
+            "SELECT f.id, t.id FROM file_turns ft JOIN files f ON f.fid = ft.fid JOIN turns t ON t.tid = ft.tid"
+            f" WHERE f.ns_id=? AND t.id IN {marks(len(part))}", (ns_id, *part)).fetchall()
+    return out
+
+
+def count_access(conn: sqlite3.Connection, fid: int, when: float) -> None:
+    """One more access of a file (the monthly eviction counts them)."""
+    conn.execute("UPDATE files SET access_count = access_count + 1, last_access=? WHERE fid=?", (when, fid))
+
+
+def file_raw(conn: sqlite3.Connection, fid: int) -> str | None:
+    """The verbatim context a ``pre_compress`` file keeps (None for other files)."""
+    row = conn.execute("SELECT raw FROM files WHERE fid=?", (fid,)).fetchone()
+    return None if row is None else row[0]
+
+
+def set_file_importance(conn: sqlite3.Connection, fid: int, importance: int) -> None:
+    """A user-set importance (kept by merges)."""
+    conn.execute("UPDATE files SET importance=?, importance_set=1 WHERE fid=?", (importance, fid))
+
+
 def _cut_point(text: str, start: int, n: int) -> int:
     """``start + n``, moved back to a whitespace or sentence boundary when one lies in the last 20 %."""
     end = min(len(text), start + max(1, n))

@@ -24,7 +24,7 @@ from the edge's ``last_ts`` to ``now`` (by default the namespace's newest postin
 uniformly "stale"): a pair named together often and recently weighs most. An edge or a reference time that is
 unknown (NULL) gets recency factor 1.
 
-Query side, :meth:`EntityGraph.entities_in` finds the known entities a text names: the entities
+Query side, :meth:`EntityGraph.match` finds the known entities a text names: the entities
 :func:`extract_entities` finds in it, plus every known key that occurs as a run of whole tokens
 (case-insensitive; possessive "Ana's" matches "Ana") or, for keys written in CJK characters, as a substring
 (李明 in 李明的哥哥). Where two matches overlap the longer wins ("Berlin Marathon" over "Berlin"). Keys are looked
@@ -45,10 +45,11 @@ Every statement carries ``ns_id``: one namespace never reads or changes another'
 >>> EntityGraph.create_schema(conn)
 >>> graph = EntityGraph()
 >>> graph.add(conn, 1, [(10, ["Ana", "Marco"], 0.0), (11, ["Marco", "Lisbon"], 0.0)])
->>> [name for _, name in graph.entities_in(conn, 1, "What does Ana's brother do?")]
+>>> snap = graph.snapshot(conn, 1)
+>>> [snap.names[i] for i in (snap.index[e] for e in graph.match(conn, 1, "What does Ana's brother do?"))]
 ['Ana']
->>> marco = graph.entities_in(conn, 1, "marco")[0][0]
->>> sorted(graph.display_names(conn, 1, [e for e, _ in graph.neighbours(conn, 1, [marco])[marco]]).values())
+>>> marco = snap.index[graph.match(conn, 1, "marco")[0]]
+>>> sorted(snap.names[int(i)] for i in snap.neighbours(marco)[0])
 ['Ana', 'Lisbon']
 """
 
@@ -636,19 +637,8 @@ class EntityGraph(CachedIndex["GraphSnapshot"]):
             return 1.0
         return float(0.5 ** ((now - last_ts) / self.half_life_s))
 
-    def entities_in(self, conn: sqlite3.Connection, ns_id: int, text: str) -> list[tuple[int, str]]:
-        """The known entities of ``ns_id`` that ``text`` names, as ``(eid, display name)`` in order of mention.
-
-        A key matches as a run of whole tokens (case-insensitive, possessives ignored) or, when written in CJK
-        characters (two or more), as a substring; :func:`extract_entities`' names of the text are looked up
-        too. Overlapping matches: the longer wins.
-        """
-        eids = self.match(conn, ns_id, text)
-        names = self.display_names(conn, ns_id, eids)
-        return [(eid, names[eid]) for eid in eids if eid in names]
-
     def match(self, conn: sqlite3.Connection, ns_id: int, text: str, *, stats: _Stats | None = None) -> list[int]:
-        """The eids of the keys ``text`` names, as :meth:`entities_in` finds them, without reading their names
+        """The eids of the known entities ``text`` names (see the module docstring), without reading their names
         (an eid may be unknown to a connection that has not seen the latest write)."""
         if not text or not text.strip():
             return []
@@ -696,75 +686,3 @@ class EntityGraph(CachedIndex["GraphSnapshot"]):
         """The normalised keys of every entity of ``ns_id`` (a read-only view of the cache)."""
         cache = self._sync(conn, ns_id)
         return () if cache is None else cache.by_key.keys()
-
-    def display_names(self, conn: sqlite3.Connection, ns_id: int, eids: Sequence[int]) -> dict[int, str]:
-        """eid -> display name, for the entities of ``ns_id`` among ``eids``."""
-        return {eid: name for eid, (name, _) in self.entity_info(conn, ns_id, eids).items()}
-
-    def entity_info(self, conn: sqlite3.Connection, ns_id: int, eids: Sequence[int]) -> dict[int, tuple[str, int]]:
-        """eid -> (display name, number of records naming it), for the entities of ``ns_id`` among ``eids``."""
-        out: dict[int, tuple[str, int]] = {}
-        for part in chunks(sorted({int(e) for e in eids})):
-            for eid, name, n in conn.execute(
-                f"SELECT eid, name, n_records FROM graph_entities WHERE ns_id=? AND eid IN {marks(len(part))}",
-                (ns_id, *part),
-            ):
-                out[int(eid)] = (name, int(n))
-        return out
-
-    def postings(
-        self, conn: sqlite3.Connection, ns_id: int, eids: Sequence[int], *, limit: int | None = None
-    ) -> dict[int, list[tuple[int, float | None]]]:
-        """eid -> ``(rid, ts)`` of the records naming it, newest first (at most ``limit`` per entity)."""
-        out: dict[int, list[tuple[int, float | None]]] = {}
-        for eid in dict.fromkeys(int(e) for e in eids):
-            rows = conn.execute(
-                "SELECT rid, ts FROM graph_postings WHERE ns_id=? AND eid=? ORDER BY ts DESC, rid DESC LIMIT ?",
-                (ns_id, eid, -1 if limit is None else int(limit)),
-            )
-            out[eid] = [(int(r), ts) for r, ts in rows]
-        return out
-
-    def neighbours(
-        self,
-        conn: sqlite3.Connection,
-        ns_id: int,
-        eids: Sequence[int],
-        *,
-        now: float | None = None,
-        limit: int | None = None,
-    ) -> dict[int, list[tuple[int, float]]]:
-        """eid -> its neighbours ``(eid, weight)``, heaviest first (at most ``limit``), ties by eid.
-
-        ``weight = count * recency(last_ts, now)``; ``now`` defaults to :meth:`reference_time`.
-        """
-        if now is None:
-            now = self.reference_time(conn, ns_id)
-        out: dict[int, list[tuple[int, float]]] = {}
-        for eid in dict.fromkeys(int(e) for e in eids):
-            rows = conn.execute(
-                "SELECT b, count, last_ts FROM graph_edges WHERE ns_id=? AND a=?"
-                " UNION ALL SELECT a, count, last_ts FROM graph_edges WHERE ns_id=? AND b=?",
-                (ns_id, eid, ns_id, eid),
-            ).fetchall()
-            weighted = sorted(
-                ((int(other), float(count) * self.recency(last_ts, now)) for other, count, last_ts in rows),
-                key=lambda x: (-x[1], x[0]),
-            )
-            out[eid] = weighted if limit is None else weighted[:limit]
-        return out
-
-    def edge(self, conn: sqlite3.Connection, ns_id: int, a: int, b: int) -> tuple[int, float | None] | None:
-        """``(count, last_ts)`` of the edge between entities ``a`` and ``b`` of ``ns_id``, or None."""
-        lo, hi = (a, b) if a < b else (b, a)
-        row = conn.execute(
-            "SELECT count, last_ts FROM graph_edges WHERE ns_id=? AND a=? AND b=?", (ns_id, lo, hi)
-        ).fetchone()
-        return None if row is None else (int(row[0]), row[1])
-
-    def find(self, conn: sqlite3.Connection, ns_id: int, name: str) -> int | None:
-        """The eid of the entity of ``ns_id`` whose key equals ``name``'s, or None."""
-        row = conn.execute(
-            "SELECT eid FROM graph_entities WHERE ns_id=? AND key=?", (ns_id, entity_key(name))
-        ).fetchone()
-        return None if row is None else int(row[0])

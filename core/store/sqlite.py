@@ -543,6 +543,24 @@ class TruthStore:
         sql = f"SELECT rid FROM records WHERE ns_id=? AND ({where})"
         return {int(r[0]) for r in self.reader().execute(sql, (ns_id, *args))}
 
+    def namespace_key(self, ns_id: int) -> tuple[str, str]:
+        """``(user_id, agent_id)`` of a namespace row (agent_id '' when none)."""
+        row = self.reader().execute("SELECT user_id, agent_id FROM namespaces WHERE ns_id=?", (ns_id,)).fetchone()
+        return row[0], row[1]
+
+    def tids_by_turn_id(self, turn_ids: Sequence[str]) -> dict[str, int]:
+        """Turn id -> row id, for the given turn ids."""
+        out: dict[str, int] = {}
+        for part in chunks(list(turn_ids)):
+            out.update((r[0], int(r[1])) for r in self.reader().execute(
+                f"SELECT id, tid FROM turns WHERE id IN {marks(len(part))}", part))
+        return out
+
+    def recent_turns(self, ns_id: int, limit: int) -> list[tuple[str, str, int]]:
+        """``(role, content, tid)`` of the namespace's last ``limit`` turns, newest first."""
+        return [(r[0], r[1], int(r[2])) for r in self.reader().execute(
+            "SELECT role, content, tid FROM turns WHERE ns_id=? ORDER BY seq DESC LIMIT ?", (ns_id, limit))]
+
     # -- what a forget selects ----------------------------------------------------------------------------------
     def turn_tids(self, ns_id: int, session_id: str | None = None) -> list[int]:
         """Row ids of every turn of the namespace (of one session when given)."""

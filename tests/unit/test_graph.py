@@ -17,6 +17,7 @@ from memory_ext.registry import recallers
 from memory_ext.ingest.evidence_keys import batch_entities
 from memory_ext.store.graph import EntityGraph, entity_key, record_entities
 from memory_ext.store.sqlite import TruthStore
+from memory_ext.store.snapshots import chunks, marks
 
 DAY = 86_400.0
 T0 = 1_700_000_000.0
@@ -37,9 +38,98 @@ def store(tmp_path: Path) -> Iterator[TruthStore]:
     s.close()
 
 
+class SQLGraph(EntityGraph):
+    """The entity graph with a reference reader of its tables in plain SQL: what the tests check the stored
+    graph and the in-memory snapshots against (the engine itself reads only snapshots)."""
+
+    def entities_in(self, conn: sqlite3.Connection, ns_id: int, text: str) -> list[tuple[int, str]]:
+        """The known entities of ``ns_id`` that ``text`` names, as ``(eid, display name)`` in order of mention.
+
+        A key matches as a run of whole tokens (case-insensitive, possessives ignored) or, when written in CJK
+        characters (two or more), as a substring; :func:`extract_entities`' names of the text are looked up
+        too. Overlapping matches: the longer wins.
+        """
+        eids = self.match(conn, ns_id, text)
+        names = self.display_names(conn, ns_id, eids)
+        return [(eid, names[eid]) for eid in eids if eid in names]
+
+
+    def display_names(self, conn: sqlite3.Connection, ns_id: int, eids: Sequence[int]) -> dict[int, str]:
+        """eid -> display name, for the entities of ``ns_id`` among ``eids``."""
+        return {eid: name for eid, (name, _) in self.entity_info(conn, ns_id, eids).items()}
+
+    def entity_info(self, conn: sqlite3.Connection, ns_id: int, eids: Sequence[int]) -> dict[int, tuple[str, int]]:
+        """eid -> (display name, number of records naming it), for the entities of ``ns_id`` among ``eids``."""
+        out: dict[int, tuple[str, int]] = {}
+        for part in chunks(sorted({int(e) for e in eids})):
+            for eid, name, n in conn.execute(
+                f"SELECT eid, name, n_records FROM graph_entities WHERE ns_id=? AND eid IN {marks(len(part))}",
+                (ns_id, *part),
+            ):
+                out[int(eid)] = (name, int(n))
+        return out
+
+    def postings(
+        self, conn: sqlite3.Connection, ns_id: int, eids: Sequence[int], *, limit: int | None = None
+    ) -> dict[int, list[tuple[int, float | None]]]:
+        """eid -> ``(rid, ts)`` of the records naming it, newest first (at most ``limit`` per entity)."""
+        out: dict[int, list[tuple[int, float | None]]] = {}
+        for eid in dict.fromkeys(int(e) for e in eids):
+            rows = conn.execute(
+                "SELECT rid, ts FROM graph_postings WHERE ns_id=? AND eid=? ORDER BY ts DESC, rid DESC LIMIT ?",
+                (ns_id, eid, -1 if limit is None else int(limit)),
+            )
+            out[eid] = [(int(r), ts) for r, ts in rows]
+        return out
+
+    def neighbours(
+        self,
+        conn: sqlite3.Connection,
+        ns_id: int,
+        eids: Sequence[int],
+        *,
+        now: float | None = None,
+        limit: int | None = None,
+    ) -> dict[int, list[tuple[int, float]]]:
+        """eid -> its neighbours ``(eid, weight)``, heaviest first (at most ``limit``), ties by eid.
+
+        ``weight = count * recency(last_ts, now)``; ``now`` defaults to :meth:`reference_time`.
+        """
+        if now is None:
+            now = self.reference_time(conn, ns_id)
+        out: dict[int, list[tuple[int, float]]] = {}
+        for eid in dict.fromkeys(int(e) for e in eids):
+            rows = conn.execute(
+                "SELECT b, count, last_ts FROM graph_edges WHERE ns_id=? AND a=?"
+                " UNION ALL SELECT a, count, last_ts FROM graph_edges WHERE ns_id=? AND b=?",
+                (ns_id, eid, ns_id, eid),
+            ).fetchall()
+            weighted = sorted(
+                ((int(other), float(count) * self.recency(last_ts, now)) for other, count, last_ts in rows),
+                key=lambda x: (-x[1], x[0]),
+            )
+            out[eid] = weighted if limit is None else weighted[:limit]
+        return out
+
+    def edge(self, conn: sqlite3.Connection, ns_id: int, a: int, b: int) -> tuple[int, float | None] | None:
+        """``(count, last_ts)`` of the edge between entities ``a`` and ``b`` of ``ns_id``, or None."""
+        lo, hi = (a, b) if a < b else (b, a)
+        row = conn.execute(
+            "SELECT count, last_ts FROM graph_edges WHERE ns_id=? AND a=? AND b=?", (ns_id, lo, hi)
+        ).fetchone()
+        return None if row is None else (int(row[0]), row[1])
+
+    def find(self, conn: sqlite3.Connection, ns_id: int, name: str) -> int | None:
+        """The eid of the entity of ``ns_id`` whose key equals ``name``'s, or None."""
+        row = conn.execute(
+            "SELECT eid FROM graph_entities WHERE ns_id=? AND key=?", (ns_id, entity_key(name))
+        ).fetchone()
+        return None if row is None else int(row[0])
+
+
 @pytest.fixture()
-def graph() -> EntityGraph:
-    return EntityGraph()
+def graph() -> SQLGraph:
+    return SQLGraph()
 
 
 def namespace(store: TruthStore, user: str) -> int:
@@ -50,7 +140,7 @@ def namespace(store: TruthStore, user: str) -> int:
 _counter = iter(range(10**9))
 
 
-def add(store: TruthStore, graph: EntityGraph, ns_id: int,
+def add(store: TruthStore, graph: SQLGraph, ns_id: int,
         rows: Sequence[tuple[str | None, str, float | None]]) -> list[int]:
     """Insert ``(speaker, text, ts)`` turn records and index their entities; returns their rids."""
     records = [{"id": f"rec_{next(_counter)}", "kind": "turn", "text": text,
@@ -63,7 +153,7 @@ def add(store: TruthStore, graph: EntityGraph, ns_id: int,
     return rids
 
 
-def recall(store: TruthStore, graph: EntityGraph, ns_id: int, query: str, limit: int = 10,
+def recall(store: TruthStore, graph: SQLGraph, ns_id: int, query: str, limit: int = 10,
            allowed: Sequence[int] | None = None) -> dict[int, float]:
     ctx = GraphContext(store=store, keyword_index=None, vector_index=None, embedder=None,  # type: ignore[arg-type]
                        graph_index=graph)
@@ -72,7 +162,7 @@ def recall(store: TruthStore, graph: EntityGraph, ns_id: int, query: str, limit:
     return dict(hits.ranked())
 
 
-def eid(store: TruthStore, graph: EntityGraph, ns_id: int, name: str) -> int:
+def eid(store: TruthStore, graph: SQLGraph, ns_id: int, name: str) -> int:
     found = graph.find(store.reader(), ns_id, name)
     assert found is not None, name
     return found
@@ -98,7 +188,7 @@ def test_entity_keys_normalise_spellings() -> None:
     assert "assistant" not in {n.lower() for n in record_entities("Marco is nice.", speaker="assistant")}
 
 
-def test_cooccurrence_edges_count_records_and_keep_the_latest_time(store: TruthStore, graph: EntityGraph) -> None:
+def test_cooccurrence_edges_count_records_and_keep_the_latest_time(store: TruthStore, graph: SQLGraph) -> None:
     ns = namespace(store, "u1")
     add(store, graph, ns, [("Ana", "I cooked with Marco in Lisbon.", T0),
                            ("Ana", "Then Marco called me again.", T0 + 5 * DAY),
@@ -121,7 +211,7 @@ def test_cooccurrence_edges_count_records_and_keep_the_latest_time(store: TruthS
     assert store.reader().execute("SELECT count(*) FROM graph_edges WHERE a=b").fetchone()[0] == 0
 
 
-def test_readding_a_record_replaces_its_entities(store: TruthStore, graph: EntityGraph) -> None:
+def test_readding_a_record_replaces_its_entities(store: TruthStore, graph: SQLGraph) -> None:
     ns = namespace(store, "u1")
     with store.transaction("add") as conn:
         graph.add(conn, ns, [(1, ["Ana", "Marco"], T0)])
@@ -133,7 +223,7 @@ def test_readding_a_record_replaces_its_entities(store: TruthStore, graph: Entit
 
 
 def test_neighbour_weight_is_count_times_recency(store: TruthStore) -> None:
-    graph = EntityGraph(half_life_days=10)
+    graph = SQLGraph(half_life_days=10)
     ns = namespace(store, "u1")
     add(store, graph, ns, [("Ana", "Old news from Marco.", T0),
                            ("Ana", "Say hi to Lena.", T0 + 10 * DAY),
@@ -150,12 +240,12 @@ def test_neighbour_weight_is_count_times_recency(store: TruthStore) -> None:
         EntityGraph(half_life_days=0)
 
 
-def test_remove_deletes_postings_edges_and_orphan_names(store: TruthStore, graph: EntityGraph) -> None:
+def test_remove_deletes_postings_edges_and_orphan_names(store: TruthStore, graph: SQLGraph) -> None:
     ns = namespace(store, "u1")
     r_zed, r_both, r_late = add(store, graph, ns, [("Ana", "Today Zebulon visited Marco.", T0),
                                                    ("Ana", "I think Marco cooked.", T0 + DAY),
                                                    ("Ana", "Yes, Marco cooked again.", T0 + 3 * DAY)])
-    other = EntityGraph()  # another process's copy: it must notice the delete
+    other = SQLGraph()  # another process's copy: it must notice the delete
     assert [n for _, n in other.entities_in(store.reader(), ns, "Zebulon?")] == ["Zebulon"]
     ana, marco = eid(store, graph, ns, "Ana"), eid(store, graph, ns, "Marco")
     with store.transaction("forget") as conn:
@@ -174,7 +264,7 @@ def test_remove_deletes_postings_edges_and_orphan_names(store: TruthStore, graph
     assert len(graph_rows(store)) == 1
 
 
-def test_drop_namespace_leaves_other_namespaces(store: TruthStore, graph: EntityGraph) -> None:
+def test_drop_namespace_leaves_other_namespaces(store: TruthStore, graph: SQLGraph) -> None:
     ns1, ns2 = namespace(store, "u1"), namespace(store, "u2")
     add(store, graph, ns1, [("Ana", "I hear Marco cooked paella.", T0)])
     r2 = add(store, graph, ns2, [("Bob", "My neighbour Marco fixed my bike.", T0)])
@@ -189,7 +279,7 @@ def test_drop_namespace_leaves_other_namespaces(store: TruthStore, graph: Entity
 
 
 def test_entities_in_matches_whole_tokens_possessives_cjk_and_prefers_longer(store: TruthStore,
-                                                                           graph: EntityGraph) -> None:
+                                                                           graph: SQLGraph) -> None:
     ns = namespace(store, "u1")
     with store.transaction("add") as conn:
         graph.add(conn, ns, [(1, ["Ana", "Berlin", "Berlin Marathon", "李明", "北京", "北京大学", "Al"], T0)])
@@ -208,7 +298,7 @@ def test_entities_in_matches_whole_tokens_possessives_cjk_and_prefers_longer(sto
     assert graph.entities_in(conn, namespace(store, "nobody"), "Ana") == []
 
 
-def test_entities_in_is_fast_with_ten_thousand_entities(store: TruthStore, graph: EntityGraph) -> None:
+def test_entities_in_is_fast_with_ten_thousand_entities(store: TruthStore, graph: SQLGraph) -> None:
     ns = namespace(store, "u1")
     with store.transaction("add") as conn:
         graph.add(conn, ns, [(i, [f"Person{i}", f"Place{i % 500}"], T0 + i) for i in range(10_000)])
@@ -236,7 +326,7 @@ def test_recaller_is_registered_and_needs_a_graph(store: TruthStore) -> None:
         GraphRecaller(plain)
 
 
-def test_multi_hop_question_reaches_the_neighbours_record(store: TruthStore, graph: EntityGraph) -> None:
+def test_multi_hop_question_reaches_the_neighbours_record(store: TruthStore, graph: SQLGraph) -> None:
     ns = namespace(store, "u1")
     r_link, r_job, r_other, r_ana2 = add(store, graph, ns, [
         ("Ana", "My brother Marco is visiting next week.", T0),
@@ -254,7 +344,7 @@ def test_multi_hop_question_reaches_the_neighbours_record(store: TruthStore, gra
     assert recall(store, graph, ns, "Ana", allowed=[]) == {}
 
 
-def test_more_frequent_cooccurrence_ranks_higher(store: TruthStore, graph: EntityGraph) -> None:
+def test_more_frequent_cooccurrence_ranks_higher(store: TruthStore, graph: SQLGraph) -> None:
     ns = namespace(store, "u1")
     rows = [("Ana", "Then Marco came for dinner.", T0)] * 3 + [("Ana", "Then Lena came for dinner.", T0)]
     add(store, graph, ns, rows)
@@ -265,7 +355,7 @@ def test_more_frequent_cooccurrence_ranks_higher(store: TruthStore, graph: Entit
     assert max(scores[r_marco], scores[r_lena]) < min(v for r, v in scores.items() if r not in (r_marco, r_lena))
 
 
-def test_recent_cooccurrence_ranks_higher(store: TruthStore, graph: EntityGraph) -> None:
+def test_recent_cooccurrence_ranks_higher(store: TruthStore, graph: SQLGraph) -> None:
     ns = namespace(store, "u1")
     add(store, graph, ns, [("Ana", "Then Marco came for dinner.", T0),
                            ("Ana", "Then Lena came for dinner.", T0 + 200 * DAY)])
@@ -274,11 +364,11 @@ def test_recent_cooccurrence_ranks_higher(store: TruthStore, graph: EntityGraph)
     scores = recall(store, graph, ns, "Ana")
     assert scores[r_lena] > scores[r_marco] > 0
     # with a very long half-life the two edges weigh the same again
-    flat = recall(store, EntityGraph(half_life_days=1e9), ns, "Ana")
+    flat = recall(store, SQLGraph(half_life_days=1e9), ns, "Ana")
     assert flat[r_lena] == pytest.approx(flat[r_marco])
 
 
-def test_rare_seed_counts_more_than_a_hub(store: TruthStore, graph: EntityGraph) -> None:
+def test_rare_seed_counts_more_than_a_hub(store: TruthStore, graph: SQLGraph) -> None:
     ns = namespace(store, "u1")
     rids = add(store, graph, ns, [("Ana", f"Day {i} notes.", T0 + i) for i in range(20)])
     (r_rare,) = add(store, graph, ns, [("Ana", "Then Quentin phoned.", T0 + 30)])
@@ -286,7 +376,7 @@ def test_rare_seed_counts_more_than_a_hub(store: TruthStore, graph: EntityGraph)
     assert scores[r_rare] > scores[rids[0]] > 0
 
 
-def test_hop_two_only_when_hops_zero_and_one_find_too_few(store: TruthStore, graph: EntityGraph) -> None:
+def test_hop_two_only_when_hops_zero_and_one_find_too_few(store: TruthStore, graph: SQLGraph) -> None:
     ns = namespace(store, "u1")
     r1, r2, r3 = add(store, graph, ns, [(None, "I think Ana met Marco.", T0),
                                         (None, "I think Marco met Lena.", T0),
@@ -296,7 +386,7 @@ def test_hop_two_only_when_hops_zero_and_one_find_too_few(store: TruthStore, gra
     assert set(recall(store, graph, ns, "Ana", limit=2)) == {r1, r2}
 
 
-def test_namespaces_are_isolated(store: TruthStore, graph: EntityGraph) -> None:
+def test_namespaces_are_isolated(store: TruthStore, graph: SQLGraph) -> None:
     ns1, ns2 = namespace(store, "u1"), namespace(store, "u2")
     r1 = add(store, graph, ns1, [("Ana", "I think Marco is a chef.", T0)])
     r2 = add(store, graph, ns2, [("Bob", "My friend Zoe is a pilot.", T0)])
@@ -314,7 +404,7 @@ def test_namespaces_are_isolated(store: TruthStore, graph: EntityGraph) -> None:
     assert m1 != m2 and graph.edge(conn, ns2, m1, m2) is None
 
 
-def test_chinese_names(store: TruthStore, graph: EntityGraph) -> None:
+def test_chinese_names(store: TruthStore, graph: SQLGraph) -> None:
     ns = namespace(store, "u1")
     r_link, r_job, r_other = add(store, graph, ns, [
         ("小红", "我哥哥李明下周来杭州看我。", T0),
@@ -329,7 +419,7 @@ def test_chinese_names(store: TruthStore, graph: EntityGraph) -> None:
 
 
 @pytest.mark.parametrize("query", ["", "   ", "What is the weather like?", "天气怎么样？"])
-def test_no_seed_gives_empty_hits(store: TruthStore, graph: EntityGraph, query: str) -> None:
+def test_no_seed_gives_empty_hits(store: TruthStore, graph: SQLGraph, query: str) -> None:
     ns = namespace(store, "u1")
     add(store, graph, ns, [("Ana", "I think Marco is a chef.", T0)])
     ctx = GraphContext(store=store, keyword_index=None, vector_index=None, embedder=None,  # type: ignore[arg-type]
@@ -339,7 +429,7 @@ def test_no_seed_gives_empty_hits(store: TruthStore, graph: EntityGraph, query: 
     assert hits.rids.dtype == np.int64
 
 
-def test_empty_namespace_and_rolled_back_write(store: TruthStore, graph: EntityGraph) -> None:
+def test_empty_namespace_and_rolled_back_write(store: TruthStore, graph: SQLGraph) -> None:
     ns = namespace(store, "u1")
     assert recall(store, graph, ns, "Ana") == {}
     with pytest.raises(RuntimeError), store.transaction("add") as conn:
@@ -353,7 +443,7 @@ def test_empty_namespace_and_rolled_back_write(store: TruthStore, graph: EntityG
 # ------------------------------------------------------------------------------------ in-memory snapshot
 
 
-def ranked(store: TruthStore, graph: EntityGraph, ns_id: int, query: str, limit: int = 10,
+def ranked(store: TruthStore, graph: SQLGraph, ns_id: int, query: str, limit: int = 10,
            max_postings: int = 1000) -> list[tuple[int, float]]:
     ctx = GraphContext(store=store, keyword_index=None, vector_index=None, embedder=None,  # type: ignore[arg-type]
                        graph_index=graph)
@@ -368,7 +458,7 @@ def same_ranking(a: list[tuple[int, float]], b: list[tuple[int, float]]) -> bool
 
 
 def test_snapshot_matches_the_tables(store: TruthStore) -> None:
-    graph = EntityGraph(half_life_days=10)
+    graph = SQLGraph(half_life_days=10)
     ns = namespace(store, "u1")
     add(store, graph, ns, [("Ana", "Old news from Marco.", T0), ("Ana", "Say hi to Lena.", T0 + 10 * DAY),
                            (None, "Lena and Marco in Porto.", None), ("Ana", "I saw Lena again.", T0 + 20 * DAY)])
@@ -388,7 +478,7 @@ def test_snapshot_matches_the_tables(store: TruthStore) -> None:
 
 
 def test_add_after_a_search_is_seen_by_the_next_search_without_a_reload(store: TruthStore,
-                                                                       graph: EntityGraph) -> None:
+                                                                       graph: SQLGraph) -> None:
     ns = namespace(store, "u1")
     add(store, graph, ns, [("Ana", f"Day {i}: Marco cooked with Lena.", T0 + i * DAY) for i in range(30)])
     before = recall(store, graph, ns, "Zoltan")
@@ -399,7 +489,7 @@ def test_add_after_a_search_is_seen_by_the_next_search_without_a_reload(store: T
     assert r_new in scores and max(scores, key=scores.__getitem__) == r_new
     snap = graph.snapshot(store.reader(), ns)
     assert snap is not base and snap._p_rec is base._p_rec  # appended to, not reloaded
-    fresh = EntityGraph()  # loads everything from the tables
+    fresh = SQLGraph()  # loads everything from the tables
     for q in ("Zoltan", "Ana", "Marco", "Lena and Zoltan"):
         assert same_ranking(ranked(store, graph, ns, q), ranked(store, fresh, ns, q)), q
     # another process's copy sees the write as well
@@ -407,12 +497,12 @@ def test_add_after_a_search_is_seen_by_the_next_search_without_a_reload(store: T
     assert r_late in recall(store, graph, ns, "Zoltan")
 
 
-def test_remove_invalidates_the_snapshot(store: TruthStore, graph: EntityGraph) -> None:
+def test_remove_invalidates_the_snapshot(store: TruthStore, graph: SQLGraph) -> None:
     ns = namespace(store, "u1")
     rids = add(store, graph, ns, [("Ana", "Today Zebulon visited Marco.", T0),
                                   ("Ana", "I think Marco cooked.", T0 + DAY),
                                   ("Ana", "Yes, Marco cooked again.", T0 + 3 * DAY)])
-    other = EntityGraph()  # another process's copy: it must notice the delete through graph_stats
+    other = SQLGraph()  # another process's copy: it must notice the delete through graph_stats
     assert set(recall(store, other, ns, "Marco")) == set(rids)
     assert rids[0] in recall(store, graph, ns, "Zebulon")
     with store.transaction("forget") as conn:
@@ -420,7 +510,7 @@ def test_remove_invalidates_the_snapshot(store: TruthStore, graph: EntityGraph) 
     for g in (graph, other):
         assert recall(store, g, ns, "Zebulon") == {}
         assert set(recall(store, g, ns, "Marco")) == {rids[1]}
-        assert same_ranking(ranked(store, g, ns, "Ana"), ranked(store, EntityGraph(), ns, "Ana"))
+        assert same_ranking(ranked(store, g, ns, "Ana"), ranked(store, SQLGraph(), ns, "Ana"))
     with store.transaction("forget") as conn:
         graph.drop_namespace(conn, ns)
     assert recall(store, graph, ns, "Marco") == {} and recall(store, other, ns, "Marco") == {}
@@ -429,7 +519,7 @@ def test_remove_invalidates_the_snapshot(store: TruthStore, graph: EntityGraph) 
 def test_interleaved_writes_and_searches_rank_as_a_fresh_load(store: TruthStore) -> None:
     rng = np.random.default_rng(5)
     people = ["Ana", "Bob", "Cleo", "Dmitri", "Elif", "Farid", "Greta", "Hiro"]
-    graph = EntityGraph(half_life_days=3)
+    graph = SQLGraph(half_life_days=3)
     ns = namespace(store, "u1")
     queries = ["Ana", "What did Cleo tell Hiro?", "Greta", "Farid and Bob"]
     rid = 1000
@@ -446,14 +536,14 @@ def test_interleaved_writes_and_searches_rank_as_a_fresh_load(store: TruthStore)
             if step % 11 == 5:
                 items.append((rid - 2, ["Cleo"], T0 + DAY))  # re-adding a record replaces it
             graph.add(conn, ns, items)
-        fresh = EntityGraph(half_life_days=3)
+        fresh = SQLGraph(half_life_days=3)
         for q in queries:
             for limit, max_postings in ((50, 1000), (3, 4)):
                 assert same_ranking(ranked(store, graph, ns, q, limit, max_postings),
                                     ranked(store, fresh, ns, q, limit, max_postings)), (step, q, limit)
 
 
-def test_snapshot_recall_is_fast_at_scale(store: TruthStore, graph: EntityGraph) -> None:
+def test_snapshot_recall_is_fast_at_scale(store: TruthStore, graph: SQLGraph) -> None:
     ns = namespace(store, "u1")
     rng = np.random.default_rng(1)
     hubs, people = ["Ana", "Bob"], [f"Person{i}" for i in range(3000)]
