@@ -11,7 +11,7 @@ from memory_ext import ActionState, MemoryEngine, Turn
 T0 = datetime(2026, 5, 4, 9, tzinfo=UTC)
 
 
-def _turn(i: int, role: str, content: str, **kw) -> Turn:  # noqa: ANN003
+def _turn(i: int, role: str, content: str, **kw) -> Turn:
     return Turn(role=role, content=content, timestamp=T0 + timedelta(minutes=i), session_id="trip", **kw)
 
 
@@ -41,7 +41,7 @@ def test_failure_patterns_are_derived_and_boosted_by_the_action_state(tmp_path: 
         acting = engine.search(query, "ana", k=10, explain=True,
                                action_state=ActionState(last_tool_name="flight_search", failure_signal="timeout"))
 
-        def rank(result, text: str) -> int:  # noqa: ANN001
+        def rank(result, text: str) -> int:
             texts = [i.text for i in result.items]
             return texts.index(text) if text in texts else 99
 
@@ -64,7 +64,7 @@ NOTES = [Turn(role="user", session_id=f"n{i}", content=c) for i, c in enumerate(
 ])]
 
 
-def _rank(result, text: str) -> int:  # noqa: ANN001
+def _rank(result, text: str) -> int:
     texts = [i.text for i in result.items]
     return texts.index(text) if text in texts else 99
 

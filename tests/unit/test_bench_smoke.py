@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -86,7 +87,8 @@ def _madial_folder(tmp_path: Path) -> Path:
                          "id": mid}}
             handle.write(json.dumps(row, ensure_ascii=False) + "\n")
     dialogues = [
-        {"dialogue": ["<BOD>\n", '<小明>:"元旦晚会我要跳舞！"\n', '<Assistant>:"太棒了！"\n', '<小明>:"嗯"\n', "<EOD>\n"],
+        {"dialogue": ["<BOD>\n", '<小明>:"元旦晚会我要跳舞！"\n', '<Assistant>:"太棒了！"\n', '<小明>:"嗯"\n',
+                      "<EOD>\n"],
          "test-turn": [3], "relevant-id": [1], "user-id": 1, "id": 0},
         {"dialogue": ["<BOD>\n", '<小明>:"今天又吃冰淇淋了"\n', '<Assistant>:"什么口味？"\n', '<小明>:"芒果"\n'],
          "test-turn": [3], "relevant-id": [3], "user-id": 1, "id": 1},
@@ -242,7 +244,7 @@ def test_synthetic_corpus_is_seeded_and_mixed() -> None:
     chinese = sum(any("\u4e00" <= ch <= "\u9fff" for ch in text) for text in texts)
     assert 0.15 < chinese / len(texts) < 0.6
     assert len({t["external_id"] for _, t in turns}) == 300
-    assert all(a["timestamp"] < b["timestamp"] for (_, a), (_, b) in zip(turns, turns[1:], strict=False))
+    assert all(a["timestamp"] < b["timestamp"] for (_, a), (_, b) in pairwise(turns))
 
 
 def test_the_recorded_command_is_the_one_given_to_main(tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
+
 from memory_ext.lifecycle.conflicts import (
     Claim,
     conflicts,

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
+
 from memory_ext import MemoryEngine, Turn
 from memory_ext.embed import HashingEmbedder
 from memory_ext.plan.heuristic import conversation_parts, plan_search, split_sentences

@@ -205,17 +205,15 @@ def test_second_writer_process_fails_fast_and_readers_work(tmp_path: Path) -> No
         # a write after the reader looked is seen by a new search in this process
         eng.add_turns([Turn(role="user", content="The marathon is on 27 September", speaker="Ben")], "ben")
         assert any("27 September" in i.text for i in eng.search("marathon date", "ben", k=5).items)
-    with MemoryEngine.open(tmp_path / "s", read_only=True) as ro:
-        with pytest.raises(ReadOnlyStoreError):
-            ro.add_turns([{"role": "user", "content": "x"}], "ben")
+    with MemoryEngine.open(tmp_path / "s", read_only=True) as ro, pytest.raises(ReadOnlyStoreError):
+        ro.add_turns([{"role": "user", "content": "x"}], "ben")
 
 
 def test_lock_is_released_on_close(tmp_path: Path) -> None:
     MemoryEngine.open(tmp_path / "s", embedder="hashing").close()
     MemoryEngine.open(tmp_path / "s", embedder="hashing").close()
-    with MemoryEngine.open(tmp_path / "s", embedder="hashing"):
-        with pytest.raises(StoreLockedError):
-            MemoryEngine.open(tmp_path / "s", embedder="hashing")
+    with MemoryEngine.open(tmp_path / "s", embedder="hashing"), pytest.raises(StoreLockedError):
+        MemoryEngine.open(tmp_path / "s", embedder="hashing")
 
 
 def test_threads_can_search_while_one_writes(filled: MemoryEngine) -> None:

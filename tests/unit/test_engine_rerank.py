@@ -29,14 +29,14 @@ class Flaky:
         self.broken = False
         self.calls = 0
 
-    def rerank(self, query, candidates, *, timeout=None):  # noqa: ANN001, ANN201
+    def rerank(self, query, candidates, *, timeout=None):
         self.calls += 1
         if self.broken:
             raise RuntimeError("model server down")
         return [float("dinner" in c.text or "Nopa" in c.text) for c in candidates]
 
 
-def _open(path: Path, **kw) -> MemoryEngine:  # noqa: ANN003
+def _open(path: Path, **kw) -> MemoryEngine:
     engine = MemoryEngine.open(path, embedder="hashing", config={"globals": RULES}, **kw)
     engine.add_turns(TURNS, "ana")
     return engine

@@ -8,6 +8,7 @@ import sys
 import time
 
 import pytest
+
 from memory_ext.text import entities
 from memory_ext.text.entities import EN_STOP_CAPS, TAGS, extract_entities, extract_tags, query_names
 

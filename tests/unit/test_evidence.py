@@ -10,10 +10,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import memory_ext.recall.evidence as recall_evidence
-import memory_ext.store.evidence as store_evidence
 import numpy as np
 import pytest
+
+import memory_ext.recall.evidence as recall_evidence
+import memory_ext.store.evidence as store_evidence
 from memory_ext.models import EvidenceRoute
 from memory_ext.recall.base import Hits, RecallContext, RecallRequest
 from memory_ext.recall.evidence import EvidenceRecaller, query_keys, query_tags
@@ -353,7 +354,8 @@ def test_fast_at_ten_thousand_records(store: TruthStore, index: EvidenceIndex) -
         keys = [f"e:{k}" for k in (x.lower() for x in names)] + [f"t:{t}" for t in tags]
         keys += [f"et:{e.lower()}|{t}" for e in names for t in tags]
         keys += [f"d:2023-05-{d:02d}" for d in range(1, 29)] + ["m:2023-05"]
-        conn.executemany("INSERT OR IGNORE INTO evidence_nodes(ns_id, key, n_records) VALUES (?,?,0)", [(ns, k) for k in keys])
+        conn.executemany("INSERT OR IGNORE INTO evidence_nodes(ns_id, key, n_records) VALUES (?,?,0)",
+                         [(ns, k) for k in keys])
         nid = dict(conn.execute("SELECT key, nid FROM evidence_nodes WHERE ns_id=?", (ns,)).fetchall())
         postings = []
         for rid in range(2, n + 2):

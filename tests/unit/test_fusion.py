@@ -28,8 +28,8 @@ def test_inputs_are_not_mutated_and_duplicates_count_once() -> None:
 
 def test_weights_change_the_order_and_zero_removes_a_channel() -> None:
     rankings = {"keyword": ["a", "x"], "vector": ["b", "y"]}
-    assert [f.id for f in rrf(rankings, weights={"keyword": 3.0, "vector": 1.0})][0] == "a"
-    assert [f.id for f in rrf(rankings, weights={"keyword": 1.0, "vector": 3.0})][0] == "b"
+    assert rrf(rankings, weights={"keyword": 3.0, "vector": 1.0})[0].id == "a"
+    assert rrf(rankings, weights={"keyword": 1.0, "vector": 3.0})[0].id == "b"
     zero = rrf(rankings, weights={"keyword": 1.0, "vector": 0.0})
     assert [f.id for f in zero] == [f.id for f in rrf({"keyword": ["a", "x"]})]
     assert all("vector" not in f.contributions for f in zero)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from memory_ext.errors import ConfigError
 from memory_ext.recall.base import Hits, RecallContext, RecallRequest
 from memory_ext.recall.graph import GraphRecaller

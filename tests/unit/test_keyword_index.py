@@ -11,10 +11,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from rank_bm25 import BM25Okapi
+
 from memory_ext.errors import ConfigError, InvalidQueryError
 from memory_ext.store.keyword import KeywordIndex, bm25_idf, bm25_tf_weight, okapi_idf_floor
 from memory_ext.text import tokenize
-from rank_bm25 import BM25Okapi
 
 # ------------------------------------------------------------------------------------ a fixed corpus
 
@@ -408,7 +409,7 @@ def test_concurrent_searches_while_another_thread_adds(tmp_path: Path) -> None:
         try:
             for start in range(0, len(docs), 50):
                 _add(index, c, 1, docs[start : start + 50])
-        except BaseException as exc:  # surfaced by the assertion below
+        except BaseException as exc:  # noqa: BLE001  a thread's failure is surfaced by the assertion below
             errors.append(exc)
         finally:
             done.set()
@@ -421,7 +422,7 @@ def test_concurrent_searches_while_another_thread_adds(tmp_path: Path) -> None:
             while not done.is_set():
                 for rid, _ in index.search(c, 1, rng.choice(QUERIES), 10):
                     assert 1 <= rid <= len(docs)
-        except BaseException as exc:  # surfaced by the assertion below
+        except BaseException as exc:  # noqa: BLE001  a thread's failure is surfaced by the assertion below
             errors.append(exc)
         finally:
             c.close()

@@ -221,7 +221,8 @@ def test_embedded_call_error_and_switch_to_another_tool() -> None:
            turn(4, "assistant", "It is 4°C and raining in Oslo.")]
     fails = of_kind(derive_kinds(seq, 0), "failure_pattern")
     assert [f["text"] for f in fails] == [
-        "weather_api failed with http 401, unauthorized (401 Unauthorized); fix: used web_search(q=Oslo weather) instead"]
+        "weather_api failed with http 401, unauthorized (401 Unauthorized); "
+        "fix: used web_search(q=Oslo weather) instead"]
     assert "web_search" in fails[0]["tags"] and "web_search" in fails[0]["index_text"]
 
 
@@ -242,8 +243,8 @@ def test_prose_failures_without_technical_context_are_not_failure_patterns() -> 
 
 
 def test_assistant_commentary_does_not_duplicate_a_tool_failure() -> None:
-    seq = flight_conversation(fixed=False)[:3] + [
-        turn(4, "assistant", "Sorry, flight_search failed with a timeout. Try again later?")]
+    seq = [*flight_conversation(fixed=False)[:3],
+           turn(4, "assistant", "Sorry, flight_search failed with a timeout. Try again later?")]
     assert len(of_kind(derive_kinds(seq, 0), "failure_pattern")) == 1
 
 

@@ -20,11 +20,11 @@ from langchain_core.messages import (
 )
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.runnables.history import RunnableWithMessageHistory
-from memory_ext import MemoryEngine
-from memory_ext.errors import InvalidNamespaceError, InvalidTurnError
 
 import langchain_memory_ext.chat_history
 from langchain_memory_ext import MemoryChatMessageHistory, MemoryRetriever
+from memory_ext import MemoryEngine
+from memory_ext.errors import InvalidNamespaceError, InvalidTurnError
 
 CONVERSATION = [
     SystemMessage("You are a travel assistant."),

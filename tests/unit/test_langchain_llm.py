@@ -17,12 +17,12 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
-from memory_ext.errors import ConfigError
-from memory_ext.llm import LLM, acomplete
-from memory_ext.plan.llm_planner import LLMPlanner
 
 import langchain_memory_ext.llm
 from langchain_memory_ext.llm import LangChainLLM
+from memory_ext.errors import ConfigError
+from memory_ext.llm import LLM, acomplete
+from memory_ext.plan.llm_planner import LLMPlanner
 
 PLAN = {"question_type": "comparison", "routes": [
     {"goal": "query", "queries": ["Caroline hobbies"], "constraints": ["speaker:Caroline"]},

@@ -18,12 +18,12 @@ from langchain_core.output_parsers import StrOutputParser
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnablePassthrough
-from memory_ext import ActionState, MemoryEngine
-from memory_ext.errors import InvalidQueryError
 from pydantic import ValidationError as PydanticValidationError
 
 import langchain_memory_ext.retrievers
 from langchain_memory_ext import MemoryRetriever
+from memory_ext import ActionState, MemoryEngine
+from memory_ext.errors import InvalidQueryError
 
 
 class EchoChatModel(BaseChatModel):

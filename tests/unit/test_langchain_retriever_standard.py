@@ -17,9 +17,9 @@ pytest.importorskip("langchain_tests")
 pytest.importorskip("pytest_asyncio")
 
 from langchain_tests.integration_tests import RetrieversIntegrationTests
-from memory_ext import MemoryEngine
 
 from langchain_memory_ext import MemoryRetriever
+from memory_ext import MemoryEngine
 from tests.conftest import make_turns
 
 pytestmark = [

@@ -13,11 +13,11 @@ import pytest
 pytest.importorskip("langgraph.store.base")
 
 from langgraph.store.base import BaseStore, SearchOp
-from memory_ext import MemoryEngine, Namespace
-from memory_ext.errors import InvalidQueryError
 
 import langchain_memory_ext.store
 from langchain_memory_ext import MemoryRetriever, MemoryStore
+from memory_ext import MemoryEngine, Namespace
+from memory_ext.errors import InvalidQueryError
 
 NS = ("users", "ana", "memories")
 

@@ -20,9 +20,9 @@ pytest.importorskip("langgraph.store.base")
 
 from langgraph.store.base import BaseStore, GetOp, ListNamespacesOp, PutOp, SearchOp
 from langgraph.store.memory import InMemoryStore
-from memory_ext import MemoryEngine
 
 from langchain_memory_ext import MemoryStore
+from memory_ext import MemoryEngine
 
 MEMORIES = {
     ("users", "ana", "memories"): {

@@ -14,17 +14,17 @@ import numpy as np
 from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import create_retriever_tool
+from pydantic import ValidationError as PydanticValidationError
+
+import langchain_memory_ext.embeddings
+import langchain_memory_ext.tools
+from langchain_memory_ext import LangChainEmbedder, MemoryRetriever, create_memory_tools
 from memory_ext import MemoryEngine
 from memory_ext.errors import (
     EmbedderError,
     EmbedderMismatchError,
     InvalidNamespaceError,
 )
-from pydantic import ValidationError as PydanticValidationError
-
-import langchain_memory_ext.embeddings
-import langchain_memory_ext.tools
-from langchain_memory_ext import LangChainEmbedder, MemoryRetriever, create_memory_tools
 
 
 @pytest.mark.parametrize("module", [langchain_memory_ext.tools, langchain_memory_ext.embeddings])
@@ -175,7 +175,7 @@ def test_fetch_tool_opens_the_memory_file_of_a_hook(engine: MemoryEngine) -> Non
     assert "locker code is 4471" in msg.content and msg.status == "success"
     missing = _call(fetch, {"hook_id": "ffffffffffff"})  # an unknown id is an error message for the model
     assert missing.status == "error" and "hook" in missing.content.lower()
-    other, _, fetch_bob = create_memory_tools(engine, user_id="bob")
+    _, _, fetch_bob = create_memory_tools(engine, user_id="bob")
     assert _call(fetch_bob, {"hook_id": hook.id}).status == "error"  # another user's file is not reachable
 
 

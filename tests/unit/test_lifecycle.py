@@ -14,6 +14,7 @@ import subprocess
 import sys
 import textwrap
 from datetime import UTC, datetime, timedelta
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -121,7 +122,7 @@ def test_hard_threshold_cuts_a_long_turn_and_the_parts_rebuild_it(tmp_path: Path
     assert len(pieces) >= 5
     pieces.sort()
     assert "".join(p[2] for p in pieces) == report  # nothing lost, nothing repeated
-    assert all(a[1] == b[0] for a, b in zip(pieces, pieces[1:]))
+    assert all(a[1] == b[0] for a, b in pairwise(pieces))
     cut_files = [h for h in files if h.truncated]
     assert len(cut_files) >= 4
     hard = math.floor(60 * 1.5)
@@ -413,7 +414,7 @@ def test_ambiguous_prefix_lists_candidates(tmp_path: Path) -> None:
     crafted = ["abcdef0000000001", "abcdef0000000002", "abcdef1100000003"]
     conn = sqlite3.connect(tmp_path / "s" / "memory.sqlite3")
     with conn:
-        for old, new in zip(ids, crafted):
+        for old, new in zip(ids, crafted, strict=True):
             conn.execute("UPDATE files SET id=? WHERE id=?", (new, old))
     conn.close()
     e = open_engine(tmp_path / "s")
@@ -758,7 +759,7 @@ def test_maybe_compact_is_cheap_when_nothing_is_due(eng: MemoryEngine) -> None:
     assert eng.hooks("ana")[0].status == "open"
 
 
-# =============================================================================================== 8. interrupted compaction
+# ============================================================================================ 8. interrupted compaction
 CRASH = textwrap.dedent("""
     import os, sys
     from memory_ext import MemoryEngine

@@ -217,7 +217,7 @@ def test_supersession_precision_and_recall(tmp_path: Path) -> None:
     false = [superseded(tmp_path, f"f{i}", a, b) for i, (a, b) in enumerate(FALSE_CONFLICTS)]
     assert hits[0] and hits[-1]  # the examples, English and Chinese
     assert sum(hits) >= len(TRUE_CONFLICTS) - 1
-    assert not any(false), [p for p, f in zip(FALSE_CONFLICTS, false) if f]
+    assert not any(false), [p for p, f in zip(FALSE_CONFLICTS, false, strict=True) if f]
 
 
 def test_an_older_statement_added_later_does_not_supersede_the_newer(eng: MemoryEngine) -> None:
@@ -406,7 +406,7 @@ def test_unsafe_namespace_ids_stay_inside_the_store(tmp_path: Path, user: str) -
         assert e.hooks(user, include_merged=True) == []
     assert sorted(os.listdir(tmp_path.parent)) == parent_before
     assert sorted(os.listdir(tmp_path)) == ["store"]
-    for dirpath, dirs, names in os.walk(store):
+    for _dirpath, dirs, names in os.walk(store):
         for name in dirs + names:
             assert user not in name and "etc" not in name and "xxxxxxxx" not in name
 
@@ -465,6 +465,7 @@ def test_pre_compress_at_a_given_time(eng: MemoryEngine) -> None:
     hook_id = eng.pre_compress("ana", "User: the staging DB password rotates on Fridays\nAssistant: noted",
                                now="2026-03-04T10:00:00Z")
     saved = eng.retrieve(hook_id)
-    assert saved.hook.period_key.startswith("2026-03-04") and saved.turns[0].timestamp.isoformat().startswith("2026-03-04")
+    assert saved.hook.period_key.startswith("2026-03-04")
+    assert saved.turns[0].timestamp.isoformat().startswith("2026-03-04")
     day = next(h for h in eng.hooks("ana") if h.period == "daily")
     assert day.period_key == "2026-03-04"

@@ -10,14 +10,14 @@ import pytest
 
 pytest.importorskip("llama_index.core")
 
-from llama_index.core import Document, VectorStoreIndex  # noqa: E402
-from llama_index.core.base.embeddings.base import BaseEmbedding  # noqa: E402
-from llama_index.core.bridge.pydantic import Field  # noqa: E402
-from memory_ext import HashingEmbedder, MemoryEngine  # noqa: E402
-from memory_ext.embed import Embedder  # noqa: E402
-from memory_ext.errors import ConfigError, EmbedderMismatchError  # noqa: E402
+from llama_index.core import Document, VectorStoreIndex
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.bridge.pydantic import Field
 
-from llamaindex_memory_ext import LlamaIndexEmbedder, MemoryExtEmbedding  # noqa: E402
+from llamaindex_memory_ext import LlamaIndexEmbedder, MemoryExtEmbedding
+from memory_ext import HashingEmbedder, MemoryEngine
+from memory_ext.embed import Embedder
+from memory_ext.errors import ConfigError, EmbedderMismatchError
 
 
 class BagOfWordsEmbedding(BaseEmbedding):

@@ -21,12 +21,12 @@ from llama_index.core.base.llms.types import (
     LLMMetadata,
 )
 from llama_index.core.llms import CustomLLM, MockLLM
-from memory_ext.errors import ConfigError
-from memory_ext.llm import LLM, acomplete
-from memory_ext.plan.llm_planner import LLMPlanner
 
 import llamaindex_memory_ext.llm
 from llamaindex_memory_ext.llm import LlamaIndexLLM
+from memory_ext.errors import ConfigError
+from memory_ext.llm import LLM, acomplete
+from memory_ext.plan.llm_planner import LLMPlanner
 
 PLAN = {"question_type": "aggregate", "routes": [{"goal": "query", "queries": ["pets names"]}]}
 

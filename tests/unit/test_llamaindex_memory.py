@@ -11,15 +11,15 @@ import pytest
 
 pytest.importorskip("llama_index.core")
 
-from llama_index.core.agent.workflow import FunctionAgent, ReActAgent  # noqa: E402
-from llama_index.core.base.llms.types import ToolCallBlock  # noqa: E402
-from llama_index.core.llms import ChatMessage, MessageRole  # noqa: E402
-from llama_index.core.llms.mock import MockFunctionCallingLLM  # noqa: E402
-from llama_index.core.tools import FunctionTool  # noqa: E402
-from memory_ext import MemoryEngine  # noqa: E402
-from memory_ext.errors import InvalidNamespaceError  # noqa: E402
+from llama_index.core.agent.workflow import FunctionAgent, ReActAgent
+from llama_index.core.base.llms.types import ToolCallBlock
+from llama_index.core.llms import ChatMessage, MessageRole
+from llama_index.core.llms.mock import MockFunctionCallingLLM
+from llama_index.core.tools import FunctionTool
 
-from llamaindex_memory_ext import ArchivingMemory, MemoryBlock, MemoryEngineMemory  # noqa: E402
+from llamaindex_memory_ext import ArchivingMemory, MemoryBlock, MemoryEngineMemory
+from memory_ext import MemoryEngine
+from memory_ext.errors import InvalidNamespaceError
 
 
 @pytest.fixture

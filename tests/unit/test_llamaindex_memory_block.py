@@ -8,12 +8,12 @@ import pytest
 
 pytest.importorskip("llama_index.core")
 
-from llama_index.core.llms import ChatMessage  # noqa: E402
-from llama_index.core.memory import Memory  # noqa: E402
-from memory_ext import MemoryEngine  # noqa: E402
-from memory_ext.errors import InvalidNamespaceError  # noqa: E402
+from llama_index.core.llms import ChatMessage
+from llama_index.core.memory import Memory
 
-from llamaindex_memory_ext import ArchivingMemory, MemoryBlock  # noqa: E402
+from llamaindex_memory_ext import ArchivingMemory, MemoryBlock
+from memory_ext import MemoryEngine
+from memory_ext.errors import InvalidNamespaceError
 
 CHAT = [
     ChatMessage(role="user", content="I'm allergic to shellfish."),

@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("llama_index.core")
 
-import llamaindex_memory_ext  # noqa: E402
+import llamaindex_memory_ext
 
 MODULES = ["llamaindex_memory_ext", "llamaindex_memory_ext.retriever", "llamaindex_memory_ext.memory_block",
            "llamaindex_memory_ext.memory", "llamaindex_memory_ext.embeddings"]

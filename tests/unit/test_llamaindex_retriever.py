@@ -11,15 +11,15 @@ import pytest
 
 pytest.importorskip("llama_index.core")
 
-from llama_index.core import Document, VectorStoreIndex  # noqa: E402
-from llama_index.core.llms import MockLLM  # noqa: E402
-from llama_index.core.query_engine import RetrieverQueryEngine  # noqa: E402
-from llama_index.core.retrievers import QueryFusionRetriever  # noqa: E402
-from llama_index.core.schema import MetadataMode  # noqa: E402
-from memory_ext import HashingEmbedder, MemoryEngine  # noqa: E402
-from memory_ext.errors import InvalidNamespaceError, InvalidQueryError  # noqa: E402
+from llama_index.core import Document, VectorStoreIndex
+from llama_index.core.llms import MockLLM
+from llama_index.core.query_engine import RetrieverQueryEngine
+from llama_index.core.retrievers import QueryFusionRetriever
+from llama_index.core.schema import MetadataMode
 
-from llamaindex_memory_ext import MemoryExtEmbedding, MemoryRetriever  # noqa: E402
+from llamaindex_memory_ext import MemoryExtEmbedding, MemoryRetriever
+from memory_ext import HashingEmbedder, MemoryEngine
+from memory_ext.errors import InvalidNamespaceError, InvalidQueryError
 
 TURNS = [
     {"role": "user", "speaker": "Ana", "content": "My sister Lena lives in Porto.", "session_id": "s1",
@@ -92,7 +92,7 @@ def test_action_state_is_passed_to_the_engine(engine: MemoryEngine) -> None:
 def test_bad_arguments_raise_typed_errors(engine: MemoryEngine) -> None:
     with pytest.raises(InvalidQueryError):
         MemoryRetriever(engine=engine, user_id="ana", similarity_top_k=0)
-    with pytest.raises(InvalidQueryError, match="limits.max_k"):
+    with pytest.raises(InvalidQueryError, match=r"limits\.max_k"):
         MemoryRetriever(engine=engine, user_id="ana", similarity_top_k=engine.config.limits.max_k + 1)
     with pytest.raises(InvalidNamespaceError):
         MemoryRetriever(engine=engine, user_id="  ")

@@ -7,6 +7,7 @@ import time
 from datetime import UTC, datetime
 
 import pytest
+
 from memory_ext.errors import ConfigError
 from memory_ext.llm import Delay, LLMCall, ScriptedLLM, acomplete, call_with_timeout
 from memory_ext.models import ActionState, SearchPlan
@@ -300,7 +301,7 @@ def test_call_with_timeout_returns_raises_and_times_out() -> None:
     assert call_with_timeout(lambda: 4, None) == 4
     with pytest.raises(KeyError):
         call_with_timeout(lambda: {}["x"], 1.0)
-    with pytest.raises(TimeoutError, match="0.05 s"):
+    with pytest.raises(TimeoutError, match=r"0\.05 s"):
         call_with_timeout(lambda: time.sleep(1), 0.05, "slow thing")
 
 

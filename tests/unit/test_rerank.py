@@ -7,9 +7,10 @@ import math
 import threading
 import time
 
-import memory_ext.rank.rerank as rerank_module
 import numpy as np
 import pytest
+
+import memory_ext.rank.rerank as rerank_module
 from memory_ext.errors import ConfigError
 from memory_ext.llm import Delay, ScriptedLLM
 from memory_ext.models import ChannelError

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from typing import ClassVar
 
 import pytest
 
@@ -75,7 +76,7 @@ def test_routes_with_the_same_text_share_one_channel_call(tmp_path) -> None:  # 
     from memory_ext import HashingEmbedder
 
     class Counting(HashingEmbedder):
-        queries: list[str] = []
+        queries: ClassVar[list[str]] = []
 
         def embed_query(self, text):  # type: ignore[no-untyped-def]
             Counting.queries.append(text)

@@ -7,6 +7,7 @@ import json
 import time
 
 import pytest
+
 from memory_ext.lifecycle import summary as summary_module
 from memory_ext.lifecycle.summary import (
     ABSTRACT_MAX_CHARS,
@@ -306,7 +307,7 @@ def test_llm_too_slow_falls_back() -> None:
 def test_llm_long_input_is_cut_to_the_most_informative_turns() -> None:
     filler = [PlainTurn(f"thanks, that's great {i}", role="user" if i % 2 else "assistant") for i in range(300)]
     key = PlainTurn("We decided to host the offsite in Lisbon on 12 May for 40 people.")
-    turns = filler[:150] + [key] + filler[150:]
+    turns = [*filler[:150], key, *filler[150:]]
     llm = ScriptedLLM([GOOD_ANSWER])
     _, why = summarize_with_llm(turns, llm, max_input_tokens=400)
     assert why is None

@@ -37,7 +37,8 @@ def expected_channels(vector: bool, graph: bool, layers: bool) -> set[str]:
 
 
 @pytest.mark.parametrize("combo", list(itertools.product([False, True], repeat=3)),
-                         ids=lambda c: "-".join(f"{s.split('_')[0]}={int(v)}" for s, v in zip(SWITCHES, c)))
+                         ids=lambda c: "-".join(f"{s.split('_')[0]}={int(v)}"
+                                                for s, v in zip(SWITCHES, c, strict=True)))
 def test_every_switch_combination(tmp_path: Path, combo: tuple[bool, bool, bool]) -> None:
     vector, graph, layers = combo
     config = {"globals": dict(zip(SWITCHES, combo, strict=True))}

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from memory_ext.models import EvidenceRoute
 from memory_ext.plan.heuristic import plan_search
 from memory_ext.recall import temporal as temporal_module

@@ -10,6 +10,7 @@ import time
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
+
 from memory_ext.text import timeexpr
 from memory_ext.text.timeexpr import TimeMention, extract_times, mention_overlaps, parse_absolute_date
 

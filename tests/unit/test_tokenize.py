@@ -8,6 +8,7 @@ import textwrap
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+
 from memory_ext.text import EN_STOP_WORDS, ZH_STOP_CHARS, cjk_ratio, estimate_tokens, tokenize, warm_up
 
 
