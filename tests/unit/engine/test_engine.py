@@ -185,7 +185,7 @@ def test_failure_in_the_middle_of_a_batch_rolls_back(tmp_path: Path) -> None:
 
 
 def test_second_writer_process_fails_fast_and_readers_work(tmp_path: Path) -> None:
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     with MemoryEngine.open(tmp_path / "s", embedder="hashing") as eng:
         eng.add_turns(make_turns("ben"), "ben")
         script = textwrap.dedent(f"""
