@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import doctest
 import json
-import time
 
 import pytest
 
@@ -23,7 +22,8 @@ from memory_ext.lifecycle.summary import (
     summarize_with_llm,
     turn_tags,
 )
-from memory_ext.llm import Delay, ScriptedLLM
+from memory_ext.llm import Delay, LLMCall, ScriptedLLM
+from tests.conftest import Gate
 
 # ------------------------------------------------------------------------------------------ conversations
 
@@ -166,19 +166,14 @@ def test_long_text_is_clipped_to_the_limits() -> None:
     assert 0 < len(zh.title) <= TITLE_MAX_CJK_CHARS
 
 
-def test_summarize_is_deterministic_and_fast() -> None:
+def test_summarize_is_deterministic_and_bounded_on_a_long_chat() -> None:
     assert summarize(FLIGHT_CHAT) == summarize(FLIGHT_CHAT)
     many = [PlainTurn(f"Turn {i}: we discussed the Berlin trip and a budget of {i * 10} EUR, Lena agreed.",
                       role="user" if i % 2 else "assistant") for i in range(200)]
-    summarize(many)  # warm caches (stemmer, regexes)
-    best = min(_timed(lambda: summarize(many)) for _ in range(3))
-    assert best < 0.06, f"200 short turns took {best * 1000:.1f} ms"  # ~20 ms on a laptop; slack for CI
-
-
-def _timed(fn: object) -> float:
-    start = time.perf_counter()
-    fn()  # type: ignore[operator]
-    return time.perf_counter() - start
+    hook = summarize(many)  # 200 turns (its speed is measured by memext bench, not asserted here)
+    assert summarize(many) == hook
+    _check_limits(hook)
+    assert {"Berlin", "Lena"} <= set(hook.entities) and "Berlin" in hook.abstract
 
 
 # ------------------------------------------------------------------------------------------ turn predicates
@@ -291,16 +286,19 @@ def test_llm_raising_falls_back() -> None:
     assert why is not None and "ConnectionError" in why and "provider down" in why
 
 
-def test_llm_too_slow_falls_back() -> None:
-    start = time.perf_counter()
-    hook, why = summarize_with_llm(FLIGHT_CHAT, ScriptedLLM([Delay(5.0, then=GOOD_ANSWER)]), timeout=0.1)
-    assert time.perf_counter() - start < 1.5
+def test_llm_too_slow_falls_back(gate: Gate) -> None:
+    llm = ScriptedLLM([Delay(5.0, then=GOOD_ANSWER)])
+    hook, why = summarize_with_llm(FLIGHT_CHAT, llm, timeout=0.1)
     assert hook.source == "heuristic" and why is not None and "TimeoutError" in why
+    assert 0 < llm.calls[0].timeout <= 0.1  # the client is told the deadline, so it gives up in time
     # a client that ignores its timeout is cut off by the caller's deadline all the same
-    start = time.perf_counter()
-    hook, why = summarize_with_llm(FLIGHT_CHAT, ScriptedLLM([Delay(3.0, then=GOOD_ANSWER, ignore_timeout=True)]),
-                                   timeout=0.1)
-    assert time.perf_counter() - start < 1.5
+
+    def hang(call: LLMCall) -> dict[str, object]:
+        gate.wait()
+        return GOOD_ANSWER
+
+    hook, why = summarize_with_llm(FLIGHT_CHAT, ScriptedLLM(hang), timeout=0.1)
+    assert gate.entered and not gate.finished  # came back without waiting for the answer
     assert hook.source == "heuristic" and why is not None and "TimeoutError" in why
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import doctest
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -343,7 +342,8 @@ def test_snapshot_syncs_incrementally(store: TruthStore, index: EvidenceIndex,
     assert set(recall(store, index, ns, "Ana?")) == {second[0], *third}
 
 
-def test_fast_at_ten_thousand_records(store: TruthStore, index: EvidenceIndex) -> None:
+def test_snapshot_is_reused_at_ten_thousand_records(store: TruthStore, index: EvidenceIndex) -> None:
+    """What keeps recall fast at scale: one snapshot serves every recall until a write (timing: memext bench)."""
     ns = namespace(store, "big")
     rng = np.random.default_rng(0)
     names = ["Ana", "Ben", "Cleo", "Dara"] + [f"Person{i}" for i in range(200)]
@@ -369,11 +369,9 @@ def test_fast_at_ten_thousand_records(store: TruthStore, index: EvidenceIndex) -
     request = RecallRequest(query="What sport does Ana enjoy?", ns_id=ns, limit=10, route=day_route((2023, 5, 7)))
     hits = recaller.recall(request)  # loads the snapshot
     assert len(hits.rids) > 1000
-    start = time.perf_counter()
-    for _ in range(20):
-        recaller.recall(request)
-    per_call = (time.perf_counter() - start) / 20
-    assert per_call < 0.003 * 5  # 3 ms target, with slack for a loaded CI machine
     snap = index.snapshot(store.reader(), ns)
     assert snap is not None
+    for _ in range(20):
+        assert recaller.recall(request).ranked() == hits.ranked()
+    assert index.snapshot(store.reader(), ns) is snap  # 21 recalls, no reload
     assert set(query_keys(snap, "What sport does Ana enjoy?")) == {"e:ana", "t:preference", "et:ana|preference"}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sqlite3
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -208,17 +207,15 @@ def test_entities_in_matches_whole_tokens_possessives_cjk_and_prefers_longer(sto
     assert graph.entities_in(conn, namespace(store, "nobody"), "Ana") == []
 
 
-def test_entities_in_is_fast_with_ten_thousand_entities(store: TruthStore, graph: EntityGraph) -> None:
+def test_entities_in_with_ten_thousand_entities(store: TruthStore, graph: EntityGraph) -> None:
     ns = namespace(store, "u1")
     with store.transaction("add") as conn:
         graph.add(conn, ns, [(i, [f"Person{i}", f"Place{i % 500}"], T0 + i) for i in range(10_000)])
     conn = store.reader()
     assert [n for _, n in graph.entities_in(conn, ns, "Where did Person42 go?")] == ["Person42"]  # loads cache
-    t0 = time.perf_counter()
-    for i in range(200):
+    for i in range(200):  # among 10,500 known names, exactly the three named, in order (timing: memext bench)
         found = graph.entities_in(conn, ns, f"Did person{i} meet Person{i + 1} at place{i} last summer?")
-        assert len(found) == 3
-    assert (time.perf_counter() - t0) / 200 < 0.01  # well under 10 ms per query
+        assert [n for _, n in found] == [f"Person{i}", f"Person{i + 1}", f"Place{i}"]
     # a write adds a name that the next query sees without a full reload
     with store.transaction("add") as wconn:
         graph.add(wconn, ns, [(20_000, ["Zorro"], T0)])
@@ -453,15 +450,30 @@ def test_interleaved_writes_and_searches_rank_as_a_fresh_load(store: TruthStore)
                                     ranked(store, fresh, ns, q, limit, max_postings)), (step, q, limit)
 
 
-def test_snapshot_recall_is_fast_at_scale(store: TruthStore, graph: EntityGraph) -> None:
+def test_snapshot_is_reused_across_recalls_at_scale(store: TruthStore, graph: EntityGraph) -> None:
+    """What keeps recall fast at scale: one snapshot serves every recall until a write (timing: memext bench)."""
     ns = namespace(store, "u1")
     rng = np.random.default_rng(1)
     hubs, people = ["Ana", "Bob"], [f"Person{i}" for i in range(3000)]
+    rows = [(i, [hubs[i % 2], *(people[int(j)] for j in rng.zipf(1.3, 2) % 3000)], T0 + i)
+            for i in range(1, 30_001)]
     with store.transaction("add") as conn:
-        graph.add(conn, ns, [(i, [hubs[i % 2], *(people[int(j)] for j in rng.zipf(1.3, 2) % 3000)], T0 + i)
-                             for i in range(1, 30_001)])
+        graph.add(conn, ns, rows)
+    mentions: dict[str, set[int]] = {}
+    for rid, names, _ in rows:
+        for name in names:
+            mentions.setdefault(name, set()).add(rid)
     recall(store, graph, ns, "Ana")  # loads the snapshot
-    t0 = time.perf_counter()
+    snap = graph.snapshot(store.reader(), ns)
+    assert snap is not None
     for i in range(100):
-        assert recall(store, graph, ns, f"Did Ana meet Person{i} or Person{i * 7}?", limit=50)
-    assert (time.perf_counter() - t0) / 100 < 0.02  # a few ms at most, even on a loaded machine
+        asked = {f"Person{i}", f"Person{i * 7}"}
+        hits = recall(store, graph, ns, f"Did Ana meet Person{i} or Person{i * 7}?", limit=50)
+        assert hits
+        about = set().union(*(mentions.get(name, set()) for name in asked))
+        if about:  # the best hits are about the people asked for
+            top = sorted(hits, key=lambda rid: -hits[rid])[:20]
+            assert set(top) <= about, (i, sorted(set(top) - about))
+    assert graph.snapshot(store.reader(), ns) is snap  # 101 recalls, no reload
+    add(store, graph, ns, [("Ana", "Ana met Lena.", T0 + 40_000)])
+    assert graph.snapshot(store.reader(), ns) is not snap  # a write gives a new snapshot

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import doctest
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -312,7 +311,8 @@ def test_snapshot_is_synced_incrementally(store: TruthStore, index: TimeIndex, m
     assert len(loads) == 5  # one for `other`, one after invalidate
 
 
-def test_recall_is_fast_at_10k_records(store: TruthStore, index: TimeIndex) -> None:
+def test_snapshot_is_reused_at_10k_records(store: TruthStore, index: TimeIndex) -> None:
+    """What keeps recall fast at scale: one snapshot serves every recall until a write (timing: memext bench)."""
     ns = namespace(store, "u1")
     texts = ["I went to the museum yesterday.", "How are you today?", "我们上周六去爬山了。", "Nothing special.",
              "Last week was busy.", "We are moving next month.", "Good morning!", "Let's talk about books."]
@@ -327,13 +327,12 @@ def test_recall_is_fast_at_10k_records(store: TruthStore, index: TimeIndex) -> N
     allowed = list(range(1, 10_001, 2))
     requests = [RecallRequest(query="q", ns_id=ns, limit=50, route=rt) for rt in (rt_day, rt_month)]
     requests.append(RecallRequest(query="q", ns_id=ns, limit=50, route=rt_month, allowed=allowed))
+    snap = None
     for req in requests:
-        assert len(channel.recall(req).rids) > 0  # warm the snapshot
-        best = min(_timed(channel, req) for _ in range(20))
-        assert best < 0.002, f"{best * 1e3:.2f} ms"
-
-
-def _timed(channel: TemporalRecaller, request: RecallRequest) -> float:
-    t0 = time.perf_counter()
-    channel.recall(request)
-    return time.perf_counter() - t0
+        first = channel.recall(req)
+        assert len(first.rids) > 0
+        snap = snap or index.snapshot(store.reader(), ns)  # loaded by the first recall
+        for _ in range(20):
+            assert channel.recall(req).ranked() == first.ranked()
+    assert snap is not None and index.snapshot(store.reader(), ns) is snap  # 63 recalls, no reload
+    assert set(channel.recall(requests[2]).rids) <= set(allowed)
