@@ -26,17 +26,20 @@ import time
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from .errors import MemoryExtError
 from .models import Namespace, Turn
+
+if TYPE_CHECKING:
+    from .engine import MemoryEngine
 
 __all__ = ["main"]
 
 BATCH = 256
 
 
-def _open(args: argparse.Namespace, path: str | None = None, read_only: bool = False):  # noqa: ANN202
+def _open(args: argparse.Namespace, path: str | None = None, read_only: bool = False) -> MemoryEngine:
     from .engine import MemoryEngine
 
     return MemoryEngine.open(path or args.path, config=args.config, embedder=args.embedder, read_only=read_only)
@@ -154,7 +157,8 @@ def cmd_retrieve(args: argparse.Namespace) -> int:
 def cmd_compact(args: argparse.Namespace) -> int:
     with _open(args) as engine:
         targets = [_namespace(args)] if args.user is not None else engine.namespaces()
-        periods = ("weekly", "monthly") if args.period == "due" else (args.period,)
+        periods: tuple[Literal["weekly", "monthly"], ...] = (
+            ("weekly", "monthly") if args.period == "due" else (args.period,))  # argparse choices
         for ns in targets:
             for period in periods:
                 report = engine.compact(ns, period, key=args.key, now=args.now)

@@ -13,10 +13,10 @@ Install with ``pip install "memory-ext[langchain]"``. This package imports LangC
 from . import _deps  # noqa: F401  (first: a missing package raises an error naming the extra)
 from .chat_history import MemoryChatMessageHistory
 from .embeddings import LangChainEmbedder
+from .llm import LangChainLLM
 from .retrievers import MemoryRetriever
 from .store import MemoryStore
 from .tools import create_memory_tools
-from .llm import LangChainLLM
 
 __all__ = [
     "LangChainEmbedder",

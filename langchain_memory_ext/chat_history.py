@@ -7,6 +7,7 @@ from typing import Any
 
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
+
 from memory_ext import MemoryEngine, Namespace, Turn
 
 __all__ = ["MemoryChatMessageHistory", "message_to_turn", "turn_to_message"]

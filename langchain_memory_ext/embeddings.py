@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
+
 from memory_ext.errors import EmbedderError
 
 __all__ = ["LangChainEmbedder"]

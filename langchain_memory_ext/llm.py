@@ -8,6 +8,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+
 from memory_ext.errors import ConfigError
 from memory_ext.llm import call_with_timeout
 

@@ -12,9 +12,10 @@ from langchain_core.callbacks import (
 )
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
+from pydantic import ConfigDict
+
 from memory_ext import ActionState, MemoryEngine, Namespace, RetrievedItem, SearchResult
 from memory_ext.errors import InvalidQueryError
-from pydantic import ConfigDict
 
 __all__ = ["MemoryRetriever", "item_to_document"]
 

@@ -47,6 +47,7 @@ from langgraph.store.base import (
     SearchOp,
 )
 from langgraph.store.base.embed import get_text_at_path, tokenize_path
+
 from memory_ext import MemoryEngine, Namespace, Turn
 from memory_ext.errors import InvalidNamespaceError, InvalidQueryError
 

@@ -6,9 +6,10 @@ from typing import Any
 
 from langchain_core.documents import Document
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
+from pydantic import BaseModel, ConfigDict, Field
+
 from memory_ext import ActionState, MemoryEngine, Namespace, SearchResult, Turn
 from memory_ext.errors import HookNotFoundError
-from pydantic import BaseModel, ConfigDict, Field
 
 from .retrievers import item_to_document
 

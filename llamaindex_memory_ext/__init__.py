@@ -11,10 +11,10 @@ Install with ``pip install "memory-ext[llamaindex]"``. This package imports Llam
 """
 
 from .embeddings import LlamaIndexEmbedder, MemoryExtEmbedding
+from .llm import LlamaIndexLLM
 from .memory import MemoryEngineMemory
 from .memory_block import ArchivingMemory, MemoryBlock
 from .retriever import MemoryRetriever
-from .llm import LlamaIndexLLM
 
 __all__ = [
     "ArchivingMemory",

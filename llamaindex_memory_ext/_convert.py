@@ -12,6 +12,7 @@ from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock, ToolCallBlock
 from llama_index.core.schema import NodeWithScore, TextNode
+
 from memory_ext import RetrievedItem, SearchResult, Turn
 from memory_ext.text import estimate_tokens
 

@@ -20,6 +20,7 @@ require("llama_index.core", "llamaindex_memory_ext embeddings")
 
 from llama_index.core.base.embeddings.base import BaseEmbedding  # noqa: E402
 from llama_index.core.bridge.pydantic import PrivateAttr  # noqa: E402
+
 from memory_ext import MemoryEngine  # noqa: E402
 from memory_ext.embed import Embedder, resolve_embedder  # noqa: E402
 from memory_ext.errors import ConfigError  # noqa: E402

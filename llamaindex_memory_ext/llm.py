@@ -12,6 +12,7 @@ require("llama_index.core", "llamaindex_memory_ext.LlamaIndexLLM")
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole  # noqa: E402
 from llama_index.core.llms import LLM as LlamaLLM  # noqa: E402
+
 from memory_ext.errors import ConfigError  # noqa: E402
 from memory_ext.llm import call_with_timeout  # noqa: E402
 
@@ -72,4 +73,4 @@ class LlamaIndexLLM:
 
 def _messages(prompt: str, system: str | None) -> list[ChatMessage]:
     head = [ChatMessage(role=MessageRole.SYSTEM, content=system)] if system else []
-    return head + [ChatMessage(role=MessageRole.USER, content=prompt)]
+    return [*head, ChatMessage(role=MessageRole.USER, content=prompt)]

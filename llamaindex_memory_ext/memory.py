@@ -14,6 +14,7 @@ require("llama_index.core", "llamaindex_memory_ext.MemoryEngineMemory")
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock  # noqa: E402
 from llama_index.core.bridge.pydantic import ConfigDict, Field  # noqa: E402
 from llama_index.core.memory.types import BaseMemory  # noqa: E402
+
 from memory_ext import MemoryEngine, Namespace, RetrievedItem, SearchResult, Turn  # noqa: E402
 
 from ._convert import (  # noqa: E402

@@ -20,6 +20,7 @@ from llama_index.core.base.llms.types import ChatMessage  # noqa: E402
 from llama_index.core.bridge.pydantic import Field, model_validator  # noqa: E402
 from llama_index.core.memory import Memory  # noqa: E402
 from llama_index.core.memory.memory import BaseMemoryBlock  # noqa: E402
+
 from memory_ext import MemoryEngine, Namespace  # noqa: E402
 
 from ._convert import (  # noqa: E402

@@ -13,6 +13,7 @@ require("llama_index.core", "llamaindex_memory_ext.MemoryRetriever")
 from llama_index.core.base.base_retriever import BaseRetriever  # noqa: E402
 from llama_index.core.callbacks import CallbackManager  # noqa: E402
 from llama_index.core.schema import NodeWithScore, QueryBundle  # noqa: E402
+
 from memory_ext import ActionState, MemoryEngine, Namespace, SearchResult  # noqa: E402
 from memory_ext.errors import InvalidQueryError  # noqa: E402
 

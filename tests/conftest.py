@@ -1,7 +1,9 @@
-"""Shared fixtures: engines on temporary stores with the deterministic hashing embedder."""
+"""Shared fixtures: engines on temporary stores with the deterministic hashing embedder, and a :class:`Gate` for
+the stand-in of a model or channel that hangs."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -57,3 +59,47 @@ def filled(engine: MemoryEngine) -> MemoryEngine:
     for user in CONVERSATIONS:
         engine.add_turns(make_turns(user), user)
     return engine
+
+
+class Gate:
+    """What a hanging model, reranker or channel waits on: :meth:`wait` blocks until the test calls :meth:`open`
+    (or ``limit`` seconds pass), then marks the call :attr:`finished`.
+
+    A caller that honours its deadline comes back while the call it abandoned is still blocked, so a test asserts
+    ``gate.entered and not gate.finished`` instead of measuring a wall-clock time; one that waits for the call
+    comes back only after ``limit`` seconds, with ``finished`` set, and the assertion fails.
+    """
+
+    def __init__(self, limit: float = 30.0) -> None:
+        self.limit = limit
+        self._entered = threading.Event()
+        self._open = threading.Event()
+        self._finished = threading.Event()
+
+    def wait(self) -> None:
+        self._entered.set()
+        self._open.wait(self.limit)
+        self._finished.set()
+
+    def open(self) -> None:
+        self._open.set()
+
+    @property
+    def entered(self) -> bool:
+        """The call reached the gate."""
+        return self._entered.is_set()
+
+    @property
+    def finished(self) -> bool:
+        """The call got past the gate (it was opened, or ``limit`` passed)."""
+        return self._finished.is_set()
+
+
+@pytest.fixture
+def gate() -> Iterator[Gate]:
+    """A :class:`Gate`, opened at teardown so that the abandoned call's thread ends."""
+    g = Gate()
+    try:
+        yield g
+    finally:
+        g.open()

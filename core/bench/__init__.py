@@ -15,14 +15,14 @@ from .runner import LOCOMO, MADIAL, DatasetSpec, run_benchmark
 from .systems import SYSTEMS, System, SystemUnavailable, build_system
 
 __all__ = [
+    "LOCOMO",
+    "MADIAL",
+    "SYSTEMS",
     "BenchQuestion",
     "BenchTurn",
     "Conversation",
     "DatasetError",
     "DatasetSpec",
-    "LOCOMO",
-    "MADIAL",
-    "SYSTEMS",
     "System",
     "SystemUnavailable",
     "add_bench_parser",

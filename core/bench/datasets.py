@@ -25,12 +25,12 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "LOCOMO_CATEGORIES",
+    "LOCOMO_HEADLINE_CATEGORIES",
     "BenchQuestion",
     "BenchTurn",
     "Conversation",
     "DatasetError",
-    "LOCOMO_CATEGORIES",
-    "LOCOMO_HEADLINE_CATEGORIES",
     "load_locomo",
     "load_madial",
     "madial_memory_document",

@@ -44,7 +44,7 @@ def _quality_keys(result: Mapping[str, Any]) -> list[str]:
     if result["dataset"] == "locomo":
         return ["evid_recall@1", "evid_recall@5", "evid_recall@10", "evid_recall@20", "recall_any@5",
                 "recall_all@10", "ndcg@10", "mrr"]
-    first = next(iter(result["systems"].values()), {"micro": {}})
+    first: Mapping[str, Any] = next(iter(result["systems"].values()), {"micro": {}})
     return list(first["micro"])
 
 
@@ -52,7 +52,7 @@ def _recall_keys(result: Mapping[str, Any]) -> tuple[str, list[int]]:
     prefix = "evid_recall@" if result["dataset"] == "locomo" else "recall@"
     ks = [int(k) for k in result.get("meta", {}).get("ks", [])]
     if not ks:
-        first = next(iter(result["systems"].values()), {"micro": {}})
+        first: Mapping[str, Any] = next(iter(result["systems"].values()), {"micro": {}})
         ks = sorted(int(key.split("@")[1]) for key in first["micro"] if key.startswith(prefix))
     return prefix, ks
 

@@ -34,9 +34,9 @@ from .metrics import (
 from .systems import EmbedderLike, System, SystemUnavailable, build_system
 
 __all__ = [
-    "DatasetSpec",
     "LOCOMO",
     "MADIAL",
+    "DatasetSpec",
     "QuestionResult",
     "SystemRun",
     "peak_rss_mb",
@@ -191,7 +191,7 @@ def _close(system: System) -> bool:
     """Close a system; a failure is printed with its traceback and reported as ``False``."""
     try:
         system.close()
-    except Exception as exc:  # reported, not hidden: the caller records it in the JSON
+    except Exception as exc:  # noqa: BLE001  reported, not hidden: the caller records it in the JSON
         traceback.print_exc(file=sys.stderr)
         _warn(f"closing {system.name} failed: {type(exc).__name__}: {exc}")
         return False
@@ -242,14 +242,14 @@ def run_benchmark(
             _warn(f"skipping {name}: {exc}")
             out["skipped"][name] = str(exc)
             continue
-        except Exception as exc:  # e.g. a bad engine configuration: reported, and the other systems still run
+        except Exception as exc:  # noqa: BLE001  e.g. a bad engine configuration: reported, the others still run
             traceback.print_exc(file=sys.stderr)
             _warn(f"system {name} could not be built: {type(exc).__name__}: {exc}")
             out["skipped"][name] = f"failed: {type(exc).__name__}: {exc}"
             continue
         try:
             run = run_system(system, conversations, spec, progress=progress, warmup=warmup)
-        except Exception as exc:  # a failing system is reported (with its traceback), never hidden
+        except Exception as exc:  # noqa: BLE001  a failing system is reported (with its traceback), never hidden
             traceback.print_exc(file=sys.stderr)
             _warn(f"system {name} failed: {type(exc).__name__}: {exc}")
             out["skipped"][name] = f"failed: {type(exc).__name__}: {exc}"

@@ -161,6 +161,7 @@ class SyntheticCorpus:
 
     def text(self, rng: random.Random, chinese: bool, user: bool) -> str:
         """One turn: 1-4 sentences from user templates (user) or replies plus a template (assistant)."""
+        templates: tuple[str, ...]
         if user:
             templates = _ZH_TEMPLATES if chinese else _EN_TEMPLATES
             count = rng.choices((1, 2, 3, 4, 7), weights=(35, 35, 17, 9, 4))[0]
@@ -362,7 +363,7 @@ def run_scale(*, sizes: Sequence[int], backends: Sequence[str], embedder: str = 
                         entry["disk_mb"] += dir_size_bytes(server_dir) / (1024 * 1024)
                     else:
                         entry = run_scale_one(**params) if in_process else _run_in_subprocess(params)
-                except Exception as exc:  # a failing backend is reported, never hidden
+                except Exception as exc:  # noqa: BLE001  a failing backend is reported, never hidden
                     traceback.print_exc(file=sys.stderr)
                     print(f"memext bench scale: {backend} at {size:,} failed: {type(exc).__name__}: {exc}",
                           file=sys.stderr, flush=True)

@@ -40,13 +40,13 @@ from .datasets import BenchTurn
 from .metrics import flatten_ranking
 
 __all__ = [
-    "BM25System",
     "DEFAULT_SYSTEMS",
+    "SYSTEMS",
+    "BM25System",
     "EmbedderLike",
     "LangChainEnsembleSystem",
     "LlamaIndexFusionSystem",
     "MemoryExtSystem",
-    "SYSTEMS",
     "System",
     "SystemUnavailable",
     "VectorSystem",
@@ -132,7 +132,7 @@ class System(ABC):
     def query(self, text: str, k: int) -> list[str]:
         """The first ``k`` (at most) turn external ids for ``text``, most relevant first, without repeats."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027  an optional hook, not abstract: most systems hold nothing to free
         """Free resources (files, clients). The default does nothing."""
 
     def _need_embedder(self) -> EmbedderLike:
@@ -325,6 +325,7 @@ class LlamaIndexFusionSystem(System):
             from llama_index.core import VectorStoreIndex
             from llama_index.core.llms import MockLLM
             from llama_index.core.retrievers import QueryFusionRetriever
+            from llama_index.core.retrievers.fusion_retriever import FUSION_MODES
             from llama_index.core.schema import TextNode
             from llama_index.retrievers.bm25 import BM25Retriever
         except ImportError as exc:
@@ -332,6 +333,7 @@ class LlamaIndexFusionSystem(System):
         self._index_cls = VectorStoreIndex
         self._llm_cls = MockLLM
         self._fusion_cls = QueryFusionRetriever
+        self._fusion_mode = FUSION_MODES.RECIPROCAL_RANK  # the string enum "reciprocal_rerank"
         self._node_cls = TextNode
         self._bm25_cls = BM25Retriever
         self._embed_model = _llamaindex_embedding(embedder)
@@ -352,7 +354,7 @@ class LlamaIndexFusionSystem(System):
         dense = index.as_retriever(similarity_top_k=top_k)
         bm25 = self._bm25_cls.from_defaults(nodes=nodes, similarity_top_k=top_k,
                                             token_pattern=LLAMAINDEX_TOKEN_PATTERN)
-        self._retriever = self._fusion_cls([dense, bm25], llm=self._llm_cls(), mode="reciprocal_rerank",
+        self._retriever = self._fusion_cls([dense, bm25], llm=self._llm_cls(), mode=self._fusion_mode,
                                            num_queries=1, similarity_top_k=top_k, use_async=False)
 
     def query(self, text: str, k: int) -> list[str]:

@@ -33,8 +33,18 @@ from datetime import date
 from typing import Any
 
 from ..text import estimate_tokens
-from .files import (FileRow, Member, file_turns, get_file, insert_file, iso_week_key, list_files, month_key_of_week,
-                    set_members, week_bounds)
+from .files import (
+    FileRow,
+    Member,
+    file_turns,
+    get_file,
+    insert_file,
+    iso_week_key,
+    list_files,
+    month_key_of_week,
+    set_members,
+    week_bounds,
+)
 from .summary import HookSummary, is_chitchat, is_high_value, summarize
 
 __all__ = ["EvictionWeights", "content_key", "default_importance", "evict_month", "merge_week", "refresh_hook",

@@ -33,8 +33,8 @@ from ..store.snapshots import chunks, marks
 from ..text import estimate_tokens
 
 __all__ = [
-    "FileRow",
     "HARD_FACTOR",
+    "FileRow",
     "archive_turns",
     "day_key",
     "file_turns",
@@ -156,6 +156,7 @@ def insert_file(conn: sqlite3.Connection, ns_id: int, *, period: str, period_key
         " VALUES(?,?,?,?,?,?,?,?,?,?)",
         (file_id or new_file_id(), ns_id, period, period_key, part, status, json.dumps(list(sources)), raw,
          json.dumps(meta or {}, default=str), now)).lastrowid
+    assert fid is not None  # an INSERT always sets lastrowid
     row = get_file(conn, fid=int(fid))
     assert row is not None
     return row

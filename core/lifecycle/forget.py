@@ -79,9 +79,9 @@ def forget_turns(conn: sqlite3.Connection, ns_id: int, tids: Sequence[int], *,
         conn.execute(f"DELETE FROM claims WHERE ns_id=? AND rid IN ({marks})", (ns_id, *chunk))
         conn.execute(f"DELETE FROM records WHERE ns_id=? AND rid IN ({marks})", (ns_id, *chunk))
     for i in range(0, len(record_ids), _CHUNK):  # what they had superseded is current again
-        chunk = record_ids[i:i + _CHUNK]
+        id_chunk = record_ids[i:i + _CHUNK]
         conn.execute(f"UPDATE records SET superseded_by=NULL, valid_to=NULL WHERE ns_id=? AND superseded_by IN"
-                     f" ({','.join('?' * len(chunk))})", (ns_id, *chunk))
+                     f" ({','.join('?' * len(id_chunk))})", (ns_id, *id_chunk))
     # files: membership, raw context, hooks
     affected: set[int] = set(drop_files)
     for i in range(0, len(tids), _CHUNK):

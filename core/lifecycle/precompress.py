@@ -53,7 +53,8 @@ def _from_json(data: Any) -> list[dict[str, Any]] | None:
         content = _content(m.get("content"))
         if role is None or content is None:
             return None
-        calls = m.get("tool_calls") if isinstance(m.get("tool_calls"), list) else []
+        raw_calls = m.get("tool_calls")
+        calls: list[Any] = raw_calls if isinstance(raw_calls, list) else []
         if not content.strip() and not calls:
             continue
         out.append({"role": role, "content": content, "speaker": m.get("name") if isinstance(m.get("name"), str)

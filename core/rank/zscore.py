@@ -146,11 +146,11 @@ def rank_turns(cat: Catalog, hits: Mapping[str, Hits], weights: Mapping[str, flo
         best = anchored_best(cat, fused, np.array([KIND_CODES[k] for k in bonus_kinds if k in KIND_CODES]))
         kind_bonus = strategy.kind_bonus * (is_turn & np.isfinite(best) & (best > 0))
         total = total + kind_bonus
-    speaker = np.zeros(n)
+    speaker: np.ndarray = np.zeros(n)
     codes = [cat.speaker_codes[s] for s in speakers if s in cat.speaker_codes]
     if codes and strategy.speaker:
         speaker = strategy.speaker * np.isin(cat.speaker, codes)
-    time = np.zeros(n)
+    time: np.ndarray = np.zeros(n)
     if time_span is not None and strategy.time:
         with np.errstate(invalid="ignore"):
             time = strategy.time * ((cat.ts >= time_span[0]) & (cat.ts < time_span[1]))

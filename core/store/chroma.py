@@ -36,7 +36,7 @@ import warnings
 import zlib
 from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 
@@ -46,6 +46,8 @@ from .base import RecordBatch
 
 if TYPE_CHECKING:
     import sqlite3
+
+    from chromadb.api.client import Client
 
     from ..config import StorageConfig
 
@@ -216,8 +218,10 @@ class ChromaVectorIndex:
         for chunk in _batches(ids, self._batch):
             got = self._call("add (read previous entries)", self._collection.get, ids=list(chunk),
                              include=["embeddings", "metadatas"])
+            # both are present: asked for by `include`
+            embeddings, metadatas = cast(list[Any], got["embeddings"]), cast(list[Any], got["metadatas"])
             for i, pid in enumerate(got["ids"]):
-                previous[pid] = (got["embeddings"][i], got["metadatas"][i])
+                previous[pid] = (embeddings[i], metadatas[i])
         written = 0
         try:
             for start in range(0, len(ids), self._batch):
@@ -246,7 +250,7 @@ class ChromaVectorIndex:
                 self._collection.upsert(ids=list(chunk),
                                         embeddings=np.asarray([previous[p][0] for p in chunk], dtype=np.float32),
                                         metadatas=[previous[p][1] for p in chunk])
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001  returned to the caller, which names it in its StoreError
             return f"{type(exc).__name__}: {exc}"
         return None
 
@@ -322,7 +326,7 @@ class ChromaVectorIndex:
                 return []
             res = self._call("search", self._collection.query, query_embeddings=q.reshape(1, -1),
                              n_results=min(n, count), where=where, include=["distances"])
-        ids, dists = res["ids"][0], res["distances"][0]
+        ids, dists = res["ids"][0], cast(list[list[float]], res["distances"])[0]  # present: asked for by `include`
         return [(int(i), 1.0 - float(d)) for i, d in zip(ids, dists, strict=True)]
 
     def _verify(self, conn: sqlite3.Connection, ns_id: int, q: np.ndarray,
@@ -354,10 +358,14 @@ class ChromaVectorIndex:
         return out
 
     # -- lifecycle -----------------------------------------------------------------------------------------
+    def _closable(self) -> Client:
+        """The client as the class chromadb's factories build (their declared ``ClientAPI`` has no ``close``)."""
+        return cast("Client", self._client)
+
     def _close_client(self) -> None:
         """Release the client after a failed construction; the construction error is the one reported."""
         with contextlib.suppress(Exception):
-            self._client.close()
+            self._closable().close()
 
     def close(self) -> None:
         """Release the client (the embedded store stays on disk). Idempotent."""
@@ -365,7 +373,7 @@ class ChromaVectorIndex:
             return
         self._closed = True
         try:
-            self._client.close()
+            self._closable().close()
         except Exception as exc:
             raise StoreError(f"Chroma at {self.location}: close failed ({type(exc).__name__}: {exc})") from exc
 

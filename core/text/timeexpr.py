@@ -357,7 +357,7 @@ def _count_span(unit: str, lo: int, hi: int, exact: bool, d0: date, sign: int) -
 
 
 def _rolling(unit: str, lo_hi: tuple[int, int, bool] | None, d0: date, forward: bool) -> _Span:
-    lo, hi, exact = lo_hi if lo_hi else (1, 1, True)
+    _lo, hi, exact = lo_hi if lo_hi else (1, 1, True)
     if unit == "fortnight":
         unit, hi = "week", 2 * hi
     if unit == "weekend":
@@ -717,14 +717,16 @@ _EN_RULES: Final[list[tuple[str, str, _Handler]]] = [
 
 _ZH_NUM: Final = r"[〇零一二两三四五六七八九十]"
 _ZH_MONTH: Final = r"(?P<m>1[0-2]|0?[1-9]|十[一二]?|[一二三四五六七八九])"
-_ZH_DAY: Final = r"(?P<d>3[01]|[12]\d|0?[1-9]|三十一?|二十[一二三四五六七八九]?|十[一二三四五六七八九]?|[一二三四五六七八九])"
+_ZH_DAY: Final = (r"(?P<d>3[01]|[12]\d|0?[1-9]|三十一?|二十[一二三四五六七八九]?|"
+                  r"十[一二三四五六七八九]?|[一二三四五六七八九])")
 _ZH_YEAR: Final = r"(?P<y>\d{4}|[〇零一二三四五六七八九]{4})"
 _ZH_NOT_IN_NUMBER: Final = rf"(?<![\d{_ZH_NUM[1:-1]}几])"
 # chars that, before 前天/后天/前年/后年, make 前/后 the end of another word (以前, 之后, 然后, 最后...)
 _ZH_NOT_AFTER_WORD: Final = r"(?<![以之从提目当眼面跟事生空门向先最然随落背此午饭课班])"
 _ZH_SEASON: Final = r"(?P<season>[春夏秋冬])(?:天|季)"
 # a weekday numeral that is really a count or the start of a word: 上周一起 (together), 这周三天 (three days)
-_ZH_WD: Final = r"(?P<wd>一(?![起直样般定些点下共边切同会块个天次周年月])|[二三四五六](?![天个次年月周点号位名])|[日天末](?![气空子]))"
+_ZH_WD: Final = (r"(?P<wd>一(?![起直样般定些点下共边切同会块个天次周年月])|"
+                 r"[二三四五六](?![天个次年月周点号位名])|[日天末](?![气空子]))")
 
 #: Chinese rules, in priority order.
 _ZH_RULES: Final[list[tuple[str, str, _Handler]]] = [
@@ -762,7 +764,10 @@ def _compile(rules: list[tuple[str, str, _Handler]], flags: int, guard: str = ""
     """
     parts = []
     for name, pattern, _ in rules:
-        inner = re.sub(r"\(\?P<(\w+)>", lambda m, n=name: f"(?P<{n}__{m.group(1)}>", pattern)
+        def prefixed(m: re.Match[str], n: str = name) -> str:
+            return f"(?P<{n}__{m.group(1)}>"
+
+        inner = re.sub(r"\(\?P<(\w+)>", prefixed, pattern)
         parts.append(f"(?P<{name}>{inner})")
     regex = re.compile(guard + "(?:" + "|".join(parts) + ")", flags)
     return regex, {name: handler for name, _, handler in rules}

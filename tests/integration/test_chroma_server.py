@@ -17,12 +17,12 @@ import pytest
 if os.environ.get("MEMORY_EXT_REQUIRE_SERVERS") != "1":  # in CI a missing chromadb fails in the fixture
     pytest.importorskip("chromadb")
 
-from memory_ext.config import StorageConfig  # noqa: E402
-from memory_ext.errors import StoreError  # noqa: E402
-from memory_ext.store.chroma import MAX_IN_FILTER, ChromaVectorIndex  # noqa: E402
-from memory_ext.store.chroma_server import free_port  # noqa: E402
-from memory_ext.store.sqlite import TruthStore  # noqa: E402
-from memory_ext.store.vector import NumpyVectorIndex  # noqa: E402
+from memory_ext.config import StorageConfig
+from memory_ext.errors import StoreError
+from memory_ext.store.chroma import MAX_IN_FILTER, ChromaVectorIndex
+from memory_ext.store.chroma_server import free_port
+from memory_ext.store.sqlite import TruthStore
+from memory_ext.store.vector import NumpyVectorIndex
 
 pytestmark = pytest.mark.server
 

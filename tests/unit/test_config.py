@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from memory_ext import ConfigError, EngineConfig, MemoryEngine
 
@@ -12,7 +13,7 @@ from memory_ext import ConfigError, EngineConfig, MemoryEngine
 def test_defaults_and_frozen() -> None:
     cfg = EngineConfig()
     assert cfg.recall.rrf_k == 60 and cfg.globals.vector_enabled
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError, match="frozen"):
         cfg.recall.rrf_k = 10  # type: ignore[misc]
 
 

@@ -25,7 +25,7 @@ def test_readme_snippet_runs(index: int, tmp_path: Path, monkeypatch: pytest.Mon
         pytest.importorskip("llama_index.core")
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, object] = {"__name__": f"readme_{index}"}
-    exec(compile(code, f"README.md[python block {index}]", "exec"), namespace)  # noqa: S102
+    exec(compile(code, f"README.md[python block {index}]", "exec"), namespace)
     engine = namespace.get("engine")
     if engine is not None and hasattr(engine, "close"):
         engine.close()

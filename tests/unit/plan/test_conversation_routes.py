@@ -1,0 +1,88 @@
+"""Conversation-excerpt queries: opening and focus routes, no time filter, and the sparse latent-term channel."""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+
+from memory_ext import MemoryEngine, Turn
+from memory_ext.embed import HashingEmbedder
+from memory_ext.plan.heuristic import conversation_parts, plan_search, split_sentences
+
+T0 = datetime(2023, 5, 8, 13, 0, tzinfo=UTC)
+EXCERPT = ("I went hiking with my dad yesterday. It was great! Did you see anything? We saw a fox near the river. "
+           "Do you like animals? I love foxes, they are so clever.")
+
+
+def test_split_sentences_chinese_and_latin() -> None:
+    assert split_sentences("我今天去了公园！你喜欢公园吗？喜欢。") == ["我今天去了公园！", "你喜欢公园吗？", "喜欢。"]
+    assert split_sentences("I went there. Did you like it? Yes! 3.5 is ok") == [
+        "I went there.", "Did you like it?", "Yes!", "3.5 is ok"]
+
+
+def test_questions_get_no_conversation_routes() -> None:
+    assert conversation_parts("When did Caroline go to the support group?") is None
+    plan = plan_search("What did Caroline do yesterday?", now=T0, speakers=["Caroline"], action_state=None)
+    assert [r.goal for r in plan.routes] == ["query"] and plan.routes[0].time_filter is not None
+
+
+def test_a_conversation_excerpt_gets_opening_and_focus_routes_and_no_time_filter() -> None:
+    opening, focus = conversation_parts(EXCERPT)  # type: ignore[misc]
+    assert opening == "I went hiking with my dad yesterday."
+    assert focus == "Do you like animals? I love foxes, they are so clever."
+    plan = plan_search(EXCERPT, now=T0, speakers=[], action_state=None)
+    assert [r.goal for r in plan.routes] == ["query", "opening", "focus"]
+    assert all(r.time_filter is None for r in plan.routes)  # "yesterday" dates the story, not the memories
+
+
+class _SparseHashing(HashingEmbedder):
+    """The hashing embedder plus a sparse view (hashed words), counting what it encodes."""
+
+    def __init__(self) -> None:
+        super().__init__(dim=64)
+        self.sparse_calls: list[str] = []
+
+    def embed_sparse(self, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+        out = []
+        for text in texts:
+            self.sparse_calls.append(text)
+            idx = sorted({zlib.crc32(w.encode()) % 4096 for w in text.lower().split()})
+            out.append((np.array(idx, dtype=np.int32), np.ones(len(idx), dtype=np.float32)))
+        return out
+
+
+def _engine(tmp: Path, emb: _SparseHashing, config: dict | None = None) -> MemoryEngine:
+    eng = MemoryEngine.open(tmp / "s", embedder=emb, config=config)
+    notes = ["Bart saw a clever fox by the river with his dad", "Bart baked a cake for his birthday",
+             "Bart lost his blue kite at the beach", "Bart read a comic about space pirates"]
+    eng.add_turns([Turn(role="user", content=c, timestamp=T0 + timedelta(days=i)) for i, c in enumerate(notes)], "u")
+    return eng
+
+
+def test_the_sparse_channel_serves_conversation_excerpts_only(tmp_path: Path) -> None:
+    emb = _SparseHashing()
+    with _engine(tmp_path, emb) as eng:
+        assert len(emb.sparse_calls) == 4  # the turns are encoded once, when they are written
+        eng.search("When did Bart see a fox?", "u", k=2, explain=True)
+        assert len(emb.sparse_calls) == 4  # a question: the channel does not run
+        res = eng.search(EXCERPT, "u", k=2, explain=True)
+        assert "fox" in res.items[0].text and "sparse" in res.items[0].channels
+        assert res.trace is None and not res.degraded
+        assert len(emb.sparse_calls) == 4 + 3  # only the three route texts are encoded at search time
+        eng.add_turns([Turn(role="user", content="Bart fed the ducks at the pond", timestamp=T0)], "u")
+        assert len(emb.sparse_calls) == 8
+        receipt = eng.forget("u", record_ids=[res.items[0].id])
+        assert receipt.turns == 1
+        res = eng.search(EXCERPT, "u", k=4)
+        assert all("fox" not in i.text for i in res.items)  # forgotten: its sparse vector is gone too
+
+
+def test_sparse_enabled_false_removes_the_channel(tmp_path: Path) -> None:
+    emb = _SparseHashing()
+    with _engine(tmp_path, emb, {"globals": {"sparse_enabled": False}}) as eng:
+        eng.search(EXCERPT, "u", k=2)
+        assert emb.sparse_calls == []
