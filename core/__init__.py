@@ -21,10 +21,8 @@ from .config import (
     RecallConfig,
     StorageConfig,
 )
-from .embed import E5Embedder, Embedder, HashingEmbedder
+from .embed import E5Embedder, Embedder, HashingEmbedder, SparseEmbedder
 from .engine import AddResult, ForgetReceipt, MemoryEngine, StoreStats
-from .lifecycle.api import CompactionReport
-from .plan.llm_planner import HeuristicPlanner, LLMPlanner, PlanOutcome, Planner
 from .errors import (
     ConfigError,
     EmbedderError,
@@ -43,6 +41,7 @@ from .errors import (
     StoreLockedError,
     ValidationError,
 )
+from .lifecycle.api import CompactionReport
 from .llm import LLM, Delay, LLMCall, ScriptedLLM
 from .models import (
     ActionState,
@@ -60,6 +59,7 @@ from .models import (
     SearchResult,
     Turn,
 )
+from .plan.llm_planner import HeuristicPlanner, LLMPlanner, Planner, PlanOutcome
 
 __version__ = "0.1.0"
 
@@ -111,6 +111,7 @@ __all__ = [
     "ScriptedLLM",
     "SearchPlan",
     "SearchResult",
+    "SparseEmbedder",
     "StorageConfig",
     "StoreError",
     "StoreLockedError",

@@ -27,7 +27,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .errors import ConfigError
 
-__all__ = ["EngineConfig", "GlobalsConfig", "IngestConfig", "LifecycleConfig", "LimitsConfig", "RecallConfig", "StorageConfig"]
+__all__ = ["EngineConfig", "GlobalsConfig", "IngestConfig", "LifecycleConfig", "LimitsConfig", "RecallConfig",
+           "StorageConfig"]
 
 
 class _Section(BaseModel):
@@ -243,7 +244,7 @@ class EngineConfig(_Section):
                 raise ConfigError("config", str(path), "use a .yaml, .yml, .toml or .json file")
         except ConfigError:
             raise
-        except Exception as exc:  # parse errors of three libraries
+        except Exception as exc:  # noqa: BLE001  parse errors of three libraries (yaml, tomllib, json)
             raise ConfigError("config", str(path), f"the file does not parse: {exc}") from None
         return cls.from_dict(data)
 
@@ -259,7 +260,8 @@ class EngineConfig(_Section):
 def reference_markdown() -> str:
     """The configuration reference (``docs/configuration.md``), generated from the models' fields and docstrings."""
     lines = ["# Configuration reference", "",
-             "Generated from `memory_ext.config.EngineConfig` by `memory_ext.config.reference_markdown()` — do not edit by hand.",
+             "Generated from `memory_ext.config.EngineConfig` by `memory_ext.config.reference_markdown()` — "
+             "do not edit by hand.",
              "Load a configuration with `EngineConfig.from_dict(...)`, `EngineConfig.from_file(path)` (YAML, TOML or",
              "JSON) or pass a mapping/path as `MemoryEngine.open(path, config=...)`. Unknown keys, unknown",
              "implementation names and inconsistent switches raise `ConfigError` when the engine is built.", ""]

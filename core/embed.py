@@ -30,6 +30,7 @@ __all__ = [
     "E5Embedder",
     "Embedder",
     "HashingEmbedder",
+    "SparseEmbedder",
     "check_vectors",
     "registered_embedders",
     "resolve_embedder",
@@ -53,6 +54,15 @@ class Embedder(Protocol):
 
     def embed_query(self, text: str) -> np.ndarray:
         """Embed one search query; returns an array of shape ``(dim,)``."""
+        ...
+
+
+@runtime_checkable
+class SparseEmbedder(Embedder, Protocol):
+    """An embedder with a sparse head as well (e5's latent terms): what the ``sparse`` channel needs."""
+
+    def embed_sparse(self, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """One ``(term indices, weights)`` pair per text."""
         ...
 
 

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any, Final
 
+from ..store.evidence import SKIP_TAGS, day_key, month_key, span_days, span_months
 from ..text.entities import extract_tags
 from ..text.entity_keys import entity_key, known_in, record_entities
 from ..text.timeexpr import extract_times
-from ..store.evidence import SKIP_TAGS, day_key, month_key, span_days, span_months
 
 __all__ = ["MAX_FRAME_DAYS", "MAX_FRAME_ENTITIES", "batch_entities", "node_keys", "window_keys"]
 
@@ -139,7 +139,8 @@ def node_keys(
     ``neighbours``: the texts (or ``(text, speaker)`` pairs) of the record's +-1 neighbours of its session; their
     time expressions are resolved against the record's ``ref_ts``.
 
-    >>> node_keys("我昨天去了杭州，特别喜欢西湖。", speaker="小红", ref_ts=1683554160.0)  # doctest: +NORMALIZE_WHITESPACE
+    >>> node_keys("我昨天去了杭州，特别喜欢西湖。", speaker="小红",
+    ...           ref_ts=1683554160.0)  # doctest: +NORMALIZE_WHITESPACE
     ['d:2023-05-07', 'd:2023-05-08', 'e:小红', 'e:杭州', 'e:西湖', 'et:小红|event', 'et:小红|preference',
      'et:杭州|event', 'et:杭州|preference', 'et:西湖|event', 'et:西湖|preference', 'ev:小红|2023-05-07',
      'ev:小红|2023-05-08', 'ev:杭州|2023-05-07', 'ev:杭州|2023-05-08', 'ev:西湖|2023-05-07', 'ev:西湖|2023-05-08',

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..embed import Embedder, check_vectors
+from ..embed import Embedder, SparseEmbedder, check_vectors
 from ..errors import InvalidTurnError, ReadOnlyStoreError
 from ..lifecycle.files import archive_turns
 from ..lifecycle.supersede import supersede
@@ -129,7 +129,7 @@ class WritePipeline:
             records, anchored, windows = self._derive(rows, context)
             vectors = self._vectors(records, windows, anchored, rows, context, known_ns)
             sparse = normalise(self._embedder.embed_sparse([r["text"] for r in records])) \
-                if self._sparse and self._embedder is not None else None  # type: ignore[attr-defined]
+                if self._sparse and isinstance(self._embedder, SparseEmbedder) else None
             with store.transaction("add_turns") as conn:
                 ns_id = store.ensure_namespace(conn, ns.key)
                 try:
@@ -194,8 +194,8 @@ class WritePipeline:
         try:
             store.insert_turns(conn, ns_id, rows)
         except sqlite3.IntegrityError as exc:
-            raise InvalidTurnError("turns[].id", [r["id"] for r in rows],
-                                   f"turn ids must be unique in the store; omit id to get a fresh one ({exc})") from None
+            raise InvalidTurnError("turns[].id", [r["id"] for r in rows], "turn ids must be unique in the store; "
+                                   f"omit id to get a fresh one ({exc})") from None
         rids = store.insert_records(conn, ns_id, records)
         rid_of = {t["id"]: t["rid"] for t in context}
         rid_of.update({r["turn_ids"][0]: rid for r, rid in zip(records, rids, strict=True)})

@@ -28,8 +28,8 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from ..models import IndexHook, Namespace, Turn
-from ..store.sqlite import TurnRow
 from ..store.snapshots import chunks, marks
+from ..store.sqlite import TurnRow
 from ..text import estimate_tokens
 
 __all__ = [

@@ -11,6 +11,7 @@ truncates SQLite's write-ahead log so the text is gone from disk too.
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
@@ -92,10 +93,8 @@ def forget(store: TruthStore, indexes: Sequence[DerivedIndex], evidence: Evidenc
         finally:
             for index in indexes:
                 index.invalidate(ns_id)
-        try:
+        with contextlib.suppress(sqlite3.Error):  # a reader holds the log: the next checkpoint truncates it
             store.checkpoint()
-        except sqlite3.Error:  # pragma: no cover - a reader holds the log; the next checkpoint truncates it
-            pass
     return ForgetReceipt(namespace=ns, turns=len(removed["turn_ids"]), records=len(rids),
                          turn_ids=tuple(removed["turn_ids"]), record_ids=tuple(removed["record_ids"]),
                          files_deleted=tuple(removed["deleted_files"]), files_updated=tuple(removed["updated_files"]),

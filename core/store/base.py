@@ -23,7 +23,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, Protocol, TypeVar, cast, runtime_checkable
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
@@ -128,6 +128,5 @@ class CachedIndex(Generic[C]):
     def _synced(self, conn: sqlite3.Connection, ns_id: int, read_stats: Callable[[sqlite3.Connection, int], Any],
                 load: Callable[[sqlite3.Connection, int, Any], C]) -> C | None:
         """The namespace's snapshot brought in sync with the tables (see :func:`synced_snapshot`)."""
-        snap = synced_snapshot(conn, ns_id, cache=self._cache, snap_lock=self._snap_lock,  # type: ignore[type-var]
+        return synced_snapshot(conn, ns_id, cache=self._cache, snap_lock=self._snap_lock,  # type: ignore[type-var]
                                lock=self._lock, invalidate=self.invalidate, read_stats=read_stats, load=load)
-        return cast("C | None", snap)

@@ -178,6 +178,16 @@ class EvidenceSnapshot:
         "rids",
         "version",
     )
+    _ptr: np.ndarray
+    _rec: np.ndarray
+    df: np.ndarray
+    index: dict[str, int]
+    keys: list[str]
+    last_nid: int
+    last_pid: int
+    n_records: int
+    rids: np.ndarray
+    version: int
 
     def __init__(self) -> None:
         self._delta: dict[int, np.ndarray] = {}
@@ -285,10 +295,7 @@ class EvidenceSnapshot:
 
     def postings(self, idx: int) -> np.ndarray:
         """ridxs of the records posted under node ``idx``, ascending."""
-        if idx + 1 < len(self._ptr):
-            base = self._rec[int(self._ptr[idx]) : int(self._ptr[idx + 1])]
-        else:
-            base = _NO_I
+        base = self._rec[int(self._ptr[idx]) : int(self._ptr[idx + 1])] if idx + 1 < len(self._ptr) else _NO_I
         extra = self._delta.get(idx)
         return base if extra is None else np.concatenate([base, extra])
 

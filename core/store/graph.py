@@ -170,16 +170,53 @@ def _csr(rows: np.ndarray, size: int) -> np.ndarray:
 class GraphSnapshot:
     """An in-memory copy of one namespace's graph, so that recall runs without SQL (see :meth:`EntityGraph.snapshot`).
 
-    Entities are numbered densely (``idx``) in eid order, records (``ridx``) in rid order (``rids[ridx]``). The snapshot is never changed once published (a
-    sync makes a new one), so any number of threads may read it. It holds a *base* loaded from the tables
-    (postings per entity newest first, adjacency per entity sorted by neighbour) plus a *delta* of the
-    records appended since, derived from their postings the way :meth:`EntityGraph.add` derives edges; a
-    delete (new ``version``) or a large delta rebuilds the base.
+    Entities are numbered densely (``idx``) in eid order, records (``ridx``) in rid order (``rids[ridx]``). The
+    snapshot is never changed once published (a sync makes a new one), so any number of threads may read it. It
+    holds a *base* loaded from the tables (postings per entity newest first, adjacency per entity sorted by
+    neighbour) plus a *delta* of the records appended since, derived from their postings the way
+    :meth:`EntityGraph.add` derives edges; a delete (new ``version``) or a large delta rebuilds the base.
     """
 
-    __slots__ = ("version", "n_records", "last_eid", "max_ts", "index", "eids", "names", "df", "rids",
-                 "_p_ptr", "_p_rec", "_p_ts", "_a_ptr", "_a_dst", "_a_cnt", "_a_ts", "_p_delta", "_a_delta",
-                 "_n_delta", "_half_life_s", "_nb_cache")
+    __slots__ = (
+        "_a_cnt",
+        "_a_delta",
+        "_a_dst",
+        "_a_ptr",
+        "_a_ts",
+        "_half_life_s",
+        "_n_delta",
+        "_nb_cache",
+        "_p_delta",
+        "_p_ptr",
+        "_p_rec",
+        "_p_ts",
+        "df",
+        "eids",
+        "index",
+        "last_eid",
+        "max_ts",
+        "n_records",
+        "names",
+        "rids",
+        "version",
+    )
+    version: int
+    n_records: int
+    last_eid: int
+    max_ts: float | None
+    index: dict[int, int]
+    """eid -> entity position"""
+    eids: np.ndarray
+    names: list[str]
+    df: np.ndarray
+    rids: np.ndarray
+    _p_ptr: np.ndarray
+    _p_rec: np.ndarray
+    _p_ts: np.ndarray
+    _a_ptr: np.ndarray
+    _a_dst: np.ndarray
+    _a_cnt: np.ndarray
+    _a_ts: np.ndarray
 
     def __init__(self, half_life_s: float) -> None:
         self._half_life_s = half_life_s
@@ -277,8 +314,9 @@ class GraphSnapshot:
         a_delta = dict(self._a_delta)
         copied: set[int] = set()
         for ridx, (eids, ts) in enumerate(by_rid.values(), start=len(self.rids)):  # rids in ascending order
-            idxs = [snap.index.get(e) for e in eids]
-            if None in idxs:
+            found = [snap.index.get(e) for e in eids]
+            idxs = [i for i in found if i is not None]
+            if len(idxs) != len(found):
                 return None  # a posting without its entity: the tables moved on, reload
             for i in idxs:
                 df[i] += 1
@@ -297,8 +335,8 @@ class GraphSnapshot:
         for i, items in p_new.items():
             r = np.fromiter((x for x, _ in items), np.int64, len(items))
             t = np.fromiter((x for _, x in items), np.float64, len(items))
-            old = p_delta.get(i)
-            p_delta[i] = (r, t) if old is None else (np.concatenate([old[0], r]), np.concatenate([old[1], t]))
+            prev = p_delta.get(i)
+            p_delta[i] = (r, t) if prev is None else (np.concatenate([prev[0], r]), np.concatenate([prev[1], t]))
         snap.df, snap._p_delta, snap._a_delta, snap._n_delta = df, p_delta, a_delta, n_delta
         snap.rids = np.concatenate([self.rids, np.fromiter(by_rid, np.int64, len(by_rid))])
         snap._set_stats(stats)

@@ -29,7 +29,7 @@ import numpy as np
 from ..errors import EmbedderMismatchError, ReadOnlyStoreError, SchemaVersionError, StoreError, StoreLockedError
 from .snapshots import chunks, marks
 
-__all__ = ["DB_FILE", "SCHEMA_VERSION", "TruthStore", "TurnRow", "RecordRow"]
+__all__ = ["DB_FILE", "SCHEMA_VERSION", "RecordRow", "TruthStore", "TurnRow"]
 
 DB_FILE = "memory.sqlite3"
 LOCK_FILE = "LOCK"
@@ -416,7 +416,8 @@ class TruthStore:
             return int(row[0])
         cur = conn.execute("INSERT INTO namespaces(user_id, agent_id, created_at) VALUES(?, ?, ?)",
                            (*key, time.time()))
-        return int(cur.lastrowid)
+        assert cur.lastrowid is not None
+        return cur.lastrowid
 
     def namespaces(self) -> list[tuple[int, str, str]]:
         return [(int(r[0]), r[1], r[2]) for r in
@@ -458,7 +459,8 @@ class TruthStore:
                  json.dumps(r["turn_ids"]), r.get("source_role"), r.get("speaker"), r.get("session_id"),
                  r.get("importance", 0.5), anchor, now, now),
             )
-            rid = int(cur.lastrowid)
+            assert cur.lastrowid is not None
+            rid = cur.lastrowid
             if r["kind"] == "turn":
                 conn.execute("UPDATE records SET anchor_rid=? WHERE rid=?", (rid, rid))
             if r["kind"] == "turn" and r["turn_ids"]:
@@ -482,7 +484,8 @@ class TruthStore:
     def tail_turns(conn: sqlite3.Connection, ns_id: int, n: int = 2) -> list[dict[str, Any]]:
         """The namespace's last ``n`` turns (oldest first), with the rid of each one's turn record."""
         rows = conn.execute(
-            "SELECT id, session_id, speaker, content, ts, tool_calls, record_rid, role, attachments, metadata FROM turns"
+            "SELECT id, session_id, speaker, content, ts, tool_calls, record_rid, role, attachments, metadata"
+            " FROM turns"
             " WHERE ns_id=? ORDER BY seq DESC LIMIT ?", (ns_id, n)).fetchall()
         return [{"id": r[0], "session_id": r[1], "speaker": r[2], "content": r[3], "ts": r[4],
                  "tool_calls": json.loads(r[5]), "rid": int(r[6]), "role": r[7], "attachments": json.loads(r[8]),
@@ -565,10 +568,11 @@ class TruthStore:
     def turn_tids(self, ns_id: int, session_id: str | None = None) -> list[int]:
         """Row ids of every turn of the namespace (of one session when given)."""
         sql, args = "SELECT tid FROM turns WHERE ns_id=?", [ns_id]
+        args_: list[Any] = list(args)
         if session_id is not None:
             sql += " AND session_id=?"
-            args.append(session_id)
-        return [int(r[0]) for r in self.reader().execute(sql, args)]
+            args_.append(session_id)
+        return [int(r[0]) for r in self.reader().execute(sql, args_)]
 
     def file_fids(self, ns_id: int) -> list[int]:
         """Row ids of every memory file of the namespace."""
@@ -625,7 +629,7 @@ class TruthStore:
         return items
 
     @staticmethod
-    def turns_from_seq(conn: sqlite3.Connection, ns_id: int, seq: int) -> list[tuple[int, float | None, str]]:
+    def turns_from_seq(conn: sqlite3.Connection, ns_id: int, seq: int) -> list[tuple[int, float, str]]:
         """``(tid, ts, content)`` of the namespace's turns from ``seq`` on, in order (what a write archives)."""
         return conn.execute("SELECT tid, ts, content FROM turns WHERE ns_id=? AND seq>=? ORDER BY seq",
                             (ns_id, seq)).fetchall()

@@ -49,6 +49,7 @@ from datetime import UTC, datetime
 from typing import Final, Literal
 
 import numpy as np
+
 from ..errors import ConfigError
 from ..text.timeexpr import extract_times
 from .base import CachedIndex, RecordBatch
@@ -266,7 +267,8 @@ class TimeIndex(CachedIndex["TimeSnapshot"]):
         n_records = n_spans = 0
         for part in chunks(wanted):
             clause = marks(len(part))
-            row = conn.execute(f"SELECT count(DISTINCT rid), count(*) FROM time_spans WHERE ns_id=? AND rid IN {clause}",
+            row = conn.execute(f"SELECT count(DISTINCT rid), count(*) FROM time_spans WHERE ns_id=? AND rid IN"
+                               f" {clause}",
                                (ns_id, *part)).fetchone()
             if row[1]:
                 n_records += int(row[0])
@@ -302,7 +304,8 @@ class TimeIndex(CachedIndex["TimeSnapshot"]):
         stats = _read_stats(conn, ns_id)
         return 0 if stats is None else stats.n_records
 
-    def spans(self, conn: sqlite3.Connection, ns_id: int, rid: int) -> list[tuple[float, float, Source, float, str | None]]:
+    def spans(self, conn: sqlite3.Connection, ns_id: int,
+              rid: int) -> list[tuple[float, float, Source, float, str | None]]:
         """``(start_ts, end_ts, source, confidence, expr)`` of record ``rid`` of ``ns_id``, by start time."""
         return [(float(s), float(e), src, float(c), x) for s, e, src, c, x in conn.execute(
             "SELECT start_ts, end_ts, source, confidence, expr FROM time_spans WHERE ns_id=? AND rid=?"

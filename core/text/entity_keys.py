@@ -39,7 +39,8 @@ _APOS: Final = str.maketrans({"’": "'", "‘": "'", "ʼ": "'", "`": "'"})
 _POSSESSIVE_RE: Final = re.compile(r"'s\b")
 # quantities ("3 kids", "$200", "60公里", "两只猫") are entities to extract_entities, but as graph nodes they
 # join unrelated records ("3 kids" / "3 km") and only add noise
-_QUANTITY_RE: Final = re.compile(r"^(?:[$€£¥]|(?:US|A|C)[$]|\d|[二两三四五六七八九十百千万]+[个只条位本件张部辆台家杯盘首幅双套座所间棵朵匹头岁年天次])")
+_QUANTITY_RE: Final = re.compile(r"^(?:[$€£¥]|(?:US|A|C)[$]|\d|[二两三四五六七八九十百千万]+"
+                                  r"[个只条位本件张部辆台家杯盘首幅双套座所间棵朵匹头岁年天次])")
 _EN_NUMBER_WORDS: Final = frozenset({
     "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "fifteen",
     "twenty", "thirty", "forty", "fifty", "hundred", "thousand", "dozen",
