@@ -50,6 +50,8 @@ from typing import Any, Final
 
 from memory_ext.ingest.derive import new_id
 from memory_ext.text.entities import extract_entities
+from memory_ext.text.script import HAN, has_han
+from memory_ext.text.sentences import is_question, sentences
 from memory_ext.text.timeexpr import extract_times
 
 __all__ = ["derive_kinds"]
@@ -156,19 +158,12 @@ def _norm(raw: Any, index: int) -> _T | None:
 
 # ------------------------------------------------------------------------------------------ shared text helpers
 
-_SENT_RE: Final = re.compile(r"[^.!?…。！？；;\n]+[.!?…。！？；;]*")
 _SPACE_RE: Final = re.compile(r"\s+")
-_HAN_RE: Final = re.compile(r"[\u4e00-\u9fff]")
 _FENCE_RE: Final = re.compile(r"```[^\n]*\n?(.*?)(?:```|\Z)", re.DOTALL)
 _INLINE_CODE_RE: Final = re.compile(r"`([^`\n]{2,120})`")
 _CHAT_RE: Final = re.compile(
     r"^(?:\W|_|ok|okay|k|sure|yes|yeah|yep|no problem|thanks|thank you|thx|cheers|great|cool|nice|awesome|perfect"
     r"|hi|hello|hey|bye|lol|haha|wow|got it|sounds good|好的|好|嗯|谢谢|多谢|哈哈|收到|明白|没问题|你好|再见|可以|行)+$",
-    re.IGNORECASE,
-)
-_QUESTION_START_RE: Final = re.compile(
-    r"^\s*(?:do|does|did|are|is|am|was|were|can|could|would|will|should|have|has|had|what|when|where|who|whom"
-    r"|whose|why|how|which|shall|may)\b",
     re.IGNORECASE,
 )
 _HYPOTHETICAL_RE: Final = re.compile(
@@ -202,10 +197,9 @@ def _trim_words(text: str, max_words: int = 8) -> str:
     return " ".join(words).strip(" ,;:.!")
 
 
-def _is_question(sentence: str) -> bool:
-    s = sentence.strip()
-    return (s.endswith(("?", "？")) or bool(_QUESTION_START_RE.match(s))
-            or bool(s) and not s.isascii() and s.rstrip("。.!！~～ ")[-1:] in ("吗", "呢", "嘛"))
+def _sentences(text: str) -> list[str]:
+    """The sentences of ``text`` with their end punctuation: every ``.`` and ``;`` ends one here."""
+    return [s.text for s in sentences(text, hard=".!?…。！？；;", soft="", merge=True) if s.body]
 
 
 def _chitchat(t: _T) -> bool:
@@ -461,7 +455,7 @@ _EN_GIST_LEAD_RE: Final = re.compile(r"^I(?:['’]m|\s+am|['’]ve|\s+have|\s+)\
 
 def _event(sentence: str, ts: float, who: str, who_zh: str) -> tuple[str, str, bool] | None:
     """(text, date label, future?) of an event in a first-person sentence with a time expression."""
-    zh = not sentence.isascii() and bool(_HAN_RE.search(sentence))
+    zh = has_han(sentence)
     if zh:
         if "我" not in sentence or not _ZH_EVENT_RE.search(sentence):
             return None
@@ -510,7 +504,7 @@ def _clauses(sentence: str) -> list[str]:
     return [p for p in parts if p.strip()]
 
 
-_HAN_RUN_RE: Final = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff，。！？；：、“”‘’（）《》「」『』]+")
+_HAN_RUN_RE: Final = re.compile(f"[{HAN}，。！？；：、“”‘’（）《》「」『』]+")
 
 
 def _entities(text: str, speaker: str | None = None) -> list[str]:
@@ -535,12 +529,12 @@ def _personal(t: _T) -> list[dict[str, Any]]:
     seen: set[tuple[str, str]] = set()
     if "```" in content:
         content = _FENCE_RE.sub(" ", content)
-    for sm in _SENT_RE.finditer(content):
-        sentence = sm.group().strip()
+    for raw in _sentences(content):
+        sentence = raw.strip()
         low = sentence.lower()
         if len(sentence) < 4 or ("I" not in sentence and "my" not in low and "we" not in low and "我" not in sentence):
             continue
-        if _is_question(sentence) or _HYPOTHETICAL_RE.search(sentence):
+        if is_question(sentence, loose=True) or _HYPOTHETICAL_RE.search(sentence):
             continue
         body = sentence.rstrip(".!?…。！？；; ")
         found: list[tuple[str, str, list[str]]] = []
@@ -645,8 +639,7 @@ def _error_line(text: str) -> str:
             cm = _ERR_CLASS_RE.search(ln)
             if cm:
                 return _clean(ln[cm.start():], 120)
-            for sm in _SENT_RE.finditer(ln):
-                s = sm.group()
+            for s in _sentences(ln):
                 if _STRONG_PROSE_RE.search(s) or _TIMEOUT_RE.search(s) or _HTTP_RE.search(s) or _ERR_WORDS_RE.search(s):
                     return _clean(s, 120)
             return _clean(ln, 120)
@@ -850,9 +843,9 @@ def _fix_text(t: _T) -> str:
     if not content or len(content) > 20000:
         return ""
     prose = _FENCE_RE.sub(" ", content) if "```" in content else content
-    for sm in _SENT_RE.finditer(prose):
-        s = sm.group().strip()
-        if _FIX_CUE_RE.search(s) and not _is_question(s) and not _STRONG_PROSE_RE.search(s):
+    for raw in _sentences(prose):
+        s = raw.strip()
+        if _FIX_CUE_RE.search(s) and not is_question(s, loose=True) and not _STRONG_PROSE_RE.search(s):
             cmd = _command_gist(content)
             gist = _clean(s.rstrip("。.!！"), 100)
             return f"{gist} ({cmd})" if cmd and cmd.strip("`") not in gist else gist
@@ -1010,8 +1003,8 @@ _REQ_LEAD_ZH_RE: Final = re.compile(
 
 def _request_gist(t: _T) -> str:
     content = _FENCE_RE.sub(" ", t.content) if "```" in t.content else t.content
-    for sm in _SENT_RE.finditer(content):
-        s = sm.group().strip()
+    for raw in _sentences(content):
+        s = raw.strip()
         if not s or _CHAT_RE.match(s.rstrip(".!?！。？")):
             continue
         if s.isascii():

@@ -24,6 +24,9 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from memory_ext.text.script import HAN
+from memory_ext.text.sentences import is_question, sentences
+
 __all__ = [
     "ATTRIBUTES",
     "Claim",
@@ -101,7 +104,7 @@ def normalize_value(value: str) -> str:
 
 # --------------------------------------------------------------------------- lexicons
 
-_HAN = "\u4e00-\u9fff"
+_HAN = HAN
 _HAS_HAN = re.compile(f"[{_HAN}]")
 
 _EN_JOBS = frozenset(
@@ -477,24 +480,10 @@ _NAME_STOP = frozenset(
 
 # --------------------------------------------------------------------------- sentence / clause splitting
 
-_ABBR = re.compile(
-    r"(?:\b(?:Mr|Mrs|Ms|Dr|St|Mt|Jr|Sr|vs|etc|Prof|Inc|Ltd|Co|No)|\b[A-Z])\.$"
-)
-_SENT_END = re.compile(r"[.!?]+(?=\s|$)|[。！？!?]+|\n+")
-_EN_Q_START = re.compile(
-    r"^\s*(?:(?:so|and|but|hey|ok|okay|well|oh)[,\s]+)*(?:do|does|did|are|is|am|can|could|would|will|"
-    r"have|has|should|shall|where|what|who|when|why|how|which|whose|were|was|may|might|isn't|aren't|"
-    r"don't|doesn't|didn't|wasn't|haven't|won't|wouldn't)\b",
-    re.IGNORECASE,
-)
 _EN_HYPO = re.compile(
     r"\b(?:if|unless|suppose|supposing|imagine|assuming|hypothetically|wish|whether|pretend|"
     r"dream(?:ed|ing)? (?:of|about))\b",
     re.IGNORECASE,
-)
-_ZH_Q = re.compile(
-    r"(?:[吗嘛么][\s~～…]*$|哪|什么|谁|多少|怎么|为什么|是否|是不是|有没有|会不会|要不要|能不能|"
-    r"可不可以|对不对|好不好|几岁|还是.{0,8}[呢吗]?$)"
 )
 _ZH_HYPO = re.compile(
     r"如果|要是|假如|假设|假使|万一|的话|倘若|若是|想象|梦想|但愿|要不是|除非|梦见|梦到"
@@ -523,19 +512,9 @@ _ZH_REPORT_END = re.compile(
 
 
 def _sentences(text: str) -> list[tuple[int, str, str]]:
-    """Split into (offset, sentence, terminator)."""
-    out: list[tuple[int, str, str]] = []
-    start = 0
-    for m in _SENT_END.finditer(text):
-        chunk = text[start : m.start()]
-        if m.group().startswith(".") and _ABBR.search(chunk + "."):
-            continue
-        if chunk.strip():
-            out.append((start, chunk, m.group()))
-        start = m.end()
-    if text[start:].strip():
-        out.append((start, text[start:], ""))
-    return out
+    """(offset, sentence, terminator): a period ends a sentence before white space only, not after "Mr"."""
+    return [(s.start, s.body, s.terminator) for s in sentences(text, hard="。！？!?", soft=".", merge=True,
+                                                               abbreviations=True) if s.body.strip()]
 
 
 def _clauses(sentence: str, zh: bool) -> list[tuple[int, str]]:
@@ -1669,12 +1648,9 @@ def extract_claims(text: str, *, speaker: str | None = None) -> list[Claim]:
     seen: set[tuple[str, str, str, bool]] = set()
     for s_off, sent, term in _sentences(text):
         zh = bool(_HAS_HAN.search(sent))
-        if "?" in term or "？" in term:
+        if "?" in term or "？" in term or is_question(sent, loose=True):
             continue
-        if zh:
-            if _ZH_Q.search(sent) or _ZH_HYPO.search(sent) or _EN_HYPO.search(sent):
-                continue
-        elif _EN_Q_START.match(sent) or _EN_HYPO.search(sent):
+        if _EN_HYPO.search(sent) or zh and _ZH_HYPO.search(sent):
             continue
         rules = _ZH_RULES if zh else _EN_RULES
         inherited: str | None = None

@@ -56,6 +56,8 @@ from typing import Any, Final, Protocol
 from memory_ext.llm import LLM, call_with_timeout
 from memory_ext.plan.llm_planner import parse_json_object
 from memory_ext.text.entities import EN_STOP_CAPS, extract_entities, extract_tags
+from memory_ext.text.script import CJK_RE
+from memory_ext.text.sentences import is_question, sentences
 from memory_ext.text.tokenize import cjk_ratio, estimate_tokens, tokenize
 
 __all__ = [
@@ -231,15 +233,13 @@ _ZH_CHAT_RE: Final = re.compile(rf"(?:{_ZH_CHAT})+")
 _EMOTICON_RE: Final = re.compile(r"[:;=8xX][-'^]?[)(\]\[dDpP/\\|*oO3]+|<3|\^_*\^|:\w+:")
 _WORDISH_RE: Final = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 
-_SENT_SPLIT_RE: Final = re.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+|(?<=[。！？；])|\n+")
-_ZH_QUESTION_END_RE: Final = re.compile(r"[吗呢嘛][？?。]?$")
 _CURRENCY_CODES: Final = frozenset(("EUR", "USD", "GBP", "JPY", "CNY", "RMB", "CHF", "AUD", "CAD", "HKD", "SGD", "KRW",
                                      "INR"))
 _CURRENCY_AMOUNT_RE: Final = re.compile(
     r"(?<![\w.])\d[\d,]*(?:\.\d+)?\s?(?:EUR|USD|GBP|JPY|CNY|RMB|CHF|AUD|CAD|HKD|SGD|KRW|INR)\b"
     r"|\b(?:EUR|USD|GBP|JPY|CNY|RMB|CHF|AUD|CAD|HKD|SGD|KRW|INR)\s?\d[\d,]*(?:\.\d+)?(?![\w.])")
 _LATIN_NAME_IN_CJK_RE: Final = re.compile(r"(?<![A-Za-z0-9_])[A-Z][A-Za-z0-9+#]*[A-Za-z0-9+#](?![A-Za-z0-9_])")
-_CJK_CHAR_RE: Final = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\u3040-\u30ff\uac00-\ud7af]")
+_CJK_CHAR_RE: Final = CJK_RE
 _END_PUNCT: Final = ".!?…。！？；;:"
 _END_PUNCT_TUPLE: Final = tuple(_END_PUNCT)
 _EN_LEAD_RE: Final = re.compile(
@@ -460,8 +460,8 @@ class _Sentence:
 
 def _split_sentences(text: str) -> list[str]:
     out = []
-    for part in _SENT_SPLIT_RE.split(text):
-        part = part.strip(" \t\r\n-*•>#")
+    for s in sentences(text, hard="。！？；", soft=".!?…", closers="\"'”’)]"):
+        part = s.text.strip(" \t\r\n-*•>#")
         if len(part) >= 2:
             out.append(part)
     return out
@@ -562,7 +562,7 @@ def _score(sentences: list[_Sentence], turns: Sequence[TurnLike], infos: list[_T
         number = bool(_NUMBER_RE.search(text))
         date = bool(_DATE_RE.search(text))
         s.decision = bool(_DECISION_RE.search(text))
-        s.question = text.endswith(("?", "？")) or bool(_ZH_QUESTION_END_RE.search(text))
+        s.question = is_question(text)
         pref = "preference" in tags or "plan" in tags or "event" in tags
         tool = bool(turn.tool_calls)
         bonus = (1.0 + 0.25 * min(ents, 3) + 0.3 * number + 0.3 * date + 0.6 * s.decision + 0.25 * tool

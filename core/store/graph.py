@@ -67,6 +67,7 @@ from typing import Final
 import numpy as np
 from ..errors import ConfigError
 from ..text.entities import extract_entities
+from ..text.script import CJK
 from .snapshots import SQL_CHUNK, chunks, indexed_rids, marks, synced_snapshot
 
 __all__ = ["EntityGraph", "GraphSnapshot", "entity_key", "record_entities"]
@@ -75,7 +76,7 @@ _MAX_KEY_TOKENS: Final = 8  # longest key, in tokens, that entities_in looks for
 _MAX_CJK_KEY: Final = 12  # longest CJK key, in characters, matched as a substring
 _DAY_S: Final = 86_400.0
 
-_CJK: Final = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_CJK: Final = CJK
 _TOKEN_RE: Final = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+")
 _CJK_RE: Final = re.compile(rf"[{_CJK}]")
 _APOS: Final = str.maketrans({"’": "'", "‘": "'", "ʼ": "'", "`": "'"})
