@@ -486,14 +486,15 @@ def _llm_relevance(llm: Any, topics: list[str], files: list[FileRow], timeout: f
               '\n\nFor each memory file, how relevant is it to the recent topics (0 = not at all, 1 = very)? '
               'Answer with JSON only: {"scores": {"<file id>": <number between 0 and 1>, ...}}')
     schema = {"type": "object", "properties": {"scores": {"type": "object"}}, "required": ["scores"]}
+    from ..llm import ask_json
+
+    def relevance(value: dict[str, Any]) -> dict[str, float]:
+        out = {f.id: float(value["scores"][f.id]) for f in files}
+        if not all(0.0 <= v <= 1.0 for v in out.values()):
+            raise ValueError("every score must be a number between 0 and 1")
+        return out
+
     try:
-        text = llm.complete(prompt, json_schema=schema, timeout=timeout)
-        start, end = text.find("{"), text.rfind("}")
-        data = json.loads(text[start:end + 1])
-        scores = data["scores"]
-        out = {f.id: float(scores[f.id]) for f in files}
-    except Exception:
+        return ask_json(llm, prompt, validate=relevance, timeout=timeout, json_schema=schema)
+    except Exception:  # noqa: BLE001 -- any failure of the model: the caller ranks by retrieval instead
         return None
-    if not all(0.0 <= v <= 1.0 for v in out.values()):
-        return None
-    return out

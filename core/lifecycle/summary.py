@@ -48,13 +48,11 @@ from __future__ import annotations
 import json
 import math
 import re
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
-from memory_ext.llm import LLM, call_with_timeout
-from memory_ext.plan.llm_planner import parse_json_object
+from memory_ext.llm import LLM, InvalidAnswer, ask_json
 from memory_ext.text.entities import EN_STOP_CAPS, extract_entities, extract_tags
 from memory_ext.text.script import CJK_RE
 from memory_ext.text.sentences import is_question, sentences
@@ -811,7 +809,7 @@ _TURN_MAX_CHARS: Final = 1500
 _TOOL_RESULT_MAX_CHARS: Final = 300
 
 
-class _InvalidHook(ValueError):
+class _InvalidHook(InvalidAnswer):
     """The LLM's answer is not a usable summary (after repair)."""
 
 
@@ -919,11 +917,7 @@ def _tag(text: str) -> str:
     return re.sub(r"[\s\-]+", "_", text.strip().lower().lstrip("#"))[:40]
 
 
-def _validate(answer: str, heuristic_tags: list[str]) -> tuple[str, str, list[str], list[str], list[str]]:
-    try:
-        obj = parse_json_object(answer)
-    except ValueError as exc:
-        raise _InvalidHook(str(exc)) from None
+def _validate(obj: dict[str, Any], heuristic_tags: list[str]) -> tuple[str, str, list[str], list[str], list[str]]:
     title = obj.get("title")
     if not isinstance(title, str) or not title.strip():
         raise _InvalidHook('"title" must be a non-empty string')
@@ -965,38 +959,14 @@ def summarize_with_llm(turns: Sequence[TurnLike], llm: LLM, *, timeout: float = 
     llm_id = str(getattr(llm, "id", type(llm).__name__))
     try:
         heuristic_tags = _merge_tags([turn_tags(t) for t in turns])
-        deadline = time.monotonic() + timeout
         transcript, left_out = _render(turns, max_input_tokens)
         schema = hook_json_schema()
         prompt = _prompt(transcript, len(turns), left_out, schema)
-        answer = _ask(llm, llm_id, prompt, schema, deadline, timeout)
-        try:
-            fields = _validate(answer, heuristic_tags)
-        except _InvalidHook as first:
-            retry = (f"{prompt}\n\nYour previous answer was not valid: {first}\n"
-                     f"Previous answer: {answer[:500]!r}\nAnswer again with only the JSON object.")
-            try:
-                fields = _validate(_ask(llm, llm_id, retry, schema, deadline, timeout), heuristic_tags)
-            except _InvalidHook as second:
-                raise _InvalidHook(f"invalid answer, also after one retry: {second}") from None
+        fields = ask_json(llm, prompt, validate=lambda obj: _validate(obj, heuristic_tags), timeout=timeout,
+                          system=_SYSTEM, json_schema=schema, invalid=_InvalidHook)
     except Exception as exc:  # noqa: BLE001  any failure of the model degrades to the heuristic, reported
         kind = "InvalidAnswer" if isinstance(exc, _InvalidHook) else type(exc).__name__
         return summarize(turns), f"LLM failed ({kind}: {exc}); used the heuristic summary"
     title, abstract, facts, entities, tags = fields
     return HookSummary(title=title, abstract=abstract, key_facts=tuple(facts), entities=tuple(entities),
                        tags=tuple(tags), source=llm_id), None
-
-
-def _ask(llm: LLM, llm_id: str, prompt: str, schema: Mapping[str, Any], deadline: float, timeout: float) -> str:
-    remaining = deadline - time.monotonic()
-    if remaining <= 0:
-        raise TimeoutError(f"no answer within {timeout:g} s")
-    try:
-        answer = call_with_timeout(
-            lambda: llm.complete(prompt, system=_SYSTEM, json_schema=schema, timeout=remaining),
-            remaining, f"LLM {llm_id!r}")
-    except TimeoutError:
-        raise TimeoutError(f"no answer within {timeout:g} s") from None
-    if not isinstance(answer, str):
-        raise _InvalidHook(f"the LLM returned {type(answer).__name__}, not text")
-    return answer
