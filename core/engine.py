@@ -394,7 +394,8 @@ class MemoryEngine(LifecycleMixin):
                                                 " ORDER BY seq", (ns_id, seq)).fetchall()
                         archive_turns(conn, ns_id, archived, soft_tokens=life.file_soft_tokens)
                     if life.supersession:
-                        supersede(conn, ns_id, records, rids[:len(records)])
+                        supersede(conn, ns_id, records, rids[:len(records)], derived=anchored,
+                                  derived_rids=rids[len(records):])
                 except BaseException:
                     self._keyword.invalidate(ns_id)
                     self._graph.invalidate(ns_id)

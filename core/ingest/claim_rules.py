@@ -2,8 +2,9 @@
 normalisation, and one table of rules per language -- a pattern anchored on a verb or noun ("live in", "在...工作",
 "favourite ... is"), what must precede it (a subject, "be", "have") and a handler that reads the value after it.
 
->>> [r.pattern.pattern for r in EN_RULES][:1]
-['\\b(?:live|lives|living|reside|resides|residing)\\s+in\\b']
+>>> rule = EN_RULES[0]
+>>> rule.pattern.search("I live in Oslo").group(), rule.kind
+('live in', 'subj')
 """
 
 from __future__ import annotations
