@@ -443,21 +443,23 @@ EN_FAV_REV = re.compile(
 # ---- Chinese handlers
 
 
+def _zh_rule_value(m: re.Match[str], clause: str) -> tuple[str, int] | None:
+    """(value, end) of a Chinese rule: its ``v`` group when it has one, else the phrase after the anchor."""
+    if "v" in m.groupdict() and m.group("v"):
+        return normalize_value(m.group("v")), m.end("v")
+    r = _zh_value(clause[m.end() :])
+    return None if r is None else (r[0], m.end() + r[1])
+
+
 def _zh_place(attr: str) -> Handler:
     def handle(m: re.Match[str], clause: str, subj: Subject) -> Emit:
-        if "v" in m.groupdict() and m.group("v"):
-            v = normalize_value(m.group("v"))
-            end = m.end("v")
-        else:
-            r = _zh_value(clause[m.end() :])
-            if r is None:
-                return []
-            v, e = r
-            end = m.end() + e
-        v = re.sub(r"^(?:了|到|去|在)", "", v)
+        r = _zh_rule_value(m, clause)
+        if r is None:
+            return []
+        v = re.sub(r"^(?:了|到|去|在)", "", r[0])
         if not v or _ZH_GENERIC_PLACE.match(v):
             return []
-        return [(attr, v, False, end)]
+        return [(attr, v, False, r[1])]
 
     return handle
 
@@ -468,15 +470,10 @@ _ZH_ORG_SUFFIX = re.compile(
 
 
 def _zh_employer(m: re.Match[str], clause: str, subj: Subject) -> Emit:
-    if "v" in m.groupdict() and m.group("v"):
-        v = normalize_value(m.group("v"))
-        end = m.end("v")
-    else:
-        r = _zh_value(clause[m.end() :])
-        if r is None:
-            return []
-        v, end = r[0], m.end() + r[1]
-    v = re.sub(r"^(?:了|到|去)", "", v)
+    r = _zh_rule_value(m, clause)
+    if r is None:
+        return []
+    v, end = re.sub(r"^(?:了|到|去)", "", r[0]), r[1]
     if not v or _ZH_GENERIC_PLACE.match(v) or len(v) > 12:
         return []
     if _ZH_ORG_SUFFIX.search(v) or not _HAS_HAN.search(v):
