@@ -13,7 +13,8 @@ from memory_ext.text.sentences import is_question, is_sentence_start, sentences,
 
 @pytest.mark.parametrize("name", ["memory_ext.text.script", "memory_ext.text.sentences", "memory_ext.ingest.claims",
                                   "memory_ext.ingest.claim_rules", "memory_ext.ingest.turns",
-                                  "memory_ext.ingest.statements", "memory_ext.ingest.failures"])
+                                  "memory_ext.ingest.statements", "memory_ext.ingest.failures",
+                                  "memory_ext.lifecycle.turn_signals"])
 def test_docstring_examples(name: str) -> None:
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0
