@@ -22,6 +22,7 @@ question from a statement; :func:`is_sentence_start` whether a position starts a
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Final
@@ -77,38 +78,35 @@ def sentences(text: str, *, hard: str = "。！？!?；;…", soft: str = ".", c
     """
     out: list[Sentence] = []
     n = len(text)
-    start = i = 0
-    while i < n:
-        ch = text[i]
-        if ch == "\n":
+    start = 0
+    for m in _terminators(hard + soft, merge).finditer(text):
+        i, j = m.span()
+        if i < start:  # inside closing quotes already taken
+            continue
+        if text[i] == "\n":
             if text[start:i].strip():
                 out.append(Sentence(start, i, text[start:i], ""))
-            while i < n and text[i] == "\n":
-                i += 1
-            start = i
+            start = j
             continue
-        if ch not in hard and ch not in soft:
-            i += 1
-            continue
-        j = i + 1
-        if merge:
-            while j < n and (text[j] in hard or text[j] in soft):
-                j += 1
-        run = text[i:j]
-        if not any(c in hard for c in run):  # soft terminators end a sentence before white space only
+        if not any(c in hard for c in m.group()):  # soft terminators end a sentence before white space only
             k = j
             while k < n and text[k] in closers:
                 k += 1
-            if k < n and not text[k].isspace() or abbreviations and run[0] == "." and \
+            if k < n and not text[k].isspace() or abbreviations and text[i] == "." and \
                     _ABBREVIATION_RE.search(text[start:i] + "."):
-                i = j
                 continue
             j = k
         out.append(Sentence(start, j, text[start:i], text[i:j]))
-        start = i = j
+        start = j
     if text[start:].strip():
         out.append(Sentence(start, n, text[start:], ""))
     return out
+
+
+@functools.lru_cache(maxsize=64)
+def _terminators(chars: str, merge: bool) -> re.Pattern[str]:
+    """Line breaks, and the terminator characters one by one or (``merge``) in runs."""
+    return re.compile(f"\n+|[{re.escape(chars)}]" + ("+" if merge else "") if chars else "\n+")
 
 
 def split_sentences(text: str) -> list[str]:
