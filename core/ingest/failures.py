@@ -366,6 +366,8 @@ class _Failure:
 
 def _failures(turns: Sequence[TurnView | None], start: int, known: Sequence[str]) -> list[_Failure]:
     out: list[_Failure] = []
+    call: ToolCall | None
+    call_turn: TurnView | None
     for i in range(max(0, start), len(turns)):
         t = turns[i]
         if t is None:
@@ -389,15 +391,15 @@ def _failures(turns: Sequence[TurnView | None], start: int, known: Sequence[str]
         if err is None:
             continue
         tool = next((n for n in known if n in t.content), None)
-        call = call_turn = None
+        call, call_turn = None, None
         # commentary on a failure already recorded (a tool result just before): not a second failure
         if any(f.index >= i - 3 and (tool is None or f.tool == tool) for f in out):
             continue
         if tool is None:
             for k in range(i - 1, max(-1, i - 4), -1):
-                c = turns[k]
-                if c is not None and c.calls and same_session(c, t):
-                    tool, call, call_turn = c.calls[-1].name, c.calls[-1], c
+                prev = turns[k]
+                if prev is not None and prev.calls and same_session(prev, t):
+                    tool, call, call_turn = prev.calls[-1].name, prev.calls[-1], prev
                     break
         if tool is None:
             cmd = command_gist(t.content)
@@ -416,8 +418,9 @@ def failure_records(turns: Sequence[TurnView | None], first: int) -> list[dict[s
         if f.index >= first:
             source, context = src, [src]
         elif fix_at is not None and fix_at >= first:  # the fix arrived in this batch, the error before it
-            source, context = turns[fix_at], [src]
-            assert source is not None
+            fixer = turns[fix_at]
+            assert fixer is not None
+            source, context = fixer, [src]
         else:
             continue
         tool = f.tool or "action"

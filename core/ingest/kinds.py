@@ -139,7 +139,7 @@ def _steps(content: str, howto: bool) -> tuple[list[str], str]:
     fm = _SEQ_FIRST_RE.search(prose)
     if fm and _SEQ_THEN_RE.search(prose, fm.end()):
         parts = [p for p in _SEQ_SPLIT_RE.split(prose[fm.start():]) if p and p.strip(" ,.;:，。；：")]
-        parts = [_STEP_END_RE.match(p.strip()).group(1) for p in parts if p.strip()]
+        parts = [m.group(1) for p in parts if p.strip() and (m := _STEP_END_RE.match(p.strip()))]
         if len(parts) >= 2:
             return parts, "sequence"
     cmd = command_gist(content)
