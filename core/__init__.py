@@ -43,7 +43,7 @@ from .errors import (
     StoreLockedError,
     ValidationError,
 )
-from .llm import LLM, Delay, LLMCall, ScriptedLLM
+from .llm import LLM, Delay, InvalidAnswer, LLMCall, ScriptedLLM
 from .models import (
     ActionState,
     ChannelError,
@@ -84,6 +84,7 @@ __all__ = [
     "HookNotFoundError",
     "IndexHook",
     "IngestConfig",
+    "InvalidAnswer",
     "InvalidArgumentError",
     "InvalidNamespaceError",
     "InvalidQueryError",
