@@ -42,7 +42,7 @@ from .errors import (
     ValidationError,
 )
 from .lifecycle.api import CompactionReport
-from .llm import LLM, Delay, LLMCall, ScriptedLLM
+from .llm import LLM, Delay, InvalidAnswer, LLMCall, ScriptedLLM
 from .models import (
     ActionState,
     ChannelError,
@@ -84,6 +84,7 @@ __all__ = [
     "HookNotFoundError",
     "IndexHook",
     "IngestConfig",
+    "InvalidAnswer",
     "InvalidArgumentError",
     "InvalidNamespaceError",
     "InvalidQueryError",

@@ -25,6 +25,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from .errors import ConfigError, EmbedderError, MissingDependencyError
+from .text.script import CJK
 
 __all__ = [
     "E5Embedder",
@@ -84,7 +85,7 @@ def check_vectors(embedder: Embedder, vectors: object, n: int) -> np.ndarray:
 
 
 _LATIN = re.compile(r"[0-9a-z]+(?:'[a-z]+)?")
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]+")
+_CJK = re.compile(f"[{CJK}]+")
 
 
 class HashingEmbedder:

@@ -37,6 +37,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 import numpy as np
 
 from .datasets import BenchTurn
+from ..text.script import HAN
 from .metrics import flatten_ranking
 
 __all__ = [
@@ -80,8 +81,8 @@ BM25_STOP_WORDS: frozenset[str] = frozenset(
 )
 """The few English stop words the ``bm25`` baseline drops (BENCHMARKS.md: "minus a few stop words")."""
 
-_WORD = re.compile(r"[^\W\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+|[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_WORD = re.compile(f"[^\\W{HAN}]+|[{HAN}]+")
+_CJK = re.compile(f"[{HAN}]")
 
 
 def bm25_tokens(text: str) -> list[str]:
@@ -105,7 +106,7 @@ def bm25_tokens(text: str) -> list[str]:
     return out
 
 
-_CJK_CLASS = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_CJK_CLASS = HAN
 LLAMAINDEX_TOKEN_PATTERN = rf"(?u)[{_CJK_CLASS}]|[^\W{_CJK_CLASS}]{{2,}}"
 """bm25s token pattern for ``llamaindex-fusion``: its default ``\\b\\w\\w+\\b`` on latin text, one token per
 CJK character (the default would make a whole Chinese sentence one token)."""

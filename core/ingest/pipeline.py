@@ -214,7 +214,8 @@ class WritePipeline:
         if life.archive:
             archive_turns(conn, ns_id, store.turns_from_seq(conn, ns_id, seq), soft_tokens=life.file_soft_tokens)
         if life.supersession:
-            supersede(conn, ns_id, records, rids[:len(records)])
+            supersede(conn, ns_id, records, rids[:len(records)], derived=anchored,
+                      derived_rids=rids[len(records):])
 
     def _turn_facets(self, conn: sqlite3.Connection, ns_id: int, records: list[dict[str, Any]],
                      rows: list[dict[str, Any]], context: list[dict[str, Any]]

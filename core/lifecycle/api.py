@@ -448,20 +448,22 @@ def _hook_lines(h: IndexHook) -> tuple[str, str]:
 
 def _llm_relevance(llm: Any, topics: list[str], files: list[FileRow], timeout: float) -> dict[str, float] | None:
     """Ask the LLM for a relevance in [0, 1] per file; None on any failure (the caller falls back)."""
+    from ..llm import ask_json  # here, not at the top: this function is all this module asks of an LLM
+
     listing = "\n".join(f'- id "{f.id}": {f.title} — {f.abstract[:300]}' for f in files)
     prompt = ("Recent topics of this user:\n" + "\n".join(f"- {t}" for t in topics) +
               "\n\nMemory files:\n" + listing +
               '\n\nFor each memory file, how relevant is it to the recent topics (0 = not at all, 1 = very)? '
               'Answer with JSON only: {"scores": {"<file id>": <number between 0 and 1>, ...}}')
     schema = {"type": "object", "properties": {"scores": {"type": "object"}}, "required": ["scores"]}
+
+    def relevance(value: dict[str, Any]) -> dict[str, float]:
+        out = {f.id: float(value["scores"][f.id]) for f in files}
+        if not all(0.0 <= v <= 1.0 for v in out.values()):
+            raise ValueError("every score must be a number between 0 and 1")
+        return out
+
     try:
-        text = llm.complete(prompt, json_schema=schema, timeout=timeout)
-        start, end = text.find("{"), text.rfind("}")
-        data = json.loads(text[start:end + 1])
-        scores = data["scores"]
-        out = {f.id: float(scores[f.id]) for f in files}
-    except Exception:
+        return ask_json(llm, prompt, validate=relevance, timeout=timeout, json_schema=schema)
+    except Exception:  # noqa: BLE001 -- any failure of the model: the caller ranks by retrieval instead
         return None
-    if not all(0.0 <= v <= 1.0 for v in out.values()):
-        return None
-    return out

@@ -48,14 +48,27 @@ from __future__ import annotations
 import json
 import math
 import re
-import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Final, Protocol
+from dataclasses import dataclass
+from typing import Any, Final
 
-from memory_ext.llm import LLM, call_with_timeout
-from memory_ext.plan.llm_planner import parse_json_object
-from memory_ext.text.entities import EN_STOP_CAPS, extract_entities, extract_tags
+from memory_ext.lifecycle.turn_signals import (
+    DECISION_RE,
+    EnZhPattern,
+    PlainTurn,
+    TurnInfo,
+    TurnLike,
+    analyze_turn,
+    is_chat_only,
+    is_chitchat,
+    is_high_value,
+    looks_like_json,
+    turn_tags,
+)
+from memory_ext.llm import LLM, InvalidAnswer, ask_json
+from memory_ext.text.entities import EN_STOP_CAPS, extract_entities
+from memory_ext.text.script import CJK_RE
+from memory_ext.text.sentences import is_question, sentences
 from memory_ext.text.tokenize import cjk_ratio, estimate_tokens, tokenize
 
 __all__ = [
@@ -86,45 +99,6 @@ MAX_TAGS: Final = 12
 ENTITY_MAX_CHARS: Final = 60
 
 
-# ------------------------------------------------------------------------------------------------- types
-
-
-class TurnLike(Protocol):
-    """What the summary reads of a turn (the engine's ``TurnRow`` has it; read-only is enough)."""
-
-    @property
-    def role(self) -> str: ...
-    @property
-    def speaker(self) -> str | None: ...
-    @property
-    def content(self) -> str: ...
-    @property
-    def ts(self) -> float | None: ...
-    @property
-    def tool_calls(self) -> Sequence[Mapping[str, Any]]: ...
-    @property
-    def attachments(self) -> Sequence[Mapping[str, Any]]: ...
-    @property
-    def metadata(self) -> Mapping[str, Any]: ...
-
-
-@dataclass(frozen=True)
-class PlainTurn:
-    """A minimal :class:`TurnLike`, for callers without a stored turn (and for examples and tests).
-
-    >>> PlainTurn("ok").role
-    'user'
-    """
-
-    content: str
-    role: str = "user"
-    speaker: str | None = None
-    ts: float | None = None
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    attachments: list[dict[str, Any]] = field(default_factory=list)
-    metadata: dict[str, Any] = field(default_factory=dict)
-
-
 @dataclass(frozen=True)
 class HookSummary:
     """The summary shown in an index hook.
@@ -144,47 +118,9 @@ class HookSummary:
 
 # --------------------------------------------------------------------------------------------- patterns
 
-_FENCE_RE: Final = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
-_INDENTED_RE: Final = re.compile(r"(?:^(?: {4}|\t)[^\n]*[(){}\[\]=;:][^\n]*\n?){2,}", re.MULTILINE)
-_CODE_LINE_RE: Final = re.compile(
-    r"^\s*(?:def\s+\w+\s*\(|class\s+\w+\s*[(:]|import\s+[\w.]+\s*$|from\s+[\w.]+\s+import\s"
-    r"|(?:const|let|var)\s+\w+\s*=|function\s+\w+\s*\(|#include\s*<)",
-    re.MULTILINE,
-)
-_URL_RE: Final = re.compile(r"\bhttps?://\S+|\bwww\.[^\s/]+\.\S+", re.IGNORECASE)
-class _EnZh:
-    """An English pattern run on the lower-cased text (no IGNORECASE, anchored at word starts: several times
-    faster than one case-insensitive alternation) and a Chinese one run only on non-ASCII text."""
-
-    __slots__ = ("en", "zh")
-
-    def __init__(self, en: str, zh: str = "") -> None:
-        self.en = re.compile(rf"(?<![^\W_])(?:{en})")
-        self.zh = re.compile(zh) if zh else None
-
-    def search(self, text: str) -> bool:
-        if self.en.search(text.lower()):
-            return True
-        return self.zh is not None and not text.isascii() and self.zh.search(text) is not None
-
-
-_DECISION_RE: Final = _EnZh(
-    r"(?:we|i)(?:['’]ve| have)?\s+(?:finally\s+|just\s+)?decided\b|decided\s+(?:to|on|that)\b"
-    r"|let['’]?s\s+(?:go\s+with|use|pick|take|book)\b|(?:i|we)['’]ll\s+(?:use|go\s+with|take|pick)\b"
-    r"|(?:i|we)\s+will\s+(?:use|go\s+with)\b|settled\s+on\b|we\s+agreed\b|final\s+decision\b"
-    r"|we['’]re\s+going\s+with\b|decision\s*:",
-    r"决定|就用|就选|就定|就订|定下来|确定了|选定|敲定",
-)
-_ERROR_RE: Final = _EnZh(
-    r"traceback \(most recent call last\)|[a-z]{2,}(?:error|exception)\b|(?:failed|failure|fails)\b"
-    r"|error\s*[:\d]|exit (?:code|status) [1-9]",
-    r"报错|错误|失败|异常|出错",
-)
-_JSON_ERROR_RE: Final = re.compile(r'"(?:error|errors|exception)"\s*:(?!\s*(?:null|false|\[\]|\{\}|""))')
-_THINKING_KEYS: Final = ("thinking", "reasoning", "reasoning_content", "thoughts", "chain_of_thought")
 # Numbers, money, clock times, dates (English and Chinese).
 _NUMBER_RE: Final = re.compile(r"\d|[二两三四五六七八九十百千万]+[个只条位本件张次天年岁公米元块万千点号月]")
-_DATE_RE: Final = _EnZh(
+_DATE_RE: Final = EnZhPattern(
     r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d{1,2}\b"
     r"|\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b"
     r"|(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|tomorrow|tonight|next\s+(?:week|month|year))\b"
@@ -192,54 +128,24 @@ _DATE_RE: Final = _EnZh(
     r"[0-9一二三四五六七八九十]+月[0-9一二三四五六七八九十]+[日号]|(?:下|这|上)?(?:周|星期|礼拜)[一二三四五六日天]"
     r"|明天|后天|下周|下个月|明年|[0-9一二三四五六七八九十]+点",
 )
-_GREETING_RE: Final = _EnZh(
+_GREETING_RE: Final = EnZhPattern(
     r"how\s+are\s+you\b|hope\s+you(?:['’]re|\s+are)\s+(?:doing\s+)?(?:well|good|great|fine)\b"
     r"|(?:i['’]m|i\s+am)\s+(?:doing\s+)?(?:well|good|great|fine)\b"
     r"|nice\s+to\s+(?:meet|see|hear)\b|how['’]s\s+it\s+going\b|good\s+(?:morning|afternoon|evening)\b",
     r"你好|您好|最近怎么样|好久不见|早上好|晚上好",
 )
-_FILLER_RE: Final = _EnZh(
+_FILLER_RE: Final = EnZhPattern(
     r"let\s+me\s+(?:check|search|look|see|find|think)\b|one\s+moment\b|give\s+me\s+a\s+(?:second|moment)\b"
     r"|here\s+(?:is|are)\s+(?:the|some|what)\b|happy\s+to\s+help\b|how\s+can\s+i\s+help\b",
     r"稍等|我查一下|我来查|我看看|我找找|让我想想",
 )
-
-# Chit-chat vocabulary: greetings, acknowledgements, thanks, laughter, and the filler words they combine with
-# ("thank you so much", "sounds good to me", "hi there"). "no"/"nope" are left out on purpose: a refusal is
-# information.
-_CHAT_WORDS: Final = frozenset(
-    """
-    ok okay k kk okey okie oki alright allright right sure yes yeah yep yup ya yah aye fine
-    hi hello hey heya hiya howdy yo there everyone all guys folks bye goodbye cya later soon night morning
-    afternoon evening good great nice cool awesome perfect excellent lovely wonderful amazing fantastic
-    thanks thank thx ty tysm tnx cheers appreciated appreciate it you very much so lot a lots ton tons
-    welcome np problem worries no-problem got understood noted roger copy gotcha makes sense sounds seems
-    that's thats this is me to for the indeed exactly totally absolutely definitely of course true agreed
-    lol lmao haha hahaha hehe heh hah xd wow oh ah ahh ooh aw aww hmm hm mm mhm uh um umm yay woo
-    see ya again talk take care have day weekend will do too same back i i'm we you're it's that's
-    """.split()  # noqa: SIM905  (a word list reads better as text)
-)
-# "of course" and friends are words of the set; "no problem" needs "no" only after it is tokenised together.
-_CHAT_PHRASES_EN: Final = re.compile(r"\bno\s+(?:problem|worries|prob|probs)\b", re.IGNORECASE)
-_ZH_CHAT: Final = (
-    "没问题|不客气|不用谢|辛苦了|辛苦啦|知道了|明白了|收到了|好的呀|好滴|好嘞|好哒|好吧|好呀|好的|好啊|好"
-    "|嗯嗯|嗯|哦哦|哦|噢|喔|啊|呀|哈哈|哈|嘿|嗨|哇|呵呵|嘻嘻|谢谢你|谢谢|多谢|感谢|谢啦|谢了|你好|您好|大家好"
-    "|早上好|晚上好|早安|晚安|早|拜拜|再见|回见|可以|行|成|对的|对|是的|是|了解|明白|收到|懂了|"
-    "了|啦|吧|呢|的|哟|咯|喽|么|嘛|非常|太|很|真|哒"
-)
-_ZH_CHAT_RE: Final = re.compile(rf"(?:{_ZH_CHAT})+")
-_EMOTICON_RE: Final = re.compile(r"[:;=8xX][-'^]?[)(\]\[dDpP/\\|*oO3]+|<3|\^_*\^|:\w+:")
-_WORDISH_RE: Final = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
-
-_SENT_SPLIT_RE: Final = re.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+|(?<=[。！？；])|\n+")
-_ZH_QUESTION_END_RE: Final = re.compile(r"[吗呢嘛][？?。]?$")
 _CURRENCY_CODES: Final = frozenset(("EUR", "USD", "GBP", "JPY", "CNY", "RMB", "CHF", "AUD", "CAD", "HKD", "SGD", "KRW",
                                      "INR"))
 _CURRENCY_AMOUNT_RE: Final = re.compile(
     r"(?<![\w.])\d[\d,]*(?:\.\d+)?\s?(?:EUR|USD|GBP|JPY|CNY|RMB|CHF|AUD|CAD|HKD|SGD|KRW|INR)\b"
     r"|\b(?:EUR|USD|GBP|JPY|CNY|RMB|CHF|AUD|CAD|HKD|SGD|KRW|INR)\s?\d[\d,]*(?:\.\d+)?(?![\w.])")
 _LATIN_NAME_IN_CJK_RE: Final = re.compile(r"(?<![A-Za-z0-9_])[A-Z][A-Za-z0-9+#]*[A-Za-z0-9+#](?![A-Za-z0-9_])")
-_CJK_CHAR_RE: Final = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\u3040-\u30ff\uac00-\ud7af]")
+_CJK_CHAR_RE: Final = CJK_RE
 _END_PUNCT: Final = ".!?…。！？；;:"
 _END_PUNCT_TUPLE: Final = tuple(_END_PUNCT)
 _EN_LEAD_RE: Final = re.compile(
@@ -259,12 +165,7 @@ _DANGLING: Final = frozenset(
     ("a", "an", "the", "on", "of", "in", "at", "to", "for", "with", "from", "by", "and", "or", "but", "my", "our",
      "your", "their", "his", "her", "its", "this", "that", "is", "are", "was", "were", "be", "as", "into"))
 _CLAUSE_RE: Final = re.compile(r"[,;:，；：、]\s*|\s+[-–—]\s+|\s+(?:and|but|so|because|which)\s+")
-
-
-# ------------------------------------------------------------------------------------------ turn helpers
-
-
-def _tool_names(turn: TurnLike) -> list[str]:
+def tool_names(turn: TurnLike) -> list[str]:
     names = []
     for call in turn.tool_calls or ():
         if not isinstance(call, Mapping):
@@ -274,8 +175,6 @@ def _tool_names(turn: TurnLike) -> list[str]:
         if isinstance(name, str) and name.strip():
             names.append(name.strip())
     return names
-
-
 def _tool_args(call: Mapping[str, Any]) -> Mapping[str, Any] | None:
     fn = call.get("function")
     args = call.get("arguments", call.get("args", call.get("input")))
@@ -287,159 +186,6 @@ def _tool_args(call: Mapping[str, Any]) -> Mapping[str, Any] | None:
         except ValueError:
             return None
     return args if isinstance(args, Mapping) else None
-
-
-def _has_code(text: str) -> bool:
-    return "```" in text or bool(_INDENTED_RE.search(text)) or bool(_CODE_LINE_RE.search(text))
-
-
-def _looks_like_json(text: str) -> bool:
-    s = text.strip()
-    if not s or s[0] not in "{[":
-        return False
-    if len(s) > 200:  # a large payload: not prose whether or not it parses
-        return True
-    try:
-        json.loads(s)
-    except ValueError:
-        return False
-    return True
-
-
-def _strip_code(text: str) -> str:
-    """The prose of ``text``: fenced and indented code blocks, code lines and URLs removed."""
-    if "```" in text:
-        text = _FENCE_RE.sub("\n", text)
-    if "    " in text or "\t" in text:
-        text = _INDENTED_RE.sub("\n", text)
-    if _CODE_LINE_RE.search(text):
-        text = "\n".join(line for line in text.split("\n") if not _CODE_LINE_RE.match(line))
-    return text
-
-
-def _chat_only(text: str) -> bool:
-    """Whether ``text`` holds nothing but greetings, acknowledgements, thanks, laughter, emoji or punctuation."""
-    if len(text) > 160:
-        return False
-    t = _EMOTICON_RE.sub(" ", text).lower()
-    if not t.isascii():
-        t = _ZH_CHAT_RE.sub(" ", t)
-    if "no" in t:
-        t = _CHAT_PHRASES_EN.sub(" ", t)
-    # emoji, punctuation and symbols are not words; a digit, a CJK character left over or any other word is content
-    return all(w.replace("’", "'") in _CHAT_WORDS for w in _WORDISH_RE.findall(t))
-
-
-# ------------------------------------------------------------------------------------------ public turn API
-
-
-@dataclass(frozen=True)
-class _TurnInfo:
-    """What the summary needs of one turn, computed once."""
-
-    tags: list[str]
-    code: bool
-    chitchat: bool
-    prose: str  # the text that may become sentences: no code, no JSON payload, nothing of system turns
-
-
-def _analyze(turn: TurnLike) -> _TurnInfo:
-    content = turn.content or ""
-    payload = _looks_like_json(content)
-    code = not payload and _has_code(content)
-    prose = "" if payload else _strip_code(content) if code else content
-    tags: list[str] = []
-    if turn.tool_calls or turn.role == "tool":
-        tags.append("tool_call")
-    if code:
-        tags.append("code_block")
-    content_tags = extract_tags(prose) if prose else []
-    url = "url" in content_tags or ("http" in content or "www." in content) and bool(_URL_RE.search(content))
-    if url:
-        tags.append("url")
-    if "question" in content_tags:
-        tags.append("question")
-    if turn.attachments:
-        tags.append("attachment")
-    if prose and _DECISION_RE.search(prose):
-        tags.append("decision")
-    if (_ERROR_RE.search(content) or payload and _JSON_ERROR_RE.search(content)
-            or any(isinstance(c, Mapping) and c.get("error") for c in turn.tool_calls or ())):
-        tags.append("error")
-    metadata = turn.metadata or {}
-    if any(metadata.get(key) for key in _THINKING_KEYS):
-        tags.append("thinking")
-    tags.extend(t for t in content_tags if t not in tags and t not in ("url", "question", "code"))
-    if "code" in content_tags and not code:  # inline code: `x`, a.b(), =>
-        tags.append("code")
-    chitchat = (not (turn.tool_calls or turn.attachments or turn.role == "tool" or code or url or payload)
-                and _chat_only(content))
-    if turn.role == "system":
-        prose = ""
-    return _TurnInfo(tags=tags, code=code, chitchat=chitchat, prose=prose)
-
-
-def turn_tags(turn: TurnLike) -> list[str]:
-    """Tags of one turn: structural ones first, then the content tags of ``extract_tags``.
-
-    ``tool_call`` (tool calls, or a ``tool`` turn), ``code_block`` (fences, indented code, code lines),
-    ``url``, ``question``, ``attachment``, ``decision`` ("we decided", "let's go with", "I'll use", 决定,
-    就用), ``error`` (tracebacks, "...Error", "failed", 报错, an ``"error"`` key in a JSON tool result),
-    ``thinking`` (metadata holds thinking or reasoning), then ``extract_tags``' content tags of the prose
-    (``number``, ``plan``, ``preference``, ``emotion``, ``event``; ``code`` for inline code outside a code
-    block). A JSON payload (a tool result) gets no content tags.
-
-    >>> turn_tags(PlainTurn("Let's go with Postgres? See https://example.com", metadata={"reasoning": "..."}))
-    ['url', 'question', 'decision', 'thinking']
-    >>> turn_tags(PlainTurn("```py\\nraise ValueError('x')\\n```"))
-    ['code_block', 'error']
-    """
-    return list(_analyze(turn).tags)
-
-
-def is_chitchat(turn: TurnLike) -> bool:
-    """Whether the turn carries no information at all.
-
-    True only without tool calls (and not a ``tool`` turn), attachments, code or links, when the content is
-    nothing but greetings, acknowledgements, thanks, laughter or emoji, in English or Chinese. A refusal
-    ("no", "不行") is information, so it is not chit-chat; an empty turn is.
-
-    >>> [is_chitchat(PlainTurn(t)) for t in ["ok", "thanks! 👍", "好的，谢谢", "ok, book the 9am flight"]]
-    [True, True, True, False]
-    """
-    if turn.tool_calls or turn.attachments or turn.role == "tool":
-        return False
-    content = turn.content or ""
-    if not _chat_only(content):  # the cheap test first: most turns fail it
-        return False
-    return not (_has_code(content) or _URL_RE.search(content))
-
-
-def _importance(metadata: Mapping[str, Any]) -> float | None:
-    value = metadata.get("importance")
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-        return None
-    if isinstance(value, float) and 0.0 < value <= 1.0:  # a fraction (the records' 0.5 scale)
-        return value * 100.0
-    return float(value)
-
-
-def is_high_value(turn: TurnLike, *, importance_threshold: int = 70) -> bool:
-    """Whether the turn should be kept in full: tool calls, code, attachments, decisions, or
-    ``metadata["importance"] >= importance_threshold`` (0-100; a float in (0, 1] counts as a fraction).
-
-    >>> is_high_value(PlainTurn("We decided to use SQLite.")), is_high_value(PlainTurn("nice weather"))
-    (True, False)
-    >>> is_high_value(PlainTurn("note", metadata={"importance": 85}))
-    True
-    """
-    if turn.tool_calls or turn.role == "tool" or turn.attachments:
-        return True
-    content = turn.content or ""
-    if _DECISION_RE.search(content) or _has_code(content) and not _looks_like_json(content):
-        return True
-    importance = _importance(turn.metadata or {})
-    return importance is not None and importance >= importance_threshold
 
 
 # ------------------------------------------------------------------------------------------ sentences
@@ -460,8 +206,8 @@ class _Sentence:
 
 def _split_sentences(text: str) -> list[str]:
     out = []
-    for part in _SENT_SPLIT_RE.split(text):
-        part = part.strip(" \t\r\n-*•>#")
+    for s in sentences(text, hard="。！？；", soft=".!?…", closers="\"'”’)]"):
+        part = s.text.strip(" \t\r\n-*•>#")
         if len(part) >= 2:
             out.append(part)
     return out
@@ -514,14 +260,14 @@ def _entities(prose: str, known: set[str]) -> list[str]:
     return out
 
 
-def _collect(turns: Sequence[TurnLike]) -> tuple[list[_Sentence], list[_TurnInfo], list[list[str]]]:
+def _collect(turns: Sequence[TurnLike]) -> tuple[list[_Sentence], list[TurnInfo], list[list[str]]]:
     """The sentences, the analysis of each turn and the entities of each turn."""
     sentences: list[_Sentence] = []
-    infos: list[_TurnInfo] = []
+    infos: list[TurnInfo] = []
     entities: list[list[str]] = []
     known = {t.speaker for t in turns if t.speaker}
     for ti, turn in enumerate(turns):
-        info = _analyze(turn)
+        info = analyze_turn(turn)
         infos.append(info)
         prose = info.prose if info.prose.strip() and not info.chitchat else ""
         entities.append(_entities(prose, known) if prose else [])
@@ -533,7 +279,7 @@ def _collect(turns: Sequence[TurnLike]) -> tuple[list[_Sentence], list[_TurnInfo
             for name in names:  # "Hello Lena!" is a greeting: names alone are no content
                 if name in bare:
                     bare = bare.replace(name, " ")
-            if _chat_only(bare):
+            if is_chat_only(bare):
                 continue
             toks = frozenset(tokenize(text))
             if toks:
@@ -541,7 +287,7 @@ def _collect(turns: Sequence[TurnLike]) -> tuple[list[_Sentence], list[_TurnInfo
     return sentences, infos, entities
 
 
-def _score(sentences: list[_Sentence], turns: Sequence[TurnLike], infos: list[_TurnInfo],
+def _score(sentences: list[_Sentence], turns: Sequence[TurnLike], infos: list[TurnInfo],
            entities: list[list[str]]) -> None:
     """Set each sentence's ``score`` (abstract), ``topic_score`` (title) and ``fact_score`` (key facts)."""
     n = len(sentences)
@@ -561,8 +307,8 @@ def _score(sentences: list[_Sentence], turns: Sequence[TurnLike], infos: list[_T
         ents = sum(1 for e in entities[s.turn] if e.lower() in lower)
         number = bool(_NUMBER_RE.search(text))
         date = bool(_DATE_RE.search(text))
-        s.decision = bool(_DECISION_RE.search(text))
-        s.question = text.endswith(("?", "？")) or bool(_ZH_QUESTION_END_RE.search(text))
+        s.decision = bool(DECISION_RE.search(text))
+        s.question = is_question(text)
         pref = "preference" in tags or "plan" in tags or "event" in tags
         tool = bool(turn.tool_calls)
         bonus = (1.0 + 0.25 * min(ents, 3) + 0.3 * number + 0.3 * date + 0.6 * s.decision + 0.25 * tool
@@ -679,7 +425,7 @@ def _tool_fact(turns: Sequence[TurnLike]) -> str | None:
         for call in turn.tool_calls or ():
             if not isinstance(call, Mapping):
                 continue
-            names = _tool_names(PlainTurn("", tool_calls=[dict(call)]))
+            names = tool_names(PlainTurn("", tool_calls=[dict(call)]))
             if not names or names[0] in seen:
                 continue
             args = _tool_args(call)
@@ -811,20 +557,20 @@ _TURN_MAX_CHARS: Final = 1500
 _TOOL_RESULT_MAX_CHARS: Final = 300
 
 
-class _InvalidHook(ValueError):
+class _InvalidHook(InvalidAnswer):
     """The LLM's answer is not a usable summary (after repair)."""
 
 
 def _render_turn(i: int, turn: TurnLike) -> str:
     who = turn.role + (f" ({turn.speaker})" if turn.speaker else "")
     content = (turn.content or "").strip()
-    limit = _TOOL_RESULT_MAX_CHARS if turn.role == "tool" or _looks_like_json(content) else _TURN_MAX_CHARS
+    limit = _TOOL_RESULT_MAX_CHARS if turn.role == "tool" or looks_like_json(content) else _TURN_MAX_CHARS
     if len(content) > limit:
         content = content[:limit] + f" … [{len(content) - limit} characters cut]"
     parts = [f"[{i}] {who}: {content}"]
     for call in turn.tool_calls or ():
         if isinstance(call, Mapping):
-            name = (_tool_names(PlainTurn("", tool_calls=[dict(call)])) or ["?"])[0]
+            name = (tool_names(PlainTurn("", tool_calls=[dict(call)])) or ["?"])[0]
             args = json.dumps(_tool_args(call) or {}, ensure_ascii=False, default=str)
             parts.append(f"    -> called {name} {args[:200]}")
     if turn.attachments:
@@ -919,11 +665,7 @@ def _tag(text: str) -> str:
     return re.sub(r"[\s\-]+", "_", text.strip().lower().lstrip("#"))[:40]
 
 
-def _validate(answer: str, heuristic_tags: list[str]) -> tuple[str, str, list[str], list[str], list[str]]:
-    try:
-        obj = parse_json_object(answer)
-    except ValueError as exc:
-        raise _InvalidHook(str(exc)) from None
+def _validate(obj: dict[str, Any], heuristic_tags: list[str]) -> tuple[str, str, list[str], list[str], list[str]]:
     title = obj.get("title")
     if not isinstance(title, str) or not title.strip():
         raise _InvalidHook('"title" must be a non-empty string')
@@ -965,38 +707,14 @@ def summarize_with_llm(turns: Sequence[TurnLike], llm: LLM, *, timeout: float = 
     llm_id = str(getattr(llm, "id", type(llm).__name__))
     try:
         heuristic_tags = _merge_tags([turn_tags(t) for t in turns])
-        deadline = time.monotonic() + timeout
         transcript, left_out = _render(turns, max_input_tokens)
         schema = hook_json_schema()
         prompt = _prompt(transcript, len(turns), left_out, schema)
-        answer = _ask(llm, llm_id, prompt, schema, deadline, timeout)
-        try:
-            fields = _validate(answer, heuristic_tags)
-        except _InvalidHook as first:
-            retry = (f"{prompt}\n\nYour previous answer was not valid: {first}\n"
-                     f"Previous answer: {answer[:500]!r}\nAnswer again with only the JSON object.")
-            try:
-                fields = _validate(_ask(llm, llm_id, retry, schema, deadline, timeout), heuristic_tags)
-            except _InvalidHook as second:
-                raise _InvalidHook(f"invalid answer, also after one retry: {second}") from None
+        fields = ask_json(llm, prompt, validate=lambda obj: _validate(obj, heuristic_tags), timeout=timeout,
+                          system=_SYSTEM, json_schema=schema, invalid=_InvalidHook)
     except Exception as exc:  # noqa: BLE001  any failure of the model degrades to the heuristic, reported
         kind = "InvalidAnswer" if isinstance(exc, _InvalidHook) else type(exc).__name__
         return summarize(turns), f"LLM failed ({kind}: {exc}); used the heuristic summary"
     title, abstract, facts, entities, tags = fields
     return HookSummary(title=title, abstract=abstract, key_facts=tuple(facts), entities=tuple(entities),
                        tags=tuple(tags), source=llm_id), None
-
-
-def _ask(llm: LLM, llm_id: str, prompt: str, schema: Mapping[str, Any], deadline: float, timeout: float) -> str:
-    remaining = deadline - time.monotonic()
-    if remaining <= 0:
-        raise TimeoutError(f"no answer within {timeout:g} s")
-    try:
-        answer = call_with_timeout(
-            lambda: llm.complete(prompt, system=_SYSTEM, json_schema=schema, timeout=remaining),
-            remaining, f"LLM {llm_id!r}")
-    except TimeoutError:
-        raise TimeoutError(f"no answer within {timeout:g} s") from None
-    if not isinstance(answer, str):
-        raise _InvalidHook(f"the LLM returned {type(answer).__name__}, not text")
-    return answer

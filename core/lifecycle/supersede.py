@@ -1,17 +1,20 @@
 """Supersession at write time: a new statement of the same subject and attribute with another value replaces
 the old one ("I moved to Berlin" after "I live in Paris").
 
-Claims are extracted from user turns (:mod:`memory_ext.lifecycle.conflicts`, rules in English and Chinese) and
-kept in the ``claims`` table keyed by holder (the speaker, or the role when unnamed), subject and attribute. When
-a new claim conflicts with an older one, the older record gets ``valid_to`` (the new statement's time) and
-``superseded_by`` (the new record's id). Nothing is deleted: ``search(..., as_of=...)`` still finds what was true
-then, and a plain search ranks the replacing record above the replaced one.
+Claims come from one extractor, :mod:`memory_ext.ingest.claims` (rules in English and Chinese): read here from
+user turns, and carried by the fact and preference records derived from them (``record["claims"]``,
+:mod:`memory_ext.ingest.kinds`). They are kept in the ``claims`` table keyed by holder (the speaker, or the role
+when unnamed), subject and attribute. When a new claim conflicts with an older one
+(:func:`memory_ext.lifecycle.conflicts.conflicts`), the older record -- the turn, and the fact record derived
+from it -- gets ``valid_to`` (the new statement's time) and ``superseded_by`` (the new record's id). Nothing is
+deleted: ``search(..., as_of=...)`` still finds what was true then, and a plain search ranks the replacing record
+above the replaced one.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .conflicts import Claim, conflicts, extract_claims
@@ -22,24 +25,30 @@ CLAIM_ROLES = ("user",)
 """Roles whose statements about themselves and others are tracked (assistants' words are not the user's facts)."""
 
 
-def supersede(conn: sqlite3.Connection, ns_id: int, records: Sequence[dict[str, Any]], rids: Sequence[int]) -> int:
-    """Record the claims of new turn records and supersede older conflicting ones; returns how many were."""
-    changed = 0
-    pending = sorted(((r, rid) for r, rid in zip(records, rids, strict=True)
-                      if r.get("kind") == "turn" and r.get("source_role") in CLAIM_ROLES),
+def supersede(conn: sqlite3.Connection, ns_id: int, records: Sequence[Mapping[str, Any]], rids: Sequence[int], *,
+              derived: Sequence[Mapping[str, Any]] = (), derived_rids: Sequence[int] = ()) -> int:
+    """Record the claims of new records and supersede older conflicting ones; returns how many records were.
+
+    ``records``/``rids`` are the new turn records (their claims are read from their text); ``derived``/
+    ``derived_rids`` the records derived from the new turns (only those with ``claims`` count: facts and
+    preferences), so a derived fact is superseded as its turn is. Statements are applied in time order.
+    """
+    pending: list[tuple[Mapping[str, Any], int, Sequence[Claim] | None]] = [
+        (r, rid, None) for r, rid in zip(records, rids, strict=True) if r.get("kind") == "turn"]
+    pending += [(r, rid, r["claims"]) for r, rid in zip(derived, derived_rids, strict=True) if r.get("claims")]
+    pending = sorted((p for p in pending if p[0].get("source_role") in CLAIM_ROLES),
                      key=lambda p: (p[0].get("ref_ts") or 0.0, p[1]))
-    for rec, rid in pending:
-        claims = extract_claims(rec["text"], speaker=rec.get("speaker"))
-        if not claims:
-            continue
+    changed = 0
+    for rec, rid, given in pending:
+        claims = given if given is not None else extract_claims(rec["text"], speaker=rec.get("speaker"))
         holder = rec.get("speaker") or rec.get("source_role") or "user"
         ts = rec.get("ref_ts")
         for c in claims:
             rows = conn.execute(
-                "SELECT c.rid, c.value, c.negated, c.ts, r.id FROM claims c JOIN records r ON r.rid = c.rid"
+                "SELECT c.rid, c.value, c.negated, c.ts FROM claims c JOIN records r ON r.rid = c.rid"
                 " WHERE c.ns_id=? AND c.holder=? AND c.subject=? AND c.attribute=? AND r.superseded_by IS NULL"
                 " AND c.rid != ?", (ns_id, holder, c.subject, c.attribute, rid)).fetchall()
-            for old_rid, value, negated, old_ts, _old_id in rows:
+            for old_rid, value, negated, old_ts in rows:
                 old = Claim(subject=c.subject, attribute=c.attribute, value=value, negated=bool(negated))
                 if not conflicts(c, old):
                     continue

@@ -14,6 +14,7 @@ from datetime import datetime
 
 from ..models import ActionState, EvidenceRoute, SearchPlan
 from ..text.entities import query_names
+from ..text.sentences import is_question, split_sentences
 from ..text.timeexpr import extract_times
 
 __all__ = ["classify_question", "conversation_parts", "plan_search", "split_sentences"]
@@ -26,7 +27,6 @@ FOCUS_SENTENCES = 2
 """The focus route searches the query's last sentences: where a long conversation currently is."""
 OPENING_MIN_CHARS = 15
 """The opening route searches the query's first sentences (at least this many characters): the topic raised."""
-_SENTENCE_END = re.compile(r"(?<=[。！？!?；;…])\s*|(?<=\.)\s+|\n+")
 
 _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("prior_assistant_response", re.compile(
@@ -45,17 +45,6 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"\b(should i|recommend|suggest|advice|what would you|any ideas|help me (choose|pick|decide))\b|"
         r"建议|推荐|应该|怎么办|帮我(选|挑|决定)", re.I)),
 )
-_QUESTION = re.compile(r"^\s*(who|what|where|which|why|how|is|are|was|were|do|does|did|can|could|would)\b|[?？]\s*$|"
-                       r"什么|谁|哪|为什么|怎么|吗", re.I)
-
-
-def split_sentences(text: str) -> list[str]:
-    """The sentences of ``text`` (Chinese and latin terminators), stripped, empty ones dropped.
-
-    >>> split_sentences("我今天去了公园！你喜欢公园吗？喜欢。")
-    ['我今天去了公园！', '你喜欢公园吗？', '喜欢。']
-    """
-    return [s for s in (part.strip() for part in _SENTENCE_END.split(text)) if s]
 
 
 def conversation_parts(query: str) -> tuple[str, str] | None:
@@ -85,7 +74,7 @@ def classify_question(query: str) -> str:
     for name, pattern in _RULES:
         if pattern.search(query):
             return name
-    return "single" if _QUESTION.search(query) else "other"
+    return "single" if is_question(query, loose=True) else "other"
 
 
 def plan_search(query: str, *, now: datetime | None, speakers: Sequence[str],

@@ -29,11 +29,9 @@ state, speakers, day of ``now``). On any error or timeout it returns the fallbac
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta
@@ -43,7 +41,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from pydantic import ValidationError as PydanticValidationError
 
 from ..errors import ConfigError
-from ..llm import LLM, call_with_timeout
+from ..llm import LLM, InvalidAnswer, ask_json, parse_json_object
 from ..models import ActionState, ChannelError, EvidenceRoute, SearchPlan
 from .heuristic import plan_search
 from .strategy import QUESTION_TYPES
@@ -209,82 +207,13 @@ class _Plan(BaseModel):
         return key
 
 
-class _InvalidAnswer(ValueError):
+class _InvalidAnswer(InvalidAnswer):
     """The LLM's answer is not a usable plan (after repair)."""
 
 
-_FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)```", re.DOTALL)
-_TRAILING_COMMA = re.compile(r",\s*([}\]])")
-_PY_LITERALS = re.compile(r"(\"(?:\\.|[^\"\\])*\"|'(?:\\.|[^'\\])*')|\b(true|false|null)\b")
-
-
-def _first_object(text: str) -> str | None:
-    """The first balanced ``{...}`` in ``text`` (quotes of either kind respected), or None."""
-    start = text.find("{")
-    if start < 0:
-        return None
-    depth, quote, escaped = 0, "", False
-    for i in range(start, len(text)):
-        ch = text[i]
-        if quote:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == quote:
-                quote = ""
-        elif ch in "\"'":
-            quote = ch
-        elif ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                return text[start:i + 1]
-    return None
-
-
-def parse_json_object(text: str) -> dict[str, Any]:
-    """The JSON object in an LLM answer, repairing code fences, surrounding prose, single quotes and trailing
-    commas. Raises ``ValueError`` when no object can be recovered.
-
-    >>> parse_json_object("Sure! ```json\\n{'a': true, 'b': [1, 2,],}\\n``` Hope this helps.")
-    {'a': True, 'b': [1, 2]}
-    """
-    if not isinstance(text, str):
-        raise _InvalidAnswer(f"the LLM returned {type(text).__name__}, not text")
-    fenced = _FENCE.search(text)
-    candidates = [text.strip()]
-    if fenced:
-        candidates.append(fenced.group(1).strip())
-    for source in list(candidates):
-        obj = _first_object(source)
-        if obj:
-            candidates.append(obj)
-    for candidate in candidates:
-        for attempt in (candidate, _TRAILING_COMMA.sub(r"\1", candidate)):
-            try:
-                value = json.loads(attempt)
-            except ValueError:
-                continue
-            if isinstance(value, dict):
-                return value
-    for candidate in candidates[1:] or candidates:  # Python-style dicts: single quotes, True/None
-        literal = _PY_LITERALS.sub(lambda m: m.group(1) or {"true": "True", "false": "False", "null": "None"}
-                                   [m.group(2)], _TRAILING_COMMA.sub(r"\1", candidate))
-        try:
-            value = ast.literal_eval(literal)
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
-            continue
-        if isinstance(value, dict):
-            return value
-    raise _InvalidAnswer("no JSON object found in the answer" if "{" not in text else
-                         "the answer's JSON object does not parse")
-
-
-def _validate(answer: str) -> _Plan:
+def _validate(value: Any) -> _Plan:
     try:
-        return _Plan.model_validate(parse_json_object(answer))
+        return _Plan.model_validate(value)
     except PydanticValidationError as exc:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'answer'}: {e['msg']}"
                              for e in exc.errors()[:5])
@@ -373,33 +302,10 @@ class LLMPlanner:
     # -- the model call ---------------------------------------------------------------------------------------
     def _plan_with_llm(self, query: str, *, now: datetime | None, speakers: tuple[str, ...],
                        action_state: ActionState | None) -> SearchPlan:
-        deadline = time.monotonic() + self.timeout_s
         prompt = self._prompt(query, now, speakers, action_state)
-        answer = self._ask(prompt, deadline)
-        try:
-            parsed = _validate(answer)
-        except _InvalidAnswer as first:
-            retry = (f"{prompt}\n\nYour previous answer was not a valid plan: {first}\n"
-                     f"Previous answer: {answer[:500]!r}\nAnswer again with only the JSON object.")
-            try:
-                parsed = _validate(self._ask(retry, deadline))
-            except _InvalidAnswer as second:
-                raise _InvalidAnswer(f"invalid answer, also after one retry: {second}") from None
+        parsed = ask_json(self.llm, prompt, validate=_validate, timeout=self.timeout_s, system=_SYSTEM,
+                          json_schema=self._schema, invalid=_InvalidAnswer, what="a valid plan")
         return self._to_plan(parsed, query, now=now, speakers=speakers, action_state=action_state)
-
-    def _ask(self, prompt: str, deadline: float) -> str:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise TimeoutError(f"no answer within {self.timeout_s:g} s")
-        try:
-            answer = call_with_timeout(
-                lambda: self.llm.complete(prompt, system=_SYSTEM, json_schema=self._schema, timeout=remaining),
-                remaining, f"LLM {self.name[4:]!r}")
-        except TimeoutError:
-            raise TimeoutError(f"no answer within {self.timeout_s:g} s") from None
-        if not isinstance(answer, str):
-            raise _InvalidAnswer(f"the LLM returned {type(answer).__name__}, not text")
-        return answer
 
     def _prompt(self, query: str, now: datetime | None, speakers: tuple[str, ...],
                 action_state: ActionState | None) -> str:

@@ -49,9 +49,8 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from ..errors import ConfigError
-from ..llm import LLM, call_with_timeout
+from ..llm import LLM, InvalidAnswer, ask_json, call_with_timeout
 from ..models import ChannelError
-from ..plan.llm_planner import parse_json_object
 
 __all__ = [
     "CallableReranker",
@@ -94,7 +93,7 @@ class Reranker(Protocol):
         ...
 
 
-class InvalidScores(ValueError):
+class InvalidScores(InvalidAnswer):
     """A reranker's answer is unusable: wrong number of scores, non-numbers, NaN or infinite values."""
 
 
@@ -357,32 +356,17 @@ class LLMReranker:
                      timeout: float | None) -> list[float]:
         schema = _scores_schema(len(texts))
         prompt = self._prompt(query, texts, schema)
-        answer = self._ask(prompt, schema, deadline, timeout)
+        remaining = None if deadline is None else deadline - time.monotonic()  # the deadline covers every batch
         try:
-            return _parse_scores(answer, len(texts))
-        except InvalidScores as first:
-            retry = (f"{prompt}\n\nYour previous answer was not usable: {first}\n"
-                     f"Previous answer: {answer[:500]!r}\nAnswer again with only the JSON object.")
-            try:
-                return _parse_scores(self._ask(retry, schema, deadline, timeout), len(texts))
-            except InvalidScores as second:
-                raise InvalidScores(f"invalid answer, also after one retry: {second}") from None
-
-    def _ask(self, prompt: str, schema: Mapping[str, Any], deadline: float | None, timeout: float | None) -> str:
-        remaining = None if deadline is None else deadline - time.monotonic()
-        if remaining is not None and remaining <= 0:
-            raise TimeoutError(f"no answer within {timeout:g} s")
-        try:
-            answer = call_with_timeout(
-                lambda: self.llm.complete(prompt, system=_SYSTEM, json_schema=schema, timeout=remaining),
-                remaining, f"LLM {self.id[4:]!r}")
+            if remaining is not None and remaining <= 0:
+                raise TimeoutError
+            return ask_json(self.llm, prompt, validate=lambda obj: _parse_scores(obj, len(texts)),
+                            timeout=remaining, system=_SYSTEM, json_schema=schema, invalid=InvalidScores,
+                            what="usable")
         except TimeoutError:
             if timeout is None:
                 raise
             raise TimeoutError(f"no answer within {timeout:g} s") from None
-        if not isinstance(answer, str):
-            raise InvalidScores(f"the LLM returned {type(answer).__name__}, not text")
-        return answer
 
     def _prompt(self, query: str, texts: list[str], schema: Mapping[str, Any]) -> str:
         lines = [("Rate how useful each numbered memory is for answering the question, from 0 (irrelevant) to "
@@ -409,12 +393,8 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
 
 
-def _parse_scores(answer: str, n: int) -> list[float]:
+def _parse_scores(obj: dict[str, Any], n: int) -> list[float]:
     """The ``scores`` list of an LLM answer: ``n`` finite numbers (a ``{"1": 7, ...}`` mapping is accepted too)."""
-    try:
-        obj = parse_json_object(answer)
-    except ValueError as exc:
-        raise InvalidScores(str(exc)) from None
     scores = obj.get("scores")
     if isinstance(scores, Mapping):
         try:

@@ -44,6 +44,8 @@ import threading
 from collections.abc import Collection, Iterable
 from typing import Final
 
+from memory_ext.text.script import CJK_RE, HAN, HAN_RE
+from memory_ext.text.sentences import is_sentence_start as _is_sentence_start
 from memory_ext.text.tokenize import EN_STOP_WORDS, ZH_STOP_CHARS, _get_jieba
 
 __all__ = [
@@ -98,8 +100,6 @@ _CAP: Final = r"(?<![^\W_])[A-ZÀ-ÖØ-ÞĀ-ɏ][0-9A-Za-zÀ-ÖØ-öø-ɏ'’-]*"
 _CONNECTOR_WORDS: Final = r"of|the|de|da|di|del|du|la|le|van|von|y|&"
 _CAP_RUN_RE: Final = re.compile(rf"{_CAP}(?: (?:(?:{_CONNECTOR_WORDS}) ){{0,2}}{_CAP})*")
 _RUN_WORD_RE: Final = re.compile(r"[^\s]+")
-_SENTENCE_END: Final = frozenset(".!?…\n。！？")
-_OPENERS: Final = frozenset("\"'“‘([{«「『《*_-–— \t\r")
 _CONNECTORS: Final = frozenset({"of", "the", "de", "da", "di", "del", "du", "la", "le", "van", "von", "y", "&"})
 _POSSESSIVE_RE: Final = re.compile(r"(?:'s|’s|'|’)$")
 
@@ -142,7 +142,7 @@ _ZH_UNITS: Final = (
 )
 _ZH_NUMBER_RE: Final = re.compile(
     rf"(?P<num>\d+(?:\.\d+)?|[二两三四五六七八九十百千万]+[一二两三四五六七八九十百千万]*)"
-    rf"(?:(?P<unit>%|{_ZH_UNITS})|(?P<cls>[{_ZH_CLASSIFIERS}])(?P<noun>[\u4e00-\u9fff]{{1,2}}))"
+    rf"(?:(?P<unit>%|{_ZH_UNITS})|(?P<cls>[{_ZH_CLASSIFIERS}])(?P<noun>[{HAN}]{{1,2}}))"
 )
 _ZH_NOUN_STOP: Final = ZH_STOP_CHARS | frozenset("前后左右以之多少几半起")
 
@@ -158,9 +158,9 @@ _ZH_TRANSLIT: Final = frozenset(
     "萨塞桑森沙莎尚舍斯松苏索塔泰汤特提托瓦威维温沃乌西希谢辛休雅亚扬耶伊因尤约泽扎詹珍兹佐士黎敦"
 )
 _ZH_NAME_FLAGS: Final = frozenset({"nr", "nrfg", "nrt"})
-_HAN_RE: Final = re.compile(r"[\u4e00-\u9fff]")
-_HAN_RE_RUNS: Final = re.compile(r"[\u4e00-\u9fff]+")
-_CJK_RE: Final = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+_HAN_RE: Final = HAN_RE
+_HAN_RE_RUNS: Final = re.compile(f"[{HAN}]+")
+_CJK_RE: Final = CJK_RE
 
 # Pronouns and particles that never begin or end a name (我别, 太棒了): a narrower set than ZH_STOP_CHARS,
 # which also holds 上, 下, 一... (上海, 下北泽).
@@ -186,13 +186,6 @@ def _get_tag_table() -> dict[str, str]:
 
 
 # ------------------------------------------------------------------------------------------ English names
-
-
-def _is_sentence_start(text: str, pos: int) -> bool:
-    i = pos - 1
-    while i >= 0 and text[i] in _OPENERS:
-        i -= 1
-    return i < 0 or text[i] in _SENTENCE_END
 
 
 def _is_acronym(word: str) -> bool:

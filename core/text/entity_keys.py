@@ -23,6 +23,7 @@ from collections.abc import Callable, Collection, Iterable
 from typing import Final, TypeVar
 
 from .entities import extract_entities
+from .script import CJK
 
 __all__ = ["GENERIC_SPEAKERS", "MAX_CJK_KEY", "MAX_KEY_TOKENS", "entity_key", "is_cjk_key", "key_extent", "known_in",
            "match_known", "normalised_tokens", "record_entities"]
@@ -32,7 +33,7 @@ MAX_KEY_TOKENS: Final = 8
 MAX_CJK_KEY: Final = 12
 """Longest CJK key, in characters, matched as a substring."""
 
-_CJK: Final = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_CJK: Final = CJK
 _TOKEN_RE: Final = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+")
 _CJK_RE: Final = re.compile(rf"[{_CJK}]")
 _APOS: Final = str.maketrans({"’": "'", "‘": "'", "ʼ": "'", "`": "'"})

@@ -45,6 +45,8 @@ import unicodedata
 from types import ModuleType
 from typing import Final
 
+from memory_ext.text.script import CJK, HAN
+
 __all__ = [
     "EN_STOP_WORDS",
     "ZH_STOP_CHARS",
@@ -81,9 +83,8 @@ ZH_STOP_CHARS: Final[frozenset[str]] = frozenset(
     "一个有没不会要能想可以到去来上下说做看些每之其所而及或但却"
 )
 
-# Han ideographs (URO, ext. A, compatibility, ext. B-F via the astral planes), kana, hangul syllables.
-_HAN: Final = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ffff"
-_CJK: Final = _HAN + "\u3040-\u30ff\u31f0-\u31ff\uac00-\ud7af"
+_HAN: Final = HAN
+_CJK: Final = CJK
 
 _CJK_CHAR_RE: Final = re.compile(f"[{_CJK}]")
 _HAN_RUN_RE: Final = re.compile(f"[{_HAN}]+")

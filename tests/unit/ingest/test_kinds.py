@@ -30,7 +30,7 @@ def texts(records: list[dict[str, Any]], kind: str) -> list[str]:
 
 
 KEYS = {"id", "kind", "text", "index_text", "ref_ts", "turn_ids", "source_role", "speaker", "session_id",
-        "anchor_turn_id", "tags", "entities"}
+        "anchor_turn_id", "tags", "entities", "claims"}
 
 
 # ------------------------------------------------------------------------------------------ personal kinds

@@ -1,0 +1,446 @@
+"""Failure patterns: a tool call or action followed by an error, and the fix that followed when there is one;
+and the error and tool-chain readers the procedures of :mod:`memory_ext.ingest.kinds` use too.
+
+>>> json_error('{"error": "timeout contacting airline API"}')
+(True, 'timeout contacting airline API')
+>>> _classes_of("HTTP 429 Too Many Requests")
+['http 429', 'rate limit']
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from memory_ext.ingest.turns import (
+    ASSISTANT_NAMES,
+    FENCE_RE,
+    INLINE_CODE_RE,
+    LOOKAHEAD,
+    LOOKBACK,
+    ToolCall,
+    TurnView,
+    clean,
+    make_record,
+    same_session,
+    sentences_of,
+)
+from memory_ext.text.sentences import is_question
+
+__all__ = ["call_outcome", "failure_records", "json_error", "prose_error"]
+
+
+# ------------------------------------------------------------------------------------------ errors
+
+_ERR_CLASS_RE: Final = re.compile(r"\b([A-Z][A-Za-z0-9]*(?:Error|Exception|Timeout|Fault))\b")
+_TIMEOUT_RE: Final = re.compile(r"\btim(?:e[sd]?\s*-?\s*out|eout|ing\s+out)\b|\bdeadline\s+exceeded\b|超时", re.IGNORECASE)
+_HTTP_RE: Final = re.compile(
+    r"\b(?:http(?:/\d(?:\.\d)?)?|status(?:[\s_]?code)?|code|error|response)[\s:=\"'#]*(?P<a>[45]\d\d)\b"
+    r"|\b(?P<b>[45]\d\d)\s+(?:error|bad\s+request|unauthori[sz]ed|forbidden|not\s+found|too\s+many|internal"
+    r"|service\s+unavailable|bad\s+gateway|gateway\s+timeout|conflict|unprocessable)",
+    re.IGNORECASE,
+)
+_HTTP_NAMES: Final = {"400": "bad request", "401": "unauthorized", "403": "forbidden", "404": "not found",
+                      "408": "timeout", "409": "conflict", "422": "invalid input", "429": "rate limit",
+                      "500": "server error", "502": "bad gateway", "503": "service unavailable",
+                      "504": "timeout"}
+_ERR_WORDS_RE: Final = re.compile(
+    r"(?P<trace>traceback \(most recent call last\))|(?P<failed>\bfail(?:ed|ure|s)?\b)|(?P<err>\berror\b)"
+    r"|(?P<exc>\bexception\b)|(?P<exit>\bexit (?:code|status) [1-9]\d*)|(?P<conn>\bconnection (?:refused|reset|error))"
+    r"|(?P<rate>\brate[\s-]?limit)|(?P<perm>\bpermission denied|\baccess denied|\bunauthori[sz]ed|\bforbidden)"
+    r"|(?P<nf>\bnot found\b|\bno such file\b|command not found)|(?P<crash>\bcrash(?:ed|es)?\b)"
+    r"|(?P<zh>失败|报错|出错|错误|异常|崩溃)",
+    re.IGNORECASE,
+)
+_ERR_GROUP_NAMES: Final = {"trace": "exception", "failed": "failed", "err": "error", "exc": "exception",
+                           "exit": "nonzero exit", "conn": "connection error", "rate": "rate limit",
+                           "perm": "permission denied", "nf": "not found", "crash": "crash"}
+_STRONG_PROSE_RE: Final = re.compile(
+    r"traceback \(most recent call last\)|\b[A-Z][A-Za-z0-9]*(?:Error|Exception)\b|\berror\s*:|\bexit (?:code|status) [1-9]"
+    r"|\b(?:failed|fails|crashed|timed out|errored)\b|报错|失败|超时|出错|异常|崩溃",
+)
+_JSON_ERR_KEYS: Final = ("error", "errors", "exception", "error_message", "errorMessage", "fault")
+_NO_ERROR_RE: Final = re.compile(r"\b(?:no|0|zero|without)\s+(?:errors?|failures?|exceptions?)\b|没有(?:报错|错误|失败)")
+
+
+@dataclass(slots=True)
+class _Err:
+    classes: list[str]
+    gist: str
+
+
+def _classes_of(text: str) -> list[str]:
+    classes: list[str] = []
+    if _TIMEOUT_RE.search(text):
+        classes.append("timeout")
+    for m in _HTTP_RE.finditer(text):
+        code = m.group("a") or m.group("b")
+        classes.append(f"http {code}")
+        if code in _HTTP_NAMES:
+            classes.append(_HTTP_NAMES[code])
+        break
+    for m in _ERR_CLASS_RE.finditer(text):
+        classes.append(m.group(1))
+        if len(classes) >= 4:
+            break
+    for m in _ERR_WORDS_RE.finditer(text):
+        name = m.lastgroup or ""
+        classes.append(m.group() if name == "zh" else _ERR_GROUP_NAMES.get(name, "error"))
+        if len(classes) >= 6:
+            break
+    specific = [c for c in classes if c not in ("error", "failed", "exception")]
+    generic = [c for c in classes if c in ("error", "failed", "exception")]
+    return list(dict.fromkeys(specific + generic))[:5]
+
+
+def _error_line(text: str) -> str:
+    if "Traceback" in text:
+        lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+        for ln in reversed(lines):
+            if _ERR_CLASS_RE.search(ln) or ":" in ln:
+                return clean(ln, 120)
+    for ln in text.splitlines():
+        if _STRONG_PROSE_RE.search(ln) or _TIMEOUT_RE.search(ln) or _HTTP_RE.search(ln) or _ERR_WORDS_RE.search(ln):
+            cm = _ERR_CLASS_RE.search(ln)
+            if cm:
+                return clean(ln[cm.start():], 120)
+            for s in sentences_of(ln):
+                if _STRONG_PROSE_RE.search(s) or _TIMEOUT_RE.search(s) or _HTTP_RE.search(s) or _ERR_WORDS_RE.search(s):
+                    return clean(s, 120)
+            return clean(ln, 120)
+    return clean(text, 120)
+
+
+def json_error(content: str) -> tuple[bool, str | None]:
+    """(is JSON, error message or None)."""
+    s = content.strip()
+    if not s or s[0] not in "{[" or len(s) > 50000:
+        return False, None
+    try:
+        data = json.loads(s)
+    except ValueError:
+        return False, None
+    if not isinstance(data, Mapping):
+        return True, None
+    for key in _JSON_ERR_KEYS:
+        v = data.get(key)
+        if v and v not in ("null", "none", "None"):
+            if isinstance(v, Mapping):
+                v = v.get("message") or v.get("type") or v.get("code") or json.dumps(v, default=str)
+            elif isinstance(v, list):
+                v = v[0] if v else ""
+                if isinstance(v, Mapping):
+                    v = v.get("message") or json.dumps(v, default=str)
+            return True, clean(str(v), 120) or key
+    status = data.get("status") or data.get("state")
+    if isinstance(status, str) and status.lower() in ("error", "failed", "failure", "timeout", "timed_out"):
+        msg = data.get("message") or data.get("detail") or status
+        return True, clean(f"{status}: {msg}" if msg != status else status, 120)
+    code = data.get("status_code") or data.get("statusCode") or data.get("code") or (
+        status if isinstance(status, int) else None)
+    if isinstance(code, int) and 400 <= code < 600:
+        msg = data.get("message") or data.get("detail") or ""
+        return True, clean(f"HTTP {code} {msg}", 120)
+    if data.get("ok") is False or data.get("success") is False:
+        msg = data.get("message") or data.get("detail") or data.get("reason") or "failed"
+        return True, clean(f"failed: {msg}", 120)
+    return True, None
+
+
+def _result_error(content: str) -> _Err | None:
+    """The error of a tool result, or None when it succeeded."""
+    is_json, msg = json_error(content)
+    if is_json:
+        if msg is None:
+            return None
+        classes = _classes_of(msg) or ["error"]
+        return _Err(classes, msg)
+    if not content.strip() or _NO_ERROR_RE.search(content) and not _STRONG_PROSE_RE.search(_NO_ERROR_RE.sub("", content)):
+        return None
+    head = content[:2000]
+    if not (_STRONG_PROSE_RE.search(head) or _TIMEOUT_RE.search(head) or _HTTP_RE.search(head)
+            or re.match(r"\s*(?:error|exception|fatal)\b", head, re.IGNORECASE)):
+        return None
+    return _Err(_classes_of(head) or ["error"], _error_line(head))
+
+
+_TECH_RE: Final = re.compile(r"`|\$ |\b(?:pip|npm|git|docker|python|node|api|http|sql|server|build|deploy|install"
+                             r"|compile|script|command|request|endpoint|query|database|tool|function|package)\b",
+                             re.IGNORECASE)
+
+
+def prose_error(t: TurnView, known_tools: Sequence[str]) -> _Err | None:
+    """An error a user or assistant reports in prose, in a technical context only."""
+    content = t.content
+    if not content or len(content) > 20000:
+        return None
+    head = content[:4000]
+    if not _STRONG_PROSE_RE.search(head) or _NO_ERROR_RE.search(head) and not _ERR_CLASS_RE.search(head):
+        return None
+    technical = ("Traceback" in head or _ERR_CLASS_RE.search(head) or _HTTP_RE.search(head)
+                 or any(n in head for n in known_tools) or _TECH_RE.search(head))
+    if not technical:
+        return None
+    return _Err(_classes_of(head) or ["error"], _error_line(head))
+
+
+# ------------------------------------------------------------------------------------------ tool chains
+
+
+def args_gist(args: Mapping[str, Any] | None, limit: int = 60) -> str:
+    if not args:
+        return ""
+    parts = []
+    for k, v in list(args.items())[:6]:
+        if isinstance(v, (dict, list)):
+            v = json.dumps(v, ensure_ascii=False, default=str)
+        parts.append(f"{k}={v}")
+    return clean(", ".join(parts), limit)
+
+
+def _args_diff(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> str:
+    if not new:
+        return ""
+    old = old or {}
+    changed = {k: v for k, v in new.items() if k not in old or old[k] != v}
+    return args_gist(changed, 80)
+
+
+def _answering_result(turns: Sequence[TurnView | None], k: int, call: ToolCall) -> TurnView | None:
+    """The tool-result turn answering ``call`` (made at turn ``k``), if it is in the sequence."""
+    src = turns[k]
+    for j in range(k + 1, min(len(turns), k + 6)):
+        r = turns[j]
+        if r is None or src is None or not same_session(r, src):
+            continue
+        if r.role != "tool":
+            if r.calls or r.role == "user":
+                break
+            continue
+        rid = r.metadata.get("tool_call_id") or r.metadata.get("call_id")
+        rname = r.metadata.get("tool_name") or r.metadata.get("name") or r.metadata.get("tool") or r.speaker
+        if call.call_id and rid:
+            if str(rid) == call.call_id:
+                return r
+            continue
+        if rname and rname != "tool" and rname != call.name and len(src.calls) > 1:
+            continue
+        return r
+    return None
+
+
+def call_outcome(turns: Sequence[TurnView | None], k: int, call: ToolCall) -> tuple[str, _Err | None, TurnView | None]:
+    """("ok" | "error" | "unknown", error, result turn) of a call made at turn ``k``."""
+    if call.error:
+        return "error", _Err(_classes_of(call.error) or ["error"], clean(call.error, 120)), None
+    if call.result is not None:
+        text = call.result if isinstance(call.result, str) else json.dumps(call.result, default=str)
+        err = _result_error(text)
+        return ("error" if err else "ok"), err, None
+    r = _answering_result(turns, k, call)
+    if r is None:
+        return "unknown", None, None
+    err = _result_error(r.content)
+    return ("error" if err else "ok"), err, r
+
+
+def _tool_of_result(turns: Sequence[TurnView | None], i: int) -> tuple[str | None, ToolCall | None, TurnView | None]:
+    """(tool name, the call, the calling turn) a tool-result turn answers."""
+    r = turns[i]
+    assert r is not None
+    rid = r.metadata.get("tool_call_id") or r.metadata.get("call_id")
+    rname = r.metadata.get("tool_name") or r.metadata.get("name") or r.metadata.get("tool")
+    if not isinstance(rname, str) or not rname:
+        rname = r.speaker if r.speaker and r.speaker.lower() not in ASSISTANT_NAMES else None
+    for k in range(i - 1, max(-1, i - LOOKBACK), -1):
+        c = turns[k]
+        if c is None or not same_session(c, r):
+            continue
+        if c.calls:
+            for call in c.calls:
+                if rid and call.call_id == str(rid):
+                    return call.name, call, c
+            named = [call for call in c.calls if rname and call.name == rname]
+            if named:
+                return rname, named[0], c
+            if not rid and not rname:
+                return c.calls[-1].name, c.calls[-1], c
+        if c.role == "user":
+            break
+    return rname, None, None
+
+
+def known_tools(turns: Sequence[TurnView | None]) -> list[str]:
+    names: dict[str, None] = {}
+    for t in turns:
+        if t is not None:
+            for c in t.calls:
+                names[c.name] = None
+    return list(names)
+
+
+# ------------------------------------------------------------------------------------------ failure patterns
+
+FIX_CUE_RE: Final = re.compile(
+    r"\b(?:fix(?:ed|es)?|solv(?:e|ed|es)|resolv(?:e|ed|es)|solution|workaround|instead|works\s+now|worked"
+    r"|retry|retried|increas(?:e|ed|ing)|rais(?:e|ed|ing)\s+the|set\s+\w+|install(?:ed|ing)?|upgrad(?:e|ed|ing)"
+    r"|downgrad(?:e|ed|ing)|switch(?:ed)?\s+to|use\s+\w+|add(?:ed)?\s+\w+|chang(?:e|ed)|run\s+`)"
+    r"|解决|修复|改成|换成|改为|设置|安装|升级|重试|加上|就好了|可以了|正常了|改用",
+    re.IGNORECASE,
+)
+
+
+def command_gist(content: str) -> str:
+    for m in FENCE_RE.finditer(content):
+        lines = [ln.strip().lstrip("$> ").strip() for ln in m.group(1).splitlines() if ln.strip()]
+        lines = [ln for ln in lines if not ln.startswith("#")]
+        if lines:
+            return "`" + clean("; ".join(lines[:2]), 90) + "`"
+    for m in INLINE_CODE_RE.finditer(content):
+        code = m.group(1).strip()
+        if " " in code or "=" in code or "-" in code:
+            return f"`{clean(code, 90)}`"
+    return ""
+
+
+def _fix_text(t: TurnView) -> str:
+    content = t.content
+    if not content or len(content) > 20000:
+        return ""
+    prose = FENCE_RE.sub(" ", content) if "```" in content else content
+    for raw in sentences_of(prose):
+        s = raw.strip()
+        if FIX_CUE_RE.search(s) and not is_question(s, loose=True) and not _STRONG_PROSE_RE.search(s):
+            cmd = command_gist(content)
+            gist = clean(s.rstrip("。.!！"), 100)
+            return f"{gist} ({cmd})" if cmd and cmd.strip("`") not in gist else gist
+    cmd = command_gist(content)
+    return f"run {cmd}" if cmd else ""
+
+
+def _find_fix(turns: Sequence[TurnView | None], i: int, tool: str | None, failed: ToolCall | None
+              ) -> tuple[str, list[TurnView], int | None]:
+    """(fix gist, the turns that show it, index of the turn that gives it) for an error at turn ``i``."""
+    src = turns[i]
+    assert src is not None
+    for k in range(i + 1, min(len(turns), i + LOOKAHEAD + 1)):
+        t = turns[k]
+        if t is None:
+            continue
+        if not same_session(t, src):
+            break
+        if t.calls:
+            for call in t.calls:
+                status, _, result = call_outcome(turns, k, call)
+                if status == "ok":
+                    if tool and call.name == tool:
+                        diff = _args_diff(failed.args if failed else None, call.args)
+                        gist = f"retried {call.name} with {diff}" if diff else f"retried {call.name}"
+                    else:
+                        gist = f"used {call.name}" + (f"({args_gist(call.args)})" if call.args else "") + " instead"
+                    return gist, [t] + ([result] if result else []), k
+            continue
+        if t.role == "tool":
+            if _result_error(t.content) is not None:
+                continue  # the same failure again (or a new one): keep looking for the fix
+            continue
+        if t.role == "user" and prose_error(t, [tool] if tool else []) is not None:
+            continue
+        gist = _fix_text(t)
+        if gist:
+            return gist, [t], k
+    return "", [], None
+
+
+@dataclass(slots=True)
+class _Failure:
+    index: int
+    tool: str | None
+    call: ToolCall | None
+    call_turn: TurnView | None
+    err: _Err
+
+
+def _failures(turns: Sequence[TurnView | None], start: int, known: Sequence[str]) -> list[_Failure]:
+    out: list[_Failure] = []
+    call: ToolCall | None
+    call_turn: TurnView | None
+    for i in range(max(0, start), len(turns)):
+        t = turns[i]
+        if t is None:
+            continue
+        if t.role == "tool":
+            err = _result_error(t.content)
+            if err is None:
+                continue
+            tool, call, call_turn = _tool_of_result(turns, i)
+            out.append(_Failure(i, tool, call, call_turn, err))
+            continue
+        embedded = [c for c in t.calls if c.error]
+        if embedded:
+            c = embedded[0]
+            out.append(_Failure(i, c.name, c, t, _Err(_classes_of(c.error or "") or ["error"],
+                                                       clean(c.error or "", 120))))
+            continue
+        if t.calls or t.role not in ("user", "assistant"):
+            continue
+        err = prose_error(t, known)
+        if err is None:
+            continue
+        tool = next((n for n in known if n in t.content), None)
+        call, call_turn = None, None
+        # commentary on a failure already recorded (a tool result just before): not a second failure
+        if any(f.index >= i - 3 and (tool is None or f.tool == tool) for f in out):
+            continue
+        if tool is None:
+            for k in range(i - 1, max(-1, i - 4), -1):
+                prev = turns[k]
+                if prev is not None and prev.calls and same_session(prev, t):
+                    tool, call, call_turn = prev.calls[-1].name, prev.calls[-1], prev
+                    break
+        if tool is None:
+            cmd = command_gist(t.content)
+            tool = cmd or None
+        out.append(_Failure(i, tool, call, call_turn, err))
+    return out
+
+
+def failure_records(turns: Sequence[TurnView | None], first: int) -> list[dict[str, Any]]:
+    known = known_tools(turns)
+    out = []
+    for f in _failures(turns, first - LOOKAHEAD, known):
+        src = turns[f.index]
+        assert src is not None
+        fix, fix_turns, fix_at = _find_fix(turns, f.index, f.tool, f.call)
+        if f.index >= first:
+            source, context = src, [src]
+        elif fix_at is not None and fix_at >= first:  # the fix arrived in this batch, the error before it
+            fixer = turns[fix_at]
+            assert fixer is not None
+            source, context = fixer, [src]
+        else:
+            continue
+        tool = f.tool or "action"
+        classes = f.err.classes
+        specific = [c for c in classes if c not in ("error", "failed", "exception")]
+        err = ", ".join((specific or classes)[:2])
+        gist = f.err.gist
+        if f.tool and gist.startswith(f.tool):  # "flight_search failed: timeout ..." -> "timeout ..."
+            gist = clean(re.sub(r"^[\s:,-]*(?:failed|error|raised)?[\s:,-]*", "", gist[len(f.tool):]), 120) or gist
+        text = f"{tool} failed with {err}" + (f" ({gist})" if gist and gist.lower() != err.lower() else "")
+        text = clean(text, 170)
+        if fix:
+            text += f"; fix: {clean(fix, 110)}"
+        ctx = context + ([f.call_turn] if f.call_turn is not None else []) + fix_turns
+        tools = [tool] + [c.name for t in fix_turns for c in t.calls if c.name != tool]
+        args = f" args: {args_gist(f.call.args)}" if f.call and f.call.args else ""
+        index = (f"{text} | tool {' '.join(tools)} failure error failed {' '.join(classes)}{args}"
+                 f" | {clean(src.content, 200)}")
+        tags = ["failure", *(n.strip("`") for n in tools), *classes]
+        out.append(make_record("failure_pattern", source, text, index, ctx, tags, tools + [
+            c for c in classes if _ERR_CLASS_RE.fullmatch(c)]))
+    return out
+
