@@ -25,6 +25,7 @@ from .embed import E5Embedder, Embedder, HashingEmbedder
 from .engine import AddResult, ForgetReceipt, MemoryEngine, StoreStats
 from .lifecycle.api import CompactionReport
 from .plan.llm_planner import HeuristicPlanner, LLMPlanner, PlanOutcome, Planner
+from .recall.channels import register_recaller
 from .errors import (
     ConfigError,
     EmbedderError,
@@ -56,6 +57,7 @@ from .models import (
     RecordKind,
     RetrievedItem,
     Role,
+    RouteGoal,
     SearchPlan,
     SearchResult,
     Turn,
@@ -107,6 +109,7 @@ __all__ = [
     "RetrievalError",
     "RetrievedItem",
     "Role",
+    "RouteGoal",
     "SchemaVersionError",
     "ScriptedLLM",
     "SearchPlan",
@@ -118,4 +121,5 @@ __all__ = [
     "Turn",
     "ValidationError",
     "__version__",
+    "register_recaller",
 ]

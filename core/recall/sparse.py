@@ -21,7 +21,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..registry import recallers
 from .base import Hits, RecallContext, RecallRequest
 
 __all__ = ["SparseIndex", "SparseRecaller", "normalise"]
@@ -104,7 +103,6 @@ class SparseIndex:
             return m
 
 
-@recallers.register("sparse")
 class SparseRecaller:
     """Dot product of L2-normalised sparse latent vectors (``embedder.embed_sparse``) over the namespace's turns."""
 

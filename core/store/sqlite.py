@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import EmbedderMismatchError, ReadOnlyStoreError, SchemaVersionError, StoreError, StoreLockedError
+from .filters import RecordFilter, filter_sql
 
 __all__ = ["DB_FILE", "SCHEMA_VERSION", "TruthStore", "TurnRow", "RecordRow"]
 
@@ -538,6 +539,11 @@ class TruthStore:
         """rids of the namespace matching a SQL condition built by the engine from validated filters."""
         sql = f"SELECT rid FROM records WHERE ns_id=? AND ({where})"
         return {int(r[0]) for r in self.reader().execute(sql, (ns_id, *args))}
+
+    def rids_matching(self, ns_id: int, record_filter: RecordFilter) -> set[int]:
+        """rids of the namespace's records that pass ``record_filter`` (every rid when it is empty)."""
+        where, args = filter_sql(record_filter)
+        return self.filter_rids(ns_id, where or "1", args)
 
     def count(self, table: str, ns_id: int | None = None) -> int:
         if table not in ("turns", "records", "embeddings"):
