@@ -38,15 +38,15 @@ def render_context(store: TruthStore, ns_id: int, items: Sequence[RetrievedItem]
     budget = budget_tokens
     centres = [found[i.turn_ids[0]] for i in items if i.turn_ids and i.turn_ids[0] in found]
     blocks: list[dict[str, Any]] = []  # lo, hi, session, centres (best first)
-    for t in centres:
-        lo, hi = t.seq - n, t.seq + n
+    for turn in centres:
+        lo, hi = turn.seq - n, turn.seq + n
         for b in blocks:
-            if b["session"] == t.session_id and lo <= b["hi"] + 1 and hi >= b["lo"] - 1:
+            if b["session"] == turn.session_id and lo <= b["hi"] + 1 and hi >= b["lo"] - 1:
                 b["lo"], b["hi"] = min(b["lo"], lo), max(b["hi"], hi)
-                b["centres"].append(t)
+                b["centres"].append(turn)
                 break
         else:
-            blocks.append({"lo": lo, "hi": hi, "session": t.session_id, "centres": [t]})
+            blocks.append({"lo": lo, "hi": hi, "session": turn.session_id, "centres": [turn]})
     rows = store.turns_by_seq_ranges(ns_id, [(b["lo"], b["hi"]) for b in blocks])
     by_seq = {r.seq: r for r in rows}
 

@@ -43,7 +43,7 @@ def channel_ranks(cat: Catalog, scored: RouteScores, specs: Mapping[str, Channel
                 assert spec.record_kind is not None
                 layer = cat.kind == KIND_CODES[spec.record_kind]
                 for rid, p in zip(rids, pos, strict=True):
-                    mine = np.flatnonzero(layer & (cat.anchor == p)) if p >= 0 else []
+                    mine = np.flatnonzero(layer & (cat.anchor == p)) if p >= 0 else np.zeros(0, np.int64)
                     if len(mine):
                         out[int(rid)][name] = int((raw[layer] > raw[mine].max()).sum()) + 1
                 continue
@@ -73,7 +73,8 @@ def explain_zscore(p: int, per_route: Mapping[str, TurnScores], routes: Mapping[
 
 
 def zscore_details(cat: Catalog, positions: Iterable[int], scored: RouteScores, weights: Mapping[str, float], *,
-                   reranked: Mapping[int, dict[str, float]], supersedes: Mapping[int, str]) -> dict[int, dict[str, Any]]:
+                   reranked: Mapping[int, dict[str, float]],
+                   supersedes: Mapping[int, str]) -> dict[int, dict[str, Any]]:
     """The explanation of every pool turn (by rid): fusion, then rerank and supersession when they applied."""
     positions = list(positions)
     details = {int(cat.rids[p]): explain_zscore(p, scored.per_route, scored.routes, weights) for p in positions}

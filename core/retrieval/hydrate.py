@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from ..models import RetrievedItem
+from ..models import RecordKind, RetrievedItem, Role
 from ..store.sqlite import TruthStore, TurnRow
 
 __all__ = ["Hydrated", "hydrate"]
@@ -34,9 +34,10 @@ def hydrate(store: TruthStore, ns_id: int, rids: Sequence[int], scores: Sequence
             continue
         src = [turns[t] for t in rec.turn_ids if t in turns]
         items.append(RetrievedItem(
-            id=rec.id, text=rec.text, score=float(score), kind=rec.kind, turn_ids=tuple(rec.turn_ids),
+            id=rec.id, text=rec.text, score=float(score), kind=RecordKind(rec.kind), turn_ids=tuple(rec.turn_ids),
             external_ids=tuple(t.external_id for t in src), session_id=rec.session_id,
             timestamp=datetime.fromtimestamp(rec.ref_ts, UTC) if rec.ref_ts is not None else None,
-            speaker=rec.speaker, role=rec.source_role, channels=ranks.get(rid, {}),
+            speaker=rec.speaker, role=Role(rec.source_role) if rec.source_role is not None else None,
+            channels=ranks.get(rid, {}),
             explanation=details.get(rid) if explain else None))
     return Hydrated(items=items, source_turns=turns)

@@ -135,7 +135,8 @@ class ReadPipeline:
                 if outcome.error is not None:
                     errors.append(outcome.error)
                 rerank_ms = _ms(t_rerank)
-            details = zscore_details(cat, cat.pos_of(np.asarray(pool_rids, np.int64)), scored, weights, reranked=reranked,
+            positions = cat.pos_of(np.asarray(pool_rids, np.int64))
+            details = zscore_details(cat, positions, scored, weights, reranked=reranked,
                                      supersedes=fused.supersedes) if request.explain else {}
         # select
         selection = select(store, ns_id, cat, pool_rids, pool_scores, per_route=scored.per_route,

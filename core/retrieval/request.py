@@ -53,7 +53,7 @@ def coerce_action_state(value: ActionState | Mapping[str, Any] | None) -> Action
     if isinstance(value, Mapping):
         try:
             return ActionState(**value)
-        except Exception as exc:
+        except (TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
             raise InvalidQueryError("action_state", dict(value), f"fix the action state's fields ({exc})") from None
     raise InvalidQueryError("action_state", value, "pass an ActionState, a mapping of its fields, or None")
 

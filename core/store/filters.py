@@ -5,10 +5,10 @@
 (('Ana',), 1682899200.0, False)
 >>> filter_sql(f)
 ('speaker IN (?) AND ref_ts >= ?', ['Ana', 1682899200.0])
->>> RecordFilter.parse({"colour": "red"}, session_id=None)
+>>> RecordFilter.parse({"colour": "red"}, session_id=None)  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-memory_ext.errors.InvalidQueryError: filters.colour: got 'red'; valid filter keys: session_id, speaker, role, since, until, kinds
+memory_ext.errors.InvalidQueryError: filters.colour: got 'red'; valid filter keys: session_id, speaker, ...
 """
 
 from __future__ import annotations

@@ -88,7 +88,8 @@ def recall(store: TruthStore, index: EvidenceIndex, ns_id: int, query: str, *, l
 def day_route(*days: tuple[int, int, int]) -> EvidenceRoute:
     start = datetime(*days[0], tzinfo=UTC)
     end = datetime(*days[-1], tzinfo=UTC).timestamp() + DAY
-    return EvidenceRoute(goal="other", name="when", queries=("q",), time_filter=(start, datetime.fromtimestamp(end, UTC)))
+    return EvidenceRoute(goal="other", name="when", queries=("q",),
+                         time_filter=(start, datetime.fromtimestamp(end, UTC)))
 
 
 def rows_of(store: TruthStore) -> list[tuple[object, ...]]:
