@@ -137,7 +137,8 @@ def register_recaller(name: str, *, channel: str) -> Callable[[R], R]:
     engine's :class:`~memory_ext.recall.base.RecallContext` and ``recall.channel_options[channel]``; it answers
     ``recall(request)`` with :class:`~memory_ext.recall.base.Hits` (see the module docstring for an example).
 
-    A name can be registered once; ``channel`` must be a channel of :data:`CHANNELS`.
+    A name can be registered once (a built-in's name is taken); ``channel`` must be a channel of
+    :data:`CHANNELS`. Bad arguments raise :class:`~memory_ext.errors.InvalidArgumentError`.
     """
     if not isinstance(name, str) or not name.strip():
         raise InvalidArgumentError("name", name, "give the implementation a non-empty name")
@@ -147,6 +148,9 @@ def register_recaller(name: str, *, channel: str) -> Callable[[R], R]:
     def deco(cls: R) -> R:
         if not isinstance(cls, type) or not callable(getattr(cls, "recall", None)):
             raise InvalidArgumentError("recaller", cls, "register a class with a recall(request) method")
+        if name in recallers and recallers.resolve("name", name) is not cls:
+            raise InvalidArgumentError("name", name, "this name is taken (recaller names: "
+                                       + ", ".join(recallers.names()) + "); register under another name")
         recallers.register(name)(cls)
         _REGISTERED[name] = channel
         return cls
