@@ -10,6 +10,7 @@ True
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
 from typing import Generic, TypeVar
 
@@ -32,13 +33,16 @@ class Registry(Generic[T]):
         self.kind = kind
         self._builtins = builtins
         self._items: dict[str, T] = {}
+        self._lock = threading.Lock()
 
     @property
     def _table(self) -> dict[str, T]:
         if self._builtins is not None:
-            loaded = self._builtins()
-            self._builtins = None
-            self._items = {**loaded, **self._items}
+            loaded = self._builtins()  # outside the lock: loading may import modules that register
+            with self._lock:
+                if self._builtins is not None:
+                    self._builtins = None
+                    self._items = {**loaded, **self._items}
         return self._items
 
     def register(self, name: str) -> Callable[[T], T]:

@@ -30,7 +30,7 @@ A custom implementation is registered under a name with :func:`register_recaller
 >>> check_channel_config(bad.recall)  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-memory_ext.errors.ConfigError: config field 'recall.channel_options.graph.hops': got 3; ... valid options: hop_decay, ...
+memory_ext.errors.ConfigError: config field 'recall.channel_options.graph.hops': got 3; ... hop_decay, ...
 
 **Adding a built-in channel:** write its Recaller (a module of this package), add a row to :data:`CHANNELS`, and
 add its selection key ``<name>_recaller`` (and, if it has one, its switch) to :mod:`memory_ext.config` — then
@@ -62,7 +62,8 @@ if TYPE_CHECKING:
     from .base import RecallContext, Recaller
 
 __all__ = ["CHANNELS", "CHANNEL_NAMES", "CHANNEL_SPECS", "ChannelSet", "ChannelSpec", "build_channels",
-           "builtin_recallers", "channel_of", "check_channel_config", "implementations", "recaller_options", "register_recaller"]
+           "builtin_recallers", "channel_of", "check_channel_config", "implementations", "recaller_options",
+           "register_recaller"]
 
 R = TypeVar("R", bound=type)
 

@@ -22,7 +22,6 @@ from memory_ext import (
 from memory_ext.recall import Hits, KeywordRecaller, RecallContext, RecallRequest
 from memory_ext.recall.channels import CHANNEL_NAMES, CHANNELS, builtin_recallers, implementations
 from memory_ext.registry import recallers
-
 from tests.conftest import make_turns
 
 EXCERPT = ("I went hiking with my dad yesterday. It was great! Did you see anything? We saw a fox near the river. "
