@@ -23,6 +23,8 @@ from .config import (
 )
 from .embed import E5Embedder, Embedder, HashingEmbedder, SparseEmbedder
 from .engine import AddResult, ForgetReceipt, MemoryEngine, StoreStats
+from .plan.llm_planner import HeuristicPlanner, LLMPlanner, PlanOutcome, Planner
+from .recall.channels import register_recaller
 from .errors import (
     ConfigError,
     EmbedderError,
@@ -55,6 +57,7 @@ from .models import (
     RecordKind,
     RetrievedItem,
     Role,
+    RouteGoal,
     SearchPlan,
     SearchResult,
     Turn,
@@ -108,6 +111,7 @@ __all__ = [
     "RetrievalError",
     "RetrievedItem",
     "Role",
+    "RouteGoal",
     "SchemaVersionError",
     "ScriptedLLM",
     "SearchPlan",
@@ -120,4 +124,5 @@ __all__ = [
     "Turn",
     "ValidationError",
     "__version__",
+    "register_recaller",
 ]

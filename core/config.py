@@ -54,7 +54,10 @@ class GlobalsConfig(_Section):
     that time (their resolved time expressions) and, less, records written then."""
     sparse_enabled: bool = True
     """Sparse latent-term channel (``recall.sparse_recaller``) for conversation-excerpt queries; needs an
-    embedder with ``embed_sparse`` (the default e5 has it; otherwise the channel is left out)."""
+    embedder with ``embed_sparse`` (the default e5 has it). With an embedder that has none (``hashing``) the
+    channel cannot run: it is left out, and every search that would have called it (a conversation excerpt) says
+    so in ``SearchResult.warnings``. Not a ConfigError, because the switch is on by default and valid for any
+    embedder a store is reopened with; switch it off to silence the warning."""
     layers_index_enabled: bool = False
     """Derive L0 (title) and L1 (abstract) layers of long turns (``ingest.layer_min_chars``) and search them with
     the ``keyword_l0``, ``keyword_l1``, ``vector_l0`` and ``vector_l1`` channels. Turns written while it was off
@@ -70,7 +73,8 @@ class RecallConfig(_Section):
     """Which implementation serves each channel, and how channels are fused."""
 
     keyword_recaller: str = "keyword"
-    """Implementation of the keyword channel (registry ``memory_ext.registry.recallers``)."""
+    """Implementation of the keyword channel: a built-in (named after its channel) or one added with
+    ``memory_ext.register_recaller(name, channel=...)``."""
     vector_recaller: str = "vector"
     """Implementation of the vector channel."""
     sparse_recaller: str = "sparse"
@@ -91,6 +95,10 @@ class RecallConfig(_Section):
     """Implementation of the vector channel over L0 layers (also needs ``globals.vector_enabled``)."""
     vector_l1_recaller: str = "vector_l1"
     """Implementation of the vector channel over L1 layers."""
+    channel_options: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Options per channel, passed to its implementation's constructor as keyword arguments, e.g.
+    ``{"graph": {"hop_decay": 0.3}, "temporal": {"said_weight": 0.3}}``. An unknown channel or an option the
+    selected implementation does not take fails at ``MemoryEngine.open``, naming the valid ones."""
     fusion: Literal["zscore", "rrf"] = "zscore"
     """``zscore``: standardised score fusion with window, speaker, time and session evidence (the default);
     ``rrf``: reciprocal rank fusion of the channels' turn rankings (``rrf_k``)."""

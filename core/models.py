@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .errors import InvalidNamespaceError, InvalidTurnError
 
@@ -38,6 +38,7 @@ __all__ = [
     "RecordKind",
     "RetrievedItem",
     "Role",
+    "RouteGoal",
     "SearchPlan",
     "SearchResult",
     "Turn",
@@ -325,21 +326,77 @@ class ActionState(_Value):
     recent_context: str | None = None
 
 
-class EvidenceRoute(_Value):
-    """One evidence need of a plan."""
+class RouteGoal(StrEnum):
+    """What evidence need a route of a :class:`SearchPlan` serves (a ``str``: ``route.goal == "query"`` holds).
 
-    goal: str
+    The main route (``QUERY``) is the question itself; the others are secondary needs a planner adds.
+    """
+
+    QUERY = "query"
+    """The question itself: the main route of every plan."""
+    SPEAKER = "speaker"
+    """One of several speakers the question names (a comparison): that speaker's evidence."""
+    OPENING = "opening"
+    """The first sentences of a conversation excerpt: the topic raised."""
+    FOCUS = "focus"
+    """The last sentences of a conversation excerpt: where the conversation is now."""
+    ACTION = "action"
+    """What the agent is doing (its :class:`ActionState`)."""
+    SLOT = "slot"
+    """One missing slot of the agent's action."""
+    OTHER = "other"
+    """A further need a planner named itself (an LLM planner's extra routes); ``EvidenceRoute.name`` says which."""
+
+
+MAIN_ROUTE_WEIGHT = 1.0
+"""Weight of the main route (goal ``query``) in the fusion of routes."""
+SECONDARY_ROUTE_WEIGHT = 0.5
+"""Weight of every other route (speakers, action, slots, conversation parts) next to the main route."""
+
+
+class EvidenceRoute(_Value):
+    """One evidence need of a plan, as its planner typed it.
+
+    ``name`` tells routes of one plan apart (``"query"``, ``"speaker:Ana"``, ``"slot:date"``, or a name an LLM
+    planner chose); it defaults to the goal and labels the route's channel calls (``keyword@action``) and its
+    parts of ``explain``. ``speakers`` are the speakers the route is about (their turns get a boost, and the
+    evidence channel looks their entities up); ``boost_kinds`` the derived record kinds whose match lifts the
+    turn they come from (an action with a failure pulls failure patterns and procedures); ``weight`` how much the
+    route counts when routes are fused — when left out, :data:`MAIN_ROUTE_WEIGHT` for the main route and
+    :data:`SECONDARY_ROUTE_WEIGHT` for any other.
+
+    >>> route = EvidenceRoute(goal="speaker", name="speaker:Ana", queries=("Ana's dog",), speakers=("Ana",))
+    >>> route.goal == "speaker", route.weight, EvidenceRoute(goal="query", queries=("q",)).name
+    (True, 0.5, 'query')
+    """
+
+    goal: RouteGoal
+    name: str = ""
     queries: tuple[str, ...]
-    constraints: tuple[str, ...] = ()
+    speakers: tuple[str, ...] = ()
+    boost_kinds: tuple[RecordKind, ...] = ()
+    weight: float = Field(default=MAIN_ROUTE_WEIGHT, ge=0.0, allow_inf_nan=False)
     time_filter: tuple[datetime, datetime] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _defaults_by_goal(cls, data: Any) -> Any:
+        """``name`` defaults to the goal, ``weight`` to the main or the secondary route weight."""
+        if isinstance(data, dict) and "goal" in data:
+            goal = str(data["goal"].value if isinstance(data["goal"], RouteGoal) else data["goal"])
+            data = dict(data)
+            if not data.get("name"):
+                data["name"] = goal
+            if data.get("weight") is None:
+                data["weight"] = MAIN_ROUTE_WEIGHT if goal == RouteGoal.QUERY else SECONDARY_ROUTE_WEIGHT
+        return data
 
 
 class SearchPlan(_Value):
-    """How a search was carried out."""
+    """How a search was carried out: the question type and the routes (evidence needs), main route first."""
 
     question_type: str = "other"
     routes: tuple[EvidenceRoute, ...] = ()
-    depth: int = 1
     planner: str = "basic"
 
 

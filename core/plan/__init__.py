@@ -1,4 +1,4 @@
-"""Planning a search: question type, routes, constraints and the strategy table."""
+"""Planning a search: question type, typed routes (goal, speakers, boosted kinds, weight) and the strategy table."""
 
 from .heuristic import classify_question, plan_search
 from .strategy import STRATEGIES, Strategy

@@ -12,7 +12,15 @@ import re
 from collections.abc import Sequence
 from datetime import datetime
 
-from ..models import ActionState, EvidenceRoute, SearchPlan
+from ..models import (
+    MAIN_ROUTE_WEIGHT,
+    SECONDARY_ROUTE_WEIGHT,
+    ActionState,
+    EvidenceRoute,
+    RecordKind,
+    RouteGoal,
+    SearchPlan,
+)
 from ..text.entities import query_names
 from ..text.sentences import is_question, split_sentences
 from ..text.timeexpr import extract_times
@@ -27,6 +35,8 @@ FOCUS_SENTENCES = 2
 """The focus route searches the query's last sentences: where a long conversation currently is."""
 OPENING_MIN_CHARS = 15
 """The opening route searches the query's first sentences (at least this many characters): the topic raised."""
+ACTION_BOOST_KINDS = (RecordKind.FAILURE_PATTERN, RecordKind.PROCEDURE)
+"""What an action route with a failure signal or a last tool name boosts: past failures and procedures."""
 
 _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("prior_assistant_response", re.compile(
@@ -81,6 +91,10 @@ def plan_search(query: str, *, now: datetime | None, speakers: Sequence[str],
                 action_state: ActionState | None) -> SearchPlan:
     """The plan: question type, the main route (with time filter and named speakers) and an action route.
 
+    Routes are typed (:class:`~memory_ext.models.RouteGoal`): the main route weighs ``MAIN_ROUTE_WEIGHT``, every
+    other route ``SECONDARY_ROUTE_WEIGHT``; the speakers a route is about are in ``speakers``, the record kinds an
+    action route boosts in ``boost_kinds``.
+
     A time filter is set only for a time expression parsed with confidence >= 0.8, and it is applied as a boost,
     never as a gate, so a wrong filter cannot remove the answer. When the question names two or more speakers
     (a comparison), each gets a route of its own so one speaker's evidence cannot crowd out the other's.
@@ -96,26 +110,27 @@ def plan_search(query: str, *, now: datetime | None, speakers: Sequence[str],
         if mentions:
             time_filter = (mentions[0].start, mentions[0].end)
     named = tuple(query_names(query, speakers)) if speakers else ()
-    routes = [EvidenceRoute(goal="query", queries=(query,), constraints=tuple(f"speaker:{n}" for n in named),
-                            time_filter=time_filter)]
+    routes = [EvidenceRoute(goal=RouteGoal.QUERY, queries=(query,), speakers=named, time_filter=time_filter,
+                            weight=MAIN_ROUTE_WEIGHT)]
     if len(named) >= 2:
-        routes += [EvidenceRoute(goal=f"speaker:{n}", queries=(query,), constraints=(f"speaker:{n}",),
-                                 time_filter=time_filter) for n in named]
+        routes += [EvidenceRoute(goal=RouteGoal.SPEAKER, name=f"speaker:{n}", queries=(query,), speakers=(n,),
+                                 time_filter=time_filter, weight=SECONDARY_ROUTE_WEIGHT) for n in named]
     if excerpt is not None:  # a conversation excerpt: its topic and its current point are evidence needs too
-        routes += [EvidenceRoute(goal="opening", queries=(excerpt[0],)),
-                   EvidenceRoute(goal="focus", queries=(excerpt[1],))]
+        routes += [EvidenceRoute(goal=RouteGoal.OPENING, queries=(excerpt[0],), weight=SECONDARY_ROUTE_WEIGHT),
+                   EvidenceRoute(goal=RouteGoal.FOCUS, queries=(excerpt[1],), weight=SECONDARY_ROUTE_WEIGHT)]
     if action_state is not None:
         parts = [action_state.current_subgoal, action_state.tentative_action, action_state.last_tool_name,
                  action_state.failure_signal, *action_state.missing_slots, *action_state.available_tools]
         text = " ".join(p for p in parts if p)
         if text.strip():
             # a failure or a tool just used pulls failure patterns and procedures (boosted when they match)
-            kinds = ("kinds:failure_pattern,procedure",) if (action_state.failure_signal or
-                                                            action_state.last_tool_name) else ()
-            routes.append(EvidenceRoute(goal="action", queries=(text,), constraints=kinds))
+            kinds = ACTION_BOOST_KINDS if (action_state.failure_signal or action_state.last_tool_name) else ()
+            routes.append(EvidenceRoute(goal=RouteGoal.ACTION, queries=(text,), boost_kinds=kinds,
+                                        weight=SECONDARY_ROUTE_WEIGHT))
         # each missing slot is an evidence need of its own: a route asking for it in the context of the subgoal
         context = action_state.current_subgoal or action_state.tentative_action or ""
         for slot in action_state.missing_slots[:MAX_SLOT_ROUTES]:
             if slot.strip():
-                routes.append(EvidenceRoute(goal=f"slot:{slot}", queries=(f"{slot} {context}".strip(),)))
-    return SearchPlan(question_type=qtype, routes=tuple(routes), depth=1, planner="heuristic")
+                routes.append(EvidenceRoute(goal=RouteGoal.SLOT, name=f"slot:{slot}",
+                                            queries=(f"{slot} {context}".strip(),), weight=SECONDARY_ROUTE_WEIGHT))
+    return SearchPlan(question_type=qtype, routes=tuple(routes), planner="heuristic")

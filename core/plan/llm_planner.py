@@ -12,13 +12,13 @@ state, speakers, day of ``now``). On any error or timeout it returns the fallbac
 >>> from datetime import datetime, UTC
 >>> from memory_ext.llm import ScriptedLLM
 >>> llm = ScriptedLLM(['```json\\n{"question_type": "temporal", "routes": [{"goal": "query", '
-...                    '"queries": ["Caroline support group"], "constraints": ["speaker:caroline"], '
+...                    '"queries": ["Caroline support group"], "speakers": ["caroline"], '
 ...                    '"time_filter": {"start": "2023-05-01", "end": "2023-05-08"}}]}\\n```'])
 >>> planner = LLMPlanner(llm)
 >>> plan, error = planner.plan("When did Caroline go to the support group last week?",
 ...                            now=datetime(2023, 5, 8, tzinfo=UTC), speakers=["Caroline", "Melanie"])
->>> plan.question_type, plan.planner, plan.routes[0].constraints, error
-('temporal', 'llm:scripted', ('speaker:Caroline',), None)
+>>> plan.question_type, plan.planner, plan.routes[0].goal, plan.routes[0].speakers, error
+('temporal', 'llm:scripted', <RouteGoal.QUERY: 'query'>, ('Caroline',), None)
 >>> plan.routes[0].time_filter[1].isoformat()
 '2023-05-09T00:00:00+00:00'
 >>> plan, error = LLMPlanner(ScriptedLLM([TimeoutError("slow")])).plan("Where does Lena live?", now=None,
@@ -42,7 +42,15 @@ from pydantic import ValidationError as PydanticValidationError
 
 from ..errors import ConfigError
 from ..llm import LLM, InvalidAnswer, ask_json, parse_json_object
-from ..models import ActionState, ChannelError, EvidenceRoute, SearchPlan
+from ..models import (
+    MAIN_ROUTE_WEIGHT,
+    SECONDARY_ROUTE_WEIGHT,
+    ActionState,
+    ChannelError,
+    EvidenceRoute,
+    RouteGoal,
+    SearchPlan,
+)
 from .heuristic import plan_search
 from .strategy import QUESTION_TYPES
 
@@ -72,7 +80,7 @@ class PlanOutcome(NamedTuple):
 @runtime_checkable
 class Planner(Protocol):
     """Turns a query into a search plan. ``now`` resolves relative time ("last week"); ``speakers`` are the
-    namespace's known speakers (for ``speaker:<Name>`` constraints); ``action_state`` is what the agent is doing.
+    namespace's known speakers (for ``EvidenceRoute.speakers``); ``action_state`` is what the agent is doing.
     A planner never raises for a bad model answer: it degrades and says so in :attr:`PlanOutcome.error`."""
 
     def plan(self, query: str, *, now: datetime | None, speakers: Sequence[str] = (),
@@ -116,7 +124,7 @@ def plan_json_schema(max_routes: int = 4) -> dict[str, Any]:
                         "goal": {"type": "string"},
                         "queries": {"type": "array", "items": {"type": "string"}, "minItems": 1,
                                     "maxItems": MAX_QUERIES_PER_ROUTE},
-                        "constraints": {"type": "array", "items": {"type": "string", "pattern": "^speaker:.+"}},
+                        "speakers": {"type": "array", "items": {"type": "string"}},
                         "time_filter": {"anyOf": [
                             {"type": "null"},
                             {"type": "object", "properties": {"start": day, "end": day},
@@ -163,10 +171,12 @@ class _Route(BaseModel):
 
     goal: str | None = None
     queries: list[str] = []
+    speakers: list[str] = []
     constraints: list[str] = []
+    """The older answer form of speakers: ``"speaker:<Name>"`` strings (anything else is dropped)."""
     time_filter: tuple[datetime, datetime] | None = None
 
-    @field_validator("queries", "constraints", mode="before")
+    @field_validator("queries", "speakers", "constraints", mode="before")
     @classmethod
     def _one_or_many(cls, value: Any) -> Any:
         return [] if value is None else [value] if isinstance(value, str) else value
@@ -235,9 +245,12 @@ class LLMPlanner:
       cached, so a provider that recovers is used again at the next search;
     - ``max_routes`` — at most this many routes are kept (the first is the main need, ``goal="query"``).
 
-    Route constraints are ``speaker:<Name>`` with the name as the namespace spells it; constraints of another
-    form, or naming a speaker the namespace does not have (when ``speakers`` is given), are dropped. Time filters
-    are aware UTC ``[start, end)``; a bare ISO date as ``end`` includes that day.
+    The answer's routes become typed :class:`~memory_ext.models.EvidenceRoute` objects: the first is the main route
+    (goal ``query``, weight ``MAIN_ROUTE_WEIGHT``), the others keep the name the LLM gave them, a goal of
+    :class:`~memory_ext.models.RouteGoal` when the name is one (else ``other``) and weight
+    ``SECONDARY_ROUTE_WEIGHT``. A route's ``speakers`` (names; ``"speaker:<Name>"`` constraints are read too)
+    are kept with the namespace's spelling, and dropped when the namespace does not have them (when ``speakers``
+    is given). Time filters are aware UTC ``[start, end)``; a bare ISO date as ``end`` includes that day.
     """
 
     def __init__(self, llm: LLM, *, fallback: Planner | None = None, timeout_s: float = 10.0,
@@ -326,8 +339,8 @@ class LLMPlanner:
                   (f'- "routes": 1 to {self.max_routes} independent evidence needs, the main one first with goal '
                    '"query"; one route per person or thing when comparing. Each route has "goal" (a few words), '
                    f'"queries" (1 to {MAX_QUERIES_PER_ROUTE} keyword-rich search strings in the language of the '
-                   'memories), "constraints" (a list of "speaker:<Name>" for the known speakers the route is '
-                   'about, else []) and "time_filter" ({"start": ISO date, "end": ISO date} when the question '
+                   'memories), "speakers" (the names of the known speakers the route is about, else []) and '
+                   '"time_filter" ({"start": ISO date, "end": ISO date} when the question '
                    "names a time period, resolved against today, end inclusive; else null).")]
         if state:
             lines.append('- Add a route with goal "action" for what the agent state needs (past failures of '
@@ -353,13 +366,17 @@ class LLMPlanner:
             if len(routes) == self.max_routes:
                 break
             queries = tuple(dict.fromkeys(q.strip() for q in raw.queries if q.strip()))[:MAX_QUERIES_PER_ROUTE]
-            constraints = tuple(dict.fromkeys(
-                c for c in (_constraint(c, canonical) for c in raw.constraints) if c is not None))
-            goal = "query" if not routes else (raw.goal or "").strip() or f"route {len(routes) + 1}"
-            while goal in goals:
-                goal = f"{goal} ({len(routes) + 1})"
-            goals.add(goal)
-            routes.append(EvidenceRoute(goal=goal, queries=queries or (query,), constraints=constraints,
+            named = [*raw.speakers, *(_constraint_speaker(c) for c in raw.constraints)]
+            route_speakers = tuple(dict.fromkeys(
+                s for s in (_speaker(n, canonical) for n in named if n is not None) if s is not None))
+            name = "query" if not routes else (raw.goal or "").strip() or f"route {len(routes) + 1}"
+            while name in goals:
+                name = f"{name} ({len(routes) + 1})"
+            goals.add(name)
+            main = not routes
+            routes.append(EvidenceRoute(goal=RouteGoal.QUERY if main else _goal_of(name), name=name,
+                                        queries=queries or (query,), speakers=route_speakers,
+                                        weight=MAIN_ROUTE_WEIGHT if main else SECONDARY_ROUTE_WEIGHT,
                                         time_filter=raw.time_filter))
         if not routes:
             routes = list(fallback().routes[:self.max_routes])
@@ -368,7 +385,7 @@ class LLMPlanner:
             if action is not None and self.max_routes > 1:
                 routes = routes[:self.max_routes - 1] + [action]
         question_type = parsed.question_type or fallback().question_type
-        return SearchPlan(question_type=question_type, routes=tuple(routes), depth=1, planner=self.name)
+        return SearchPlan(question_type=question_type, routes=tuple(routes), planner=self.name)
 
 
 _SYSTEM = ("You plan searches over an AI agent's long-term memory of conversations. Reply with exactly one JSON "
@@ -381,13 +398,28 @@ def _state_fields(state: ActionState | None) -> dict[str, Any]:
     return {k: v for k, v in state.model_dump(mode="json").items() if v not in (None, "", [], ())}
 
 
-def _constraint(text: str, canonical: Mapping[str, str]) -> str | None:
-    """``speaker:<Name>`` with the namespace's spelling of the name, or None for anything unusable."""
+def _constraint_speaker(text: str) -> str | None:
+    """The name of a ``speaker:<Name>`` constraint (the older answer form), or None for any other constraint."""
     kind, sep, value = text.partition(":")
-    value = value.strip()
-    if not sep or kind.strip().lower() != "speaker" or not value:
+    return value if sep and kind.strip().lower() == "speaker" else None
+
+
+def _speaker(name: str, canonical: Mapping[str, str]) -> str | None:
+    """The namespace's spelling of a speaker's name, or None when it is empty or not a known speaker."""
+    value = name.strip()
+    if not value:
         return None
     if not canonical:
-        return f"speaker:{value}"
-    name = canonical.get(value.casefold())
-    return f"speaker:{name}" if name is not None else None
+        return value
+    return canonical.get(value.casefold())
+
+
+def _goal_of(name: str) -> RouteGoal:
+    """The goal of a secondary route the LLM named ``name``: ``action``, ``opening`` or ``focus`` by that exact
+    name, ``speaker`` / ``slot`` by the prefix ``speaker:`` / ``slot:``, else ``other``."""
+    if name in (RouteGoal.ACTION, RouteGoal.OPENING, RouteGoal.FOCUS):
+        return RouteGoal(name)
+    prefix, sep, _ = name.partition(":")
+    if sep and prefix in (RouteGoal.SPEAKER, RouteGoal.SLOT):
+        return RouteGoal(prefix)
+    return RouteGoal.OTHER

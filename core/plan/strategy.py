@@ -34,7 +34,7 @@ class Strategy:
     """weight of the best positive evidence of the derived records anchored to a turn (fact, preference, event,
     procedure, failure pattern, L0/L1 layers)"""
     kind_bonus: float = 1.0
-    """bonus for a turn whose derived record of a kind the route asks for (``kinds:`` constraint: failure
+    """bonus for a turn whose derived record of a kind the route boosts (``EvidenceRoute.boost_kinds``: failure
     patterns and procedures for an action route with a failure or a last tool) matches the route's query"""
 
 

@@ -1,7 +1,9 @@
 """Recall channels and the parallel runner.
 
-A channel is a registered :class:`Recaller` chosen by a selection key of ``EngineConfig.recall``; the runner
-executes the selected channels in parallel with a per-channel timeout and turns a failure into a
+Every channel is a row of the table in :mod:`memory_ext.recall.channels` (its built-in :class:`Recaller`, switch,
+needs and record kind); a selection key of ``EngineConfig.recall`` picks its implementation by name (a built-in
+or one added with :func:`memory_ext.register_recaller`) and ``recall.channel_options`` hands it options. The
+runner executes the calls in parallel with a per-channel timeout and turns a failure into a
 :class:`~memory_ext.models.ChannelError` instead of an empty answer.
 """
 

@@ -73,7 +73,7 @@ class RecallRequest:
     limit: int
     allowed: Collection[int] | None = None
     route: EvidenceRoute | None = None
-    """The plan's route this call serves (its time filter, constraints); channels that need it read it here."""
+    """The plan's route this call serves (its time filter, speakers); channels that need it read it here."""
 
 
 @runtime_checkable

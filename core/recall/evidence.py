@@ -6,7 +6,7 @@ record has is dropped; no key left -> no hit):
 
 * **entities** ``e:``: the known entity keys the query names (whole-token runs, CJK substrings, longer match
   wins, as the graph channel matches them), the names :func:`~memory_ext.text.entities.extract_entities` finds in
-  it, and the speakers of the route's ``speaker:<name>`` constraints;
+  it, and the route's ``speakers``;
 * **tags** ``t:``: :func:`~memory_ext.text.entities.extract_tags` of the query without ``question``, plus the
   base verb forms a question uses ("Where did Ana *go*", "What does Ana *like*": see :func:`query_tags`);
 * **entity x tag** ``et:`` for each pair;
@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
-from ..registry import recallers
 from ..store.evidence import SKIP_TAGS, day_key, month_key, span_days, span_months
 from ..store.graph import entity_key
 from ..text.entities import extract_entities, extract_tags
@@ -92,17 +91,17 @@ def _filter_dates(route: Any) -> tuple[list[date], list[date]]:
 
 
 def _speakers(route: Any) -> list[str]:
+    """Entity keys of the speakers the route is about (``EvidenceRoute.speakers``)."""
     out: list[str] = []
-    for c in getattr(route, "constraints", ()) or ():
-        if isinstance(c, str) and c.lower().startswith("speaker:"):
-            key = entity_key(c.split(":", 1)[1])
-            if key:
-                out.append(key)
+    for name in getattr(route, "speakers", ()) or ():
+        key = entity_key(name) if isinstance(name, str) else None
+        if key:
+            out.append(key)
     return out
 
 
 def query_keys(snap: EvidenceSnapshot, query: str, route: Any = None) -> list[str]:
-    """The evidence keys of ``query`` (and its route's time filter and speaker constraints) that ``snap`` has,
+    """The evidence keys of ``query`` (and its route's time filter and speakers) that ``snap`` has,
     in the order: entities, tags, entity x tag, days, months, event frames."""
     index = snap.index
     ents = snap.match_entities(query)
@@ -124,7 +123,6 @@ def _empty() -> Hits:
     return Hits(np.zeros(0, np.int64), np.zeros(0, np.float64), fill=0.0)
 
 
-@recallers.register("evidence")
 class EvidenceRecaller:
     """Evidence-node recall (see the module docstring).
 

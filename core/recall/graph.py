@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..registry import recallers
 from .base import Hits, RecallRequest
 
 if TYPE_CHECKING:
@@ -45,7 +44,6 @@ def _empty() -> Hits:
     return Hits(np.zeros(0, np.int64), np.zeros(0, np.float64), fill=0.0)
 
 
-@recallers.register("graph")
 class GraphRecaller:
     """Entity-graph recall: seeds from the query, then their records and their neighbours' (see module doc).
 

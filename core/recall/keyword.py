@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..registry import recallers
 from .base import Hits, RecallContext, RecallRequest
 
 __all__ = ["KeywordRecaller"]
 
 
-@recallers.register("keyword")
 class KeywordRecaller:
     """BM25 (Okapi) over records, per namespace, from the incremental keyword index."""
 

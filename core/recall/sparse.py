@@ -16,14 +16,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..registry import recallers
 from ..store.sparse import SparseIndex, normalise
 from .base import Hits, RecallContext, RecallRequest
 
 __all__ = ["SparseIndex", "SparseRecaller", "normalise"]
 
 
-@recallers.register("sparse")
 class SparseRecaller:
     """Dot product of L2-normalised sparse latent vectors (``embedder.embed_sparse``) over the namespace's turns."""
 

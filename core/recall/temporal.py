@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..registry import recallers
 from .base import Hits, RecallRequest
 
 if TYPE_CHECKING:
@@ -55,7 +54,6 @@ def window_of(request: RecallRequest) -> tuple[float, float] | None:
     return (start, end) if end > start else None
 
 
-@recallers.register("temporal")
 class TemporalRecaller:
     """Time recall: the records whose spans meet the route's time filter (see the module doc).
 

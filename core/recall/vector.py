@@ -7,7 +7,6 @@ import threading
 import numpy as np
 
 from ..embed import check_vectors
-from ..registry import recallers
 from .base import Hits, RecallContext, RecallRequest
 
 __all__ = ["VectorRecaller"]
@@ -42,7 +41,6 @@ def _query_vector(ctx: RecallContext, text: str) -> np.ndarray:
         return slot.vector  # type: ignore[union-attr,return-value]
 
 
-@recallers.register("vector")
 class VectorRecaller:
     """Cosine similarity between the query and records (exact with numpy, or Chroma)."""
 

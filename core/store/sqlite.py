@@ -28,6 +28,7 @@ import numpy as np
 
 from ..errors import EmbedderMismatchError, ReadOnlyStoreError, SchemaVersionError, StoreError, StoreLockedError
 from .snapshots import chunks, marks
+from .filters import RecordFilter, filter_sql
 
 __all__ = ["DB_FILE", "SCHEMA_VERSION", "RecordRow", "TruthStore", "TurnRow"]
 
@@ -638,6 +639,10 @@ class TruthStore:
     def delete_claims(conn: sqlite3.Connection, ns_id: int) -> None:
         """Every supersession claim of the namespace (when it is forgotten whole)."""
         conn.execute("DELETE FROM claims WHERE ns_id=?", (ns_id,))
+    def rids_matching(self, ns_id: int, record_filter: RecordFilter) -> set[int]:
+        """rids of the namespace's records that pass ``record_filter`` (every rid when it is empty)."""
+        where, args = filter_sql(record_filter)
+        return self.filter_rids(ns_id, where or "1", args)
 
     def count(self, table: str, ns_id: int | None = None) -> int:
         if table not in ("turns", "records", "embeddings"):

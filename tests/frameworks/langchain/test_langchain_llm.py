@@ -89,7 +89,7 @@ def test_the_llm_planner_runs_on_a_langchain_model() -> None:
                                                       speakers=["Caroline", "Melanie"])
     assert error is None and plan.planner == "llm:langchain:GenericFakeChatModel"
     assert plan.question_type == "comparison"
-    assert [r.constraints for r in plan.routes] == [("speaker:Caroline",), ("speaker:Melanie",)]
+    assert [r.speakers for r in plan.routes] == [("Caroline",), ("Melanie",)]
 
 
 def test_a_failing_or_slow_model_degrades_the_planner_with_a_reason(gate: Gate) -> None:

@@ -90,14 +90,16 @@ def test_plan_time_filter_speakers_and_routes() -> None:
                        action_state=None)
     main = plan.routes[0]
     assert main.time_filter == (datetime(2023, 5, 7, tzinfo=UTC), datetime(2023, 5, 8, tzinfo=UTC))
-    assert main.constraints == ("speaker:Caroline",) and len(plan.routes) == 1
+    assert main.speakers == ("Caroline",) and len(plan.routes) == 1
     vague = plan_search("What did Caroline do a few days ago?", now=T0, speakers=[], action_state=None)
     assert vague.routes[0].time_filter is None  # low confidence: no filter at all
     both = plan_search("What do Caroline and Melanie both enjoy?", now=T0, speakers=["Caroline", "Melanie"],
                        action_state=ActionState(failure_signal="timeout", missing_slots=("date",)))
-    assert [r.goal for r in both.routes] == ["query", "speaker:Caroline", "speaker:Melanie", "action", "slot:date"]
+    assert [r.name for r in both.routes] == ["query", "speaker:Caroline", "speaker:Melanie", "action", "slot:date"]
+    assert [r.goal for r in both.routes] == ["query", "speaker", "speaker", "action", "slot"]
+    assert [r.speakers for r in both.routes[1:3]] == [("Caroline",), ("Melanie",)]
     assert both.routes[3].queries == ("timeout date",)
-    assert both.routes[3].constraints == ("kinds:failure_pattern,procedure",)  # a failure pulls failure patterns
+    assert both.routes[3].boost_kinds == ("failure_pattern", "procedure")  # a failure pulls failure patterns
     assert both.routes[4].queries == ("date",)
 
 
@@ -135,7 +137,7 @@ def test_speaker_named_in_the_question_lifts_their_turns(tmp_path: Path) -> None
     with _chat(tmp_path) as eng:
         res = eng.search("What did Melanie see with the kids?", "conv", k=3, now=T0 + timedelta(days=30))
         assert res.items[0].speaker == "Melanie"
-        assert res.plan is not None and res.plan.routes[0].constraints == ("speaker:Melanie",)
+        assert res.plan is not None and res.plan.routes[0].speakers == ("Melanie",)
 
 
 def test_a_wrong_time_filter_never_removes_the_answer(tmp_path: Path) -> None:

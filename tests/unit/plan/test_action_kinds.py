@@ -77,7 +77,7 @@ def test_missing_slots_become_routes_that_find_them(tmp_path: Path) -> None:
         acting = engine.search(query, "ana", k=6,
                                action_state=ActionState(current_subgoal="book the offsite flights",
                                                         missing_slots=("passport number",)))
-        assert "slot:passport number" in [r.goal for r in acting.plan.routes]
+        assert "slot:passport number" in [r.name for r in acting.plan.routes]
         assert _rank(acting, NOTES[1].content) < _rank(plain, NOTES[1].content)
         assert _rank(acting, NOTES[1].content) <= 3  # the slot route has its quota in the top k
 

@@ -50,11 +50,12 @@ def heuristic(query: str = QUERY, action_state: ActionState | None = None) -> Se
 def assert_valid(plan: SearchPlan, max_routes: int = 4) -> None:
     assert plan.question_type in QUESTION_TYPES
     assert 1 <= len(plan.routes) <= max_routes
-    assert plan.routes[0].goal == "query"
-    assert len({r.goal for r in plan.routes}) == len(plan.routes)
+    assert plan.routes[0].goal == "query" and plan.routes[0].weight == 1.0
+    assert all(r.goal != "query" and r.weight == 0.5 for r in plan.routes[1:])
+    assert len({r.name for r in plan.routes}) == len(plan.routes)
     for route in plan.routes:
         assert route.queries and all(q.strip() for q in route.queries)
-        assert all(c.startswith("speaker:") for c in route.constraints)
+        assert all(s in SPEAKERS for s in route.speakers)
         if route.time_filter is not None:
             start, end = route.time_filter
             assert start.tzinfo is not None and end > start
@@ -71,8 +72,9 @@ def test_a_good_answer_becomes_the_plan() -> None:
     main, other = plan.routes
     assert main.goal == "query"  # the engine weighs the route named "query" as the main one
     assert main.queries == ("Caroline LGBTQ support group", "support group meeting")
-    assert main.constraints == ("speaker:Caroline",)  # the namespace's spelling of the name
-    assert other.goal == "Melanie's view" and other.time_filter is None
+    assert main.speakers == ("Caroline",)  # the namespace's spelling of the name
+    assert other.name == "Melanie's view" and other.goal == "other" and other.time_filter is None
+    assert other.speakers == ("Melanie",)
     # the LLM was told the day, the speakers and the shape of the answer
     call = llm.calls[0]
     assert "2023-05-08 (Monday)" in call.prompt and "Caroline, Melanie" in call.prompt and QUERY in call.prompt
@@ -107,7 +109,7 @@ def test_time_filters_are_parsed_as_aware_utc_half_open_spans() -> None:
 def test_malformed_json_is_repaired_without_a_retry(answer: str) -> None:
     plan, error, llm = plan_with(answer)
     assert error is None and len(llm.calls) == 1
-    assert plan.question_type == "temporal" and plan.routes[0].constraints == ("speaker:Caroline",)
+    assert plan.question_type == "temporal" and plan.routes[0].speakers == ("Caroline",)
     assert plan.routes[0].time_filter == (datetime(2023, 5, 1, tzinfo=UTC), datetime(2023, 5, 8, tzinfo=UTC))
 
 
@@ -122,7 +124,7 @@ def test_missing_fields_take_defaults() -> None:
     plan, error, _ = plan_with({"routes": [{"constraints": "speaker:Caroline"}]})
     assert error is None and plan.planner == "llm:scripted"
     assert plan.question_type == heuristic().question_type == "temporal"
-    assert plan.routes[0].queries == (QUERY,) and plan.routes[0].constraints == ("speaker:Caroline",)
+    assert plan.routes[0].queries == (QUERY,) and plan.routes[0].speakers == ("Caroline",)
     # no routes at all -> the heuristic's routes, with the LLM's question type
     plan, error, _ = plan_with({"question_type": "single"})
     assert error is None and plan.question_type == "single"
@@ -134,7 +136,7 @@ def test_unusable_constraints_are_dropped_and_question_types_normalised() -> Non
         {"goal": "query", "queries": ["x"], "constraints": ["speaker:Bob", "entity:pizza", "Caroline",
                                                             "speaker: MELANIE"]}]})
     assert error is None and plan.question_type == "personalized_advice"
-    assert plan.routes[0].constraints == ("speaker:Melanie",)
+    assert plan.routes[0].speakers == ("Melanie",)
 
 
 def test_wrong_types_are_retried_once_with_the_validation_error() -> None:
@@ -212,7 +214,8 @@ def test_never_more_routes_than_the_limit() -> None:
             "routes": [{"goal": "g", "queries": [f"q{i}"]} for i in range(7)]}
     plan, error, _ = plan_with(many, max_routes=3)
     assert error is None and len(plan.routes) == 3
-    assert [r.goal for r in plan.routes] == ["query", "g", "g (3)"]
+    assert [r.name for r in plan.routes] == ["query", "g", "g (3)"]
+    assert [r.goal for r in plan.routes] == ["query", "other", "other"]
     assert plan_with(many, max_routes=3)[2].calls[0].json_schema["properties"]["routes"]["maxItems"] == 3
 
 

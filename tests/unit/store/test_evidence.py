@@ -97,7 +97,8 @@ def recall(store: TruthStore, index: EvidenceIndex, ns_id: int, query: str, *, l
 def day_route(*days: tuple[int, int, int]) -> EvidenceRoute:
     start = datetime(*days[0], tzinfo=UTC)
     end = datetime(*days[-1], tzinfo=UTC).timestamp() + DAY
-    return EvidenceRoute(goal="when", queries=("q",), time_filter=(start, datetime.fromtimestamp(end, UTC)))
+    return EvidenceRoute(goal="other", name="when", queries=("q",),
+                         time_filter=(start, datetime.fromtimestamp(end, UTC)))
 
 
 def rows_of(store: TruthStore) -> list[tuple[object, ...]]:
@@ -231,14 +232,14 @@ def test_day_and_month_nodes_with_a_time_filter(store: TruthStore, index: Eviden
     assert set(got) == {same_day, resolved, same_month, other_month}
     assert min(got[same_day], got[resolved]) > got[same_month] > got[other_month]
     # a month-long filter reaches every day of the month; a year-long one only months
-    june = EvidenceRoute(goal="when", queries=("q",),
+    june = EvidenceRoute(goal="other", name="when", queries=("q",),
                          time_filter=(datetime(2023, 6, 1, tzinfo=UTC), datetime(2023, 7, 1, tzinfo=UTC)))
     assert list(recall(store, index, ns, "anything?", route=june)) == [other_month]
-    year = EvidenceRoute(goal="when", queries=("q",),
+    year = EvidenceRoute(goal="other", name="when", queries=("q",),
                          time_filter=(datetime(2023, 1, 1, tzinfo=UTC), datetime(2024, 1, 1, tzinfo=UTC)))
     assert set(recall(store, index, ns, "anything?", route=year)) == {same_day, resolved, same_month, other_month}
-    # speaker constraints are entities
-    spoken = EvidenceRoute(goal="who", queries=("q",), constraints=("speaker:Ana",))
+    # the route's speakers are entities
+    spoken = EvidenceRoute(goal="speaker", name="speaker:Ana", queries=("q",), speakers=("Ana",))
     assert set(recall(store, index, ns, "anything?", route=spoken)) == {same_day, resolved, same_month, other_month}
 
 

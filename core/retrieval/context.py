@@ -1,0 +1,94 @@
+"""Stage 8, context: ``SearchResult.context``, the prompt-ready text of the items.
+
+Each found turn is shown inside its source window (``recall.context_window_turns`` turns of the same exchange
+on each side); windows of one session that overlap are merged; blocks come in the rank order of their best
+turn, within ``recall.context_budget_tokens``. A block that does not fit is disclosed at a lower level: long
+turns (:data:`DISCLOSE_MIN_CHARS`) as their L1 abstract, then as their L0 title.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from ..ingest.derive import WINDOW_MAX_GAP_S
+from ..models import RetrievedItem
+from ..store.sqlite import TruthStore, TurnRow
+from ..text import estimate_tokens
+
+__all__ = ["DISCLOSE_MIN_CHARS", "context_line", "render_context"]
+
+DISCLOSE_MIN_CHARS = 600
+"""In ``SearchResult.context`` a turn at least this long may be shown as its L1 abstract or L0 title when the
+whole text does not fit the budget."""
+
+
+def context_line(when: float | None, speaker: str | None, role: str | None, text: str) -> str:
+    """One line of context: ``[2023-05-08 13:56] Ana: text``."""
+    stamp = datetime.fromtimestamp(when, UTC).strftime("%Y-%m-%d %H:%M") if when is not None else "undated"
+    return f"[{stamp}] {speaker or role or 'memory'}: {text}"
+
+
+def render_context(store: TruthStore, ns_id: int, items: Sequence[RetrievedItem], found: Mapping[str, TurnRow], *,
+                   window_turns: int, budget_tokens: int) -> str:
+    """Prompt-ready text: each found turn inside its source window (±``window_turns`` turns of the same exchange),
+    windows of one session merged where they overlap, best first, within ``budget_tokens``."""
+    n = window_turns
+    budget = budget_tokens
+    centres = [found[i.turn_ids[0]] for i in items if i.turn_ids and i.turn_ids[0] in found]
+    blocks: list[dict[str, Any]] = []  # lo, hi, session, centres (best first)
+    for turn in centres:
+        lo, hi = turn.seq - n, turn.seq + n
+        for b in blocks:
+            if b["session"] == turn.session_id and lo <= b["hi"] + 1 and hi >= b["lo"] - 1:
+                b["lo"], b["hi"] = min(b["lo"], lo), max(b["hi"], hi)
+                b["centres"].append(turn)
+                break
+        else:
+            blocks.append({"lo": lo, "hi": hi, "session": turn.session_id, "centres": [turn]})
+    rows = store.turns_by_seq_ranges(ns_id, [(b["lo"], b["hi"]) for b in blocks])
+    by_seq = {r.seq: r for r in rows}
+
+    layers: dict[str, tuple[str, str]] = {}
+
+    def disclose(r: Any, level: int) -> str:
+        """A turn at disclosure level 2 (whole text), 1 (L1 abstract) or 0 (L0 title) — long turns only."""
+        if level == 2 or len(r.content) < DISCLOSE_MIN_CHARS:
+            return context_line(r.ts, r.speaker, r.role, r.content)
+        if r.id not in layers:
+            from ..lifecycle.summary import summarize
+
+            summary = summarize([r])
+            layers[r.id] = (summary.title, summary.abstract or summary.title)
+        text = layers[r.id][1 if level == 1 else 0]
+        return context_line(r.ts, r.speaker, r.role, f"{text} [abridged from {len(r.content)} characters; "
+                                                     f"get_turns has the whole turn {r.id}]")
+
+    def render(lo: int, hi: int, block_centres: list[Any], level: int = 2) -> str:
+        def near(r: Any) -> bool:  # same exchange as one of the block's found turns
+            return any(r.session_id == c.session_id and (r.ts is None or c.ts is None or
+                                                         abs(r.ts - c.ts) <= WINDOW_MAX_GAP_S)
+                       for c in block_centres)
+
+        return "\n".join(disclose(r, level) for s in range(lo, hi + 1)
+                         if (r := by_seq.get(s)) is not None and near(r))
+
+    out: list[str] = []
+    used = 0
+    for b in blocks:  # in the rank order of their best turn
+        # disclosure: the whole window (L2), else long turns as their abstract (L1), else as their title (L0)
+        text = next((t for level in (2, 1, 0)
+                     if used + estimate_tokens(t := render(b["lo"], b["hi"], b["centres"], level)) <= budget),
+                    None)
+        if text is None:
+            if out:
+                break
+            best = b["centres"][0]  # the first block is too long: the best turn's own window, or the turn
+            text = next((t for level in (2, 1, 0) if estimate_tokens(
+                t := render(best.seq - n, best.seq + n, [best], level)) <= budget), None) \
+                or next((t for level in (2, 1, 0) if estimate_tokens(t := disclose(best, level)) <= budget),
+                        disclose(best, 0))
+        out.append(text)
+        used += estimate_tokens(text)
+    return "\n---\n".join(out)

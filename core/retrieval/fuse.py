@@ -1,0 +1,136 @@
+"""Stage 4, score and fuse: each route's turn scores from its channels' hits, then one pool of candidates.
+
+* **Score** (:func:`score_routes`): per route, :func:`memory_ext.rank.zscore.rank_turns` turns the channels'
+  hits into turn scores (z-scores per channel and record kind, windows, derived records, the route's speakers,
+  time filter and boosted kinds, the session prior) with the question type's strategy.
+* **Fuse** (:func:`fuse`): ``recall.fusion: zscore`` sums the routes weighted by ``EvidenceRoute.weight``;
+  ``rrf`` fuses every channel call's turn ranking by reciprocal rank, each weighted by its route's weight times
+  its channel's weight. A superseded turn lifts its successor just above itself (unless ``as_of``); the scope's
+  cold-tier and ``as_of`` mask is applied last. The pool is the best ``pool_size`` turns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..models import EvidenceRoute, RouteGoal, SearchPlan
+from ..plan.strategy import Strategy
+from ..rank.fusion import rrf
+from ..rank.zscore import TurnScores, rank_turns
+from ..store.catalog import Catalog
+from .recall import Recalled
+from .scope import Scope
+
+__all__ = ["Fused", "RouteScores", "channel_label", "fuse", "promote_successors", "score_routes"]
+
+
+def channel_label(channel: str, route: EvidenceRoute) -> str:
+    """How a channel of a route is named in explain, trace and ``RetrievedItem.channels``: ``keyword`` for the
+    main route, ``keyword@<route name>`` otherwise."""
+    return channel if route.goal is RouteGoal.QUERY else f"{channel}@{route.name}"
+
+
+@dataclass(frozen=True)
+class RouteScores:
+    """Every route's turn scores, by route name, and their fusion input."""
+
+    per_route: dict[str, TurnScores]
+    routes: dict[str, EvidenceRoute]
+    """The route of each name in ``per_route``."""
+    total: np.ndarray
+    """zscore: the sum over routes of ``weight x route score`` per catalog position; rrf: zeros."""
+    rrf_parts: dict[str, list[int]] = field(default_factory=dict)
+    """rrf: every channel label's turn ranking (rids, best first)."""
+    rrf_part_weights: dict[str, tuple[str, float]] = field(default_factory=dict)
+    """rrf: channel label -> (channel, route weight)."""
+
+
+def score_routes(cat: Catalog, plan: SearchPlan, recalled: Recalled, *, strategy: Strategy,
+                 weights: Mapping[str, float], scope: Scope, channel_kinds: Mapping[str, np.ndarray],
+                 fusion: str, limit: int) -> RouteScores:
+    """Score every route of ``plan`` over the catalog (routes without hits are left out)."""
+    total = np.zeros(len(cat))
+    per_route: dict[str, TurnScores] = {}
+    routes: dict[str, EvidenceRoute] = {}
+    rrf_parts: dict[str, list[int]] = {}
+    part_weights: dict[str, tuple[str, float]] = {}
+    for r_index, route in enumerate(plan.routes):
+        hits = recalled.route_hits[r_index]
+        if not hits:
+            continue
+        span = (route.time_filter[0].timestamp(), route.time_filter[1].timestamp()) if route.time_filter else None
+        scores = rank_turns(cat, hits, weights, strategy, allowed=scope.allowed, speakers=list(route.speakers),
+                            time_span=span, assistant_roles=cat.assistant,
+                            bonus_kinds=[kind.value for kind in route.boost_kinds], channel_kinds=channel_kinds)
+        per_route[route.name] = scores
+        routes[route.name] = route
+        if fusion == "zscore":
+            total += route.weight * scores.total
+        else:
+            rankable = np.isfinite(scores.total) & (scope.flags if scope.flags is not None else True)
+            for ch, raw in scores.channel_raw.items():
+                order = np.flatnonzero(rankable)[np.argsort(-raw[rankable], kind="stable")]
+                order = order[raw[order] > 0][:limit]
+                label = channel_label(ch, route)
+                rrf_parts[label] = cat.rids[order].tolist()
+                part_weights[label] = (ch, route.weight)
+    return RouteScores(per_route=per_route, routes=routes, total=total, rrf_parts=rrf_parts,
+                       rrf_part_weights=part_weights)
+
+
+def promote_successors(cat: Catalog, total: np.ndarray, allowed: np.ndarray | None) -> dict[int, str]:
+    """A superseded turn that scores lifts the turn that replaced it just above itself (current facts first).
+    Changes ``total`` in place; returns {successor position: reason} for explain."""
+    out: dict[int, str] = {}
+    for old, new in cat.successor.items():
+        if not np.isfinite(total[old]) or not np.isfinite(total[new]) or (allowed is not None and not allowed[new]):
+            continue
+        if total[new] <= total[old]:
+            total[new] = total[old] + 1e-6
+            out[new] = f"lifted above superseded record rid {int(cat.rids[old])}"
+    return out
+
+
+@dataclass(frozen=True)
+class Fused:
+    """The fused scores and the candidate pool.
+
+    ``total`` holds the final score of every catalog position (``-inf``: not returnable); ``rids``/``scores``
+    are the pool, best first; ``ordered`` every returnable position best first (zscore only: what a reranker
+    falls back to); ``details`` each pool rid's fusion arithmetic (rrf only; zscore's is built on demand).
+    """
+
+    total: np.ndarray
+    rids: list[int]
+    scores: list[float]
+    ordered: np.ndarray | None = None
+    supersedes: dict[int, str] = field(default_factory=dict)
+    """successor position -> why it was lifted (zscore explain)"""
+    details: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+
+def fuse(cat: Catalog, scored: RouteScores, scope: Scope, *, fusion: str, rrf_k: int,
+         weights: Mapping[str, float], pool_size: int, as_of: float | None) -> Fused:
+    """Fuse the routes into one score per turn and draw the pool (see the module docstring)."""
+    total = scored.total.copy()
+    supersedes = promote_successors(cat, total, scope.flags) if as_of is None else {}
+    if scope.flags is not None:
+        total[~scope.flags] = -np.inf
+    if fusion == "rrf":
+        rrf_weights = {name: route_weight * weights.get(channel, 1.0)
+                       for name, (channel, route_weight) in scored.rrf_part_weights.items()}
+        fused = rrf(scored.rrf_parts, k=rrf_k, weights=rrf_weights)[:pool_size]
+        details = {int(f.id): {"fusion": "rrf", "rrf_k": rrf_k,  # type: ignore[call-overload]
+                               "channels": {c: {"rank": r, "contribution": v}
+                                            for c, (r, v) in f.contributions.items()}} for f in fused}
+        return Fused(total=total, rids=[int(f.id) for f in fused], scores=[f.score for f in fused],  # type: ignore[call-overload]
+                     supersedes=supersedes, details=details)
+    finite = np.flatnonzero(np.isfinite(total))
+    ordered = finite[np.lexsort((cat.rids[finite], -total[finite]))]
+    top = ordered[:pool_size]
+    return Fused(total=total, rids=cat.rids[top].tolist(), scores=total[top].tolist(), ordered=ordered,
+                 supersedes=supersedes)

@@ -1,0 +1,43 @@
+"""Stage 7, hydrate: the chosen rids become :class:`~memory_ext.models.RetrievedItem` objects (text, kind, turns,
+session, time, speaker, role, channel ranks, explanation), read from the truth store in two queries."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from ..models import RecordKind, RetrievedItem, Role
+from ..store.sqlite import TruthStore, TurnRow
+
+__all__ = ["Hydrated", "hydrate"]
+
+
+@dataclass(frozen=True)
+class Hydrated:
+    """The items, best first, and the source turns they were built from (by turn id; the context reuses them)."""
+
+    items: list[RetrievedItem]
+    source_turns: dict[str, TurnRow] = field(default_factory=dict)
+
+
+def hydrate(store: TruthStore, ns_id: int, rids: Sequence[int], scores: Sequence[float],
+            ranks: Mapping[int, dict[str, int]], details: Mapping[int, dict[str, Any]], explain: bool) -> Hydrated:
+    """The items of ``rids`` (a record deleted since recall is skipped)."""
+    records = store.records_by_rid(ns_id, rids)
+    turns = store.turns_by_id(ns_id, (t for r in records.values() for t in r.turn_ids))
+    items = []
+    for rid, score in zip(rids, scores, strict=True):
+        rec = records.get(rid)
+        if rec is None:  # deleted between recall and hydration
+            continue
+        src = [turns[t] for t in rec.turn_ids if t in turns]
+        items.append(RetrievedItem(
+            id=rec.id, text=rec.text, score=float(score), kind=RecordKind(rec.kind), turn_ids=tuple(rec.turn_ids),
+            external_ids=tuple(t.external_id for t in src), session_id=rec.session_id,
+            timestamp=datetime.fromtimestamp(rec.ref_ts, UTC) if rec.ref_ts is not None else None,
+            speaker=rec.speaker, role=Role(rec.source_role) if rec.source_role is not None else None,
+            channels=ranks.get(rid, {}),
+            explanation=details.get(rid) if explain else None))
+    return Hydrated(items=items, source_turns=turns)

@@ -1,0 +1,164 @@
+"""The read pipeline: one object, built once per engine, that runs every stage of a search in order.
+
+request → plan → scope → recall → score and fuse → rerank → select → hydrate → context; ``explain`` and
+``trace`` are assembled from what the stages return (:mod:`memory_ext.retrieval.explain`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from concurrent.futures import Executor
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from ..config import EngineConfig
+from ..models import ActionState, ChannelError, Namespace, SearchResult
+from ..plan.heuristic import plan_search
+from ..plan.llm_planner import Planner
+from ..plan.strategy import STRATEGIES
+from ..rank.rerank import Reranker
+from ..recall.channels import ChannelSet
+from ..store.catalog import RecordCatalog
+from ..store.evidence import EvidenceIndex
+from ..store.sqlite import TruthStore
+from ..store.vector import VectorIndex
+from .context import render_context
+from .explain import build_trace, channel_ranks, zscore_details
+from .fuse import fuse, score_routes
+from .hydrate import hydrate
+from .recall import plan_calls, recall
+from .request import SearchRequest, parse_request
+from .rerank import rerank
+from .scope import scope_of
+from .select import select
+
+__all__ = ["ReadPipeline"]
+
+
+def _ms(t0: float) -> float:
+    return round((time.perf_counter() - t0) * 1000, 3)
+
+
+class ReadPipeline:
+    """Runs searches over one store (thread-safe: it keeps no per-search state).
+
+    Built by :class:`~memory_ext.MemoryEngine` from what the stages need: the truth ``store`` and the record
+    ``catalog``, the ``channels`` it built (:func:`memory_ext.recall.channels.build_channels`) and the thread
+    ``pool`` they run on, the ``planner``, the optional ``reranker``, the ``config``, the ``vector_index`` (MMR
+    uses the stored vectors when there is one), the ``evidence_index`` (to warn when it is empty) and the
+    embedder fallback warning, if any.
+    """
+
+    def __init__(self, *, store: TruthStore, catalog: RecordCatalog, channels: ChannelSet, pool: Executor,
+                 planner: Planner, config: EngineConfig, reranker: Reranker | None = None,
+                 vector_index: VectorIndex | None = None, evidence_index: EvidenceIndex | None = None,
+                 embedder_warning: str | None = None) -> None:
+        self.store = store
+        self.catalog = catalog
+        self.channels = channels
+        self.pool = pool
+        self.planner = planner
+        self.config = config
+        self.reranker = reranker
+        self.vector_index = vector_index
+        self.evidence_index = evidence_index
+        self.embedder_warning = embedder_warning
+
+    def search(self, query: str, namespace: Namespace | str, *, k: int = 10,
+               filters: Mapping[str, Any] | None = None,
+               action_state: ActionState | Mapping[str, Any] | None = None, explain: bool = False,
+               now: datetime | str | float | None = None, trace: bool = False, include_cold: bool = False,
+               as_of: datetime | str | float | None = None) -> SearchResult:
+        """Validate the arguments and run :meth:`run` (see :meth:`memory_ext.MemoryEngine.search`)."""
+        t0 = time.perf_counter()
+        request = parse_request(query, namespace, limits=self.config.limits, k=k, filters=filters,
+                                action_state=action_state, explain=explain, now=now, trace=trace,
+                                include_cold=include_cold, as_of=as_of)
+        return self.run(request, started=t0)
+
+    def run(self, request: SearchRequest, *, started: float | None = None) -> SearchResult:
+        """Every stage of one search, in order."""
+        t0 = time.perf_counter() if started is None else started
+        cfg = self.config.recall
+        store, query, k = self.store, request.query, request.k
+        warnings: tuple[str, ...] = (self.embedder_warning,) if self.embedder_warning else ()
+        errors = [ChannelError(channel="embedder", error_type="EmbedderFallback",
+                               message=self.embedder_warning)] if self.embedder_warning else []
+        ns_id = store.find_namespace(request.namespace.key)
+        if ns_id is None:  # nothing to search
+            plan = plan_search(query, now=request.reference, speakers=(), action_state=request.action_state)
+            return SearchResult(query=query, plan=plan, channel_errors=tuple(errors), warnings=warnings,
+                                timings_ms={"total": _ms(t0)})
+        # plan
+        cat = self.catalog.get(store.reader(), ns_id)
+        plan, planner_error = self.planner.plan(query, now=request.reference, speakers=cat.speakers(),
+                                                action_state=request.action_state)
+        if planner_error is not None:
+            errors.append(planner_error)
+        # scope
+        scope = scope_of(store, cat, ns_id, request)
+        if scope.returns_nothing(cat):
+            return SearchResult(query=query, plan=plan, channel_errors=tuple(errors), warnings=warnings,
+                                timings_ms={"total": _ms(t0)})
+        # recall
+        limit = max(4 * k, cfg.candidates_per_channel)
+        evidence = self.evidence_index
+        calls = plan_calls(plan, cat, ns_id, self.channels, limit=limit,
+                           layer_min_chars=self.config.ingest.layer_min_chars,
+                           evidence_is_empty=lambda: evidence is not None
+                           and evidence.record_count(store.reader(), ns_id) == 0)
+        warnings = (*warnings, *calls.warnings)
+        recalled = recall(self.pool, calls, cfg.channel_timeout_s)
+        errors += recalled.errors
+        # score and fuse
+        t_rank = time.perf_counter()
+        weights = cfg.channel_weights
+        pool_size = k if cfg.mmr_lambda >= 1.0 else k * cfg.mmr_pool_factor
+        scored = score_routes(cat, plan, recalled, strategy=STRATEGIES[plan.question_type], weights=weights,
+                              scope=scope, channel_kinds=calls.channel_kinds, fusion=cfg.fusion, limit=limit)
+        fused = fuse(cat, scored, scope, fusion=cfg.fusion, rrf_k=cfg.rrf_k, weights=weights,
+                     pool_size=pool_size, as_of=request.as_of)
+        pool_rids, pool_scores = fused.rids, fused.scores
+        details = {rid: dict(parts) for rid, parts in fused.details.items()}
+        rerank_ms: float | None = None
+        if cfg.fusion != "rrf":
+            # rerank
+            reranked: dict[int, dict[str, float]] = {}
+            if self.reranker is not None and pool_rids:
+                t_rerank = time.perf_counter()
+                outcome = rerank(self.reranker, store, query, ns_id, cat, fused, scored, pool_size=pool_size, k=k,
+                                 config=cfg)
+                pool_rids, pool_scores, reranked = outcome.rids, outcome.scores, outcome.parts
+                if outcome.error is not None:
+                    errors.append(outcome.error)
+                rerank_ms = _ms(t_rerank)
+            positions = cat.pos_of(np.asarray(pool_rids, np.int64))
+            details = zscore_details(cat, positions, scored, weights, reranked=reranked,
+                                     supersedes=fused.supersedes) if request.explain else {}
+        # select
+        selection = select(store, ns_id, cat, pool_rids, pool_scores, per_route=scored.per_route,
+                           routes=scored.routes, total=fused.total, k=k, config=cfg,
+                           use_vectors=self.vector_index is not None)
+        for rid, step in selection.mmr.items():
+            if rid in details:
+                details[rid]["mmr"] = step
+        # hydrate
+        hydrated = hydrate(store, ns_id, selection.rids, selection.scores,
+                           channel_ranks(cat, scored, self.channels.specs, selection.rids), details,
+                           request.explain)
+        timings = {f"channel.{n}": v for n, v in recalled.timings_ms.items()}
+        timings["rank"] = _ms(t_rank)
+        if rerank_ms is not None:
+            timings["rerank"] = rerank_ms
+        # context
+        t_context = time.perf_counter()
+        context = render_context(store, ns_id, hydrated.items, hydrated.source_turns,
+                                 window_turns=cfg.context_window_turns, budget_tokens=cfg.context_budget_tokens)
+        timings["context"] = _ms(t_context)
+        timings["total"] = _ms(t0)
+        trace_data = build_trace(plan, cat, recalled.results, scored.per_route, timings) if request.trace else None
+        return SearchResult(query=query, items=tuple(hydrated.items), context=context, plan=plan,
+                            channel_errors=tuple(errors), warnings=warnings, timings_ms=timings, trace=trace_data)

@@ -1,0 +1,61 @@
+"""Stage 1, the scope: which records a search may return, as masks over the namespace's catalog positions.
+
+Two masks, kept apart because they act at different times: ``allowed`` (the search's filters; a window counts
+when its own turn passes) is applied while each route is scored; ``flags`` (the cold tier and ``as_of``) removes
+turns from the *result* after ranking, so a superseded statement that went cold still lifts the one that
+replaced it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..store.catalog import KIND_CODES, Catalog
+from ..store.sqlite import TruthStore
+from .request import SearchRequest
+
+__all__ = ["Scope", "flag_mask", "scope_of"]
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The masks of one search (None: no restriction)."""
+
+    allowed: np.ndarray | None = None
+    """Records passing the filters (windows follow their turn)."""
+    flags: np.ndarray | None = None
+    """Records outside the cold tier (unless it is searched) and valid at ``as_of``."""
+
+    def returns_nothing(self, cat: Catalog) -> bool:
+        """True when no turn of the namespace can be returned (the search can stop here)."""
+        if self.allowed is None and self.flags is None:
+            return False
+        returnable = (np.ones(len(cat), bool) if self.allowed is None else self.allowed) & \
+            (np.ones(len(cat), bool) if self.flags is None else self.flags)
+        return not (returnable & (cat.kind == KIND_CODES["turn"])).any()
+
+
+def flag_mask(cat: Catalog, include_cold: bool, as_of: float | None) -> np.ndarray | None:
+    """Records a search may return given the cold tier and ``as_of`` (None: all of them)."""
+    mask = None
+    if not include_cold and cat.cold.any():
+        mask = ~cat.cold
+    if as_of is not None:
+        valid = (np.isnan(cat.ts) | (cat.ts <= as_of)) & (np.isnan(cat.valid_to) | (cat.valid_to > as_of))
+        mask = valid if mask is None else mask & valid
+    return mask
+
+
+def scope_of(store: TruthStore, cat: Catalog, ns_id: int, request: SearchRequest) -> Scope:
+    """The scope of ``request`` in namespace ``ns_id`` (the filter is evaluated by the store)."""
+    allowed_mask = None
+    if not request.record_filter.empty:
+        allowed_rids = store.rids_matching(ns_id, request.record_filter)
+        allowed_mask = np.zeros(len(cat), bool)
+        pos = cat.pos_of(np.fromiter(allowed_rids, np.int64, len(allowed_rids)))
+        allowed_mask[pos[pos >= 0]] = True
+        # a window counts when its own turn passes the filter
+        allowed_mask |= (cat.kind == KIND_CODES["window"]) & (cat.anchor >= 0) & allowed_mask[cat.anchor]
+    return Scope(allowed=allowed_mask, flags=flag_mask(cat, request.include_cold, request.as_of))
