@@ -23,8 +23,6 @@ from .config import (
 )
 from .embed import E5Embedder, Embedder, HashingEmbedder, SparseEmbedder
 from .engine import AddResult, ForgetReceipt, MemoryEngine, StoreStats
-from .plan.llm_planner import HeuristicPlanner, LLMPlanner, PlanOutcome, Planner
-from .recall.channels import register_recaller
 from .errors import (
     ConfigError,
     EmbedderError,
@@ -63,6 +61,7 @@ from .models import (
     Turn,
 )
 from .plan.llm_planner import HeuristicPlanner, LLMPlanner, Planner, PlanOutcome
+from .recall.channels import register_recaller
 
 __version__ = "0.1.0"
 

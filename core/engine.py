@@ -21,7 +21,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-
 from .config import EngineConfig
 from .embed import Embedder, HashingEmbedder, resolve_embedder
 from .errors import (
@@ -29,33 +28,33 @@ from .errors import (
     ValidationError,
 )
 from .ingest.pipeline import WritePipeline
+from .lifecycle.api import CompactionReport, Lifecycle
+from .lifecycle.forgetting import forget
+from .llm import LLM
 from .models import (
+    ActionState,
     IndexHook,
     MemoryFile,
-    ActionState,
     Namespace,
     SearchResult,
     Turn,
 )
-from .lifecycle.api import CompactionReport, Lifecycle
-from .lifecycle.forgetting import forget
-from .llm import LLM
 from .plan.llm_planner import HeuristicPlanner, LLMPlanner, Planner
 from .rank.rerank import LLMReranker, Reranker
 from .recall.base import RecallContext, Recaller
 from .recall.channels import build_channels, check_channel_config
 from .registry import vector_backends
-from .retrieval import ReadPipeline
-from .store.graph import EntityGraph
-from .store.evidence import EvidenceIndex
-from .store.timeindex import TimeIndex
-from .store.keyword import KeywordIndex
 from .results import AddResult, ForgetReceipt, StoreStats
-from .store.base import DerivedIndex
-from .store.sparse import SparseIndex
+from .retrieval import ReadPipeline
 from .store import chroma as _chroma  # noqa: F401  (registers the backend; chromadb loads only when used)
+from .store.base import DerivedIndex
 from .store.catalog import RecordCatalog
+from .store.evidence import EvidenceIndex
+from .store.graph import EntityGraph
+from .store.keyword import KeywordIndex
+from .store.sparse import SparseIndex
 from .store.sqlite import TruthStore
+from .store.timeindex import TimeIndex
 from .store.vector import VectorIndex
 
 __all__ = ["AddResult", "ForgetReceipt", "MemoryEngine", "StoreStats"]
