@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import tomllib
 import typing
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -220,14 +221,14 @@ class EngineConfig(_Section):
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any] | None) -> EngineConfig:
+    def from_dict(cls, data: Mapping[str, Any] | None) -> EngineConfig:
         """Build from a plain mapping; unknown keys or wrong types raise ConfigError."""
         if data is None:
             return cls()
-        if not isinstance(data, dict):
+        if not isinstance(data, Mapping):
             raise ConfigError("config", data, "pass a mapping (dict), an EngineConfig, or a YAML/TOML/JSON path")
         try:
-            return cls.model_validate(data)
+            return cls.model_validate(dict(data))
         except pydantic.ValidationError as exc:
             raise _to_config_error(exc) from None
 
@@ -257,7 +258,7 @@ class EngineConfig(_Section):
         return cls.from_dict(data)
 
     @classmethod
-    def coerce(cls, value: EngineConfig | dict[str, Any] | str | Path | None) -> EngineConfig:
+    def coerce(cls, value: EngineConfig | Mapping[str, Any] | str | Path | None) -> EngineConfig:
         if isinstance(value, EngineConfig):
             return value
         if isinstance(value, (str, Path)):

@@ -21,10 +21,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from .assembly import build_indexes, embedder_for_stored_id, validate_config
 from .config import EngineConfig
-from .embed import Embedder, HashingEmbedder, resolve_embedder
+from .embed import Embedder, resolve_embedder
 from .errors import (
-    ConfigError,
     ValidationError,
 )
 from .ingest.pipeline import WritePipeline
@@ -42,35 +42,12 @@ from .models import (
 from .plan.llm_planner import HeuristicPlanner, LLMPlanner, Planner
 from .rank.rerank import LLMReranker, Reranker
 from .recall.base import RecallContext, Recaller
-from .recall.channels import build_channels, check_channel_config
-from .registry import vector_backends
+from .recall.channels import build_channels
 from .results import AddResult, ForgetReceipt, StoreStats
 from .retrieval import ReadPipeline
-from .store import chroma as _chroma  # noqa: F401  (registers the backend; chromadb loads only when used)
-from .store.base import DerivedIndex
-from .store.catalog import RecordCatalog
-from .store.evidence import EvidenceIndex
-from .store.graph import EntityGraph
-from .store.keyword import KeywordIndex
-from .store.sparse import SparseIndex
 from .store.sqlite import TruthStore
-from .store.timeindex import TimeIndex
-from .store.vector import VectorIndex
 
 __all__ = ["AddResult", "ForgetReceipt", "MemoryEngine", "StoreStats"]
-
-KIND_CONTEXT_TURNS = 8
-"""Stored turns the derivation of procedures and failure patterns may look back at."""
-
-
-def _embedder_for_stored_id(stored: str | None) -> Embedder | str | None:
-    """When no embedder is given, reopen a store with the embedder that built it (if it is a built-in)."""
-    if stored is None:
-        return None
-    if stored.startswith("hashing-v1:"):
-        return HashingEmbedder(dim=int(stored.split(":")[1]))
-    return None
-
 
 class MemoryEngine:
     """Long-term memory over one store directory.
@@ -92,28 +69,12 @@ class MemoryEngine:
             self._planner = LLMPlanner(llm, timeout_s=config.recall.planner_timeout_s)
         self.config = config
         self.embedder = embedder
-        self._embedder_warning = embedder_warning
-        self._keyword = KeywordIndex()
-        self._catalog = RecordCatalog()
-        self._graph = EntityGraph()
-        self._time = TimeIndex()
-        self._evidence = EvidenceIndex()
-        self._sparse = SparseIndex()
-        self._vector: VectorIndex | None = None
-        if config.globals.vector_enabled and embedder is not None:
-            backend = vector_backends.resolve("storage.vector_backend", config.storage.vector_backend)
-            self._vector = backend(storage=config.storage, directory=store.directory, embedder_id=embedder.id,
-                                   dim=embedder.dim, store_id=store.store_id)
-        # every derived index, in write order: the write pipeline hands each batch to all of them (an index
-        # stores only what the batch carries for it), forget removes from all of them
-        self._indexes: tuple[DerivedIndex, ...] = (
-            self._keyword, *((self._vector,) if self._vector is not None else ()), self._sparse, self._time,
-            self._graph, self._evidence, self._catalog)
-        for index in self._indexes:
-            store.add_schema(index.create_schema)
-        ctx = RecallContext(store=store, keyword_index=self._keyword, vector_index=self._vector, embedder=embedder,
-                            graph_index=self._graph, time_index=self._time, evidence_index=self._evidence,
-                            sparse_index=self._sparse)
+        ix = build_indexes(config, store, embedder)
+        self._catalog, self._evidence, self._vector = ix.catalog, ix.evidence, ix.vector
+        self._indexes = ix.all  # the write pipeline hands each batch to all of them; forget removes from all
+        ctx = RecallContext(store=store, keyword_index=ix.keyword, vector_index=ix.vector, embedder=embedder,
+                            graph_index=ix.graph, time_index=ix.time, evidence_index=ix.evidence,
+                            sparse_index=ix.sparse)
         channels = build_channels(config, ctx)
         self._recallers: dict[str, Recaller] = channels.recallers
         self._pool = ThreadPoolExecutor(max_workers=max(4, 4 * len(self._recallers)),
@@ -122,8 +83,8 @@ class MemoryEngine:
                                   planner=self._planner, config=config, reranker=self._reranker,
                                   vector_index=self._vector, evidence_index=self._evidence,
                                   embedder_warning=embedder_warning)
-        self._writer = WritePipeline(store, config, embedder, self._indexes, vector=self._vector, graph=self._graph,
-                                     time=self._time, sparse="sparse" in self._recallers,
+        self._writer = WritePipeline(store, config, embedder, self._indexes, vector=ix.vector, graph=ix.graph,
+                                     time=ix.time, sparse="sparse" in self._recallers,
                                      evidence=config.globals.evidence_enabled)
         self._lifecycle = Lifecycle(store, config, llm, search=self.search, add_turns=self.add_turns,
                                     check_open=self._check_open, on_flags_changed=self._catalog.invalidate)
@@ -148,18 +109,7 @@ class MemoryEngine:
         failed rerank keeps the fused order and says so in ``channel_errors``.
         """
         cfg = EngineConfig.coerce(config if not isinstance(config, os.PathLike) else Path(config))
-        _validate_config(cfg)
-        if cfg.globals.llm_planner_enabled and llm is None:
-            raise ConfigError("globals.llm_planner_enabled", True,
-                              "pass an LLM: MemoryEngine.open(..., llm=...) (for example LangChainLLM(chat_model))")
-        if cfg.globals.rerank_enabled and reranker is None and llm is None:
-            raise ConfigError("globals.rerank_enabled", True,
-                              "pass a reranker (MemoryEngine.open(..., reranker=CallableReranker(fn, id=...))) or an "
-                              "llm to rerank with")
-        if reranker is not None and not isinstance(reranker, Reranker):
-            raise ConfigError("reranker", reranker, "pass an object with id and rerank(query, candidates, timeout=)")
-        if llm is not None and not isinstance(llm, LLM):
-            raise ConfigError("llm", llm, "pass an object with id and complete(prompt, ...) (memory_ext.llm.LLM)")
+        validate_config(cfg, llm=llm, reranker=reranker)
         directory = Path(path).expanduser() if path is not None else Path("~/.memory_ext").expanduser()
         store = TruthStore(directory, read_only=read_only)
         try:
@@ -168,7 +118,7 @@ class MemoryEngine:
             if cfg.globals.vector_enabled:
                 stored = store.get_meta("embedder_id")
                 emb, warning = resolve_embedder(embedder if embedder is not None
-                                                else _embedder_for_stored_id(stored))
+                                                else embedder_for_stored_id(stored))
                 store.check_embedder(emb.id)  # refuses to mix embedders (also a fallback in an e5 store)
             return cls(store, cfg, emb, warning, llm, reranker)
         except BaseException:
@@ -405,20 +355,3 @@ class MemoryEngine:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-
-# -- pure helpers ---------------------------------------------------------------------------------------------
-def _validate_config(cfg: EngineConfig) -> None:
-    """Resolve every implementation name and check the switches; raise ConfigError listing valid names."""
-    g = cfg.globals
-    if g.layers_index_enabled and cfg.recall.fusion != "zscore":
-        raise ConfigError("recall.fusion", cfg.recall.fusion, "the layer channels work with the zscore fusion; use "
-                          "fusion: zscore or switch layers_index_enabled off")
-    if g.rerank_enabled and cfg.recall.fusion != "zscore":
-        raise ConfigError("recall.fusion", cfg.recall.fusion, "reranking works on the zscore fusion; use "
-                          "fusion: zscore or switch rerank_enabled off")
-    check_channel_config(cfg.recall)  # implementation names, channel weights and options
-    vector_backends.resolve("storage.vector_backend", cfg.storage.vector_backend)
-    if not g.vector_enabled and cfg.storage.vector_backend != "numpy":
-        raise ConfigError("storage.vector_backend", cfg.storage.vector_backend,
-                          "globals.vector_enabled is false, so no vector backend is used; remove this key or "
-                          "enable vectors")
