@@ -53,14 +53,18 @@ _PRONOUN_OBJ: Final = frozenset(
 
 # ------------------------------------------------------------------------------------------ preferences
 
-_ADV: Final = r"(?:(?:really|absolutely|just|also|totally|truly|genuinely|still|so|do|definitely|generally|usually|kind\s+of|actually)\s+)*"
+_ADV: Final = (r"(?:(?:really|absolutely|just|also|totally|truly|genuinely|still|so|do|definitely|generally|usually"
+                r"|kind\s+of|actually)\s+)*")
 _PREF_EN_RE: Final = re.compile(
     rf"\bI\s+{_ADV}(?P<verb>love|adore|like|enjoy|prefer|hate|dislike|detest|loathe|can['’]?t\s+stand"
     rf"|cannot\s+stand|don['’]?t\s+(?:really\s+)?(?:like|enjoy)|do\s+not\s+(?:like|enjoy)|never\s+(?:liked|enjoyed))"
     r"\s+(?P<obj>[^,.;!?…]+)"
-    r"|\bI(?:['’]m|\s+am)\s+(?:(?:so|very|really|severely|a\s+bit|also)\s+)*(?P<allergic>allergic)\s+to\s+(?P<aobj>[^,.;!?…]+)"
-    r"|\bI(?:['’]m|\s+am)\s+(?:a\s+|an\s+)?(?:(?:big|huge|great|massive|die-hard)\s+)?(?P<fan>fan)\s+of\s+(?P<fobj>[^,.;!?…]+)"
-    r"|\b[Mm]y\s+(?:absolute\s+|all-time\s+)?(?P<fav>favou?rite)\s+(?P<what>[\w' -]{2,30}?)\s+(?:is|are)\s+(?P<val>[^,.;!?…]+)",
+    r"|\bI(?:['’]m|\s+am)\s+(?:(?:so|very|really|severely|a\s+bit|also)\s+)*(?P<allergic>allergic)\s+to\s+"
+    r"(?P<aobj>[^,.;!?…]+)"
+    r"|\bI(?:['’]m|\s+am)\s+(?:a\s+|an\s+)?(?:(?:big|huge|great|massive|die-hard)\s+)?(?P<fan>fan)\s+of\s+"
+    r"(?P<fobj>[^,.;!?…]+)"
+    r"|\b[Mm]y\s+(?:absolute\s+|all-time\s+)?(?P<fav>favou?rite)\s+(?P<what>[\w' -]{2,30}?)\s+(?:is|are)\s+"
+    r"(?P<val>[^,.;!?…]+)",
 )
 _PREF_EN_VERB: Final = {
     "love": "loves", "adore": "adores", "like": "likes", "enjoy": "enjoys", "prefer": "prefers", "hate": "hates",
@@ -99,8 +103,8 @@ def _preference(sentence: str, who: str, who_zh: str) -> str | None:
             return None
         words = obj.split()
         first = words[0].lower().strip("'’")
-        if first in _PRONOUN_OBJ or first in ("that", "this", "these", "those") and (
-                len(words) == 1 or words[1].lower() in ("you", "i", "we", "he", "she", "they", "it", "is", "was")):
+        if first in _PRONOUN_OBJ or (first in ("that", "this", "these", "those") and (
+                len(words) == 1 or words[1].lower() in ("you", "i", "we", "he", "she", "they", "it", "is", "was"))):
             return None
         if verb.startswith(("don't", "dont", "do not", "never")):
             base = "enjoy" if "enjoy" in verb else "like"
@@ -156,7 +160,7 @@ _FACT_ZH_RE: Final = re.compile(
     r"|我有(?P<num>[一两二三四五六七八九十\d]+)(?P<cls>[个只条位本件辆台家套])(?P<hobj>[^，。！？；,.!?;\s]{1,10})"
     r"|我是(?:一名|一个|一位|个)?(?P<role>[^，。！？；,.!?;\s]{2,12})"
 )
-_ZH_ROLE_REJECT: Final = tuple("说不在因觉想来要真很挺太第这那怎为对从把被也还就刚才否会能") + ("一个人",)
+_ZH_ROLE_REJECT: Final = (*"说不在因觉想来要真很挺太第这那怎为对从把被也还就刚才否会能", "一个人")
 _ZH_HAVE_REJECT: Final = ("问题", "想法", "事", "点", "些")
 
 
@@ -249,8 +253,10 @@ _EN_EVENT_VERB_RE: Final = re.compile(
 _EN_EVENT_REJECT_RE: Final = re.compile(
     r"(?<![\w'’])I\s+(?:really\s+)?(?:loved|liked|enjoyed|hated|wanted|needed|wished|hoped|guessed|wondered"
     r"|tried|used|supposed)\b")
-_ZH_EVENT_RE: Final = re.compile(r"我(?:们)?[^，。！？；,.!?;]{0,8}?(?:了|过|要|会|将|打算|准备|计划|去|参加|买|见|搬|开始|结束)")
-_FUTURE_RE: Final = re.compile(r"\b(?:will|going\s+to|gonna|plan|planning|about\s+to)\b|['’]ll\b|要|会|将|打算|准备|计划")
+_ZH_EVENT_RE: Final = re.compile(r"我(?:们)?[^，。！？；,.!?;]{0,8}?"
+                                 r"(?:了|过|要|会|将|打算|准备|计划|去|参加|买|见|搬|开始|结束)")
+_FUTURE_RE: Final = re.compile(r"\b(?:will|going\s+to|gonna|plan|planning|about\s+to)\b|['’]ll\b"
+                               r"|要|会|将|打算|准备|计划")
 
 
 def _date_label(m: Any) -> str:

@@ -80,11 +80,10 @@ def _filter_dates(route: Any) -> tuple[list[date], list[date]]:
     window = getattr(route, "time_filter", None) if route is not None else None
     if not window or window[0] is None or window[1] is None:
         return [], []
-    start, end_dt = _utc(window[0]), _utc(window[1])
-    end = end_dt.date()
-    if end_dt.time() != time.min or end <= start.date():
-        end = max(end, start.date()) + timedelta(days=1)
-    start = start.date()
+    start_dt, end_dt = _utc(window[0]), _utc(window[1])
+    start, end = start_dt.date(), end_dt.date()
+    if end_dt.time() != time.min or end <= start:
+        end = max(end, start) + timedelta(days=1)
     days = span_days(start, end) if (end - start).days <= MAX_FILTER_DAYS else []
     months = span_months(start, end)
     return days, months if len(months) <= MAX_FILTER_MONTHS else []

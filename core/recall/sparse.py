@@ -35,7 +35,8 @@ class SparseRecaller:
         self.ctx = ctx
 
     def recall(self, request: RecallRequest) -> Hits:
-        index: SparseIndex = self.ctx.sparse_index  # type: ignore[attr-defined]
+        index = self.ctx.sparse_index
+        assert index is not None  # checked at construction
         m = index.matrix(self.ctx.store.reader(), request.ns_id)
         if m.rids.size == 0:
             return Hits(np.zeros(0, np.int64), np.zeros(0), fill=0.0)
