@@ -37,6 +37,11 @@ class Hits:
     fill: float | None = None
 
     @classmethod
+    def empty(cls) -> Hits:
+        """Nothing found: no rids, and every record of the namespace scores 0."""
+        return cls(np.zeros(0, np.int64), np.zeros(0, np.float64), fill=0.0)
+
+    @classmethod
     def from_pairs(cls, pairs: Sequence[tuple[int, float]]) -> Hits:
         return cls(np.fromiter((p[0] for p in pairs), np.int64, len(pairs)),
                    np.fromiter((p[1] for p in pairs), np.float64, len(pairs)))

@@ -118,10 +118,6 @@ def query_keys(snap: EvidenceSnapshot, query: str, route: Any = None) -> list[st
     return [k for k in dict.fromkeys(keys) if k in index]
 
 
-def _empty() -> Hits:
-    return Hits(np.zeros(0, np.int64), np.zeros(0, np.float64), fill=0.0)
-
-
 class EvidenceRecaller:
     """Evidence-node recall (see the module docstring).
 
@@ -147,13 +143,13 @@ class EvidenceRecaller:
     def recall(self, request: RecallRequest) -> Hits:
         """The records posted under the query's evidence nodes, scored by kind weight x idf (see module doc)."""
         if request.allowed is not None and len(request.allowed) == 0:
-            return _empty()
+            return Hits.empty()
         snap = self.index.snapshot(self.ctx.store.reader(), request.ns_id)
         if snap is None or snap.size == 0:
-            return _empty()
+            return Hits.empty()
         keys = query_keys(snap, request.query, request.route)
         if not keys:
-            return _empty()
+            return Hits.empty()
         return self._score(snap, keys, request)
 
     def _score(self, snap: EvidenceSnapshot, keys: Sequence[str], request: RecallRequest) -> Hits:
@@ -166,7 +162,7 @@ class EvidenceRecaller:
             keep = snap.record_index(request.allowed)[recs]
             recs, per = recs[keep], per[keep]
         if not len(recs):
-            return _empty()
+            return Hits.empty()
         scores = np.bincount(recs, weights=per, minlength=len(snap.rids))
         hit = np.flatnonzero(np.bincount(recs, minlength=len(snap.rids)))
         return Hits(snap.rids[hit].astype(np.int64, copy=False), scores[hit], fill=0.0)
