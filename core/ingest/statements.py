@@ -15,6 +15,7 @@ statement is (:mod:`memory_ext.lifecycle.supersede`).
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
@@ -149,6 +150,9 @@ _MY_REJECT: Final = frozenset(
 _HAVE_REJECT: Final = frozenset(
     "question questions idea feeling lot bit few couple meeting problem doubt quick good great hard tough busy "
     "favor favour chance moment minute second suggestion request follow-up followup".split())
+#: First words that make "my X is ..." / "I play ..." not a fact about the speaker.
+_VALUE_REJECT: Final = _PRONOUN_OBJ | {"not", "so", "very", "too", "really", "pretty", "going", "getting", "like"}
+_VERB_OBJ_REJECT: Final = _PRONOUN_OBJ | {"with", "a", "to"}
 _FACT_VERB: Final = {"speak": "speaks", "drive": "drives", "study": "studies", "teach": "teaches", "play": "plays",
                      "have": "has", "own": "owns"}
 _FACT_ZH_RE: Final = re.compile(
@@ -164,29 +168,34 @@ _ZH_ROLE_REJECT: Final = (*"说不在因觉想来要真很挺太第这那怎为�
 _ZH_HAVE_REJECT: Final = ("问题", "想法", "事", "点", "些")
 
 
+def _object(raw: str, max_words: int, reject: Collection[str] = ()) -> str:
+    """``raw`` cut before its first connective ("but", "because"...) and trimmed to ``max_words``; empty when
+    nothing is left or its first word is in ``reject``."""
+    obj = trim_words(_CUT_EN_RE.sub("", raw), max_words)
+    return "" if not obj or obj.split()[0].lower() in reject else obj
+
+
 def _fact(sentence: str, who: str, who_zh: str) -> str | None:
     m = _FACT_EN_RE.search(sentence)
     if m:
         g = m.groupdict()
         if g["live"]:
-            obj = trim_words(_CUT_EN_RE.sub("", g["lobj"]), 6)
+            obj = _object(g["lobj"], 6)
             return f"{who} lives in {obj}" if obj else None
         if g["wprep"]:
-            obj = trim_words(_CUT_EN_RE.sub("", g["wobj"]), 6)
-            return f"{who} works {g['wprep']} {obj}" if obj and obj.split()[0].lower() not in _PRONOUN_OBJ else None
+            obj = _object(g["wobj"], 6, _PRONOUN_OBJ)
+            return f"{who} works {g['wprep']} {obj}" if obj else None
         if g["age"]:
             return f"{who} is {g['age']} years old"
         if g["from"]:
-            obj = trim_words(_CUT_EN_RE.sub("", g["from"]), 5)
-            return f"{who} is from {obj}" if obj and obj.split()[0].lower() not in _PRONOUN_OBJ else None
+            obj = _object(g["from"], 5, _PRONOUN_OBJ)
+            return f"{who} is from {obj}" if obj else None
         if g["born"]:
-            obj = trim_words(_CUT_EN_RE.sub("", g["bobj"]), 6)
+            obj = _object(g["bobj"], 6)
             return f"{who} {SPACE_RE.sub(' ', g['born'])} in {obj}" if obj else None
         if g["art"]:
-            obj = trim_words(_CUT_EN_RE.sub("", g["role"]), 5)
-            if not obj or obj.split()[0].lower() in _ROLE_REJECT:
-                return None
-            return f"{who} is {g['art']} {obj}"
+            obj = _object(g["role"], 5, _ROLE_REJECT)
+            return f"{who} is {g['art']} {obj}" if obj else None
         if g["state"]:
             return f"{who} is {SPACE_RE.sub(' ', g['state'])}"
         if g["what"]:
@@ -194,21 +203,14 @@ def _fact(sentence: str, who: str, who_zh: str) -> str | None:
             head = what.split()[-1].lower().replace("’", "'").removesuffix("'s")
             if head in _MY_REJECT or what.split()[0].lower() in _MY_REJECT or what.lower().startswith("favo"):
                 return None
-            val = trim_words(_CUT_EN_RE.sub("", g["val"]), 6)
-            if not val or val.split()[0].lower() in _PRONOUN_OBJ or val.split()[0].lower() in (
-                    "not", "so", "very", "too", "really", "pretty", "going", "getting", "like"):
-                return None
-            return f"{who}'s {what} is {val}"
+            val = _object(g["val"], 6, _VALUE_REJECT)
+            return f"{who}'s {what} is {val}" if val else None
         if g["have"]:
-            obj = trim_words(_CUT_EN_RE.sub("", g["hobj"]), 5)
-            if not obj or obj.split()[0].lower() in _HAVE_REJECT:
-                return None
-            return f"{who} {_FACT_VERB[g['have']]} {g['num']} {obj}"
+            obj = _object(g["hobj"], 5, _HAVE_REJECT)
+            return f"{who} {_FACT_VERB[g['have']]} {g['num']} {obj}" if obj else None
         if g["verb"]:
-            obj = trim_words(_CUT_EN_RE.sub("", g["vobj"]), 5)
-            if not obj or obj.split()[0].lower() in _PRONOUN_OBJ or obj.split()[0].lower() in ("with", "a", "to"):
-                return None
-            return f"{who} {_FACT_VERB[g['verb']]} {obj}"
+            obj = _object(g["vobj"], 5, _VERB_OBJ_REJECT)
+            return f"{who} {_FACT_VERB[g['verb']]} {obj}" if obj else None
     if not sentence.isascii():
         m = _FACT_ZH_RE.search(sentence)
         if m:
