@@ -3,7 +3,8 @@ scripted fake for tests and demos.
 
 The engine never needs an LLM. Optional parts that can use one (the LLM planner, the LLM summariser, the LLM
 reranker, eviction relevance) call it through :class:`LLM`: one method that takes a prompt and returns text,
-and all of them through :func:`ask_json` (a deadline, JSON repair, one retry with the error fed back). Adapters wrap framework models —
+and all of them through :func:`ask_json` (a deadline, JSON repair, one retry with the error fed back). Adapters
+wrap framework models —
 ``langchain_memory_ext.LangChainLLM`` and ``llamaindex_memory_ext.LlamaIndexLLM`` — and :class:`ScriptedLLM`
 answers from a script, for tests and offline demos.
 
@@ -209,7 +210,8 @@ def ask_json(llm: LLM, prompt: str, *, validate: Callable[[Any], T], timeout: fl
     """Ask ``llm`` for one JSON value and return ``validate(value)``: the one way memory-ext calls an LLM.
 
     - the answer is repaired (:func:`parse_json`: code fences, prose around it, trailing commas...; a JSON
-      object unless ``array=True`` allows an array too) and handed to ``validate``, which returns the caller's value or raises ``ValueError`` saying what is wrong;
+      object unless ``array=True`` allows an array too) and handed to ``validate``, which returns the caller's
+      value or raises ``ValueError`` saying what is wrong;
     - an unusable answer is asked again once, with the error and the previous answer fed back;
     - ``timeout`` (seconds, ``None`` for none) is the deadline of the whole call, retry included; it is passed to
       the LLM and enforced (:func:`call_with_timeout`), so a hanging client cannot hold the caller;

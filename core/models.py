@@ -119,6 +119,11 @@ def check_id(value: Any, field: str, *, required: bool) -> str | None:
 class _Value(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    def __init__(self, /, **data: Any) -> None:
+        # BaseModel's own signature, declared so that type checkers let the subclasses' own ``__init__`` pass
+        # their fields to it (pydantic's dataclass transform would give this field-less base a no-argument one).
+        super().__init__(**data)
+
 
 class Namespace(_Value):
     """Who a memory belongs to: ``(user_id, agent_id=None, session_id=None)``.
@@ -216,7 +221,7 @@ class Turn(_Value):
             return cls(**value)
         except InvalidTurnError as exc:
             raise type(exc)(f"turns[{index}].{exc.field}", exc.value, exc.fix) from None
-        except Exception as exc:  # pydantic errors for the remaining fields
+        except Exception as exc:  # noqa: BLE001 -- pydantic, datetime and ** raise several types; each is a bad turn
             raise InvalidTurnError(f"turns[{index}]", value, f"fix the turn's fields ({exc})") from None
 
 

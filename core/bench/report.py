@@ -63,6 +63,17 @@ def _ratio(value: float | None, reference: float | None) -> str:
     return f"{value / reference:.2f}×"
 
 
+def _run_lines(meta: Mapping[str, Any]) -> list[str]:
+    """The report lines saying how a run was made: its command and its machine, when the result records them."""
+    lines = []
+    if meta.get("command"):
+        lines.append(f"- command: `{meta['command']}`")
+    if meta.get("machine"):
+        m = meta["machine"]
+        lines.append(f"- machine: {m.get('platform')}, {m.get('cpus')} CPUs, Python {m.get('python')}")
+    return lines
+
+
 def format_markdown(result: Mapping[str, Any]) -> str:
     """The Markdown report of a LoCoMo or MADial result."""
     systems: Mapping[str, Any] = result["systems"]
@@ -72,11 +83,7 @@ def format_markdown(result: Mapping[str, Any]) -> str:
     if meta:
         lines.append(f"- date: {meta.get('date', '—')}; embedder: `{meta.get('embedder')}`; "
                      f"conversations: {meta.get('conversations')}; turns: {meta.get('turns')}")
-        if meta.get("command"):
-            lines.append(f"- command: `{meta['command']}`")
-        if meta.get("machine"):
-            m = meta["machine"]
-            lines.append(f"- machine: {m.get('platform')}, {m.get('cpus')} CPUs, Python {m.get('python')}")
+        lines += _run_lines(meta)
         if meta.get("data"):
             lines.append(f"- data: `{meta['data']}`")
     counts = result.get("n_questions", {})
@@ -123,11 +130,7 @@ def format_scale_markdown(result: Mapping[str, Any]) -> str:
     if meta:
         lines.append(f"- date: {meta.get('date', '—')}; embedder: `{meta.get('embedder')}`; "
                      f"namespaces: {meta.get('namespaces')}; queries per size: {meta.get('queries')}")
-        if meta.get("command"):
-            lines.append(f"- command: `{meta['command']}`")
-        if meta.get("machine"):
-            m = meta["machine"]
-            lines.append(f"- machine: {m.get('platform')}, {m.get('cpus')} CPUs, Python {m.get('python')}")
+        lines += _run_lines(meta)
     lines.append("")
     with_server = any("server_peak_rss_mb" in s for e in result["systems"].values() for s in e["per_size"].values())
     rows = []

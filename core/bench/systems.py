@@ -36,8 +36,8 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
-from .datasets import BenchTurn
 from ..text.script import HAN
+from .datasets import BenchTurn
 from .metrics import flatten_ranking
 
 __all__ = [

@@ -500,7 +500,7 @@ def _zh_job(m: re.Match[str], clause: str, subj: Subject) -> Emit:
         return []
     if not v or len(v) > 10:
         return []
-    if _ZH_JOB_RE.search(v) or (has_measure and 2 <= len(v) <= 6 and "人" != v[-1]):
+    if _ZH_JOB_RE.search(v) or (has_measure and 2 <= len(v) <= 6 and v[-1] != "人"):
         return [("job_title", v, False, m.end("v"))]
     return []
 

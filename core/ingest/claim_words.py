@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Final
 
-
 EN_JOBS: Final = frozenset((
     "teacher engineer developer programmer nurse doctor physician surgeon lawyer attorney designer student "
     "accountant manager chef cook writer author journalist reporter scientist researcher professor lecturer "

@@ -254,7 +254,7 @@ def _name_subject(subject: str, speaker: str | None) -> str:
     return subject
 
 
-def _lead_subject(clause: str, zh: bool) -> str | None | bool:
+def _lead_subject(clause: str, zh: bool) -> str | bool | None:
     """The explicit subject a clause starts with; False when it has none."""
     if zh:
         fm = _ZH_FILLERS.match(clause)
@@ -307,7 +307,7 @@ def extract_claims(text: str, *, speaker: str | None = None) -> list[Claim]:
         zh = has_han(sent)
         if "?" in term or "？" in term or is_question(sent, loose=True):
             continue
-        if _EN_HYPO.search(sent) or zh and _ZH_HYPO.search(sent):
+        if _EN_HYPO.search(sent) or (zh and _ZH_HYPO.search(sent)):
             continue
         rules = ZH_RULES if zh else EN_RULES
         inherited: str | None = None

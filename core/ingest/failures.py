@@ -36,7 +36,8 @@ __all__ = ["call_outcome", "failure_records", "json_error", "prose_error"]
 # ------------------------------------------------------------------------------------------ errors
 
 _ERR_CLASS_RE: Final = re.compile(r"\b([A-Z][A-Za-z0-9]*(?:Error|Exception|Timeout|Fault))\b")
-_TIMEOUT_RE: Final = re.compile(r"\btim(?:e[sd]?\s*-?\s*out|eout|ing\s+out)\b|\bdeadline\s+exceeded\b|超时", re.IGNORECASE)
+_TIMEOUT_RE: Final = re.compile(r"\btim(?:e[sd]?\s*-?\s*out|eout|ing\s+out)\b|\bdeadline\s+exceeded\b|超时",
+                                re.IGNORECASE)
 _HTTP_RE: Final = re.compile(
     r"\b(?:http(?:/\d(?:\.\d)?)?|status(?:[\s_]?code)?|code|error|response)[\s:=\"'#]*(?P<a>[45]\d\d)\b"
     r"|\b(?P<b>[45]\d\d)\s+(?:error|bad\s+request|unauthori[sz]ed|forbidden|not\s+found|too\s+many|internal"
@@ -59,11 +60,13 @@ _ERR_GROUP_NAMES: Final = {"trace": "exception", "failed": "failed", "err": "err
                            "exit": "nonzero exit", "conn": "connection error", "rate": "rate limit",
                            "perm": "permission denied", "nf": "not found", "crash": "crash"}
 _STRONG_PROSE_RE: Final = re.compile(
-    r"traceback \(most recent call last\)|\b[A-Z][A-Za-z0-9]*(?:Error|Exception)\b|\berror\s*:|\bexit (?:code|status) [1-9]"
+    r"traceback \(most recent call last\)|\b[A-Z][A-Za-z0-9]*(?:Error|Exception)\b|\berror\s*:"
+    r"|\bexit (?:code|status) [1-9]"
     r"|\b(?:failed|fails|crashed|timed out|errored)\b|报错|失败|超时|出错|异常|崩溃",
 )
 _JSON_ERR_KEYS: Final = ("error", "errors", "exception", "error_message", "errorMessage", "fault")
-_NO_ERROR_RE: Final = re.compile(r"\b(?:no|0|zero|without)\s+(?:errors?|failures?|exceptions?)\b|没有(?:报错|错误|失败)")
+_NO_ERROR_RE: Final = re.compile(r"\b(?:no|0|zero|without)\s+(?:errors?|failures?|exceptions?)\b"
+                                 r"|没有(?:报错|错误|失败)")
 
 
 @dataclass(slots=True)
@@ -158,7 +161,8 @@ def _result_error(content: str) -> _Err | None:
             return None
         classes = _classes_of(msg) or ["error"]
         return _Err(classes, msg)
-    if not content.strip() or _NO_ERROR_RE.search(content) and not _STRONG_PROSE_RE.search(_NO_ERROR_RE.sub("", content)):
+    if not content.strip() or (_NO_ERROR_RE.search(content)
+                               and not _STRONG_PROSE_RE.search(_NO_ERROR_RE.sub("", content))):
         return None
     head = content[:2000]
     if not (_STRONG_PROSE_RE.search(head) or _TIMEOUT_RE.search(head) or _HTTP_RE.search(head)
@@ -178,7 +182,7 @@ def prose_error(t: TurnView, known_tools: Sequence[str]) -> _Err | None:
     if not content or len(content) > 20000:
         return None
     head = content[:4000]
-    if not _STRONG_PROSE_RE.search(head) or _NO_ERROR_RE.search(head) and not _ERR_CLASS_RE.search(head):
+    if not _STRONG_PROSE_RE.search(head) or (_NO_ERROR_RE.search(head) and not _ERR_CLASS_RE.search(head)):
         return None
     technical = ("Traceback" in head or _ERR_CLASS_RE.search(head) or _HTTP_RE.search(head)
                  or any(n in head for n in known_tools) or _TECH_RE.search(head))

@@ -112,10 +112,7 @@ def _request_gist(t: TurnView) -> str:
         s = raw.strip()
         if not s or CHAT_RE.match(s.rstrip(".!?！。？")):
             continue
-        if s.isascii():
-            g = _REQ_LEAD_RE.sub("", s, count=1)
-        else:
-            g = _REQ_LEAD_ZH_RE.sub("", s, count=1)
+        g = (_REQ_LEAD_RE if s.isascii() else _REQ_LEAD_ZH_RE).sub("", s, count=1)
         g = g.strip().rstrip("?？.。!！").strip()
         g = re.sub(r"\s*(?:吗|呢|啊|呀)$", "", g)
         if len(g) >= 2:
@@ -244,7 +241,8 @@ def derive_kinds(sequence: Sequence[dict[str, Any]], first: int) -> list[dict[st
         except Exception:  # noqa: BLE001 -- a bug on one odd turn must not lose the batch
             continue
     try:
-        out.extend(failure_records(turns, first))
-    except Exception:  # noqa: BLE001
-        pass
+        failures = failure_records(turns, first)
+    except Exception:  # noqa: BLE001 -- a bug in failure mining must not lose the records found above
+        failures = []
+    out.extend(failures)
     return out

@@ -15,6 +15,7 @@ statement is (:mod:`memory_ext.lifecycle.supersede`).
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
@@ -53,14 +54,18 @@ _PRONOUN_OBJ: Final = frozenset(
 
 # ------------------------------------------------------------------------------------------ preferences
 
-_ADV: Final = r"(?:(?:really|absolutely|just|also|totally|truly|genuinely|still|so|do|definitely|generally|usually|kind\s+of|actually)\s+)*"
+_ADV: Final = (r"(?:(?:really|absolutely|just|also|totally|truly|genuinely|still|so|do|definitely|generally|usually"
+                r"|kind\s+of|actually)\s+)*")
 _PREF_EN_RE: Final = re.compile(
     rf"\bI\s+{_ADV}(?P<verb>love|adore|like|enjoy|prefer|hate|dislike|detest|loathe|can['’]?t\s+stand"
     rf"|cannot\s+stand|don['’]?t\s+(?:really\s+)?(?:like|enjoy)|do\s+not\s+(?:like|enjoy)|never\s+(?:liked|enjoyed))"
     r"\s+(?P<obj>[^,.;!?…]+)"
-    r"|\bI(?:['’]m|\s+am)\s+(?:(?:so|very|really|severely|a\s+bit|also)\s+)*(?P<allergic>allergic)\s+to\s+(?P<aobj>[^,.;!?…]+)"
-    r"|\bI(?:['’]m|\s+am)\s+(?:a\s+|an\s+)?(?:(?:big|huge|great|massive|die-hard)\s+)?(?P<fan>fan)\s+of\s+(?P<fobj>[^,.;!?…]+)"
-    r"|\b[Mm]y\s+(?:absolute\s+|all-time\s+)?(?P<fav>favou?rite)\s+(?P<what>[\w' -]{2,30}?)\s+(?:is|are)\s+(?P<val>[^,.;!?…]+)",
+    r"|\bI(?:['’]m|\s+am)\s+(?:(?:so|very|really|severely|a\s+bit|also)\s+)*(?P<allergic>allergic)\s+to\s+"
+    r"(?P<aobj>[^,.;!?…]+)"
+    r"|\bI(?:['’]m|\s+am)\s+(?:a\s+|an\s+)?(?:(?:big|huge|great|massive|die-hard)\s+)?(?P<fan>fan)\s+of\s+"
+    r"(?P<fobj>[^,.;!?…]+)"
+    r"|\b[Mm]y\s+(?:absolute\s+|all-time\s+)?(?P<fav>favou?rite)\s+(?P<what>[\w' -]{2,30}?)\s+(?:is|are)\s+"
+    r"(?P<val>[^,.;!?…]+)",
 )
 _PREF_EN_VERB: Final = {
     "love": "loves", "adore": "adores", "like": "likes", "enjoy": "enjoys", "prefer": "prefers", "hate": "hates",
@@ -99,8 +104,8 @@ def _preference(sentence: str, who: str, who_zh: str) -> str | None:
             return None
         words = obj.split()
         first = words[0].lower().strip("'’")
-        if first in _PRONOUN_OBJ or first in ("that", "this", "these", "those") and (
-                len(words) == 1 or words[1].lower() in ("you", "i", "we", "he", "she", "they", "it", "is", "was")):
+        if first in _PRONOUN_OBJ or (first in ("that", "this", "these", "those") and (
+                len(words) == 1 or words[1].lower() in ("you", "i", "we", "he", "she", "they", "it", "is", "was"))):
             return None
         if verb.startswith(("don't", "dont", "do not", "never")):
             base = "enjoy" if "enjoy" in verb else "like"
@@ -145,6 +150,9 @@ _MY_REJECT: Final = frozenset(
 _HAVE_REJECT: Final = frozenset(
     "question questions idea feeling lot bit few couple meeting problem doubt quick good great hard tough busy "
     "favor favour chance moment minute second suggestion request follow-up followup".split())
+#: First words that make "my X is ..." / "I play ..." not a fact about the speaker.
+_VALUE_REJECT: Final = _PRONOUN_OBJ | {"not", "so", "very", "too", "really", "pretty", "going", "getting", "like"}
+_VERB_OBJ_REJECT: Final = _PRONOUN_OBJ | {"with", "a", "to"}
 _FACT_VERB: Final = {"speak": "speaks", "drive": "drives", "study": "studies", "teach": "teaches", "play": "plays",
                      "have": "has", "own": "owns"}
 _FACT_ZH_RE: Final = re.compile(
@@ -156,8 +164,15 @@ _FACT_ZH_RE: Final = re.compile(
     r"|我有(?P<num>[一两二三四五六七八九十\d]+)(?P<cls>[个只条位本件辆台家套])(?P<hobj>[^，。！？；,.!?;\s]{1,10})"
     r"|我是(?:一名|一个|一位|个)?(?P<role>[^，。！？；,.!?;\s]{2,12})"
 )
-_ZH_ROLE_REJECT: Final = tuple("说不在因觉想来要真很挺太第这那怎为对从把被也还就刚才否会能") + ("一个人",)
+_ZH_ROLE_REJECT: Final = (*"说不在因觉想来要真很挺太第这那怎为对从把被也还就刚才否会能", "一个人")
 _ZH_HAVE_REJECT: Final = ("问题", "想法", "事", "点", "些")
+
+
+def _object(raw: str, max_words: int, reject: Collection[str] = ()) -> str:
+    """``raw`` cut before its first connective ("but", "because"...) and trimmed to ``max_words``; empty when
+    nothing is left or its first word is in ``reject``."""
+    obj = trim_words(_CUT_EN_RE.sub("", raw), max_words)
+    return "" if not obj or obj.split()[0].lower() in reject else obj
 
 
 def _fact(sentence: str, who: str, who_zh: str) -> str | None:
@@ -165,24 +180,22 @@ def _fact(sentence: str, who: str, who_zh: str) -> str | None:
     if m:
         g = m.groupdict()
         if g["live"]:
-            obj = trim_words(_CUT_EN_RE.sub("", g["lobj"]), 6)
+            obj = _object(g["lobj"], 6)
             return f"{who} lives in {obj}" if obj else None
         if g["wprep"]:
-            obj = trim_words(_CUT_EN_RE.sub("", g["wobj"]), 6)
-            return f"{who} works {g['wprep']} {obj}" if obj and obj.split()[0].lower() not in _PRONOUN_OBJ else None
+            obj = _object(g["wobj"], 6, _PRONOUN_OBJ)
+            return f"{who} works {g['wprep']} {obj}" if obj else None
         if g["age"]:
             return f"{who} is {g['age']} years old"
         if g["from"]:
-            obj = trim_words(_CUT_EN_RE.sub("", g["from"]), 5)
-            return f"{who} is from {obj}" if obj and obj.split()[0].lower() not in _PRONOUN_OBJ else None
+            obj = _object(g["from"], 5, _PRONOUN_OBJ)
+            return f"{who} is from {obj}" if obj else None
         if g["born"]:
-            obj = trim_words(_CUT_EN_RE.sub("", g["bobj"]), 6)
+            obj = _object(g["bobj"], 6)
             return f"{who} {SPACE_RE.sub(' ', g['born'])} in {obj}" if obj else None
         if g["art"]:
-            obj = trim_words(_CUT_EN_RE.sub("", g["role"]), 5)
-            if not obj or obj.split()[0].lower() in _ROLE_REJECT:
-                return None
-            return f"{who} is {g['art']} {obj}"
+            obj = _object(g["role"], 5, _ROLE_REJECT)
+            return f"{who} is {g['art']} {obj}" if obj else None
         if g["state"]:
             return f"{who} is {SPACE_RE.sub(' ', g['state'])}"
         if g["what"]:
@@ -190,21 +203,14 @@ def _fact(sentence: str, who: str, who_zh: str) -> str | None:
             head = what.split()[-1].lower().replace("’", "'").removesuffix("'s")
             if head in _MY_REJECT or what.split()[0].lower() in _MY_REJECT or what.lower().startswith("favo"):
                 return None
-            val = trim_words(_CUT_EN_RE.sub("", g["val"]), 6)
-            if not val or val.split()[0].lower() in _PRONOUN_OBJ or val.split()[0].lower() in (
-                    "not", "so", "very", "too", "really", "pretty", "going", "getting", "like"):
-                return None
-            return f"{who}'s {what} is {val}"
+            val = _object(g["val"], 6, _VALUE_REJECT)
+            return f"{who}'s {what} is {val}" if val else None
         if g["have"]:
-            obj = trim_words(_CUT_EN_RE.sub("", g["hobj"]), 5)
-            if not obj or obj.split()[0].lower() in _HAVE_REJECT:
-                return None
-            return f"{who} {_FACT_VERB[g['have']]} {g['num']} {obj}"
+            obj = _object(g["hobj"], 5, _HAVE_REJECT)
+            return f"{who} {_FACT_VERB[g['have']]} {g['num']} {obj}" if obj else None
         if g["verb"]:
-            obj = trim_words(_CUT_EN_RE.sub("", g["vobj"]), 5)
-            if not obj or obj.split()[0].lower() in _PRONOUN_OBJ or obj.split()[0].lower() in ("with", "a", "to"):
-                return None
-            return f"{who} {_FACT_VERB[g['verb']]} {obj}"
+            obj = _object(g["vobj"], 5, _VERB_OBJ_REJECT)
+            return f"{who} {_FACT_VERB[g['verb']]} {obj}" if obj else None
     if not sentence.isascii():
         m = _FACT_ZH_RE.search(sentence)
         if m:
@@ -249,8 +255,10 @@ _EN_EVENT_VERB_RE: Final = re.compile(
 _EN_EVENT_REJECT_RE: Final = re.compile(
     r"(?<![\w'’])I\s+(?:really\s+)?(?:loved|liked|enjoyed|hated|wanted|needed|wished|hoped|guessed|wondered"
     r"|tried|used|supposed)\b")
-_ZH_EVENT_RE: Final = re.compile(r"我(?:们)?[^，。！？；,.!?;]{0,8}?(?:了|过|要|会|将|打算|准备|计划|去|参加|买|见|搬|开始|结束)")
-_FUTURE_RE: Final = re.compile(r"\b(?:will|going\s+to|gonna|plan|planning|about\s+to)\b|['’]ll\b|要|会|将|打算|准备|计划")
+_ZH_EVENT_RE: Final = re.compile(r"我(?:们)?[^，。！？；,.!?;]{0,8}?"
+                                 r"(?:了|过|要|会|将|打算|准备|计划|去|参加|买|见|搬|开始|结束)")
+_FUTURE_RE: Final = re.compile(r"\b(?:will|going\s+to|gonna|plan|planning|about\s+to)\b|['’]ll\b"
+                               r"|要|会|将|打算|准备|计划")
 
 
 def _date_label(m: Any) -> str:

@@ -124,7 +124,8 @@ FENCE_RE: Final = re.compile(r"```[^\n]*\n?(.*?)(?:```|\Z)", re.DOTALL)
 INLINE_CODE_RE: Final = re.compile(r"`([^`\n]{2,120})`")
 CHAT_RE: Final = re.compile(
     r"^(?:\W|_|ok|okay|k|sure|yes|yeah|yep|no problem|thanks|thank you|thx|cheers|great|cool|nice|awesome|perfect"
-    r"|hi|hello|hey|bye|lol|haha|wow|got it|sounds good|好的|好|嗯|谢谢|多谢|哈哈|收到|明白|没问题|你好|再见|可以|行)+$",
+    r"|hi|hello|hey|bye|lol|haha|wow|got it|sounds good"
+    r"|好的|好|嗯|谢谢|多谢|哈哈|收到|明白|没问题|你好|再见|可以|行)+$",
     re.IGNORECASE,
 )
 _DANGLING: Final = frozenset(
@@ -159,7 +160,7 @@ def is_chitchat(t: TurnView) -> bool:
     if t.calls or t.role == "tool":
         return False
     s = t.content.strip()
-    return not s or len(s) <= 40 and bool(CHAT_RE.match(s))
+    return not s or (len(s) <= 40 and bool(CHAT_RE.match(s)))
 
 
 def same_session(a: TurnView, b: TurnView) -> bool:

@@ -26,8 +26,24 @@ from ..errors import HookNotFoundError, InvalidArgumentError, ReadOnlyStoreError
 from ..models import IndexHook, MemoryFile, Namespace, Turn, to_utc
 from ..text import estimate_tokens
 from .compact import EvictionWeights, due_months, due_weeks, evict_month, merge_week, refresh_hook, weeks_of_month
-from .files import (FileRow, count_access, file_raw, file_turns, files_of_turns, get_file, hook_model, insert_file, iso_week_key, list_files, member_turn,
-                    month_key_of_week, render_file, resolve_file, set_file_importance, set_members)
+from .files import (
+    FileRow,
+    count_access,
+    file_raw,
+    file_turns,
+    files_of_turns,
+    get_file,
+    hook_model,
+    insert_file,
+    iso_week_key,
+    list_files,
+    member_turn,
+    month_key_of_week,
+    render_file,
+    resolve_file,
+    set_file_importance,
+    set_members,
+)
 from .precompress import parse_context
 from .summary import summarize, summarize_with_llm
 

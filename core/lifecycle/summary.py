@@ -159,7 +159,8 @@ _EN_REQUEST_RE: Final = re.compile(
     r"|i\s+(?:want|need)\s+(?:you\s+)?to\s+|i\s+(?:need|want)\s+(?=(?:a|an|some)\s)|i(?:['’]m|\s+am)\s+looking\s+for\s+|let['’]?s\s+|please\s+|i\s+think\s+|we\s+need\s+to\s+)",
     re.IGNORECASE,
 )
-_ZH_LEAD_RE: Final = re.compile(r"^(?:(?:好的|好|嗯嗯|嗯|哦|那|那么|然后|另外|对了|请问|请|麻烦你|麻烦|能不能|可以|你能|你可以)[，,、\s]*)*"
+_ZH_LEAD_RE: Final = re.compile(r"^(?:(?:好的|好|嗯嗯|嗯|哦|那|那么|然后|另外|对了|请问|请|麻烦你|麻烦"
+                                r"|能不能|可以|你能|你可以)[，,、\s]*)*"
                                 r"(?:帮我|帮忙|给我|我想要|我想|我要|我们)?")
 _DANGLING: Final = frozenset(
     ("a", "an", "the", "on", "of", "in", "at", "to", "for", "with", "from", "by", "and", "or", "but", "my", "our",
@@ -367,7 +368,7 @@ def _with_end(text: str) -> str:
 def _join(parts: list[str]) -> str:
     out = ""
     for part in parts:
-        if out and not (_is_cjk(out[-1]) or out[-1] in "。！？；") or out and not _is_cjk(part[:1]):
+        if (out and not (_is_cjk(out[-1]) or out[-1] in "。！？；")) or (out and not _is_cjk(part[:1])):
             out += " "
         out += part
     return out
@@ -488,7 +489,8 @@ def summarize(turns: Sequence[TurnLike]) -> HookSummary:
 
     A file of nothing but chit-chat gets the title ``"Small talk"`` (``"闲聊"`` when Chinese) and no abstract.
 
-    >>> summarize([PlainTurn("帮我查一下下周五从上海到东京的机票，预算三千元。"), PlainTurn("好的", role="assistant")]).title
+    >>> summarize([PlainTurn("帮我查一下下周五从上海到东京的机票，预算三千元。"),
+    ...            PlainTurn("好的", role="assistant")]).title
     '查一下下周五从上海到东京的机票，预算三千元'
     >>> summarize([PlainTurn("hi"), PlainTurn("hello! 👋", role="assistant")]).title
     'Small talk'

@@ -20,8 +20,8 @@ from typing import Any, Final, Protocol
 
 from memory_ext.text.entities import extract_tags
 
-__all__ = ["EnZhPattern", "PlainTurn", "TurnInfo", "TurnLike", "analyze_turn", "is_chat_only", "is_chitchat", "is_high_value",
-           "looks_like_json", "turn_tags"]
+__all__ = ["EnZhPattern", "PlainTurn", "TurnInfo", "TurnLike", "analyze_turn", "is_chat_only", "is_chitchat",
+           "is_high_value", "looks_like_json", "turn_tags"]
 
 
 # ------------------------------------------------------------------------------------------------- types
@@ -117,7 +117,7 @@ _CHAT_WORDS: Final = frozenset(
     that's thats this is me to for the indeed exactly totally absolutely definitely of course true agreed
     lol lmao haha hahaha hehe heh hah xd wow oh ah ahh ooh aw aww hmm hm mm mhm uh um umm yay woo
     see ya again talk take care have day weekend will do too same back i i'm we you're it's that's
-    """.split()  # noqa: SIM905  (a word list reads better as text)
+    """.split()
 )
 # "of course" and friends are words of the set; "no problem" needs "no" only after it is tokenised together.
 _CHAT_PHRASES_EN: Final = re.compile(r"\bno\s+(?:problem|worries|prob|probs)\b", re.IGNORECASE)
@@ -200,7 +200,7 @@ def analyze_turn(turn: TurnLike) -> TurnInfo:
     if code:
         tags.append("code_block")
     content_tags = extract_tags(prose) if prose else []
-    url = "url" in content_tags or ("http" in content or "www." in content) and bool(_URL_RE.search(content))
+    url = "url" in content_tags or (("http" in content or "www." in content) and bool(_URL_RE.search(content)))
     if url:
         tags.append("url")
     if "question" in content_tags:
@@ -209,7 +209,7 @@ def analyze_turn(turn: TurnLike) -> TurnInfo:
         tags.append("attachment")
     if prose and DECISION_RE.search(prose):
         tags.append("decision")
-    if (_ERROR_RE.search(content) or payload and _JSON_ERROR_RE.search(content)
+    if (_ERROR_RE.search(content) or (payload and _JSON_ERROR_RE.search(content))
             or any(isinstance(c, Mapping) and c.get("error") for c in turn.tool_calls or ())):
         tags.append("error")
     metadata = turn.metadata or {}
@@ -282,7 +282,7 @@ def is_high_value(turn: TurnLike, *, importance_threshold: int = 70) -> bool:
     if turn.tool_calls or turn.role == "tool" or turn.attachments:
         return True
     content = turn.content or ""
-    if DECISION_RE.search(content) or _has_code(content) and not looks_like_json(content):
+    if DECISION_RE.search(content) or (_has_code(content) and not looks_like_json(content)):
         return True
     importance = _importance(turn.metadata or {})
     return importance is not None and importance >= importance_threshold

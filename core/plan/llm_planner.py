@@ -210,7 +210,7 @@ class _Plan(BaseModel):
         if value is None:
             return None
         if not isinstance(value, str):  # a ValueError, not a TypeError: pydantic reports only the former
-            raise ValueError(f"question_type must be a string, one of: {', '.join(QUESTION_TYPES)}")  # noqa: TRY004
+            raise ValueError(f"question_type must be a string, one of: {', '.join(QUESTION_TYPES)}")
         key = re.sub(r"[\s-]+", "_", value.strip().lower())
         if key not in QUESTION_TYPES:
             raise ValueError(f"question_type {value!r} is not one of: {', '.join(QUESTION_TYPES)}")
@@ -383,7 +383,7 @@ class LLMPlanner:
         if _state_fields(action_state) and not any(r.goal == "action" for r in routes):
             action = next((r for r in fallback().routes if r.goal == "action"), None)
             if action is not None and self.max_routes > 1:
-                routes = routes[:self.max_routes - 1] + [action]
+                routes = [*routes[:self.max_routes - 1], action]
         question_type = parsed.question_type or fallback().question_type
         return SearchPlan(question_type=question_type, routes=tuple(routes), planner=self.name)
 

@@ -39,6 +39,7 @@ Any :class:`~memory_ext.llm.LLM` reranks through :class:`LLMReranker`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import time
@@ -411,10 +412,8 @@ def _parse_scores(obj: dict[str, Any], n: int) -> list[float]:
     out: list[float] = []
     for i, value in enumerate(scores, 1):
         if isinstance(value, str):
-            try:
+            with contextlib.suppress(ValueError):  # not a number: reported just below
                 value = float(value.strip())
-            except ValueError:
-                pass
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             raise InvalidScores(f"score {i} is not a finite number: {value!r}")
         out.append(float(value))

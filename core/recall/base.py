@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
 import threading
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -13,12 +13,12 @@ if TYPE_CHECKING:
     from ..embed import Embedder
     from ..models import EvidenceRoute
     from ..store.evidence import EvidenceIndex
-    from .sparse import SparseIndex
     from ..store.graph import EntityGraph
-    from ..store.timeindex import TimeIndex
     from ..store.keyword import KeywordIndex
     from ..store.sqlite import TruthStore
+    from ..store.timeindex import TimeIndex
     from ..store.vector import VectorIndex
+    from .sparse import SparseIndex
 
 __all__ = ["Hits", "RecallContext", "RecallRequest", "Recaller"]
 
@@ -35,6 +35,11 @@ class Hits:
     rids: np.ndarray
     scores: np.ndarray
     fill: float | None = None
+
+    @classmethod
+    def empty(cls) -> Hits:
+        """Nothing found: no rids, and every record of the namespace scores 0."""
+        return cls(np.zeros(0, np.int64), np.zeros(0, np.float64), fill=0.0)
 
     @classmethod
     def from_pairs(cls, pairs: Sequence[tuple[int, float]]) -> Hits:

@@ -80,11 +80,10 @@ def _filter_dates(route: Any) -> tuple[list[date], list[date]]:
     window = getattr(route, "time_filter", None) if route is not None else None
     if not window or window[0] is None or window[1] is None:
         return [], []
-    start, end_dt = _utc(window[0]), _utc(window[1])
-    end = end_dt.date()
-    if end_dt.time() != time.min or end <= start.date():
-        end = max(end, start.date()) + timedelta(days=1)
-    start = start.date()
+    start_dt, end_dt = _utc(window[0]), _utc(window[1])
+    start, end = start_dt.date(), end_dt.date()
+    if end_dt.time() != time.min or end <= start:
+        end = max(end, start) + timedelta(days=1)
     days = span_days(start, end) if (end - start).days <= MAX_FILTER_DAYS else []
     months = span_months(start, end)
     return days, months if len(months) <= MAX_FILTER_MONTHS else []
@@ -119,10 +118,6 @@ def query_keys(snap: EvidenceSnapshot, query: str, route: Any = None) -> list[st
     return [k for k in dict.fromkeys(keys) if k in index]
 
 
-def _empty() -> Hits:
-    return Hits(np.zeros(0, np.int64), np.zeros(0, np.float64), fill=0.0)
-
-
 class EvidenceRecaller:
     """Evidence-node recall (see the module docstring).
 
@@ -148,13 +143,13 @@ class EvidenceRecaller:
     def recall(self, request: RecallRequest) -> Hits:
         """The records posted under the query's evidence nodes, scored by kind weight x idf (see module doc)."""
         if request.allowed is not None and len(request.allowed) == 0:
-            return _empty()
+            return Hits.empty()
         snap = self.index.snapshot(self.ctx.store.reader(), request.ns_id)
         if snap is None or snap.size == 0:
-            return _empty()
+            return Hits.empty()
         keys = query_keys(snap, request.query, request.route)
         if not keys:
-            return _empty()
+            return Hits.empty()
         return self._score(snap, keys, request)
 
     def _score(self, snap: EvidenceSnapshot, keys: Sequence[str], request: RecallRequest) -> Hits:
@@ -167,7 +162,7 @@ class EvidenceRecaller:
             keep = snap.record_index(request.allowed)[recs]
             recs, per = recs[keep], per[keep]
         if not len(recs):
-            return _empty()
+            return Hits.empty()
         scores = np.bincount(recs, weights=per, minlength=len(snap.rids))
         hit = np.flatnonzero(np.bincount(recs, minlength=len(snap.rids)))
         return Hits(snap.rids[hit].astype(np.int64, copy=False), scores[hit], fill=0.0)

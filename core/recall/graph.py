@@ -40,10 +40,6 @@ if TYPE_CHECKING:
 __all__ = ["GraphRecaller"]
 
 
-def _empty() -> Hits:
-    return Hits(np.zeros(0, np.int64), np.zeros(0, np.float64), fill=0.0)
-
-
 class GraphRecaller:
     """Entity-graph recall: seeds from the query, then their records and their neighbours' (see module doc).
 
@@ -83,17 +79,17 @@ class GraphRecaller:
         SQL statement when nothing changed), vectorised per entity.
         """
         if request.allowed is not None and len(request.allowed) == 0:
-            return _empty()
+            return Hits.empty()
         conn = self.ctx.store.reader()
         snap = self.graph.snapshot(conn, request.ns_id)
         if snap is None or snap.size == 0:
-            return _empty()
+            return Hits.empty()
         index = snap.index
         seeds = [i for i in (index.get(e) for e in self.graph.match(conn, request.ns_id, request.query,
                                                                      stats=snap.stats))
                  if i is not None]
         if not seeds:
-            return _empty()
+            return Hits.empty()
         n_rec = len(snap.rids)
         allowed = None
         if request.allowed is not None:
@@ -131,7 +127,7 @@ class GraphRecaller:
             credit(hop2_idx, hop2_act * snap.specificity(hop2_idx))
         hit = np.flatnonzero(seen)
         if not len(hit):
-            return _empty()
+            return Hits.empty()
         scores = np.bincount(np.concatenate(rec_parts), weights=np.concatenate(gain_parts), minlength=n_rec)
         return Hits(snap.rids[hit].astype(np.int64, copy=False), scores[hit].astype(np.float64, copy=False),
                     fill=0.0)

@@ -40,7 +40,7 @@ def run_channels(pool: Executor, calls: Mapping[str, Callable[[], Hits | list[tu
             finished[name] = (time.perf_counter() - started) * 1000
 
     futures: dict[Future[Hits | list[tuple[int, float]]], str] = {pool.submit(timed, n, f): n for n, f in calls.items()}
-    done, pending = wait(futures, timeout=timeout_s)
+    _, pending = wait(futures, timeout=timeout_s)
     for fut, name in futures.items():
         if fut in pending:
             fut.cancel()

@@ -35,10 +35,11 @@ class SparseRecaller:
         self.ctx = ctx
 
     def recall(self, request: RecallRequest) -> Hits:
-        index: SparseIndex = self.ctx.sparse_index  # type: ignore[attr-defined]
+        index = self.ctx.sparse_index
+        assert index is not None  # checked at construction
         m = index.matrix(self.ctx.store.reader(), request.ns_id)
         if m.rids.size == 0:
-            return Hits(np.zeros(0, np.int64), np.zeros(0), fill=0.0)
+            return Hits.empty()
         (q_idx, q_val), = normalise(self.ctx.embedder.embed_sparse([request.query]))  # type: ignore[union-attr]
         dim = int(max(q_idx.max(initial=-1), m.idx.max(initial=-1))) + 1
         q = np.zeros(dim, np.float32)

@@ -35,10 +35,6 @@ if TYPE_CHECKING:
 __all__ = ["TemporalRecaller", "window_of"]
 
 
-def _empty() -> Hits:
-    return Hits(np.zeros(0, np.int64), np.zeros(0, np.float64), fill=0.0)
-
-
 def _epoch(value: datetime) -> float:
     return (value.replace(tzinfo=UTC) if value.tzinfo is None else value).timestamp()
 
@@ -81,14 +77,14 @@ class TemporalRecaller:
         filter)."""
         window = window_of(request)
         if window is None or (request.allowed is not None and len(request.allowed) == 0):
-            return _empty()
+            return Hits.empty()
         snap = self.index.snapshot(self.ctx.store.reader(), request.ns_id)
         if snap is None or not len(snap.rid):
-            return _empty()
+            return Hits.empty()
         s, e = window
         idx = snap.overlapping(s, e)
         if not len(idx):
-            return _empty()
+            return Hits.empty()
         a, b = snap.start[idx], snap.end[idx]
         width = b - a
         mentioned = snap.mentioned[idx] & (width > 0)

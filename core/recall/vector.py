@@ -31,14 +31,16 @@ def _query_vector(ctx: RecallContext, text: str) -> np.ndarray:
     assert embedder is not None
     key = (embedder.id, text)
     with ctx.lock:  # only the cache's bookkeeping; the embedding runs outside it
-        slot = ctx.query_vectors.pop(key, None) or _Slot()
+        slot = ctx.query_vectors.pop(key, None)
+        if not isinstance(slot, _Slot):
+            slot = _Slot()
         ctx.query_vectors[key] = slot
         while len(ctx.query_vectors) > QUERY_CACHE_SIZE:
             ctx.query_vectors.pop(next(iter(ctx.query_vectors)))
-    with slot.lock:  # type: ignore[union-attr]
-        if slot.vector is None:  # type: ignore[union-attr]
-            slot.vector = np.asarray(check_vectors(embedder, embedder.embed_query(text), 1)[0])  # type: ignore[union-attr]
-        return slot.vector  # type: ignore[union-attr,return-value]
+    with slot.lock:
+        if slot.vector is None:
+            slot.vector = np.asarray(check_vectors(embedder, embedder.embed_query(text), 1)[0])
+        return slot.vector
 
 
 class VectorRecaller:

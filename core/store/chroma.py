@@ -42,7 +42,7 @@ import numpy as np
 
 from ..errors import ConfigError, EmbedderError, MissingDependencyError, StoreError
 from ..registry import vector_backends
-from .base import RecordBatch
+from .vector import VectorBatches
 
 if TYPE_CHECKING:
     import sqlite3
@@ -95,7 +95,7 @@ def _too_many_results(exc: Exception) -> bool:
 
 
 @vector_backends.register("chroma")
-class ChromaVectorIndex:
+class ChromaVectorIndex(VectorBatches):
     """Cosine search in a Chroma collection (embedded or client/server), one collection per embedder.
 
     The engine builds it from ``storage.vector_backend = "chroma"``; by hand::
@@ -266,11 +266,6 @@ class ChromaVectorIndex:
     @staticmethod
     def create_schema(conn: sqlite3.Connection) -> None:
         """Nothing in SQLite: the collection is created when the index opens."""
-
-    def index(self, conn: sqlite3.Connection, ns_id: int, batch: RecordBatch) -> None:
-        """Upsert the batch's vectors."""
-        if batch.vectors is not None:
-            self.add(conn, ns_id, batch.vector_rids, batch.vectors)
 
     def drop_namespace(self, conn: sqlite3.Connection, ns_id: int) -> None:
         """Delete every vector of the namespace."""

@@ -57,7 +57,7 @@ import numpy as np
 
 from ..text.entity_keys import key_extent, match_known
 from .base import CachedIndex, RecordBatch
-from .snapshots import chunks, indexed_rids, marks
+from .snapshots import chunks, marks, remove_indexed
 
 __all__ = [
     "KINDS",
@@ -366,9 +366,7 @@ class EvidenceIndex(CachedIndex["EvidenceSnapshot"]):
         if not items:
             return
         latest: dict[int, list[str]] = {int(rid): list(keys) for rid, keys in items}
-        existing = self._indexed(conn, ns_id, list(latest))
-        if existing:
-            self.remove(conn, ns_id, existing)
+        remove_indexed(conn, "evidence_postings", ns_id, list(latest), self.remove)
         latest = {rid: keys for rid, keys in latest.items() if keys}
         if not latest:
             return
@@ -427,10 +425,6 @@ class EvidenceIndex(CachedIndex["EvidenceSnapshot"]):
         conn.execute("DELETE FROM evidence_nodes WHERE ns_id=?", (ns_id,))
         conn.execute("UPDATE evidence_stats SET n_records=0, version = version + 1 WHERE ns_id=?", (ns_id,))
         self.invalidate(ns_id)
-
-    @staticmethod
-    def _indexed(conn: sqlite3.Connection, ns_id: int, rids: Sequence[int]) -> list[int]:
-        return indexed_rids(conn, "evidence_postings", ns_id, rids)
 
     # ------------------------------------------------------------------------------------------- reads
 

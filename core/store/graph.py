@@ -68,7 +68,7 @@ from ..errors import ConfigError
 from ..text.entities import extract_entities
 from ..text.entity_keys import entity_key, key_extent, match_known, record_entities
 from .base import CachedIndex, RecordBatch
-from .snapshots import SQL_CHUNK, chunks, indexed_rids, marks
+from .snapshots import SQL_CHUNK, chunks, marks, remove_indexed
 
 __all__ = ["EntityGraph", "GraphSnapshot", "entity_key", "record_entities"]
 
@@ -496,9 +496,7 @@ class EntityGraph(CachedIndex["GraphSnapshot"]):
             latest[int(rid)] = (keys, None if ts is None else float(ts))
         if not latest:
             return
-        existing = self._indexed(conn, ns_id, list(latest))
-        if existing:
-            self.remove(conn, ns_id, existing)
+        remove_indexed(conn, "graph_postings", ns_id, list(latest), self.remove)
         latest = {rid: v for rid, v in latest.items() if v[0]}
         if not latest:
             return
@@ -652,10 +650,6 @@ class EntityGraph(CachedIndex["GraphSnapshot"]):
             "UPDATE graph_stats SET n_records=0, max_ts=NULL, version = version + 1 WHERE ns_id=?", (ns_id,)
         )
         self.invalidate(ns_id)
-
-    @staticmethod
-    def _indexed(conn: sqlite3.Connection, ns_id: int, rids: Sequence[int]) -> list[int]:
-        return indexed_rids(conn, "graph_postings", ns_id, rids)
 
     # ------------------------------------------------------------------------------------------ reads
 

@@ -49,7 +49,7 @@ import numpy.typing as npt
 from ..errors import ConfigError, InvalidQueryError
 from ..text.tokenize import tokenize
 from .base import CachedIndex, RecordBatch
-from .snapshots import chunks, marks
+from .snapshots import chunks, marks, remove_indexed
 
 __all__ = ["KeywordIndex", "bm25_idf", "bm25_tf_weight", "okapi_idf_floor", "term_hash"]
 
@@ -438,9 +438,7 @@ class KeywordIndex(CachedIndex["_NsIndex"]):
             latest[int(rid)] = text
         if not latest:
             return
-        existing = self._existing(conn, ns_id, list(latest))
-        if existing:
-            self.remove(conn, ns_id, existing)
+        remove_indexed(conn, "kw_docs", ns_id, list(latest), self.remove)
         counted = [(rid, Counter(tokenize(text))) for rid, text in latest.items()]
         hashes = {t: term_hash(t) for t in set().union(*(c for _, c in counted))}
         rows = []
@@ -494,14 +492,6 @@ class KeywordIndex(CachedIndex["_NsIndex"]):
             "UPDATE kw_stats SET n_docs=0, total_len=0, last_seq=0, version=version+1 WHERE ns_id=?", (ns_id,)
         )
         self.invalidate(ns_id)
-
-    @staticmethod
-    def _existing(conn: sqlite3.Connection, ns_id: int, rids: Sequence[int]) -> list[int]:
-        found: list[int] = []
-        for part in chunks(rids):
-            sql = f"SELECT rid FROM kw_docs WHERE ns_id=? AND rid IN {marks(len(part))}"
-            found.extend(int(r[0]) for r in conn.execute(sql, (ns_id, *part)))
-        return found
 
     # ------------------------------------------------------------------------------------------ reads
 

@@ -8,7 +8,8 @@ possible (a delete, a rid out of order, a large delta), loaded whole (``load``).
 changed in place, so concurrent readers stay consistent.
 
 The module also holds the small SQL helpers these indexes share: :func:`chunks` of ids per ``IN (...)``,
-:func:`marks` for its placeholders, and :func:`indexed_rids` (which of some rids a table indexes).
+:func:`marks` for its placeholders, :func:`indexed_rids` (which of some rids a table indexes) and
+:func:`remove_indexed` (the first step of a re-add).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import threading
 from collections.abc import Callable, Iterable, MutableMapping, Sequence
 from typing import Any, Protocol, TypeVar
 
-__all__ = ["SQL_CHUNK", "Snapshot", "chunks", "indexed_rids", "marks", "synced_snapshot"]
+__all__ = ["SQL_CHUNK", "Snapshot", "chunks", "indexed_rids", "marks", "remove_indexed", "synced_snapshot"]
 
 SQL_CHUNK = 400
 """Ids per ``IN (...)`` statement (SQLite's default variable limit is 999 or more)."""
@@ -46,6 +47,15 @@ def indexed_rids(conn: sqlite3.Connection, table: str, ns_id: int, rids: Sequenc
         found.update(int(r[0]) for r in conn.execute(
             f"SELECT DISTINCT rid FROM {table} WHERE ns_id=? AND rid IN {marks(len(part))}", (ns_id, *part)))
     return sorted(found)
+
+
+def remove_indexed(conn: sqlite3.Connection, table: str, ns_id: int, rids: Sequence[int],
+                   remove: Callable[[sqlite3.Connection, int, Sequence[int]], None]) -> None:
+    """The first step of an index's ``add``: a re-added record replaces its rows, so the rids among ``rids``
+    that ``table`` already holds go through the index's ``remove`` (which keeps its stats right)."""
+    existing = indexed_rids(conn, table, ns_id, rids)
+    if existing:
+        remove(conn, ns_id, existing)
 
 
 class Snapshot(Protocol):

@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import EmbedderMismatchError, ReadOnlyStoreError, SchemaVersionError, StoreError, StoreLockedError
-from .snapshots import chunks, marks
 from .filters import RecordFilter, filter_sql
+from .snapshots import chunks, marks
 
 __all__ = ["DB_FILE", "SCHEMA_VERSION", "RecordRow", "TruthStore", "TurnRow"]
 

@@ -53,7 +53,7 @@ import numpy as np
 from ..errors import ConfigError
 from ..text.timeexpr import extract_times
 from .base import CachedIndex, RecordBatch
-from .snapshots import chunks, indexed_rids, marks
+from .snapshots import chunks, marks, remove_indexed
 
 __all__ = ["Span", "TimeIndex", "TimeSnapshot", "record_spans"]
 
@@ -240,9 +240,7 @@ class TimeIndex(CachedIndex["TimeSnapshot"]):
         latest: dict[int, list[Span]] = {int(rid): list(spans) for rid, spans in items}
         if not latest:
             return
-        existing = self._indexed(conn, ns_id, sorted(latest))
-        if existing:
-            self.remove(conn, ns_id, existing)
+        remove_indexed(conn, "time_spans", ns_id, sorted(latest), self.remove)
         latest = {rid: spans for rid, spans in latest.items() if spans}
         if not latest:
             return
@@ -292,10 +290,6 @@ class TimeIndex(CachedIndex["TimeSnapshot"]):
         conn.execute("DELETE FROM time_spans WHERE ns_id=?", (ns_id,))
         conn.execute("UPDATE time_stats SET n_records=0, n_spans=0, version = version + 1 WHERE ns_id=?", (ns_id,))
         self.invalidate(ns_id)
-
-    @staticmethod
-    def _indexed(conn: sqlite3.Connection, ns_id: int, rids: Sequence[int]) -> list[int]:
-        return indexed_rids(conn, "time_spans", ns_id, rids)
 
     # ------------------------------------------------------------------------------------------ reads
 

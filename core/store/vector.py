@@ -16,7 +16,7 @@ import numpy as np
 from ..registry import vector_backends
 from .base import CachedIndex, DerivedIndex, RecordBatch
 
-__all__ = ["NumpyVectorIndex", "VectorIndex"]
+__all__ = ["NumpyVectorIndex", "VectorBatches", "VectorIndex"]
 
 
 @runtime_checkable
@@ -34,6 +34,18 @@ class VectorIndex(DerivedIndex, Protocol):
                allowed: Collection[int] | None = None) -> list[tuple[int, float]]: ...
 
     def close(self) -> None: ...
+
+
+class VectorBatches:
+    """The ``index`` step every vector backend shares: a batch's vectors, when it has any, go to ``add``."""
+
+    def add(self, conn: sqlite3.Connection, ns_id: int, rids: Sequence[int], vectors: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def index(self, conn: sqlite3.Connection, ns_id: int, batch: RecordBatch) -> None:
+        """Store the batch's vectors (``batch.vector_rids``, one row each)."""
+        if batch.vectors is not None:
+            self.add(conn, ns_id, batch.vector_rids, batch.vectors)
 
 
 class _Partition:
@@ -63,7 +75,7 @@ class _Partition:
 
 
 @vector_backends.register("numpy")
-class NumpyVectorIndex(CachedIndex[_Partition]):
+class NumpyVectorIndex(CachedIndex[_Partition], VectorBatches):
     """Exact cosine search over float32 rows partitioned by namespace (vectors are unit-normalised)."""
 
     name = "vector:numpy"
@@ -74,10 +86,6 @@ class NumpyVectorIndex(CachedIndex[_Partition]):
     @staticmethod
     def create_schema(conn: sqlite3.Connection) -> None:
         """Nothing: the vectors are the truth store's ``embeddings`` rows."""
-
-    def index(self, conn: sqlite3.Connection, ns_id: int, batch: RecordBatch) -> None:
-        if batch.vectors is not None:
-            self.add(conn, ns_id, batch.vector_rids, batch.vectors)
 
     def drop_namespace(self, conn: sqlite3.Connection, ns_id: int) -> None:
         self.invalidate(ns_id)

@@ -164,7 +164,8 @@ _CJK_RE: Final = CJK_RE
 
 # Pronouns and particles that never begin or end a name (我别, 太棒了): a narrower set than ZH_STOP_CHARS,
 # which also holds 上, 下, 一... (上海, 下北泽).
-_ZH_EDGE_STOP: Final = frozenset("的了是在吗呢吧啊呀哦嗯么和与就也都又很着过得地这那哪啥我你他她它们把被让给对从为向跟比还再才")
+_ZH_EDGE_STOP: Final = frozenset("的了是在吗呢吧啊呀哦嗯么和与就也都又很着过得地这那哪啥"
+                                  "我你他她它们把被让给对从为向跟比还再才")
 _ZH_PLACE_SUFFIXES: Final = frozenset("国省市州县区镇乡村京都城山湖河江海岛港湾津门庄街路")
 
 _tag_lock = threading.Lock()
@@ -199,12 +200,12 @@ def _english_names(text: str, known: frozenset[str]) -> list[tuple[int, str]]:
     Up to two connectors ("of", "the", "de"...) may join two capitalised words ("Museum of Modern Art").
     """
     runs: list[list[tuple[int, str]]] = []
-    for run in _CAP_RUN_RE.finditer(text):
+    for cap in _CAP_RUN_RE.finditer(text):
         current: list[tuple[int, str]] = []
         pending: list[tuple[int, str]] = []  # connectors waiting for the next capitalised word
-        for m in _RUN_WORD_RE.finditer(run.group()):
+        for m in _RUN_WORD_RE.finditer(cap.group()):
             word = m.group()
-            pos = run.start() + m.start()
+            pos = cap.start() + m.start()
             base = _POSSESSIVE_RE.sub("", word) or word
             lower = base.lower()
             if lower in _CONNECTORS and not base[0].isupper():
@@ -229,9 +230,9 @@ def _english_names(text: str, known: frozenset[str]) -> list[tuple[int, str]]:
     out: list[tuple[int, str]] = []
     for run in runs:
         pos, first = run[0]
-        if len(run) == 1 and _is_sentence_start(text, pos) and not _is_acronym(first):
-            if first.lower() not in mid_sentence and first.lower() not in known:
-                continue
+        if (len(run) == 1 and _is_sentence_start(text, pos) and not _is_acronym(first)
+                and first.lower() not in mid_sentence and first.lower() not in known):
+            continue
         out.append((pos, text[pos : run[-1][0] + len(run[-1][1])]))
     return out
 
@@ -290,7 +291,7 @@ def _zh_name_shaped(word: str, in_dict: bool) -> bool:
         return False
     if n in (2, 3) and (word[0] in _ZH_SURNAMES or word[0] in "小老阿") and word[1] != word[0]:
         return True
-    return n == 2 and word[0] == word[1] or n == 2 and all(c in _ZH_TRANSLIT for c in word)
+    return (n == 2 and word[0] == word[1]) or (n == 2 and all(c in _ZH_TRANSLIT for c in word))
 
 
 def _zh_proper_nouns(text: str) -> list[tuple[int, str]]:
@@ -311,7 +312,7 @@ def _zh_proper_nouns(text: str) -> list[tuple[int, str]]:
             if 2 <= n <= 8 and word[0] not in _ZH_EDGE_STOP and word[-1] not in _ZH_EDGE_STOP:
                 in_dict = freq.get(word, 0) > 0
                 flag = tags.get(word, "") if in_dict else ""
-                if flag == "nt" or n >= 3 and flag == "ns":
+                if flag == "nt" or (n >= 3 and flag == "ns"):
                     keep = True
                 elif flag == "ns":  # 北京, 杭州, 美国, 巴黎 -- not 东西, 美丽 (tagged ns by jieba's dictionary)
                     keep = word[-1] in _ZH_PLACE_SUFFIXES or all(c in _ZH_TRANSLIT for c in word)

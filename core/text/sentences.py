@@ -92,8 +92,8 @@ def sentences(text: str, *, hard: str = "。！？!?；;…", soft: str = ".", c
             k = j
             while k < n and text[k] in closers:
                 k += 1
-            if k < n and not text[k].isspace() or abbreviations and text[i] == "." and \
-                    _ABBREVIATION_RE.search(text[start:i] + "."):
+            if (k < n and not text[k].isspace()) or (abbreviations and text[i] == "."
+                                                      and _ABBREVIATION_RE.search(text[start:i] + ".")):
                 continue
             j = k
         out.append(Sentence(start, j, text[start:i], text[i:j]))
@@ -162,4 +162,4 @@ def is_question(text: str, *, loose: bool = False) -> bool:
         return True
     if s.isascii():
         return False
-    return bool(_ZH_QUESTION_END_RE.search(s) or loose and _ZH_MAYBE_QUESTION_RE.search(s))
+    return bool(_ZH_QUESTION_END_RE.search(s) or (loose and _ZH_MAYBE_QUESTION_RE.search(s)))

@@ -5,6 +5,10 @@
 runs only on text that contains Han characters) and resolves each into a half-open span ``[start, end)`` of
 whole days, as aware UTC datetimes, with a granularity and a confidence.
 
+This module compiles and runs the rule tables; the tables and their resolvers live in
+:mod:`~memory_ext.text.timerules_en` and :mod:`~memory_ext.text.timerules_zh`, the calendar arithmetic they
+share in :mod:`~memory_ext.text.timecalendar`.
+
 Calendar rules (one rule per expression, chosen to be predictable rather than clever):
 
 * Days are calendar days of the reference's own time zone (a naive reference is UTC); the span boundaries
@@ -43,7 +47,7 @@ Calendar rules (one rule per expression, chosen to be predictable rather than cl
   that year.
 * "recently", "lately", "a while ago", 最近 and bare season names are not matched: they carry no usable span.
 
-Confidence (the constants below): an explicit date with its year 0.95; a relative day ("yesterday", "3 days
+Confidence (the ``CONF_*`` constants): an explicit date with its year 0.95; a relative day ("yesterday", "3 days
 ago", "last Saturday", 昨天, 上周六) or a day without its year 0.9; weeks, months and years ("last week", "a
 month ago", "in May", 上个月, 去年) 0.8; a numeric date such as 05/08/2023 0.7 (day and month order guessed);
 rolling windows 0.7; forward counts ("in two weeks") 0.6 (0.7 for days); a bare weekday 0.6; seasons with a
@@ -63,10 +67,26 @@ year 0.7; seasons without one, vague counts and "the weekend" 0.5; "the other da
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, time, timedelta, tzinfo
-from typing import Final, Literal
+from datetime import UTC, date, datetime, time, tzinfo
+from typing import Final
+
+from .timecalendar import (
+    CONF_ABSOLUTE,
+    CONF_DAY,
+    CONF_FORWARD,
+    CONF_GUESSED,
+    CONF_OTHER_DAY,
+    CONF_PERIOD,
+    CONF_VAGUE,
+    UNITS,
+    Granularity,
+    Handler,
+    Rule,
+    rolling,
+)
+from .timerules_en import EN_RULES, en_count
+from .timerules_zh import ZH_RULES
 
 __all__ = [
     "CONF_ABSOLUTE",
@@ -82,26 +102,6 @@ __all__ = [
     "mention_overlaps",
     "parse_absolute_date",
 ]
-
-Granularity = Literal["day", "week", "month", "season", "year"]
-
-# ------------------------------------------------------------------------------------------ confidence
-
-#: An explicit date with its year: "8 May 2023", "2023-05-08", "May 2023", "in 2022", "2023年5月8日".
-CONF_ABSOLUTE: Final = 0.95
-#: A relative day or a day without its year: "yesterday", "3 days ago", "last Saturday", "May 8", 昨天.
-CONF_DAY: Final = 0.9
-#: Calendar weeks, months and years: "last week", "a month ago", "in May", "next year", 上个月, 去年.
-CONF_PERIOD: Final = 0.8
-#: A numeric date whose day/month order is guessed (05/08/2023); a rolling window ("the past 3 days");
-#: a season with its year ("summer 2022", 去年夏天); a forward count of days ("in 3 days").
-CONF_GUESSED: Final = 0.7
-#: A forward count of weeks, months or years ("in two weeks"; it may be a duration); a bare weekday.
-CONF_FORWARD: Final = 0.6
-#: Seasons without a year ("last summer"), vague counts ("a few days ago"), "the weekend", 周末.
-CONF_VAGUE: Final = 0.5
-#: "the other day".
-CONF_OTHER_DAY: Final = 0.4
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,643 +120,10 @@ class TimeMention:
     span: tuple[int, int]
 
 
-# ------------------------------------------------------------------------------------------ calendar
+# ------------------------------------------------------------------------------------------ matcher
 
 
-def _week_start(d: date) -> date:
-    return d - timedelta(days=d.weekday())
-
-
-def _month_index(d: date) -> int:
-    return d.year * 12 + d.month - 1
-
-
-def _month_start(index: int) -> date:
-    return date(index // 12, index % 12 + 1, 1)
-
-
-def _month_span(index: int) -> tuple[date, date]:
-    return _month_start(index), _month_start(index + 1)
-
-
-def _year_span(year: int) -> tuple[date, date]:
-    return date(year, 1, 1), date(year + 1, 1, 1)
-
-
-def _shift(d: date, unit: str, k: int) -> date:
-    """``d`` moved by ``k`` days, weeks, months or years (the day clamped to the target month's length)."""
-    if unit == "day":
-        return d + timedelta(days=k)
-    if unit == "week":
-        return d + timedelta(weeks=k)
-    index = _month_index(d) + (12 * k if unit == "year" else k)
-    first = _month_start(index)
-    last = (_month_start(index + 1) - timedelta(days=1)).day
-    return first.replace(day=min(d.day, last))
-
-
-#: Season -> first month; each season lasts three months; winter belongs to the year it starts in.
-_SEASON_START: Final = {"spring": 3, "summer": 6, "autumn": 9, "winter": 12}
-
-
-def _season_span(season: str, year: int) -> tuple[date, date]:
-    first = year * 12 + _SEASON_START[season] - 1
-    return _month_start(first), _month_start(first + 3)
-
-
-def _season_of(d: date) -> tuple[str, int]:
-    """The season a date falls in, with the year that season starts in."""
-    for season, month in _SEASON_START.items():
-        start = date(d.year if month <= d.month else d.year - 1, month, 1)
-        s, e = _season_span(season, start.year)
-        if s <= d < e:
-            return season, start.year
-    raise AssertionError(d)  # pragma: no cover - the four seasons cover the year
-
-
-def _resolve_season(season: str, mode: str, d0: date) -> tuple[date, date]:
-    """``mode`` is ``last``, ``this`` or ``next`` (see the module docstring)."""
-    if mode == "this":
-        current, year = _season_of(d0)
-        return _season_span(season, year if current == season else d0.year)
-    if mode == "last":
-        for year in range(d0.year, d0.year - 3, -1):
-            s, e = _season_span(season, year)
-            if e <= d0:
-                return s, e
-    for year in range(d0.year - 1, d0.year + 2):  # next
-        s, e = _season_span(season, year)
-        if s > d0:
-            return s, e
-    raise AssertionError((season, mode, d0))  # pragma: no cover
-
-
-def _nearest_month(month: int, d0: date) -> int:
-    """Month index of the occurrence of ``month`` nearest to ``d0``'s month (ties go to the past)."""
-    ref = _month_index(d0)
-    diff = (month - 1 - ref % 12) % 12  # 0..11 months ahead
-    return ref + diff if diff < 6 else ref + diff - 12
-
-
-def _nearest_day(month: int, day: int, d0: date) -> date | None:
-    """The date ``month``/``day`` nearest to ``d0`` (previous, same or next year; ties go to the past)."""
-    best: date | None = None
-    for year in (d0.year - 1, d0.year, d0.year + 1):
-        try:
-            cand = date(year, month, day)
-        except ValueError:
-            continue
-        if best is None or abs((cand - d0).days) < abs((best - d0).days):
-            best = cand
-    return best
-
-
-def _nearest_weekday(weekday: int, d0: date) -> date:
-    return d0 + timedelta(days=(weekday - d0.weekday() + 3) % 7 - 3)
-
-
-def _nearest_weekend(d0: date) -> tuple[date, date]:
-    wd = d0.weekday()
-    saturday = _week_start(d0) + timedelta(days=5)
-    if wd <= 2:
-        saturday -= timedelta(days=7)
-    return saturday, saturday + timedelta(days=2)
-
-
-def _day(d: date) -> tuple[date, date]:
-    return d, d + timedelta(days=1)
-
-
-# ------------------------------------------------------------------------------------------ numbers
-
-_EN_NUMBERS: Final = {
-    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14,
-    "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20,
-}
-#: Vague English counts -> (low, high).
-_EN_VAGUE: Final = {"couple": (2, 3), "few": (2, 4), "several": (3, 6)}
-
-_ZH_DIGITS: Final = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6,
-                     "七": 7, "八": 8, "九": 9}
-
-
-def _zh_int(s: str) -> int | None:
-    """Chinese or Arabic numeral up to 99, or digit-by-digit (二〇二三); ``None`` if not a number."""
-    if s.isdecimal():
-        return int(s)
-    if "十" in s:
-        tens, _, ones = s.partition("十")
-        if len(tens) > 1 or len(ones) > 1:
-            return None
-        t = _ZH_DIGITS.get(tens, -1) if tens else 1
-        o = _ZH_DIGITS.get(ones, -1) if ones else 0
-        return None if t < 0 or o < 0 else t * 10 + o
-    if s and all(c in _ZH_DIGITS for c in s):
-        return int("".join(str(_ZH_DIGITS[c]) for c in s))
-    return None
-
-
-def _en_count(raw: str) -> tuple[int, int, bool] | None:
-    """(low, high, exact) of an English count: ``3``, ``two``, ``a``, ``a couple of``, ``a few``..."""
-    word = raw.lower().split()
-    key = next((w for w in word if w in _EN_VAGUE), None)
-    if key is not None:
-        lo, hi = _EN_VAGUE[key]
-        return lo, hi, False
-    token = word[0]
-    if token.isdigit():
-        n = int(token)
-        return (n, n, True) if n > 0 else None
-    n = _EN_NUMBERS.get(token, 0)
-    return (n, n, True) if n else None
-
-
-def _zh_count(raw: str) -> tuple[int, int, bool] | None:
-    if raw == "几":
-        return 2, 4, False
-    if raw == "好几":
-        return 3, 6, False
-    if len(raw) == 2 and "十" not in raw and all(c in _ZH_DIGITS for c in raw):
-        lo, hi = _ZH_DIGITS[raw[0]], _ZH_DIGITS[raw[1]]
-        if 0 < lo < hi:
-            return lo, hi, False  # 两三天前, 一两个月前
-    n = _zh_int(raw)
-    return (n, n, True) if n else None
-
-
-# ------------------------------------------------------------------------------------------ resolvers
-
-_Span = tuple[date, date, Granularity, float]
-_Handler = Callable[[dict[str, str | None], date], "_Span | None"]
-
-_MONTHS: Final = {
-    "january": 1, "february": 2, "march": 3, "april": 4, "may": 5, "june": 6, "july": 7, "august": 8,
-    "september": 9, "october": 10, "november": 11, "december": 12,
-    "jan": 1, "feb": 2, "mar": 3, "apr": 4, "jun": 6, "jul": 7, "aug": 8, "sep": 9, "sept": 9, "oct": 10,
-    "nov": 11, "dec": 12,
-}
-_WEEKDAYS: Final = {
-    "monday": 0, "tuesday": 1, "wednesday": 2, "thursday": 3, "friday": 4, "saturday": 5, "sunday": 6,
-    "mon": 0, "tue": 1, "tues": 1, "wed": 2, "thu": 3, "thur": 3, "thurs": 3, "fri": 4, "sat": 5, "sun": 6,
-}
-_ZH_WEEKDAYS: Final = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
-_SEASONS: Final = {"spring": "spring", "summer": "summer", "autumn": "autumn", "fall": "autumn",
-                   "winter": "winter", "春": "spring", "夏": "summer", "秋": "autumn", "冬": "winter"}
-_UNIT: Final = {"day": "day", "days": "day", "week": "week", "weeks": "week", "month": "month",
-                "months": "month", "year": "year", "years": "year", "weekend": "weekend",
-                "weekends": "weekend", "fortnight": "fortnight", "fortnights": "fortnight",
-                "天": "day", "日": "day", "周": "week", "星期": "week", "礼拜": "week", "月": "month",
-                "年": "year"}
-
-
-def _month_of(name: str) -> int:
-    return _MONTHS[name.lower().rstrip(".")]
-
-
-def _date_or_none(y: int, m: int, d: int) -> date | None:
-    try:
-        return date(y, m, d)
-    except ValueError:
-        return None
-
-
-def _absolute_day(y: int, m: int, d: int, conf: float = CONF_ABSOLUTE) -> _Span | None:
-    day = _date_or_none(y, m, d)
-    return None if day is None else (*_day(day), "day", conf)
-
-
-def _count_span(unit: str, lo: int, hi: int, exact: bool, d0: date, sign: int) -> _Span:
-    """Span of ``lo``-``hi`` units before (sign -1) or after (sign +1) ``d0``."""
-    if unit == "fortnight":
-        unit, lo, hi = "week", 2 * lo, 2 * hi
-    near, far = sorted((sign * lo, sign * hi))  # offsets in units, near <= far
-    if unit == "day":
-        s, e = d0 + timedelta(days=near), d0 + timedelta(days=far + 1)
-        gran: Granularity = "day"
-        conf = CONF_DAY
-    elif unit == "week":  # seven days centred on the target day
-        s, e = d0 + timedelta(days=7 * near - 3), d0 + timedelta(days=7 * far + 4)
-        gran, conf = "week", CONF_PERIOD
-    elif unit == "weekend":
-        base = _week_start(d0) + timedelta(days=5)
-        s, e = base + timedelta(weeks=near), base + timedelta(weeks=far, days=2)
-        gran, conf = "week", CONF_PERIOD
-    elif unit == "month":
-        ref = _month_index(d0)
-        s, e = _month_start(ref + near), _month_start(ref + far + 1)
-        gran, conf = "month", CONF_PERIOD
-    else:
-        s, e = date(d0.year + near, 1, 1), date(d0.year + far + 1, 1, 1)
-        gran, conf = "year", CONF_PERIOD
-    if not exact:
-        conf = CONF_VAGUE
-    elif sign > 0:
-        conf = CONF_GUESSED if unit == "day" else CONF_FORWARD
-    return s, e, gran, conf
-
-
-def _rolling(unit: str, lo_hi: tuple[int, int, bool] | None, d0: date, forward: bool) -> _Span:
-    _lo, hi, exact = lo_hi if lo_hi else (1, 1, True)
-    if unit == "fortnight":
-        unit, hi = "week", 2 * hi
-    if unit == "weekend":
-        unit = "week"
-    gran: Granularity = unit  # type: ignore[assignment]
-    conf = CONF_GUESSED if exact else CONF_VAGUE
-    if forward:
-        return d0, _shift(d0, unit, hi) + timedelta(days=1), gran, conf
-    return _shift(d0, unit, -hi), d0 + timedelta(days=1), gran, conf
-
-
-def _rel_period(unit: str, k: int, d0: date) -> _Span:
-    """The calendar week / weekend / month / year ``k`` steps from the reference's."""
-    if unit == "week":
-        s = _week_start(d0) + timedelta(weeks=k)
-        return s, s + timedelta(days=7), "week", CONF_PERIOD
-    if unit == "weekend":
-        s = _week_start(d0) + timedelta(weeks=k, days=5)
-        return s, s + timedelta(days=2), "week", CONF_PERIOD
-    if unit == "month":
-        return (*_month_span(_month_index(d0) + k), "month", CONF_PERIOD)
-    return (*_year_span(d0.year + k), "year", CONF_PERIOD)
-
-
-_EN_REL_STEP: Final = {"last": -1, "this past": -1, "past": -1, "previous": -1, "this": 0, "current": 0,
-                       "next": 1, "coming": 1, "this coming": 1}
-
-
-def _g(groups: dict[str, str | None], key: str) -> str:
-    value = groups.get(key)
-    return value if value is not None else ""
-
-
-# English ---------------------------------------------------------------------------------------------
-
-
-def _en_iso(g: dict[str, str | None], d0: date) -> _Span | None:
-    return _absolute_day(int(_g(g, "y")), int(_g(g, "m")), int(_g(g, "d")))
-
-
-def _en_slash(g: dict[str, str | None], d0: date) -> _Span | None:
-    a, b, y = int(_g(g, "a")), int(_g(g, "b")), int(_g(g, "y"))
-    # "/" is read month first (05/08/2023 = May 8) and "." day first (08.05.2023 = May 8), unless the first
-    # number cannot be a month
-    day_first = _g(g, "sep") == "." or a > 12
-    month, day = (b, a) if day_first else (a, b)
-    return _absolute_day(y, month, day, CONF_GUESSED)
-
-
-def _en_dmy(g: dict[str, str | None], d0: date) -> _Span | None:
-    return _absolute_day(int(_g(g, "y")), _month_of(_g(g, "mon")), int(_g(g, "d")))
-
-
-def _en_day_month(g: dict[str, str | None], d0: date) -> _Span | None:
-    day = _nearest_day(_month_of(_g(g, "mon")), int(_g(g, "d")), d0)
-    return None if day is None else (*_day(day), "day", CONF_DAY)
-
-
-def _en_month_year(g: dict[str, str | None], d0: date) -> _Span | None:
-    return (*_month_span(int(_g(g, "y")) * 12 + _month_of(_g(g, "mon")) - 1), "month", CONF_ABSOLUTE)
-
-
-def _en_mod_month(g: dict[str, str | None], d0: date) -> _Span | None:
-    month = _month_of(_g(g, "mon"))
-    mod = " ".join(_g(g, "mod").lower().split())
-    if g.get("y"):
-        return (*_month_span(int(_g(g, "y")) * 12 + month - 1), "month", CONF_ABSOLUTE)
-    ref = _month_index(d0)
-    if mod in ("last", "this past", "past", "previous"):
-        index = ref - ((ref % 12 - (month - 1)) % 12 or 12)
-    elif mod in ("next", "this coming", "coming"):
-        index = ref + (((month - 1) - ref % 12) % 12 or 12)
-    elif mod == "this":
-        index = d0.year * 12 + month - 1
-    else:
-        index = _nearest_month(month, d0)
-    return (*_month_span(index), "month", CONF_PERIOD)
-
-
-def _en_year(g: dict[str, str | None], d0: date) -> _Span | None:
-    return (*_year_span(int(_g(g, "y"))), "year", CONF_ABSOLUTE)
-
-
-def _en_season(g: dict[str, str | None], d0: date) -> _Span | None:
-    season = _SEASONS[_g(g, "season").lower()]
-    if g.get("y"):
-        return (*_season_span(season, int(_g(g, "y"))), "season", CONF_GUESSED)
-    mod = " ".join(_g(g, "mod").lower().split())
-    mode = {"last": "last", "this past": "last", "past": "last", "previous": "last", "this": "this",
-            "next": "next", "this coming": "next", "coming": "next"}[mod]
-    return (*_resolve_season(season, mode, d0), "season", CONF_VAGUE)
-
-
-_EN_DAY_WORDS: Final = {"today": 0, "tonight": 0, "yesterday": -1, "tomorrow": 1}
-
-
-def _en_day_word(g: dict[str, str | None], d0: date) -> _Span | None:
-    word = " ".join(_g(g, "w").lower().split())
-    if word.startswith("the day before"):
-        k = -2
-    elif word.startswith("the day after"):
-        k = 2
-    elif word == "last night":
-        k = -1
-    elif word.startswith("this"):  # this morning / afternoon / evening
-        k = 0
-    else:
-        k = _EN_DAY_WORDS[word]
-    return (*_day(d0 + timedelta(days=k)), "day", CONF_DAY)
-
-
-def _en_ago(g: dict[str, str | None], d0: date) -> _Span | None:
-    count = _en_count(_g(g, "n"))
-    if count is None:
-        return None
-    unit = _UNIT[_g(g, "unit").lower()]
-    sign = 1 if g.get("fwd") else -1
-    return _count_span(unit, count[0], count[1], count[2], d0, sign)
-
-
-def _en_rolling(g: dict[str, str | None], d0: date) -> _Span | None:
-    count = _en_count(_g(g, "n")) if g.get("n") else None
-    if g.get("n") and count is None:
-        return None
-    forward = _g(g, "dir").lower() in ("next", "coming")
-    return _rolling(_UNIT[_g(g, "unit").lower()], count, d0, forward)
-
-
-def _en_rel_unit(g: dict[str, str | None], d0: date) -> _Span | None:
-    mod = " ".join(_g(g, "mod").lower().split())
-    unit = _UNIT[_g(g, "unit").lower()]
-    k = -2 if g.get("before_last") else _EN_REL_STEP[mod]
-    return _rel_period(unit, k, d0)
-
-
-def _en_the_weekend(g: dict[str, str | None], d0: date) -> _Span | None:
-    return (*_nearest_weekend(d0), "week", CONF_VAGUE)
-
-
-def _en_other_day(g: dict[str, str | None], d0: date) -> _Span | None:
-    return d0 - timedelta(days=6), d0, "day", CONF_OTHER_DAY
-
-
-def _en_weekday(g: dict[str, str | None], d0: date) -> _Span | None:
-    wd = _WEEKDAYS[_g(g, "wd").lower().rstrip(".")]
-    mod = " ".join(_g(g, "mod").lower().split())
-    if mod in ("last", "this past", "past", "previous"):
-        day = d0 - timedelta(days=(d0.weekday() - wd - 1) % 7 + 1)
-    elif mod in ("next", "this coming", "coming"):
-        day = d0 + timedelta(days=(wd - d0.weekday() - 1) % 7 + 1)
-    elif mod == "this":
-        day = _week_start(d0) + timedelta(days=wd)
-    else:
-        return (*_day(_nearest_weekday(wd, d0)), "day", CONF_FORWARD)
-    return (*_day(day), "day", CONF_DAY)
-
-
-# Chinese ---------------------------------------------------------------------------------------------
-
-
-def _zh_year(raw: str) -> int | None:
-    y = _zh_int(raw)
-    return y if y is not None and 1000 <= y <= 2999 else None
-
-
-_ZH_YEAR_WORDS: Final = {"大前年": -3, "前年": -2, "去年": -1, "今年": 0, "明年": 1, "后年": 2}
-
-
-def _zh_ymd(g: dict[str, str | None], d0: date) -> _Span | None:
-    y, m = _zh_year(_g(g, "y")), _zh_int(_g(g, "m"))
-    if y is None or m is None:
-        return None
-    if g.get("d"):
-        d = _zh_int(_g(g, "d"))
-        return None if d is None else _absolute_day(y, m, d)
-    if not 1 <= m <= 12:
-        return None
-    return (*_month_span(y * 12 + m - 1), "month", CONF_ABSOLUTE)
-
-
-def _zh_y(g: dict[str, str | None], d0: date) -> _Span | None:
-    y = _zh_year(_g(g, "y"))
-    return None if y is None else (*_year_span(y), "year", CONF_ABSOLUTE)
-
-
-def _zh_md(g: dict[str, str | None], d0: date) -> _Span | None:
-    m = _zh_int(_g(g, "m"))
-    if m is None or not 1 <= m <= 12:
-        return None
-    year_word = g.get("yw")
-    year = d0.year + _ZH_YEAR_WORDS[year_word] if year_word else None
-    if g.get("d"):
-        d = _zh_int(_g(g, "d"))
-        if d is None:
-            return None
-        if year is not None:
-            return _absolute_day(year, m, d, CONF_DAY)
-        day = _nearest_day(m, d, d0)
-        return None if day is None else (*_day(day), "day", CONF_DAY)
-    index = year * 12 + m - 1 if year is not None else _nearest_month(m, d0)
-    return (*_month_span(index), "month", CONF_PERIOD)
-
-
-def _zh_season(g: dict[str, str | None], d0: date) -> _Span | None:
-    season = _SEASONS[_g(g, "season")]
-    if g.get("y"):
-        y = _zh_year(_g(g, "y"))
-        return None if y is None else (*_season_span(season, y), "season", CONF_GUESSED)
-    word = _g(g, "yw")
-    if word in ("今年", "这个"):
-        return (*_resolve_season(season, "this", d0), "season", CONF_VAGUE)
-    if word == "上个":
-        return (*_resolve_season(season, "last", d0), "season", CONF_VAGUE)
-    if word == "下个":
-        return (*_resolve_season(season, "next", d0), "season", CONF_VAGUE)
-    return (*_season_span(season, d0.year + _ZH_YEAR_WORDS[word]), "season", CONF_VAGUE)
-
-
-_ZH_DAY_WORDS: Final = {"大前天": -3, "前天": -2, "昨天": -1, "昨日": -1, "昨晚": -1, "昨夜": -1, "昨儿": -1,
-                        "今天": 0, "今日": 0, "今晚": 0, "今早": 0, "今夜": 0, "今儿": 0, "明天": 1,
-                        "明日": 1, "明晚": 1, "明早": 1, "明儿": 1, "后天": 2, "大后天": 3}
-
-
-def _zh_day_word(g: dict[str, str | None], d0: date) -> _Span | None:
-    return (*_day(d0 + timedelta(days=_ZH_DAY_WORDS[_g(g, "w")])), "day", CONF_DAY)
-
-
-def _zh_step(prefix: str) -> int:
-    prefix = prefix.rstrip("个")
-    return {"上上": -2, "上": -1, "这": 0, "本": 0, "下": 1, "下下": 2}[prefix]
-
-
-def _zh_week(g: dict[str, str | None], d0: date) -> _Span | None:
-    k = _zh_step(_g(g, "p"))
-    suffix = g.get("wd")
-    if suffix == "末":
-        return _rel_period("weekend", k, d0)
-    if suffix:
-        day = _week_start(d0) + timedelta(weeks=k, days=_ZH_WEEKDAYS[suffix])
-        return (*_day(day), "day", CONF_DAY)
-    return _rel_period("week", k, d0)
-
-
-def _zh_month_rel(g: dict[str, str | None], d0: date) -> _Span | None:
-    return _rel_period("month", _zh_step(_g(g, "p")), d0)
-
-
-def _zh_year_rel(g: dict[str, str | None], d0: date) -> _Span | None:
-    return _rel_period("year", _ZH_YEAR_WORDS[_g(g, "w")], d0)
-
-
-def _zh_ago(g: dict[str, str | None], d0: date) -> _Span | None:
-    sign = -1 if _g(g, "dir").endswith("前") else 1
-    unit = _UNIT[_g(g, "unit")]
-    raw = _g(g, "n")
-    if raw == "半":  # 半个月 = 15 days, 半年 = 6 months
-        if unit == "month":
-            centre = d0 + timedelta(days=15 * sign)
-            return centre - timedelta(days=3), centre + timedelta(days=4), "week", CONF_PERIOD
-        if unit == "year":
-            return _count_span("month", 6, 6, True, d0, sign)
-        return None
-    count = _zh_count(raw)
-    if count is None:
-        return None
-    return _count_span(unit, count[0], count[1], count[2], d0, sign)
-
-
-def _zh_few(g: dict[str, str | None], d0: date) -> _Span | None:
-    word = _g(g, "w")
-    lo, hi = (2, 3) if "两" in word else (2, 4)
-    if word.startswith("前"):
-        return _count_span("day", lo, hi, False, d0, -1)
-    if word.startswith("过"):
-        return _count_span("day", lo, hi, False, d0, 1)
-    return _rolling("day", (lo, hi, False), d0, forward=False)  # 这几天 / 最近几天 / 这两天
-
-
-def _zh_weekday(g: dict[str, str | None], d0: date) -> _Span | None:
-    return (*_day(_nearest_weekday(_ZH_WEEKDAYS[_g(g, "wd")], d0)), "day", CONF_FORWARD)
-
-
-def _zh_weekend(g: dict[str, str | None], d0: date) -> _Span | None:
-    return (*_nearest_weekend(d0), "week", CONF_VAGUE)
-
-
-# ------------------------------------------------------------------------------------------ patterns
-
-_MONTH_NAMES: Final = (
-    r"(?-i:January|February|March|April|May|June|July|August|September|October|November|December"
-    r"|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec)"
-)
-_MONTH: Final = rf"(?P<mon>{_MONTH_NAMES}\b(?:\.(?=\s*\d))?)"
-_MONTH_FULL: Final = (
-    r"(?P<mon>(?-i:January|February|March|April|May|June|July|August|September|October|November|December))"
-)
-_DAY_NUM: Final = r"(?P<d>3[01]|[12]\d|0?[1-9])(?:st|nd|rd|th)?"
-_YEAR: Final = r"(?P<y>(?:19|20)\d\d)"
-_EN_COUNT: Final = (
-    r"(?P<n>\d{1,3}|a\s+couple(?:\s+of)?|couple\s+of|a\s+few|few|several|an?|one|two|three|four|five|six"
-    r"|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen"
-    r"|twenty)"
-)
-_EN_UNITS: Final = r"(?P<unit>days?|weeks?|weekends?|fortnights?|months?|years?)"
-_WEEKDAY_FULL: Final = r"monday|tuesday|wednesday|thursday|friday|saturday|sunday"
-_WEEKDAY_ABBR: Final = r"(?-i:Mon|Tues|Tue|Wed|Thurs|Thur|Thu|Fri|Sat|Sun)"
-_REL_MOD: Final = r"this\s+past|this\s+coming|last|next|this|past|previous|coming"
-
-#: English rules, in priority order: at one position the first rule that matches wins.
-_EN_RULES: Final[list[tuple[str, str, _Handler]]] = [
-    ("iso", r"\b(?P<y>\d{4})-(?P<m>\d{1,2})-(?P<d>\d{1,2})\b|\b(?P<y2>\d{4})/(?P<m2>\d{1,2})/(?P<d2>\d{1,2})\b",
-     lambda g, d0: _en_iso({"y": g["y"] or g["y2"], "m": g["m"] or g["m2"], "d": g["d"] or g["d2"]}, d0)),
-    ("slash", r"\b(?P<a>\d{1,2})(?P<sep>[/.])(?P<b>\d{1,2})[/.](?P<y>\d{4})\b", _en_slash),
-    ("day_word", r"\b(?P<w>the\s+day\s+before\s+yesterday|the\s+day\s+after\s+tomorrow|last\s+night"
-                 r"|this\s+(?:morning|afternoon|evening)|today|tonight|yesterday|tomorrow)\b", _en_day_word),
-    ("rolling", r"\b(?:the\s+)?(?P<dir>past|last|next|coming)\s+(?:(?P<n>\d{1,3}|a\s+couple(?:\s+of)?|couple"
-                r"\s+of|few|several|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\s+)"
-                rf"{_EN_UNITS}\b(?!\s+of\b)"
-                r"|\b(?:the|over\s+the|in\s+the|during\s+the)\s+(?P<dir2>past)\s+(?P<unit2>week|month|year)\b"
-                r"(?!\s+of\b)",
-     lambda g, d0: _en_rolling({"dir": g["dir"] or g["dir2"], "n": g["n"],
-                                "unit": g["unit"] or g["unit2"]}, d0)),
-    ("the_weekend", r"\b(?:over|on|at|during)\s+the\s+weekend\b", _en_the_weekend),
-    ("other_day", r"\bthe\s+other\s+day\b", _en_other_day),
-    ("dmy", rf"\b(?:the\s+)?{_DAY_NUM}(?:\s+of)?\s+{_MONTH},?\s+{_YEAR}\b", _en_dmy),
-    ("mdy", rf"\b{_MONTH}\s+{_DAY_NUM},?\s+{_YEAR}\b", _en_dmy),
-    ("ago", rf"\b{_EN_COUNT}\s+{_EN_UNITS}\s+ago\b"
-            rf"|\b(?P<fwd>in)\s+{_EN_COUNT.replace('P<n>', 'P<n2>')}\s+{_EN_UNITS.replace('P<unit>', 'P<unit2>')}"
-            r"(?:'s?|’s?)?(?:\s+time)?\b"
-            rf"|\b{_EN_COUNT.replace('P<n>', 'P<n3>')}\s+{_EN_UNITS.replace('P<unit>', 'P<unit3>')}"
-            r"\s+(?P<fwd2>from\s+now)\b",
-     lambda g, d0: _en_ago({"n": g["n"] or g["n2"] or g["n3"], "unit": g["unit"] or g["unit2"] or g["unit3"],
-                            "fwd": g["fwd"] or g["fwd2"]}, d0)),
-    ("dm", rf"\b(?:the\s+)?{_DAY_NUM}(?:\s+of)?\s+{_MONTH}(?!,?\s*\d)", _en_day_month),
-    ("md", rf"\b{_MONTH}\s+{_DAY_NUM}\b(?!,?\s*\d)(?!\s*(?:%|am|pm|[ap]\.m\.)|:\d)", _en_day_month),
-    ("month_year", rf"\b{_MONTH},?\s+{_YEAR}\b", _en_month_year),
-    ("mod_month", rf"\b(?P<mod>{_REL_MOD}|in|since|early|mid-?|late|until|till|during|throughout"
-                  r"|end\s+of|beginning\s+of|start\s+of|middle\s+of)\s+"
-                  rf"{_MONTH_FULL}\b(?:(?:,\s*|\s+){_YEAR}\b|(?!,?\s*\d))", _en_mod_month),
-    ("season", rf"\b(?P<mod>{_REL_MOD})\s+(?P<season>spring|summer|autumn|fall|winter)\b"
-               r"|\b(?P<season2>spring|summer|autumn|fall|winter)\s+(?:of\s+)?(?P<y>(?:19|20)\d\d)\b",
-     lambda g, d0: _en_season({"mod": g["mod"], "season": g["season"] or g["season2"], "y": g["y"]}, d0)),
-    ("year", r"\b(?:in|since|during|until|till|before|after|early|late|mid-?|throughout|the\s+year|end\s+of"
-             rf"|beginning\s+of|start\s+of|middle\s+of)\s+{_YEAR}\b(?!\s*(?:%|[-/]\d))", _en_year),
-    ("rel_unit", rf"\b(?:the\s+(?P<unit2>week|weekend)\s+(?P<before_last>before\s+last)"
-                 rf"|(?P<mod>{_REL_MOD})\s+(?P<unit>week|weekend|month|year))\b",
-     lambda g, d0: _en_rel_unit({"mod": g["mod"] or "last", "unit": g["unit"] or g["unit2"],
-                                 "before_last": g["before_last"]}, d0)),
-    ("weekday", rf"\b(?P<mod>{_REL_MOD})\s+(?P<wd>{_WEEKDAY_FULL}|{_WEEKDAY_ABBR})(?!s\b)(?=\W|$)"
-                rf"|\bon\s+(?P<wd2>{_WEEKDAY_FULL}|{_WEEKDAY_ABBR})"
-                r"(?=\W|$)(?!\s+(?-i:school|best)\b)"
-                r"|(?<!\bGood\s)(?<!\bBlack\s)(?<!\bCyber\s)(?<!\bEaster\s)(?<!\bPalm\s)(?<!\bAsh\s)(?<!\bevery\s)"
-                r"(?<!\beach\s)\b(?P<wd3>(?-i:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday))\b"
-                r"(?!\s+(?-i:school|best|paper|papers)\b)",
-     lambda g, d0: _en_weekday({"mod": g["mod"], "wd": g["wd"] or g["wd2"] or g["wd3"]}, d0)),
-]
-
-_ZH_NUM: Final = r"[〇零一二两三四五六七八九十]"
-_ZH_MONTH: Final = r"(?P<m>1[0-2]|0?[1-9]|十[一二]?|[一二三四五六七八九])"
-_ZH_DAY: Final = (r"(?P<d>3[01]|[12]\d|0?[1-9]|三十一?|二十[一二三四五六七八九]?|"
-                  r"十[一二三四五六七八九]?|[一二三四五六七八九])")
-_ZH_YEAR: Final = r"(?P<y>\d{4}|[〇零一二三四五六七八九]{4})"
-_ZH_NOT_IN_NUMBER: Final = rf"(?<![\d{_ZH_NUM[1:-1]}几])"
-# chars that, before 前天/后天/前年/后年, make 前/后 the end of another word (以前, 之后, 然后, 最后...)
-_ZH_NOT_AFTER_WORD: Final = r"(?<![以之从提目当眼面跟事生空门向先最然随落背此午饭课班])"
-_ZH_SEASON: Final = r"(?P<season>[春夏秋冬])(?:天|季)"
-# a weekday numeral that is really a count or the start of a word: 上周一起 (together), 这周三天 (three days)
-_ZH_WD: Final = (r"(?P<wd>一(?![起直样般定些点下共边切同会块个天次周年月])|"
-                 r"[二三四五六](?![天个次年月周点号位名])|[日天末](?![气空子]))")
-
-#: Chinese rules, in priority order.
-_ZH_RULES: Final[list[tuple[str, str, _Handler]]] = [
-    ("zh_ymd", rf"(?<!\d){_ZH_YEAR}年{_ZH_MONTH}月(?:份)?(?:{_ZH_DAY}[日号])?", _zh_ymd),
-    ("zh_y_season", rf"(?<!\d){_ZH_YEAR}年的?{_ZH_SEASON}", _zh_season),
-    ("zh_y", rf"(?<!\d){_ZH_YEAR}年(?![代级纪])", _zh_y),
-    ("zh_yw_md", rf"(?P<yw>大前年|前年|去年|今年|明年|后年)的?{_ZH_MONTH}月(?:份)?(?:{_ZH_DAY}[日号])?", _zh_md),
-    ("zh_yw_season", rf"(?P<yw>前年|去年|今年|明年|这个|上个|下个)的?{_ZH_SEASON}", _zh_season),
-    ("zh_md", rf"{_ZH_NOT_IN_NUMBER}{_ZH_MONTH}月(?:份)?{_ZH_DAY}[日号]", _zh_md),
-    ("zh_few", r"(?P<w>前几天|这几天|最近几天|过几天|前两天|这两天|过两天)", _zh_few),
-    ("zh_ago", rf"{_ZH_NOT_IN_NUMBER}(?P<n>\d{{1,3}}|好几|几|半|{_ZH_NUM}{{1,3}})"
-               r"(?:个(?P<unit>月|星期|礼拜)|个?(?P<unit2>天|周|星期|礼拜|年)|(?P<unit3>日))"
-               r"(?P<dir>以前|之前|前|以后|之后|后)(?![面边头])",
-     lambda g, d0: _zh_ago({"n": g["n"], "unit": g["unit"] or g["unit2"] or g["unit3"], "dir": g["dir"]}, d0)),
-    ("zh_month", rf"{_ZH_NOT_IN_NUMBER}{_ZH_MONTH}月(?:份)?(?![亮球光饼薪])", _zh_md),
-    ("zh_day_word", rf"(?P<w>大前天|大后天|{_ZH_NOT_AFTER_WORD}前天|{_ZH_NOT_AFTER_WORD}后天(?![气空性才使地下])"
-                    r"|昨天|昨日|昨晚|昨夜|昨儿|今天|今日|今晚|今早|今夜|今儿|明天|明日|明晚|明早|明儿)", _zh_day_word),
-    ("zh_week", r"(?P<p>上上个?|上个?|这个?|本|下下个?|下个?)(?:周|星期|礼拜)"
-                rf"(?:{_ZH_WD}|(?![围边全密岁年期]))", _zh_week),
-    ("zh_month_rel", r"(?P<p>上上个|上个|上|这个|本|下下个|下个|下)月(?![球亮光台饼])", _zh_month_rel),
-    ("zh_year_rel", rf"(?P<w>大前年|{_ZH_NOT_AFTER_WORD}前年|去年|今年|明年|{_ZH_NOT_AFTER_WORD}后年)",
-     _zh_year_rel),
-    ("zh_weekday", rf"(?<![每逢个{_ZH_NUM[1:-1]}几])(?:周|星期|礼拜){_ZH_WD.replace('日天末', '日天')}", _zh_weekday),
-    ("zh_weekend", r"(?<![每个])周末", _zh_weekend),
-]
-
-
-def _compile(rules: list[tuple[str, str, _Handler]], flags: int, guard: str = "") -> tuple[
-    re.Pattern[str], dict[str, _Handler]
-]:
+def _compile(rules: list[Rule], flags: int, guard: str = "") -> tuple[re.Pattern[str], dict[str, Handler]]:
     """One alternation of all rules; inner group names are prefixed with the rule name to stay unique.
 
     ``guard`` is tried before the alternation at every position: for English, "at the start of a word",
@@ -773,8 +140,8 @@ def _compile(rules: list[tuple[str, str, _Handler]], flags: int, guard: str = ""
     return regex, {name: handler for name, _, handler in rules}
 
 
-_EN_RE, _EN_HANDLERS = _compile(_EN_RULES, re.IGNORECASE, guard=r"(?<![^\W_])(?=[0-9a-zA-Z])")
-_ZH_RE, _ZH_HANDLERS = _compile(_ZH_RULES, 0)
+_EN_RE, _EN_HANDLERS = _compile(EN_RULES, re.IGNORECASE, guard=r"(?<![^\W_])(?=[0-9a-zA-Z])")
+_ZH_RE, _ZH_HANDLERS = _compile(ZH_RULES, 0)
 
 # Prefilters: every English rule contains a digit, a unit or day word, a season, or a capitalised month or
 # weekday name; every Chinese rule one of the characters below. A text without any is not scanned at all,
@@ -809,7 +176,7 @@ def _to_utc(d: date, tz: tzinfo) -> datetime:
     return datetime.combine(d, time(), tzinfo=tz).astimezone(UTC)
 
 
-def _scan(text: str, d0: date, tz: tzinfo, regex: re.Pattern[str], handlers: dict[str, _Handler],
+def _scan(text: str, d0: date, tz: tzinfo, regex: re.Pattern[str], handlers: dict[str, Handler],
           out: list[TimeMention]) -> None:
     for match in regex.finditer(text):
         rule = match.lastgroup
@@ -825,8 +192,8 @@ def _scan(text: str, d0: date, tz: tzinfo, regex: re.Pattern[str], handlers: dic
         if rule == "ago" and match.group("ago__fwd"):
             clause = re.split(r"[.!?;]", text[max(0, match.start() - 60) : match.start()])[-1]
             if _IN_PAST_CONTEXT.search(clause):
-                count = _en_count(match.group("ago__n2")) or (1, 1, True)
-                s, e, gran, _ = _rolling(_UNIT[match.group("ago__unit2").lower()], count, d0, forward=False)
+                count = en_count(match.group("ago__n2")) or (1, 1, True)
+                s, e, gran, _ = rolling(UNITS[match.group("ago__unit2").lower()], count, d0, forward=False)
                 conf = CONF_VAGUE
         out.append(TimeMention(match.group(), _to_utc(s, tz), _to_utc(e, tz), gran, conf, match.span()))
 

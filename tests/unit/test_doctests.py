@@ -41,7 +41,10 @@ MODULES = [
     "memory_ext.rank.mmr",
     "memory_ext.registry",
     "memory_ext.text.entities",
+    "memory_ext.text.timecalendar",
     "memory_ext.text.timeexpr",
+    "memory_ext.text.timerules_en",
+    "memory_ext.text.timerules_zh",
     "memory_ext.text.tokenize",
 ]
 

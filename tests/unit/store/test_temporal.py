@@ -72,7 +72,8 @@ def add(store: TruthStore, index: TimeIndex, ns_id: int, rows: Sequence[tuple[st
                 "turn_ids": [], "speaker": "Ana"} for text, ref in rows]
     with store.transaction("add") as conn:
         rids = store.insert_records(conn, ns_id, records)
-        index.add(conn, ns_id, [(rid, index.spans_of(r["text"], r["ref_ts"])) for rid, r in zip(rids, records, strict=True)])
+        index.add(conn, ns_id, [(rid, index.spans_of(r["text"], r["ref_ts"]))
+                                for rid, r in zip(rids, records, strict=True)])
     return rids
 
 
@@ -299,7 +300,8 @@ def test_snapshot_is_synced_incrementally(store: TruthStore, index: TimeIndex, m
     assert r["about"] not in set(third.rid.tolist())
     # a record indexed out of order (rid below max_rid) is noticed: reloaded, not missed
     with store.transaction("late") as wconn:
-        index.add(wconn, ns, [(r["about"], index.spans_of("I went to the pottery workshop last Saturday.", ts(2023, 5, 8, 10)))])
+        spans = index.spans_of("I went to the pottery workshop last Saturday.", ts(2023, 5, 8, 10))
+        index.add(wconn, ns, [(r["about"], spans)])
     fourth = index.snapshot(conn, ns)
     assert len(loads) == 3 and r["about"] in set(fourth.rid.tolist())
     # a second index (another process) sees the same data
