@@ -23,6 +23,7 @@ from .config import (
 )
 from .embed import E5Embedder, Embedder, HashingEmbedder
 from .engine import AddResult, ForgetReceipt, MemoryEngine, StoreStats
+from .interface import EngineLike
 from .lifecycle.api import CompactionReport
 from .plan.llm_planner import HeuristicPlanner, LLMPlanner, PlanOutcome, Planner
 from .errors import (
@@ -75,6 +76,7 @@ __all__ = [
     "EmbedderError",
     "EmbedderMismatchError",
     "EngineConfig",
+    "EngineLike",
     "EvidenceNode",
     "EvidenceRoute",
     "ForgetReceipt",
