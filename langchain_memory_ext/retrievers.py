@@ -12,7 +12,7 @@ from langchain_core.callbacks import (
 )
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from memory_ext import ActionState, MemoryEngine, Namespace, RetrievedItem, SearchResult
+from memory_ext import ActionState, EngineLike, MemoryEngine, Namespace, RetrievedItem, SearchResult
 from memory_ext.errors import InvalidQueryError
 from pydantic import ConfigDict
 
@@ -78,7 +78,7 @@ class MemoryRetriever(BaseRetriever):
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
-    engine: MemoryEngine
+    engine: EngineLike
     user_id: str
     agent_id: str | None = None
     session_id: str | None = None

@@ -40,7 +40,7 @@ WORKER_THREADS = 16
 
 
 def _validation_field(loc: tuple[Any, ...]) -> str:
-    parts = [str(p) for p in loc if p not in ("body", "query", "path")]
+    parts = [str(p) for p in (loc[1:] if loc and loc[0] in ("body", "query", "path", "header") else loc)]
     return ".".join(parts) or "body"
 
 

@@ -42,7 +42,7 @@ class MemoryHit(BaseModel):
 
     id: str = Field(description="Memory id (pass it to forget(record_ids=[...]) to remove it).")
     text: str
-    score: float = Field(description="Relevance in [0, 1].")
+    score: float = Field(description="Relevance (higher is better).")
     time: datetime | None = Field(default=None, description="When it was said (UTC).")
     speaker: str | None = None
     role: str | None = None
@@ -58,7 +58,7 @@ class SearchOutput(BaseModel):
 
 class SaveOutput(BaseModel):
     turn_ids: list[str]
-    saved: int = Field(description="How many turns were stored (turns already stored are skipped).")
+    saved: int = Field(description="How many turns were stored.")
 
 
 class MemoryFileOutput(BaseModel):
@@ -154,8 +154,7 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], *, stdio_principal: Princip
 
         A note is stored as one turn (role "assistant", the given `speaker`), e.g. "Maya is allergic to
         shellfish". `turns` is a list of {"role": "user"|"assistant"|"system"|"tool", "content": "...",
-        optional "speaker", "timestamp" (ISO), "external_id"}; a turn with an `external_id` already stored is
-        skipped, so saving the same conversation twice is harmless. Give `content` or `turns`, not both.
+        optional "speaker", "timestamp" (ISO), "external_id"}. Give `content` or `turns`, not both.
         """
         async def run() -> SaveOutput:
             ns = namespace(ctx, user_id, agent_id, session_id)

@@ -130,7 +130,7 @@ def build_router() -> APIRouter:
                  summary="Weekly merge or monthly eviction (MemoryEngine.compact)")
     async def compact(body: CompactRequest, request: Request) -> CompactionReport:
         ns = _namespace(request, body.user_id, body.agent_id, body.session_id)
-        return await _engine(request).acompact(ns, body.period, key=body.key, now=body.now)
+        return await _engine(request).acompact(ns, body.period, key=body.key, now=body.now)  # type: ignore[arg-type]
 
     @router.post("/maybe_compact", response_model=CompactionReport, tags=["lifecycle"],
                  summary="The compaction that is due (MemoryEngine.maybe_compact)")

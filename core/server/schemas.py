@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -119,7 +119,7 @@ class ImportanceRequest(_Body):
 class CompactRequest(NamespaceFields):
     """``POST /v1/compact``: one kind of compaction step."""
 
-    period: Literal["weekly", "monthly"]
+    period: str = Field(description="weekly or monthly")
     key: str | None = None
     now: TimeValue = None
 
