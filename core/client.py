@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, Self, TypeVar
 from urllib.parse import quote
 
 from pydantic import BaseModel, TypeAdapter
@@ -36,7 +36,15 @@ from .config import EngineConfig
 from .engine import AddResult, ForgetReceipt, StoreStats
 from .errors import MemoryExtError, MissingDependencyError
 from .lifecycle.api import CompactionReport
-from .models import ActionState, ChannelError, IndexHook, MemoryFile, Namespace, SearchResult, Turn
+from .models import (
+    ActionState,
+    ChannelError,
+    IndexHook,
+    MemoryFile,
+    Namespace,
+    SearchResult,
+    Turn,
+)
 
 try:
     import httpx
@@ -121,7 +129,7 @@ def _error(response: httpx.Response) -> MemoryExtError:
     try:
         payload = response.json()["error"]
         type_name, message = str(payload["type"]), str(payload["message"])
-    except Exception:
+    except (ValueError, KeyError, TypeError):  # not our error body (a proxy, a crash)
         text = response.text[:200]
         cls = ServerUnavailableError if response.status_code in (502, 503, 504) else RemoteError
         return cls(f"HTTP {response.status_code} from the server: {text}", status=response.status_code)
@@ -280,13 +288,13 @@ class RemoteEngine:
             await client.aclose()
         self.close()
 
-    def __enter__(self) -> RemoteEngine:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    async def __aenter__(self) -> RemoteEngine:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -8,13 +8,13 @@ down (SIGINT / SIGTERM to uvicorn) lets requests in flight finish, then closes t
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from typing import Any
 
-import asyncio
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -87,7 +87,7 @@ def build_app(engine: MemoryEngine, *, tokens: TokenTable | None = None, host: s
             if not app.state.ready:
                 raise RuntimeError("not started")
             await asyncio.to_thread(app.state.engine.namespaces)
-        except Exception:
+        except Exception:  # noqa: BLE001 - any failure means "not ready"
             return JSONResponse(plain_error("ServerUnavailableError", "the engine is not ready",
                                             fix="retry in a moment"), status_code=503)
         return JSONResponse({"status": "ready"})

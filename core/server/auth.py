@@ -20,7 +20,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from .schemas import plain_error
 from .settings import LOCAL, Principal, TokenTable
 
-__all__ = ["AuthMiddleware", "PermissionDenied", "STATE_KEY", "principal_of"]
+__all__ = ["STATE_KEY", "AuthMiddleware", "PermissionDenied", "principal_of"]
 
 STATE_KEY = "memext_principal"
 PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})

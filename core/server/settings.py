@@ -150,7 +150,7 @@ def load_config_file(path: str | os.PathLike[str]) -> tuple[dict[str, Any], dict
             raise ConfigError("config", str(path), "use a .yaml, .yml, .toml or .json file")
     except ConfigError:
         raise
-    except Exception as exc:  # parse errors of three libraries
+    except Exception as exc:  # noqa: BLE001 - parse errors of three libraries
         raise ConfigError("config", str(path), f"the file does not parse: {exc}") from None
     if not isinstance(data, dict):
         raise ConfigError("config", str(path), "the file must hold a mapping")

@@ -21,10 +21,9 @@ pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 pytest.importorskip("mcp")
 
-import uvicorn  # noqa: E402
-
-from memory_ext import MemoryEngine  # noqa: E402
-from memory_ext.server import TokenTable, build_app  # noqa: E402
+import uvicorn
+from memory_ext import MemoryEngine
+from memory_ext.server import TokenTable, build_app
 
 ADMIN = "admin-token-0123456789"
 ANA = "ana-token-0123456789"

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 from memory_ext import ConfigError
 from memory_ext.client import AuthenticationError, PermissionDeniedError, RemoteEngine
 from memory_ext.server import ServerSettings, TokenTable

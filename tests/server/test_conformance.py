@@ -9,7 +9,6 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-
 from memory_ext import (
     AddResult,
     CompactionReport,
@@ -80,7 +79,7 @@ def test_add_search_and_read_back(any_engine: EngineLike) -> None:
     turns = any_engine.get_turns("maya")
     assert [t.external_id for t in turns] == ["m:1", "m:2", "m:3", "m:4"]
     assert turns[0].metadata == {"channel": "web"} and turns[3].tool_calls[0]["name"] == "book_table"
-    assert [t.content for t in any_engine.get_turns(Namespace("maya", session_id="s2"))][0] == STORY[2].content
+    assert any_engine.get_turns(Namespace("maya", session_id="s2"))[0].content == STORY[2].content
     assert len(any_engine.get_turns("maya", limit=2, offset=1)) == 2
     only_s2 = any_engine.search("Lisbon", Namespace("maya", session_id="s2"), k=5)
     assert {i.session_id for i in only_s2.items} == {"s2"}

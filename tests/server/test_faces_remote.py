@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from memory_ext.client import RemoteEngine
 
 from .conftest import ADMIN, LiveServer
@@ -32,7 +31,11 @@ def test_langchain_faces(remote: RemoteEngine, live_server: LiveServer) -> None:
     pytest.importorskip("langchain_core")
     from langchain_core.messages import AIMessage, HumanMessage
 
-    from langchain_memory_ext import MemoryChatMessageHistory, MemoryRetriever, create_memory_tools
+    from langchain_memory_ext import (
+        MemoryChatMessageHistory,
+        MemoryRetriever,
+        create_memory_tools,
+    )
 
     retriever = MemoryRetriever(engine=remote, user_id="maya", k=2)
     docs = retriever.invoke("where does Lena live?")
@@ -42,7 +45,7 @@ def test_langchain_faces(remote: RemoteEngine, live_server: LiveServer) -> None:
     history = MemoryChatMessageHistory(engine=remote, user_id="maya", session_id="chat-1")
     history.add_messages([HumanMessage("I started learning the cello."), AIMessage("Lovely!")])
     assert [m.type for m in history.messages] == ["human", "ai"]
-    assert [m.content for m in asyncio.run(history.aget_messages())][0] == "I started learning the cello."
+    assert asyncio.run(history.aget_messages())[0].content == "I started learning the cello."
     # written through the server: a second client (the embedded engine behind it) sees the messages
     assert "cello" in " ".join(t.content for t in live_server.engine.get_turns("maya"))
     history.clear()
@@ -75,7 +78,12 @@ def test_llamaindex_faces(remote: RemoteEngine) -> None:
     pytest.importorskip("llama_index.core")
     from llama_index.core.llms import ChatMessage
 
-    from llamaindex_memory_ext import ArchivingMemory, MemoryBlock, MemoryEngineMemory, MemoryRetriever
+    from llamaindex_memory_ext import (
+        ArchivingMemory,
+        MemoryBlock,
+        MemoryEngineMemory,
+        MemoryRetriever,
+    )
 
     retriever = MemoryRetriever(engine=remote, user_id="maya", similarity_top_k=2)
     nodes = retriever.retrieve("where does Lena live?")

@@ -7,13 +7,14 @@ import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import httpx2
 import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 from .conftest import ADMIN, ANA, LiveServer, serve_command, subprocess_env
 
@@ -96,12 +97,12 @@ def test_stdio_subprocess(tmp_path: Path) -> None:
                                                       "--embedder", "hashing")[1:],
                                    env=subprocess_env(), cwd=str(tmp_path))
 
-    async def run() -> None:
-        with open(tmp_path / "stderr.log", "w") as errlog:
-            async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
-                await exercise(session)
+    async def run(errlog: TextIO) -> None:
+        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+            await exercise(session)
 
-    asyncio.run(run())
+    with open(tmp_path / "stderr.log", "w") as errlog:  # the server's log (never stdout: that is the protocol)
+        asyncio.run(run(errlog))
 
 
 def _http_session(url: str, token: str | None) -> Any:
@@ -132,7 +133,7 @@ def test_streamable_http_pinned_token(live_server: LiveServer) -> None:
             assert not own.is_error
             other = await session.call_tool("search_memory", {"user_id": "ben", "query": "cello"})
             assert other.is_error and "PermissionDeniedError" in other.content[0].text
-            with pytest.raises(Exception):
+            with pytest.raises(MCPError):
                 await session.read_resource("memory://ben/index")
 
     asyncio.run(run())

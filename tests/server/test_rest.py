@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
-
 from memory_ext import IndexHook, MemoryFile, SearchResult, Turn
 
 from .conftest import LiveServer

@@ -8,7 +8,6 @@ import subprocess
 from pathlib import Path
 
 import httpx
-
 from memory_ext import MemoryEngine
 
 from .conftest import free_port, serve_command, subprocess_env, wait_ready
@@ -28,13 +27,13 @@ def test_one_process_owns_the_store(tmp_path: Path) -> None:
         assert added.status_code == 200
         second = subprocess.run(serve_command("--path", str(store), "--embedder", "hashing", "--port",
                                               str(free_port())),
-                                env=subprocess_env(), capture_output=True, text=True, timeout=120)
+                                env=subprocess_env(), capture_output=True, text=True, timeout=120, check=False)
         assert second.returncode == 2
         lines = second.stderr.strip().splitlines()
         assert lines[-1].startswith("memext: error: store") and "locked by another writer process" in lines[-1]
         assert "Traceback" not in second.stderr
         stdio = subprocess.run(serve_command("--stdio", "--path", str(store), "--embedder", "hashing"),
-                               env=subprocess_env(), capture_output=True, text=True, timeout=120, input="")
+                               env=subprocess_env(), capture_output=True, text=True, timeout=120, check=False, input="")
         assert stdio.returncode == 2 and "locked by another writer process" in stdio.stderr
         assert stdio.stdout == ""  # nothing but MCP ever goes to stdout
     finally:
@@ -50,7 +49,7 @@ def test_one_process_owns_the_store(tmp_path: Path) -> None:
 def test_refuses_to_bind_beyond_loopback_without_tokens(tmp_path: Path) -> None:
     out = subprocess.run(serve_command("--path", str(tmp_path / "store"), "--embedder", "hashing", "--host", "0.0.0.0",
                                        "--port", str(free_port())),
-                         env=subprocess_env(), capture_output=True, text=True, timeout=120)
+                         env=subprocess_env(), capture_output=True, text=True, timeout=120, check=False)
     assert out.returncode == 2
     assert "needs bearer tokens" in out.stderr and "Traceback" not in out.stderr
     assert not (tmp_path / "store").exists()  # refused before the store was opened
