@@ -126,37 +126,39 @@ _NAMESPACES = TypeAdapter(list[Namespace])
 
 def _error(response: httpx.Response) -> MemoryExtError:
     """The typed error of an error response."""
+    status = response.status_code
+    unavailable = status in (502, 503, 504)
     try:
         payload = response.json()["error"]
         type_name, message = str(payload["type"]), str(payload["message"])
     except (ValueError, KeyError, TypeError):  # not our error body (a proxy, a crash)
-        text = response.text[:200]
-        cls = ServerUnavailableError if response.status_code in (502, 503, 504) else RemoteError
-        return cls(f"HTTP {response.status_code} from the server: {text}", status=response.status_code)
+        plain = ServerUnavailableError if unavailable else RemoteError
+        return plain(f"HTTP {status} from the server: {response.text[:200]}", status=status)
     field_name, fix, value = payload.get("field"), payload.get("fix"), payload.get("value")
-    status = response.status_code
     if status == 401:
         return AuthenticationError(message, status=status, type_=type_name, field=field_name, fix=fix)
     if status == 403:
         return PermissionDeniedError(message, status=status, type_=type_name, field=field_name, fix=fix)
-    cls = getattr(_errors, type_name, None)
-    if type_name == "ValidationError" or not (isinstance(cls, type) and issubclass(cls, MemoryExtError)):
-        if status in (400, 404, 422) and field_name is not None:
-            cls = _errors.ValidationError
-        else:
-            kind = ServerUnavailableError if status in (502, 503, 504) else RemoteError
-            return kind(message, status=status, type_=type_name, field=field_name, fix=fix)
+    found = getattr(_errors, type_name, None)
+    cls: type[MemoryExtError]
+    if isinstance(found, type) and issubclass(found, MemoryExtError):
+        cls = found
+    elif status in (400, 404, 422) and field_name is not None:  # a request body the server's schema refused
+        cls = _errors.ValidationError
+    else:
+        remote = ServerUnavailableError if unavailable else RemoteError
+        return remote(message, status=status, type_=type_name, field=field_name, fix=fix)
     exc: MemoryExtError
     if issubclass(cls, (_errors.ValidationError, _errors.ConfigError)):
-        exc = cls(field_name or "", value, fix or "")
+        exc = cls(field_name or "", value, fix or "")  # type: ignore[call-arg]
         if isinstance(exc, _errors.HookNotFoundError):
             exc.candidates = list(payload.get("candidates") or ())
-    else:
+    else:  # errors built from other arguments: same class, the server's attributes
         exc = cls.__new__(cls)
         Exception.__init__(exc)
         for name in ("field", "value", "fix"):
             setattr(exc, name, payload.get(name))
-        if issubclass(cls, _errors.RetrievalError):
+        if isinstance(exc, _errors.RetrievalError):
             exc.errors = [ChannelError(**e) for e in payload.get("channel_errors") or () if isinstance(e, dict)]
     exc.args = (message,)  # the server's exact message
     return exc
