@@ -15,6 +15,12 @@ extra: ``pip install "memory-ext[server]"``.
 
 from __future__ import annotations
 
+import os
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .settings import Principal, ServerSettings, TokenTable, is_loopback
@@ -24,7 +30,8 @@ if TYPE_CHECKING:
 
     from ..engine import MemoryEngine
 
-__all__ = ["Principal", "ServerSettings", "TokenTable", "build_app", "is_loopback", "require_server"]
+__all__ = ["BackgroundServer", "Principal", "ServerSettings", "TokenTable", "background_server", "build_app",
+           "is_loopback", "require_server"]
 
 
 def require_server(purpose: str) -> None:
@@ -44,3 +51,57 @@ def build_app(engine: MemoryEngine, **kwargs: Any) -> ASGIApp:
     from .app import build_app as _build
 
     return _build(engine, **kwargs)
+
+
+@dataclass(frozen=True)
+class BackgroundServer:
+    """A server running in a thread of this process: its base ``url`` and the ``engine`` it owns."""
+
+    url: str
+    engine: MemoryEngine
+
+
+@contextmanager
+def background_server(path: str | os.PathLike[str], *, embedder: Any = None, config: Any = None,
+                      host: str = "127.0.0.1", port: int = 0,
+                      tokens: Iterable[str] = ()) -> Iterator[BackgroundServer]:
+    """Serve the store at ``path`` from a thread of this process (REST + MCP) until the block ends.
+
+    For tests, notebooks and examples; a deployment runs ``memext serve``. ``port=0`` picks a free port;
+    ``tokens`` are ``TOKEN[:USER_ID]`` strings. The engine is closed when the block ends.
+
+    >>> import tempfile
+    >>> from memory_ext.client import RemoteEngine
+    >>> with background_server(tempfile.mkdtemp(), embedder="hashing") as server:
+    ...     with RemoteEngine(server.url) as engine:
+    ...         _ = engine.add_turns([{"role": "user", "content": "I keep bees"}], "zoe")
+    ...         engine.search("bees", "zoe", k=1).items[0].text
+    'I keep bees'
+    """
+    require_server("memory_ext.server.background_server")
+    import uvicorn
+
+    from ..engine import MemoryEngine
+    from .app import build_app as _build
+
+    table = TokenTable.parse(tokens)
+    settings = ServerSettings(path=str(path), host=host, port=port, tokens=table)
+    settings.check_binding()
+    engine = MemoryEngine.open(path, embedder=embedder, config=config)
+    try:
+        app = _build(engine, tokens=table, host=host, close_engine=False)
+        server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False))
+        thread = threading.Thread(target=server.run, name="memext-serve", daemon=True)
+        thread.start()
+        try:
+            while not server.started:
+                if not thread.is_alive():
+                    raise RuntimeError(f"the server could not start on {host}:{port}")
+                time.sleep(0.01)
+            bound = server.servers[0].sockets[0].getsockname()[1]
+            yield BackgroundServer(url=f"http://{host}:{bound}", engine=engine)
+        finally:
+            server.should_exit = True
+            thread.join(timeout=30)
+    finally:
+        engine.close()
