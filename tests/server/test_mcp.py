@@ -105,6 +105,23 @@ def test_stdio_subprocess(tmp_path: Path) -> None:
         asyncio.run(run(errlog))
 
 
+def test_stdio_limited_to_one_user(tmp_path: Path) -> None:
+    params = StdioServerParameters(command=sys.executable,
+                                   args=serve_command("--stdio", "--user", "maya", "--path", str(tmp_path / "store"),
+                                                      "--embedder", "hashing")[1:],
+                                   env=subprocess_env(), cwd=str(tmp_path))
+
+    async def run(errlog: TextIO) -> None:
+        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            assert not (await session.call_tool("save_memory", {"user_id": "maya", "content": "Maya sings."})).is_error
+            other = await session.call_tool("search_memory", {"user_id": "ben", "query": "sings"})
+            assert other.is_error and "PermissionDeniedError" in other.content[0].text
+
+    with open(tmp_path / "stderr.log", "w") as errlog:
+        asyncio.run(run(errlog))
+
+
 def _http_session(url: str, token: str | None) -> Any:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     return httpx2.AsyncClient(headers=headers, timeout=60)
