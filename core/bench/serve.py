@@ -182,8 +182,8 @@ def format_serve_markdown(result: dict[str, Any]) -> str:
     """The result as the Markdown section of docs/benchmarks.md."""
     e, r, c = result["embedded"], result["rest"], result["concurrent"]
     lines = [
-        f"`{result['command']}` — {result['turns']} synthetic turns over {result['namespaces']} users, embedder "
-        f"`{result['embedder_id']}`, {result['machine']['cpus']} CPUs, Python {result['machine']['python']}.",
+        (f"`{result['command']}` — {result['turns']} synthetic turns over {result['namespaces']} users, embedder "
+        f"`{result['embedder_id']}`, {result['machine']['cpus']} CPUs, Python {result['machine']['python']}."),
         "",
         "| search path | p50 ms | p95 ms | searches |",
         "|---|---|---|---|",
@@ -192,16 +192,16 @@ def format_serve_markdown(result: dict[str, Any]) -> str:
         "",
         f"REST overhead at p50: **{result['rest_overhead_p50_ms']} ms**.",
         "",
-        f"{result['clients']} concurrent clients, {result['ops_per_client']} operations each (one write in "
-        f"{result['write_every']}):",
+        (f"{result['clients']} concurrent clients, {result['ops_per_client']} operations each (one write in "
+        f"{result['write_every']}):"),
         "",
         "| operation | p50 ms | p95 ms | count |",
         "|---|---|---|---|",
         f"| write (`add_turns`, 1 turn) | {c['writes']['p50_ms']} | {c['writes']['p95_ms']} | {c['writes']['n']} |",
         f"| search (k=10) | {c['searches']['p50_ms']} | {c['searches']['p95_ms']} | {c['searches']['n']} |",
         "",
-        f"Errors: **{c['errors']}**; acknowledged writes {c['acknowledged_writes']}, lost **{c['lost_writes']}**; "
-        f"{c['ops_per_s']} operations/s overall.",
+        (f"Errors: **{c['errors']}**; acknowledged writes {c['acknowledged_writes']}, lost **{c['lost_writes']}**; "
+        f"{c['ops_per_s']} operations/s overall."),
         "",
     ]
     return "\n".join(lines)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from memory_ext import InvalidArgumentError, ValidationError
 from memory_ext.client import RemoteEngine, ServerUnavailableError
 from memory_ext.server import background_server
