@@ -3,11 +3,13 @@
 On one synthetic store (:class:`~memory_ext.bench.scale.SyntheticCorpus`, ``--turns`` turns over
 ``--namespaces`` users), in one run:
 
-1. **embedded** — ``MemoryEngine.search`` in this process: ``--queries`` timed searches (k=10) after warm-up;
-2. **REST** — the store is closed, ``memext serve`` starts on it as a subprocess on a free loopback port, and the
-   same searches go through :class:`memory_ext.client.RemoteEngine` (HTTP/1.1 keep-alive): p50 / p95, and the
-   difference of the p50s (the server's overhead: HTTP, JSON, the worker thread);
-3. **concurrent** — ``--clients`` client threads (each its own ``RemoteEngine``) each run ``--ops`` operations,
+1. **embedded vs REST** — the store is closed, ``memext serve`` starts on it as a subprocess on a free loopback
+   port, and this process opens the same store read-only. ``--queries`` searches (k=10, after warm-up) run on both
+   paths, alternating query by query: ``MemoryEngine.search`` here, and
+   :class:`memory_ext.client.RemoteEngine` (HTTP/1.1 keep-alive) to the server. p50 / p95 of each, and the
+   difference of the p50s; and, per REST request, its wall time minus the search time the server's engine
+   reported (``SearchResult.timings_ms["total"]``): the cost of HTTP, JSON and the worker thread alone;
+2. **concurrent** — ``--clients`` client threads (each its own ``RemoteEngine``) each run ``--ops`` operations,
    one write (``add_turns`` of one turn) for every ``--write-every`` operations and searches otherwise:
    p50 / p95 per kind, errors, throughput, and whether every acknowledged write is in the store afterwards.
 """
@@ -47,15 +49,27 @@ def _stats(values: Sequence[float]) -> dict[str, float]:
             "n": len(values)}
 
 
-def _timed_searches(engine: Any, queries: Sequence[tuple[str, str]], warmup: int) -> list[float]:
+def _paired_searches(local: Any, remote: Any, queries: Sequence[tuple[str, str]],
+                     warmup: int) -> tuple[list[float], list[float], list[float]]:
+    """Embedded and REST latencies (ms), alternating query by query, and the REST wall time minus the search time
+    the server's engine measured for the same request (the cost of HTTP, JSON and the worker thread)."""
     for user, query in queries[:warmup]:
-        engine.search(query, user, k=10)
-    out = []
-    for user, query in queries:
-        t0 = time.perf_counter()
-        engine.search(query, user, k=10)
-        out.append((time.perf_counter() - t0) * 1000)
-    return out
+        local.search(query, user, k=10)
+        remote.search(query, user, k=10)
+    embedded: list[float] = []
+    rest: list[float] = []
+    overhead: list[float] = []
+    for i, (user, query) in enumerate(queries):
+        for which in ((0, 1) if i % 2 == 0 else (1, 0)):
+            t0 = time.perf_counter()
+            result = (local if which == 0 else remote).search(query, user, k=10)
+            elapsed = (time.perf_counter() - t0) * 1000
+            if which == 0:
+                embedded.append(elapsed)
+            else:
+                rest.append(elapsed)
+                overhead.append(elapsed - float(result.timings_ms.get("total", 0.0)))
+    return embedded, rest, overhead
 
 
 def _start_server(path: Path, embedder: str, token: str, port: int) -> subprocess.Popen[bytes]:
@@ -110,15 +124,19 @@ def run_serve(*, turns: int = 2000, namespaces: int = 8, queries: int = 200, cli
                     engine.add_turns(batch[i:i + 500], user)
             result["ingest_s"] = round(time.perf_counter() - t0, 2)
             result["embedder_id"] = engine.embedder.id if engine.embedder else None
-            result["embedded"] = _stats(_timed_searches(engine, asked, warmup))
 
         port = _free_port()
         url = f"http://127.0.0.1:{port}"
         proc = _start_server(store, embedder, token, port)
         try:
             _wait_ready(url, proc)
-            with RemoteEngine(url, token=token) as remote:
-                result["rest"] = _stats(_timed_searches(remote, asked, warmup))
+            # the same store, read-only in this process while the server writes it: the two paths alternate query
+            # by query, so a noisy machine slows both alike
+            with MemoryEngine.open(store, embedder=embedder, read_only=True) as local, \
+                    RemoteEngine(url, token=token) as remote:
+                embedded_ms, rest_ms, overhead_ms = _paired_searches(local, remote, asked, warmup)
+            result["embedded"], result["rest"] = _stats(embedded_ms), _stats(rest_ms)
+            result["rest_transport"] = _stats(overhead_ms)
             result["rest_overhead_p50_ms"] = round(result["rest"]["p50_ms"] - result["embedded"]["p50_ms"], 2)
             result["concurrent"] = _concurrent(url, token, asked, clients, ops, write_every)
         finally:
@@ -187,10 +205,12 @@ def format_serve_markdown(result: dict[str, Any]) -> str:
         "",
         "| search path | p50 ms | p95 ms | searches |",
         "|---|---|---|---|",
-        f"| embedded `MemoryEngine.search` | {e['p50_ms']} | {e['p95_ms']} | {e['n']} |",
+        f"| embedded `MemoryEngine.search` (same store, read-only, this process) | {e['p50_ms']} | {e['p95_ms']} | {e['n']} |",
         f"| REST `RemoteEngine.search` (loopback, `memext serve`) | {r['p50_ms']} | {r['p95_ms']} | {r['n']} |",
         "",
-        f"REST overhead at p50: **{result['rest_overhead_p50_ms']} ms**.",
+        (f"REST p50 minus embedded p50: **{result['rest_overhead_p50_ms']} ms**. Per request, REST wall time minus "
+         f"the server engine's own search time (HTTP, JSON, worker thread): p50 "
+         f"**{result['rest_transport']['p50_ms']} ms**, p95 {result['rest_transport']['p95_ms']} ms."),
         "",
         (f"{result['clients']} concurrent clients, {result['ops_per_client']} operations each (one write in "
         f"{result['write_every']}):"),

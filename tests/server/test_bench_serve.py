@@ -21,5 +21,5 @@ def test_bench_serve_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert concurrent["writes"]["n"] + concurrent["searches"]["n"] == 3 * 4
     assert concurrent["acknowledged_writes"] == concurrent["writes"]["n"] == 3
     printed = capsys.readouterr().out
-    assert "REST overhead at p50" in printed and "| search (k=10) |" in printed
+    assert "REST p50 minus embedded p50" in printed and "| search (k=10) |" in printed
     assert list(tmp_path.iterdir()) == [out]  # the store was removed
