@@ -8,18 +8,17 @@ error type, the field and the fix (never the rejected value, so no memory text r
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any, Literal, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from pydantic import BaseModel, Field
 
 from .. import __version__
 from ..engine import MemoryEngine
-from ..errors import MemoryExtError
+from ..errors import InvalidArgumentError, MemoryExtError
 from ..models import ActionState, Namespace, Turn
 from .auth import STATE_KEY, PermissionDenied
 from .settings import LOCAL, Principal
@@ -27,7 +26,6 @@ from .settings import LOCAL, Principal
 __all__ = ["INSTRUCTIONS", "build_mcp"]
 
 T = TypeVar("T")
-logger = logging.getLogger("memory_ext.server")
 
 INSTRUCTIONS = """Long-term memory of past conversations (memory-ext). Every tool takes user_id: the person whose \
 memory it is. Before answering a question that may depend on the past (preferences, facts about the user, earlier \
@@ -158,8 +156,6 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], *, stdio_principal: Princip
         """
         async def run() -> SaveOutput:
             ns = namespace(ctx, user_id, agent_id, session_id)
-            from ..errors import InvalidArgumentError
-
             if (content is None) == (turns is None):
                 raise InvalidArgumentError("content", content, "give either content (a note) or turns, not both")
             batch: list[Turn | dict[str, Any]] = list(turns or [])
@@ -225,8 +221,6 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], *, stdio_principal: Princip
         (`session_id`) or all of the user's memory. Returns what was removed.
         """
         async def run() -> ForgetOutput:
-            from ..errors import InvalidArgumentError
-
             ns = namespace(ctx, user_id, agent_id, session_id)
             if not (record_ids or hook_ids) and not everything:
                 raise InvalidArgumentError("everything", everything, "give record_ids or hook_ids, or set "
@@ -261,8 +255,6 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], *, stdio_principal: Princip
             ns = namespace(ctx, user_id, None)
             return await engine_of().arender_prompt(ns) or "(no memory files yet)"
         except (MemoryExtError, PermissionDenied) as exc:
-            from mcp.server.mcpserver.exceptions import ResourceError
-
             raise ResourceError(str(_tool_error(exc))) from None
 
     return server
