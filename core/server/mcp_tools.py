@@ -2,7 +2,8 @@
 
 Tools: ``search_memory``, ``save_memory``, ``memory_index``, ``open_memory_file``, ``pre_compress``, ``forget``,
 ``compact``. Each takes ``user_id`` (and optional ``agent_id``, ``session_id``). Resource template:
-``memory://{user_id}/index`` (the memory index of a user). Bad arguments come back as tool errors that name the
+``memory://{user_id}/index`` (the memory index of a user). Prompt: ``with_memory(user_id)``, a system prompt with
+the memory index and how to use the tools. Bad arguments come back as tool errors that name the
 error type, the field and the fix (never the rejected value, so no memory text reaches a log).
 """
 
@@ -247,6 +248,19 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], *, stdio_principal: Princip
                 report = await engine.acompact(ns, period, key=key)
             return CompactOutput(changed=report.changed, steps=[dict(s) for s in report.steps])
         return await _guard(run)
+
+    @server.prompt(name="with_memory", title="Answer with long-term memory",
+                   description="A system prompt holding the user's memory index and how to use the memory tools.")
+    async def with_memory(user_id: str, ctx: Context) -> str:
+        try:
+            ns = namespace(ctx, user_id, None)
+            index = await engine_of().arender_prompt(ns) or "(no memory files yet)"
+        except (MemoryExtError, PermissionDenied) as exc:
+            raise _tool_error(exc) from None
+        return (f"You have a long-term memory of past conversations with the user {user_id!r}. Call search_memory "
+                f"(user_id={user_id!r}) before answering anything that may depend on the past, save what is worth "
+                f"remembering with save_memory, and call pre_compress before your context is compressed.\n\n"
+                f"{index}")
 
     @server.resource("memory://{user_id}/index", name="memory_index", mime_type="text/markdown",
                      description="The memory index of a user (one line per memory file, with hook ids).")

@@ -65,6 +65,10 @@ async def exercise(session: ClientSession) -> None:
     assert [t.uri_template for t in templates.resource_templates] == ["memory://{user_id}/index"]
     resource = await session.read_resource("memory://maya/index")
     assert hook_id in resource.contents[0].text
+    prompts = await session.list_prompts()
+    assert [p.name for p in prompts.prompts] == ["with_memory"]
+    prompt = await session.get_prompt("with_memory", {"user_id": "maya"})
+    assert "search_memory" in prompt.messages[0].content.text and hook_id in prompt.messages[0].content.text
 
     kept = _data(await session.call_tool("pre_compress", {
         "user_id": "maya", "context": "User: renew my passport before the trip\nAssistant: I'll remind you.",
