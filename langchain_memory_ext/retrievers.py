@@ -68,7 +68,8 @@ class MemoryRetriever(BaseRetriever):
 
         >>> engine.close()
 
-    Fields: ``engine``, ``user_id``, ``agent_id``, ``session_id`` (narrow to one session), ``k`` (default 4),
+    Fields: ``engine`` (a ``MemoryEngine``, or a ``memory_ext.client.RemoteEngine`` for a ``memext serve`` server),
+    ``user_id``, ``agent_id``, ``session_id`` (narrow to one session), ``k`` (default 4),
     ``score_threshold`` (drop items whose fused score is below it), ``filters`` (engine filter keys:
     ``session_id``, ``speaker``, ``role``, ``since``, ``until``, ``kinds``; per-call filters are merged over
     them) and ``action_state`` (an :class:`~memory_ext.ActionState` or mapping). Unknown arguments are errors.

@@ -65,6 +65,7 @@ class MemoryRetriever(BaseRetriever):
         True
         >>> engine.close()
 
+    ``engine`` is a ``MemoryEngine`` or a ``memory_ext.client.RemoteEngine`` (a ``memext serve`` server).
     ``session_id`` narrows the search to one session; ``filters`` takes the engine's filter keys
     (``session_id``, ``speaker``, ``role``, ``since``, ``until``, ``kinds``); ``action_state`` (an
     :class:`~memory_ext.ActionState` or a mapping) adds the engine's route for what the agent is doing. A search
