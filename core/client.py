@@ -235,7 +235,9 @@ class RemoteEngine:
     @property
     def path(self) -> Path:
         """A local directory (created on first use, private) for state a framework face keeps beside the memory."""
-        self._path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        missing = [p for p in (*reversed(self._path.parents), self._path) if not p.exists()]
+        for directory in missing:  # every directory this creates is private, not only the last one
+            directory.mkdir(exist_ok=True, mode=0o700)
         return self._path
 
     # -- transport: the only I/O -------------------------------------------------------------------------------

@@ -14,10 +14,11 @@ True
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, _ProtocolMeta, runtime_checkable
 
 from .models import ActionState, IndexHook, MemoryFile, Namespace, SearchResult, Turn
 
@@ -29,10 +30,20 @@ if TYPE_CHECKING:
 __all__ = ["EngineLike"]
 
 TimeLike = datetime | str | float | None
+_MISSING = object()
+
+
+class _StaticProtocolMeta(_ProtocolMeta):
+    """``isinstance`` looks the members up statically (as Python 3.12 does), so a check never runs a property
+    (``RemoteEngine.path`` creates its directory; ``config`` must not cost a request)."""
+
+    def __instancecheck__(cls, instance: object) -> bool:
+        members = [name for name in vars(cls) if not name.startswith("_")]
+        return all(inspect.getattr_static(instance, name, _MISSING) is not _MISSING for name in members)
 
 
 @runtime_checkable
-class EngineLike(Protocol):
+class EngineLike(Protocol, metaclass=_StaticProtocolMeta):
     """What a memory engine offers: write, search, read back, forget, memory files, compaction (sync + async).
 
     ``config`` is the engine's :class:`~memory_ext.EngineConfig` (the faces read ``config.limits.max_k``);

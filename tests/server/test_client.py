@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from memory_ext import InvalidArgumentError, ValidationError
+from memory_ext import EngineLike, InvalidArgumentError, ValidationError
 from memory_ext.client import RemoteEngine, ServerUnavailableError
 from memory_ext.server import background_server
 
@@ -24,6 +24,7 @@ def test_closed_client_and_local_state(tmp_path: Path) -> None:
     with background_server(tmp_path / "store", embedder="hashing", tokens=["t-0123456789:maya"]) as server:
         engine = RemoteEngine(server.url, token="t-0123456789", path=tmp_path / "local")
         assert engine.user_id == "maya" and engine.embedder is None
+        assert isinstance(engine, EngineLike) and not (tmp_path / "local").exists()  # a check runs no property
         assert engine.path == tmp_path / "local" and engine.path.is_dir()
         assert engine.health()
         engine.add_turns([{"role": "user", "content": "I keep bees."}], "maya")
