@@ -18,7 +18,14 @@ import inspect
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, _ProtocolMeta, runtime_checkable
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Literal,
+    Protocol,
+    _ProtocolMeta,
+    runtime_checkable,
+)
 
 from .models import ActionState, IndexHook, MemoryFile, Namespace, SearchResult, Turn
 
