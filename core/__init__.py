@@ -41,6 +41,7 @@ from .errors import (
     StoreLockedError,
     ValidationError,
 )
+from .interface import EngineLike
 from .lifecycle.api import CompactionReport
 from .llm import LLM, Delay, InvalidAnswer, LLMCall, ScriptedLLM
 from .models import (
@@ -77,6 +78,7 @@ __all__ = [
     "EmbedderError",
     "EmbedderMismatchError",
     "EngineConfig",
+    "EngineLike",
     "EvidenceNode",
     "EvidenceRoute",
     "ForgetReceipt",

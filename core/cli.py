@@ -11,6 +11,7 @@
     memext compact                                # due weekly merges and monthly evictions, every namespace
     memext forget --user alice --hook 3f2a9c      # remove a file (or --record ID, or the whole namespace)
     memext bench locomo --data locomo.json       # side-by-side benchmarks (see docs/benchmarks.md)
+    memext serve --port 8765                      # one store, many clients: MCP (/mcp, --stdio) and REST (/v1)
 
 Global options: ``--path`` (store directory, default ``~/.memory_ext``), ``--embedder`` (``e5`` or ``hashing``),
 ``--config`` (a YAML/TOML/JSON EngineConfig).
@@ -235,6 +236,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .bench.cli import add_bench_parser  # its optional systems import their packages only when they run
 
     add_bench_parser(sub)
+    from .server.cli import add_serve_parser  # fastapi, uvicorn and mcp are imported only when it runs
+
+    add_serve_parser(sub)
     return parser
 
 

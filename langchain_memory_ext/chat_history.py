@@ -8,7 +8,7 @@ from typing import Any
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
 
-from memory_ext import MemoryEngine, Namespace, Turn
+from memory_ext import EngineLike, Namespace, Turn
 
 __all__ = ["MemoryChatMessageHistory", "message_to_turn", "turn_to_message"]
 
@@ -94,7 +94,7 @@ class MemoryChatMessageHistory(BaseChatMessageHistory):
     tool calls, the time it was added, and the full serialised message, which ``messages`` returns unchanged.
     """
 
-    def __init__(self, *, engine: MemoryEngine, user_id: str, session_id: str, agent_id: str | None = None) -> None:
+    def __init__(self, *, engine: EngineLike, user_id: str, session_id: str, agent_id: str | None = None) -> None:
         self.engine = engine
         self.namespace = Namespace(user_id, agent_id, session_id)  # validates the ids now, not at first use
         if self.namespace.session_id is None:

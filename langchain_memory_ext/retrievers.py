@@ -14,7 +14,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict
 
-from memory_ext import ActionState, MemoryEngine, Namespace, RetrievedItem, SearchResult
+from memory_ext import ActionState, EngineLike, MemoryEngine, Namespace, RetrievedItem, SearchResult
 from memory_ext.errors import InvalidQueryError
 
 __all__ = ["MemoryRetriever", "item_to_document"]
@@ -69,7 +69,8 @@ class MemoryRetriever(BaseRetriever):
 
         >>> engine.close()
 
-    Fields: ``engine``, ``user_id``, ``agent_id``, ``session_id`` (narrow to one session), ``k`` (default 4),
+    Fields: ``engine`` (a ``MemoryEngine``, or a ``memory_ext.client.RemoteEngine`` for a ``memext serve`` server),
+    ``user_id``, ``agent_id``, ``session_id`` (narrow to one session), ``k`` (default 4),
     ``score_threshold`` (drop items whose fused score is below it), ``filters`` (engine filter keys:
     ``session_id``, ``speaker``, ``role``, ``since``, ``until``, ``kinds``; per-call filters are merged over
     them) and ``action_state`` (an :class:`~memory_ext.ActionState` or mapping). Unknown arguments are errors.
@@ -79,7 +80,7 @@ class MemoryRetriever(BaseRetriever):
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
-    engine: MemoryEngine
+    engine: EngineLike
     user_id: str
     agent_id: str | None = None
     session_id: str | None = None

@@ -48,7 +48,7 @@ from langgraph.store.base import (
 )
 from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
-from memory_ext import MemoryEngine, Namespace, Turn
+from memory_ext import EngineLike, Namespace, Turn
 from memory_ext.errors import InvalidNamespaceError, InvalidQueryError
 
 __all__ = ["MemoryStore"]
@@ -232,7 +232,7 @@ class MemoryStore(BaseStore):
 
     supports_ttl = False
 
-    def __init__(self, *, engine: MemoryEngine, user_id: str = "langgraph-store", agent_id: str | None = None,
+    def __init__(self, *, engine: EngineLike, user_id: str = "langgraph-store", agent_id: str | None = None,
                  index_fields: Sequence[str] | None = None) -> None:
         self.engine = engine
         self.partition = Namespace(user_id, agent_id)  # validates the ids now

@@ -8,7 +8,7 @@ from langchain_core.documents import Document
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, ConfigDict, Field
 
-from memory_ext import ActionState, MemoryEngine, Namespace, SearchResult, Turn
+from memory_ext import ActionState, EngineLike, Namespace, SearchResult, Turn
 from memory_ext.errors import HookNotFoundError
 
 from .retrievers import item_to_document
@@ -60,7 +60,7 @@ def _render(result: SearchResult) -> tuple[str, list[Document]]:
     return (result.context or "No relevant memories found."), docs
 
 
-def create_memory_tools(engine: MemoryEngine, *, user_id: str, agent_id: str | None = None,
+def create_memory_tools(engine: EngineLike, *, user_id: str, agent_id: str | None = None,
                         session_id: str | None = None, k: int = 5, speaker: str | None = None,
                         search_name: str = "search_memory", save_name: str = "save_memory",
                         fetch_name: str = "fetch_memory_file") -> list[BaseTool]:

@@ -15,7 +15,7 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock
 from llama_index.core.bridge.pydantic import ConfigDict, Field  # noqa: E402
 from llama_index.core.memory.types import BaseMemory  # noqa: E402
 
-from memory_ext import MemoryEngine, Namespace, RetrievedItem, SearchResult, Turn  # noqa: E402
+from memory_ext import EngineLike, Namespace, RetrievedItem, SearchResult, Turn  # noqa: E402
 
 from ._convert import (  # noqa: E402
     message_text,
@@ -73,7 +73,7 @@ class MemoryEngineMemory(BaseMemory):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    engine: MemoryEngine = Field(description="The memory-ext engine that stores the history.", exclude=True)
+    engine: EngineLike = Field(description="The memory-ext engine that stores the history.", exclude=True)
     user_id: str = Field(description="The user whose memories are kept.")
     agent_id: str | None = Field(default=None, description="Optional agent partition of the user's memories.")
     session_id: str = Field(default_factory=_new_session_id, description="This conversation's id.")

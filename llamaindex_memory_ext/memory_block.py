@@ -21,7 +21,7 @@ from llama_index.core.bridge.pydantic import Field, model_validator  # noqa: E40
 from llama_index.core.memory import Memory  # noqa: E402
 from llama_index.core.memory.memory import BaseMemoryBlock  # noqa: E402
 
-from memory_ext import MemoryEngine, Namespace  # noqa: E402
+from memory_ext import EngineLike, Namespace  # noqa: E402
 
 from ._convert import (  # noqa: E402
     drop_lines_for_tokens,
@@ -78,7 +78,7 @@ class MemoryBlock(BaseMemoryBlock[str]):
     name: str = Field(default="long_term_memory", description="The name of the memory block.")
     description: str | None = Field(default="Relevant memories from earlier conversations with this user.")
     priority: int = Field(default=0, description="0 = never truncated; > 0: truncated (shortened) in that order.")
-    engine: MemoryEngine = Field(description="The memory-ext engine to search and archive into.", exclude=True)
+    engine: EngineLike = Field(description="The memory-ext engine to search and archive into.", exclude=True)
     user_id: str = Field(description="The user whose memories are searched and written.")
     agent_id: str | None = Field(default=None, description="Optional agent partition of the user's memories.")
     similarity_top_k: int = Field(default=5, gt=0, description="How many memories to render.")

@@ -14,7 +14,7 @@ from llama_index.core.base.base_retriever import BaseRetriever  # noqa: E402
 from llama_index.core.callbacks import CallbackManager  # noqa: E402
 from llama_index.core.schema import NodeWithScore, QueryBundle  # noqa: E402
 
-from memory_ext import ActionState, MemoryEngine, Namespace, SearchResult  # noqa: E402
+from memory_ext import ActionState, EngineLike, Namespace, SearchResult  # noqa: E402
 from memory_ext.errors import InvalidQueryError  # noqa: E402
 
 from ._convert import item_to_node, warn_if_degraded  # noqa: E402
@@ -66,6 +66,7 @@ class MemoryRetriever(BaseRetriever):
         True
         >>> engine.close()
 
+    ``engine`` is a ``MemoryEngine`` or a ``memory_ext.client.RemoteEngine`` (a ``memext serve`` server).
     ``session_id`` narrows the search to one session; ``filters`` takes the engine's filter keys
     (``session_id``, ``speaker``, ``role``, ``since``, ``until``, ``kinds``); ``action_state`` (an
     :class:`~memory_ext.ActionState` or a mapping) adds the engine's route for what the agent is doing. A search
@@ -73,14 +74,14 @@ class MemoryRetriever(BaseRetriever):
     on the ``llamaindex_memory_ext.retriever`` logger).
     """
 
-    def __init__(self, engine: MemoryEngine, user_id: str, agent_id: str | None = None,
+    def __init__(self, engine: EngineLike, user_id: str, agent_id: str | None = None,
                  session_id: str | None = None, similarity_top_k: int = 4,
                  filters: Mapping[str, Any] | None = None,
                  action_state: ActionState | Mapping[str, Any] | None = None,
                  callback_manager: CallbackManager | None = None, verbose: bool = False) -> None:
-        if not isinstance(engine, MemoryEngine):
-            raise TypeError(f"engine must be a memory_ext.MemoryEngine, got {type(engine).__name__}; "
-                            "open one with MemoryEngine.open(path)")
+        if not isinstance(engine, EngineLike):
+            raise TypeError(f"engine must be a memory_ext.MemoryEngine or memory_ext.client.RemoteEngine, got "
+                            f"{type(engine).__name__}; open one with MemoryEngine.open(path)")
         max_k = engine.config.limits.max_k
         if (isinstance(similarity_top_k, bool) or not isinstance(similarity_top_k, int)
                 or not 1 <= similarity_top_k <= max_k):

@@ -8,6 +8,7 @@
     memext bench scale  --sizes 10000,100000 [--backend numpy,chroma,chroma-server] [--embedder e5|hashing]
                         [--namespaces N] [--queries N] [--json OUT] [--report DIR]
     memext bench report --json RESULT.json --report DIR
+    memext bench serve  [--turns 2000] [--queries 200] [--clients 8] [--ops 50] [--embedder hashing|e5] [--json OUT]
 
 ``python -m memory_ext.bench locomo ...`` runs the same commands without the ``memext`` front end.
 The Markdown summary goes to stdout, progress bars and warnings to stderr. Exit status: 0, or 1 when a system
@@ -116,6 +117,23 @@ def _add_commands(commands: Any) -> None:
     scale.add_argument("--quiet", action="store_true", help="do not print the Markdown summary")
     scale.set_defaults(func=run_args, bench_handler=_cmd_scale, dataset="scale")
 
+    serve = commands.add_parser("serve", help="REST search vs embedded search on one store; concurrent clients",
+                                description="Search p50/p95 through `memext serve` (REST, loopback) next to the "
+                                            "embedded engine on the same store, then concurrent clients mixing "
+                                            "writes and searches (p50/p95, errors, lost writes).")
+    serve.add_argument("--turns", type=_positive, default=2000, help="synthetic turns in the store (2000)")
+    serve.add_argument("--namespaces", type=_positive, default=8, help="users the turns are spread over (8)")
+    serve.add_argument("--queries", type=_positive, default=200, help="timed searches per path (200)")
+    serve.add_argument("--clients", type=_positive, default=8, help="concurrent clients (8)")
+    serve.add_argument("--ops", type=_positive, default=50, help="operations per client (50)")
+    serve.add_argument("--write-every", type=_positive, default=4, help="one write every N operations (4)")
+    serve.add_argument("--embedder", default="hashing", help="hashing (default) or e5")
+    serve.add_argument("--seed", type=int, default=7, help="generator seed (7)")
+    serve.add_argument("--workdir", type=Path, default=None, help="where the store is built (default: a temp dir)")
+    serve.add_argument("--json", type=Path, default=None, help="write the result JSON here")
+    serve.add_argument("--quiet", action="store_true", help="do not print the Markdown summary")
+    serve.set_defaults(func=run_args, bench_handler=_cmd_serve, dataset="serve")
+
     report = commands.add_parser("report", help="regenerate report.md and plots from a saved result JSON")
     report.add_argument("--json", type=Path, required=True, help="a result JSON written by --json")
     report.add_argument("--report", type=Path, required=True, help="output folder")
@@ -130,7 +148,7 @@ def add_bench_parser(subparsers: Any) -> argparse.ArgumentParser:
     """
     bench = subparsers.add_parser("bench", help="benchmarks on real data, side by side with baselines",
                                   description=DESCRIPTION)
-    commands = bench.add_subparsers(dest="bench_command", metavar="{locomo,madial,scale,report}")
+    commands = bench.add_subparsers(dest="bench_command", metavar="{locomo,madial,scale,serve,report}")
     commands.required = True
     _add_commands(commands)
     return bench
@@ -139,7 +157,7 @@ def add_bench_parser(subparsers: Any) -> argparse.ArgumentParser:
 def build_parser(prog: str = "python -m memory_ext.bench") -> argparse.ArgumentParser:
     """The standalone parser (the ``bench`` subcommands at top level)."""
     parser = argparse.ArgumentParser(prog=prog, description=DESCRIPTION)
-    commands = parser.add_subparsers(dest="bench_command", metavar="{locomo,madial,scale,report}")
+    commands = parser.add_subparsers(dest="bench_command", metavar="{locomo,madial,scale,serve,report}")
     commands.required = True
     _add_commands(commands)
     return parser
@@ -245,6 +263,28 @@ def _cmd_dataset(args: argparse.Namespace) -> int:
             sink_file.close()
     _emit(result, args)
     return _status(result)
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from ..server import require_server
+    from .serve import format_serve_markdown, run_serve
+
+    try:
+        require_server("memext bench serve")
+    except ImportError as exc:
+        raise BenchUsageError(str(exc)) from None
+    resolve_bench_embedder(args.embedder)
+    result = run_serve(turns=args.turns, namespaces=args.namespaces, queries=args.queries, clients=args.clients,
+                       ops=args.ops, write_every=args.write_every, embedder=args.embedder, seed=args.seed,
+                       workdir=args.workdir, command=args._command_line)
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    if not args.quiet:
+        sys.stdout.write(format_serve_markdown(result))
+        sys.stdout.flush()
+    return EXIT_OK if result["concurrent"]["errors"] == 0 and result["concurrent"]["lost_writes"] == 0 \
+        else EXIT_SYSTEM_FAILED
 
 
 def _cmd_scale(args: argparse.Namespace) -> int:

@@ -1,0 +1,546 @@
+"""``RemoteEngine``: the :class:`~memory_ext.MemoryEngine` API over HTTP, against a ``memext serve`` process.
+
+Same methods (sync and ``a``-prefixed async twins), same return models, same typed errors: an error body from the
+server becomes the :mod:`memory_ext.errors` class it names, with the server's message, field, value and fix. So
+the framework faces work unchanged against a shared server::
+
+    from memory_ext.client import RemoteEngine
+    from langchain_memory_ext import MemoryRetriever
+
+    engine = RemoteEngine("http://127.0.0.1:8765", token="...")
+    retriever = MemoryRetriever(engine=engine, user_id="maya")
+
+The constructor asks the server for its configuration (``GET /v1/info``), so a wrong URL or token fails at once.
+Requests are built once (pure functions below); the sync client and the async client only send them. Errors of
+the transport itself (refused connection, timeout) raise :class:`ServerUnavailableError`; a missing or unknown
+token :class:`AuthenticationError` (401); a token pinned to another user :class:`PermissionDeniedError` (403).
+Needs the ``server`` extra (``httpx``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import weakref
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal, Self, TypeVar
+from urllib.parse import quote
+
+from pydantic import BaseModel, TypeAdapter
+
+from . import errors as _errors
+from .config import EngineConfig
+from .engine import AddResult, ForgetReceipt, StoreStats
+from .errors import MemoryExtError, MissingDependencyError
+from .lifecycle.api import CompactionReport
+from .models import (
+    ActionState,
+    ChannelError,
+    IndexHook,
+    MemoryFile,
+    Namespace,
+    SearchResult,
+    Turn,
+)
+
+try:
+    import httpx
+except ImportError:  # pragma: no cover - the server extra is missing
+    raise MissingDependencyError("httpx", "server", "memory_ext.client.RemoteEngine") from None
+
+__all__ = ["AuthenticationError", "PermissionDeniedError", "RemoteEngine", "RemoteError", "ServerUnavailableError"]
+
+M = TypeVar("M")
+TimeLike = datetime | str | float | None
+DEFAULT_TIMEOUT = 60.0
+
+
+class RemoteError(MemoryExtError):
+    """The server answered with an error that is not an engine error. ``status`` is the HTTP status."""
+
+    def __init__(self, message: str, *, status: int, type_: str = "RemoteError", field: str | None = None,
+                 fix: str | None = None) -> None:
+        self.status, self.type, self.field, self.fix = status, type_, field, fix
+        super().__init__(message)
+
+
+class AuthenticationError(RemoteError):
+    """401: no token, or a token the server does not know."""
+
+
+class PermissionDeniedError(RemoteError, PermissionError):
+    """403: the token is pinned to another user (or may not call this endpoint)."""
+
+
+class ServerUnavailableError(RemoteError, ConnectionError):
+    """The server cannot be reached, timed out, or is not ready (503)."""
+
+
+# -- pure pieces: requests and responses -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Call:
+    method: str
+    path: str
+    params: dict[str, Any] | None = None
+    body: Any = None
+    model: Any = None
+    """What to decode the response into: a pydantic model class, a TypeAdapter, or None (raw JSON)."""
+    unwrap: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _jsonable(value: Any) -> Any:
+    """Turns, action states, datetimes, tuples and mappings as JSON values."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", exclude_none=True)
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def _ns_fields(namespace: Namespace | str | dict[str, Any]) -> dict[str, Any]:
+    ns = Namespace.coerce(namespace)
+    return {"user_id": ns.user_id, "agent_id": ns.agent_id, "session_id": ns.session_id}
+
+
+def _ns_params(namespace: Namespace | str | dict[str, Any] | None, *, session: bool = True) -> dict[str, Any]:
+    if namespace is None:
+        return {}
+    fields = _ns_fields(namespace)
+    if not session:
+        fields.pop("session_id")
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+_TURNS = TypeAdapter(list[Turn])
+_HOOKS = TypeAdapter(list[IndexHook])
+_NAMESPACES = TypeAdapter(list[Namespace])
+
+
+def _error(response: httpx.Response) -> MemoryExtError:
+    """The typed error of an error response."""
+    status = response.status_code
+    unavailable = status in (502, 503, 504)
+    try:
+        payload = response.json()["error"]
+        type_name, message = str(payload["type"]), str(payload["message"])
+    except (ValueError, KeyError, TypeError):  # not our error body (a proxy, a crash)
+        plain = ServerUnavailableError if unavailable else RemoteError
+        return plain(f"HTTP {status} from the server: {response.text[:200]}", status=status)
+    field_name, fix, value = payload.get("field"), payload.get("fix"), payload.get("value")
+    if status == 401:
+        return AuthenticationError(message, status=status, type_=type_name, field=field_name, fix=fix)
+    if status == 403:
+        return PermissionDeniedError(message, status=status, type_=type_name, field=field_name, fix=fix)
+    found = getattr(_errors, type_name, None)
+    cls: type[MemoryExtError]
+    if isinstance(found, type) and issubclass(found, MemoryExtError):
+        cls = found
+    elif status in (400, 404, 422) and field_name is not None:  # a request body the server's schema refused
+        cls = _errors.ValidationError
+    else:
+        remote = ServerUnavailableError if unavailable else RemoteError
+        return remote(message, status=status, type_=type_name, field=field_name, fix=fix)
+    exc: MemoryExtError
+    if issubclass(cls, (_errors.ValidationError, _errors.ConfigError)):
+        exc = cls(field_name or "", value, fix or "")
+        if isinstance(exc, _errors.HookNotFoundError):
+            exc.candidates = list(payload.get("candidates") or ())
+    else:  # errors built from other arguments: same class, the server's attributes
+        exc = cls.__new__(cls)
+        Exception.__init__(exc)
+        for name in ("field", "value", "fix"):
+            setattr(exc, name, payload.get(name))
+        if isinstance(exc, _errors.RetrievalError):
+            exc.errors = [ChannelError(**e) for e in payload.get("channel_errors") or () if isinstance(e, dict)]
+    exc.args = (message,)  # the server's exact message
+    return exc
+
+
+def _decode(call: _Call, response: httpx.Response) -> Any:
+    if response.status_code >= 400:
+        raise _error(response)
+    data = response.json()
+    if call.unwrap is not None:
+        data = data[call.unwrap]
+    if call.model is None:
+        return data
+    if isinstance(call.model, TypeAdapter):
+        return call.model.validate_python(data)
+    return call.model.model_validate(data)
+
+
+def _local_dir(url: str) -> Path:
+    netloc = httpx.URL(url).netloc.decode("ascii", "replace")
+    return Path("~/.memory_ext/remote").expanduser() / re.sub(r"[^A-Za-z0-9_.-]+", "_", netloc)
+
+
+class RemoteEngine:
+    """The engine API of a ``memext serve`` process at ``url`` (for example ``http://127.0.0.1:8765``).
+
+    ``token`` is a bearer token the server was started with (None for a loopback server without tokens);
+    ``timeout`` is per request, in seconds; ``path`` a local directory for state that a framework face keeps
+    beside the memory (the LangGraph ``MemoryStore`` item table; default ``~/.memory_ext/remote/<host>_<port>``).
+    ``transport`` (an ``httpx`` transport) is for tests.
+
+    >>> engine = RemoteEngine("http://127.0.0.1:8765", token="...")         # doctest: +SKIP
+    >>> engine.add_turns([{"role": "user", "content": "I keep bees"}], "zoe")  # doctest: +SKIP
+    >>> engine.search("bees", "zoe", k=1).items[0].text                    # doctest: +SKIP
+    'I keep bees'
+    """
+
+    embedder: None = None
+    """Embeddings stay in the server; there is no local embedder."""
+    llm: None = None
+
+    def __init__(self, url: str, token: str | None = None, *, timeout: float = DEFAULT_TIMEOUT,
+                 path: str | Path | None = None, transport: httpx.BaseTransport | None = None) -> None:
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            raise _errors.InvalidArgumentError("url", url, "give the server's base URL, like http://127.0.0.1:8765")
+        self.url = url.rstrip("/")
+        self._headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._timeout = timeout
+        self._path = Path(path).expanduser() if path is not None else _local_dir(self.url)
+        self._client = httpx.Client(base_url=self.url, headers=self._headers, timeout=timeout, transport=transport)
+        self._aclients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = (
+            weakref.WeakKeyDictionary())
+        self._closed = False
+        try:
+            info = self._send(_Call("GET", "/v1/info"))
+        except BaseException:
+            self._client.close()
+            raise
+        self._config = EngineConfig.model_validate(info["config"])
+        self.embedder_id: str | None = info.get("embedder_id")
+        self.server_version: str = info.get("version", "")
+        self.user_id: str | None = info.get("user_id")
+        """The user the token is pinned to (None: any user)."""
+
+    def __repr__(self) -> str:
+        return f"RemoteEngine({self.url!r})"
+
+    # -- engine attributes -------------------------------------------------------------------------------------
+    @property
+    def config(self) -> EngineConfig:
+        """The server engine's configuration."""
+        return self._config
+
+    @property
+    def path(self) -> Path:
+        """A local directory (created on first use, private) for state a framework face keeps beside the memory."""
+        missing = [p for p in (*reversed(self._path.parents), self._path) if not p.exists()]
+        for directory in missing:  # every directory this creates is private, not only the last one
+            directory.mkdir(exist_ok=True, mode=0o700)
+        return self._path
+
+    # -- transport: the only I/O -------------------------------------------------------------------------------
+    def _send(self, call: _Call) -> Any:
+        if self._closed:
+            raise _errors.ValidationError("engine", "closed", "create a new RemoteEngine(url, token)")
+        try:
+            response = self._client.request(call.method, call.path, params=call.params,
+                                            json=_jsonable(call.body) if call.body is not None else None)
+        except httpx.TransportError as exc:
+            raise ServerUnavailableError(f"{call.method} {self.url}{call.path}: {type(exc).__name__}: {exc}",
+                                         status=0) from exc
+        return _decode(call, response)
+
+    def _aclient(self) -> httpx.AsyncClient:
+        loop = asyncio.get_running_loop()
+        client = self._aclients.get(loop)
+        if client is None or client.is_closed:
+            client = httpx.AsyncClient(base_url=self.url, headers=self._headers, timeout=self._timeout)
+            self._aclients[loop] = client
+        return client
+
+    async def _asend(self, call: _Call) -> Any:
+        if self._closed:
+            raise _errors.ValidationError("engine", "closed", "create a new RemoteEngine(url, token)")
+        try:
+            response = await self._aclient().request(call.method, call.path, params=call.params,
+                                                     json=_jsonable(call.body) if call.body is not None else None)
+        except httpx.TransportError as exc:
+            raise ServerUnavailableError(f"{call.method} {self.url}{call.path}: {type(exc).__name__}: {exc}",
+                                         status=0) from exc
+        return _decode(call, response)
+
+    def close(self) -> None:
+        """Close the connections (the server and its store stay up). Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._client.close()
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        client = self._aclients.pop(loop, None) if loop is not None else None
+        if client is not None:
+            loop.create_task(client.aclose())  # type: ignore[union-attr]
+
+    async def aclose(self) -> None:
+        """Async twin of :meth:`close`."""
+        client = self._aclients.pop(asyncio.get_running_loop(), None)
+        if client is not None:
+            await client.aclose()
+        self.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def health(self) -> bool:
+        """True when the server's engine is ready (``/readyz``)."""
+        try:
+            return self._client.get("/readyz").status_code == 200
+        except httpx.TransportError:
+            return False
+
+    # -- requests (pure) ---------------------------------------------------------------------------------------
+    @staticmethod
+    def _add_turns_call(turns: Iterable[Turn | Mapping[str, Any]], namespace: Namespace | str) -> _Call:
+        fields = _ns_fields(namespace)
+        if isinstance(turns, (Turn, Mapping, str, bytes)):
+            raise _errors.InvalidTurnError("turns", turns, "pass a list of turns, even for a single turn")
+        items = [Turn.coerce(t, i) for i, t in enumerate(turns)]  # type: ignore[arg-type]  # same errors, locally
+        return _Call("POST", "/v1/turns", body={**fields, "turns": items}, model=AddResult)
+
+    @staticmethod
+    def _search_call(query: str, namespace: Namespace | str, k: int, filters: Mapping[str, Any] | None,
+                     action_state: ActionState | Mapping[str, Any] | None, explain: bool, now: TimeLike,
+                     trace: bool, include_cold: bool, as_of: TimeLike) -> _Call:
+        body = {**_ns_fields(namespace), "query": query, "k": k, "filters": filters, "action_state": action_state,
+                "explain": explain, "now": now, "trace": trace, "include_cold": include_cold, "as_of": as_of}
+        return _Call("POST", "/v1/search", body=body, model=SearchResult)
+
+    @staticmethod
+    def _get_turns_call(namespace: Namespace | str, limit: int | None, offset: int) -> _Call:
+        params = {**_ns_params(namespace), "offset": offset}
+        if limit is not None:
+            params["limit"] = limit
+        return _Call("GET", "/v1/turns", params=params, model=_TURNS)
+
+    @staticmethod
+    def _forget_call(namespace: Namespace | str, record_ids: Iterable[str] | None,
+                     hook_ids: Iterable[str] | None) -> _Call:
+        def ids(name: str, value: Iterable[str] | None) -> list[str] | None:
+            if value is None:
+                return None
+            if isinstance(value, str):
+                raise _errors.InvalidQueryError(name, value, "pass a list of ids, even for one id")
+            return list(value)
+        body = {**_ns_fields(namespace), "record_ids": ids("record_ids", record_ids),
+                "hook_ids": ids("hook_ids", hook_ids)}
+        return _Call("POST", "/v1/forget", body=body, model=ForgetReceipt)
+
+    @staticmethod
+    def _hooks_call(namespace: Namespace | str, include_merged: bool) -> _Call:
+        params = {**_ns_params(namespace, session=False), "include_merged": include_merged}
+        return _Call("GET", "/v1/hooks", params=params, model=_HOOKS)
+
+    @staticmethod
+    def _prompt_call(namespace: Namespace | str, budget_tokens: int | None, query: str | None) -> _Call:
+        body = {**_ns_fields(namespace), "budget_tokens": budget_tokens, "query": query}
+        return _Call("POST", "/v1/prompt", body=body, unwrap="prompt")
+
+    @staticmethod
+    def _hook_path(hook_id: str) -> str:
+        if not isinstance(hook_id, str) or not hook_id.strip():
+            raise _errors.HookNotFoundError("hook_id", hook_id, "give a hook id as shown by render_prompt() or hooks()")
+        return "/v1/files/" + quote(hook_id.strip(), safe="")
+
+    def _retrieve_call(self, hook_id: str, namespace: Namespace | str | None) -> _Call:
+        return _Call("GET", self._hook_path(hook_id), params=_ns_params(namespace, session=False), model=MemoryFile)
+
+    def _importance_call(self, hook_id: str, importance: int, namespace: Namespace | str | None) -> _Call:
+        body = {"importance": importance, **_ns_params(namespace, session=False)}
+        return _Call("PUT", self._hook_path(hook_id) + "/importance", body=body, model=IndexHook)
+
+    @staticmethod
+    def _compact_call(namespace: Namespace | str, period: str, key: str | None, now: TimeLike) -> _Call:
+        body = {**_ns_fields(namespace), "period": period, "key": key, "now": now}
+        return _Call("POST", "/v1/compact", body=body, model=CompactionReport)
+
+    @staticmethod
+    def _maybe_compact_call(namespace: Namespace | str, now: TimeLike) -> _Call:
+        return _Call("POST", "/v1/maybe_compact", body={**_ns_fields(namespace), "now": now}, model=CompactionReport)
+
+    @staticmethod
+    def _pre_compress_call(namespace: Namespace | str, full_context: str | list[Any] | dict[str, Any],
+                           estimated_tokens: int | None, task_state: Mapping[str, Any] | None,
+                           now: TimeLike) -> _Call:
+        body = {**_ns_fields(namespace), "full_context": full_context, "estimated_tokens": estimated_tokens,
+                "task_state": dict(task_state) if isinstance(task_state, Mapping) else task_state, "now": now}
+        return _Call("POST", "/v1/pre_compress", body=body, unwrap="hook_id")
+
+    _STATS = _Call("GET", "/v1/stats", model=StoreStats)
+    _NAMESPACES_CALL = _Call("GET", "/v1/namespaces", model=_NAMESPACES)
+
+    # -- the engine API (sync) ---------------------------------------------------------------------------------
+    def add_turns(self, turns: Iterable[Turn | Mapping[str, Any]], namespace: Namespace | str) -> AddResult:
+        """Store turns (see :meth:`MemoryEngine.add_turns`); turns are validated locally first."""
+        result: AddResult = self._send(self._add_turns_call(turns, namespace))
+        return result
+
+    def search(self, query: str, namespace: Namespace | str, *, k: int = 10,
+               filters: Mapping[str, Any] | None = None, action_state: ActionState | Mapping[str, Any] | None = None,
+               explain: bool = False, now: TimeLike = None, trace: bool = False, include_cold: bool = False,
+               as_of: TimeLike = None) -> SearchResult:
+        """Search (see :meth:`MemoryEngine.search`)."""
+        result: SearchResult = self._send(self._search_call(query, namespace, k, filters, action_state, explain, now,
+                                                            trace, include_cold, as_of))
+        return result
+
+    def get_turns(self, namespace: Namespace | str, *, limit: int | None = None, offset: int = 0) -> list[Turn]:
+        """The stored turns of a namespace, oldest first."""
+        turns: list[Turn] = self._send(self._get_turns_call(namespace, limit, offset))
+        return turns
+
+    def forget(self, namespace: Namespace | str, *, record_ids: Iterable[str] | None = None,
+               hook_ids: Iterable[str] | None = None) -> ForgetReceipt:
+        """Remove memories from every store (see :meth:`MemoryEngine.forget`)."""
+        receipt: ForgetReceipt = self._send(self._forget_call(namespace, record_ids, hook_ids))
+        return receipt
+
+    def stats(self) -> StoreStats:
+        """Counts and size of the server's store (needs a token that is not pinned to a user)."""
+        stats: StoreStats = self._send(self._STATS)
+        return stats
+
+    def namespaces(self) -> list[Namespace]:
+        """The (user_id, agent_id) partitions the token may see."""
+        spaces: list[Namespace] = self._send(self._NAMESPACES_CALL)
+        return spaces
+
+    def hooks(self, namespace: Namespace | str, *, include_merged: bool = False) -> list[IndexHook]:
+        """The namespace's index hooks (see :meth:`MemoryEngine.hooks`)."""
+        hooks: list[IndexHook] = self._send(self._hooks_call(namespace, include_merged))
+        return hooks
+
+    def render_prompt(self, namespace: Namespace | str, *, budget_tokens: int | None = None,
+                      query: str | None = None) -> str:
+        """The memory index for a system prompt (see :meth:`MemoryEngine.render_prompt`)."""
+        text: str = self._send(self._prompt_call(namespace, budget_tokens, query))
+        return text
+
+    def retrieve(self, hook_id: str, namespace: Namespace | str | None = None) -> MemoryFile:
+        """A whole memory file (see :meth:`MemoryEngine.retrieve`)."""
+        memory_file: MemoryFile = self._send(self._retrieve_call(hook_id, namespace))
+        return memory_file
+
+    def set_importance(self, hook_id: str, importance: int, namespace: Namespace | str | None = None) -> IndexHook:
+        """Set a file's importance, 0-100."""
+        hook: IndexHook = self._send(self._importance_call(hook_id, importance, namespace))
+        return hook
+
+    def compact(self, namespace: Namespace | str, period: Literal["weekly", "monthly"], *,
+                key: str | None = None, now: TimeLike = None) -> CompactionReport:
+        """Weekly merge or monthly eviction (see :meth:`MemoryEngine.compact`)."""
+        report: CompactionReport = self._send(self._compact_call(namespace, period, key, now))
+        return report
+
+    def maybe_compact(self, namespace: Namespace | str, *, now: TimeLike = None) -> CompactionReport:
+        """The compaction that is due."""
+        report: CompactionReport = self._send(self._maybe_compact_call(namespace, now))
+        return report
+
+    def pre_compress(self, namespace: Namespace | str, full_context: str | list[Any] | dict[str, Any], *,
+                     estimated_tokens: int | None = None, task_state: Mapping[str, Any] | None = None,
+                     now: TimeLike = None) -> str:
+        """Save a host's whole context; returns the hook id of the saved file."""
+        hook_id: str = self._send(self._pre_compress_call(namespace, full_context, estimated_tokens, task_state, now))
+        return hook_id
+
+    # -- async twins (httpx.AsyncClient; never block the event loop) ---------------------------------------------
+    async def aadd_turns(self, turns: Iterable[Turn | Mapping[str, Any]], namespace: Namespace | str) -> AddResult:
+        """Async twin of :meth:`add_turns`."""
+        result: AddResult = await self._asend(self._add_turns_call(list(turns), namespace))
+        return result
+
+    async def asearch(self, query: str, namespace: Namespace | str, *, k: int = 10,
+                      filters: Mapping[str, Any] | None = None,
+                      action_state: ActionState | Mapping[str, Any] | None = None, explain: bool = False,
+                      now: TimeLike = None, trace: bool = False, include_cold: bool = False,
+                      as_of: TimeLike = None) -> SearchResult:
+        """Async twin of :meth:`search`."""
+        result: SearchResult = await self._asend(self._search_call(query, namespace, k, filters, action_state,
+                                                                   explain, now, trace, include_cold, as_of))
+        return result
+
+    async def aget_turns(self, namespace: Namespace | str, *, limit: int | None = None,
+                         offset: int = 0) -> list[Turn]:
+        """Async twin of :meth:`get_turns`."""
+        turns: list[Turn] = await self._asend(self._get_turns_call(namespace, limit, offset))
+        return turns
+
+    async def aforget(self, namespace: Namespace | str, *, record_ids: Iterable[str] | None = None,
+                      hook_ids: Iterable[str] | None = None) -> ForgetReceipt:
+        """Async twin of :meth:`forget`."""
+        receipt: ForgetReceipt = await self._asend(self._forget_call(namespace, record_ids, hook_ids))
+        return receipt
+
+    async def astats(self) -> StoreStats:
+        """Async twin of :meth:`stats`."""
+        stats: StoreStats = await self._asend(self._STATS)
+        return stats
+
+    async def anamespaces(self) -> list[Namespace]:
+        """Async twin of :meth:`namespaces`."""
+        spaces: list[Namespace] = await self._asend(self._NAMESPACES_CALL)
+        return spaces
+
+    async def ahooks(self, namespace: Namespace | str, *, include_merged: bool = False) -> list[IndexHook]:
+        """Async twin of :meth:`hooks`."""
+        hooks: list[IndexHook] = await self._asend(self._hooks_call(namespace, include_merged))
+        return hooks
+
+    async def arender_prompt(self, namespace: Namespace | str, *, budget_tokens: int | None = None,
+                             query: str | None = None) -> str:
+        """Async twin of :meth:`render_prompt`."""
+        text: str = await self._asend(self._prompt_call(namespace, budget_tokens, query))
+        return text
+
+    async def aretrieve(self, hook_id: str, namespace: Namespace | str | None = None) -> MemoryFile:
+        """Async twin of :meth:`retrieve`."""
+        memory_file: MemoryFile = await self._asend(self._retrieve_call(hook_id, namespace))
+        return memory_file
+
+    async def aset_importance(self, hook_id: str, importance: int,
+                              namespace: Namespace | str | None = None) -> IndexHook:
+        """Async twin of :meth:`set_importance`."""
+        hook: IndexHook = await self._asend(self._importance_call(hook_id, importance, namespace))
+        return hook
+
+    async def acompact(self, namespace: Namespace | str, period: Literal["weekly", "monthly"], *,
+                       key: str | None = None, now: TimeLike = None) -> CompactionReport:
+        """Async twin of :meth:`compact`."""
+        report: CompactionReport = await self._asend(self._compact_call(namespace, period, key, now))
+        return report
+
+    async def amaybe_compact(self, namespace: Namespace | str, *, now: TimeLike = None) -> CompactionReport:
+        """Async twin of :meth:`maybe_compact`."""
+        report: CompactionReport = await self._asend(self._maybe_compact_call(namespace, now))
+        return report
+
+    async def apre_compress(self, namespace: Namespace | str, full_context: str | list[Any] | dict[str, Any], *,
+                            estimated_tokens: int | None = None, task_state: Mapping[str, Any] | None = None,
+                            now: TimeLike = None) -> str:
+        """Async twin of :meth:`pre_compress`."""
+        hook_id: str = await self._asend(self._pre_compress_call(namespace, full_context, estimated_tokens,
+                                                                 task_state, now))
+        return hook_id

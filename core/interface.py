@@ -1,0 +1,139 @@
+"""``EngineLike``: the public surface of :class:`~memory_ext.MemoryEngine`, as a protocol.
+
+The framework faces (LangChain, LangGraph, LlamaIndex) accept anything that has it: the embedded
+:class:`~memory_ext.MemoryEngine`, or :class:`memory_ext.client.RemoteEngine`, which calls a ``memext serve``
+process over HTTP. The protocol is ``runtime_checkable``, so ``isinstance(x, EngineLike)`` checks that the
+methods are there (not their signatures).
+
+>>> import tempfile
+>>> from memory_ext import EngineLike, MemoryEngine
+>>> with MemoryEngine.open(tempfile.mkdtemp(), embedder="hashing") as engine:
+...     isinstance(engine, EngineLike)
+True
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Literal,
+    Protocol,
+    _ProtocolMeta,
+    runtime_checkable,
+)
+
+from .models import ActionState, IndexHook, MemoryFile, Namespace, SearchResult, Turn
+
+if TYPE_CHECKING:
+    from .config import EngineConfig
+    from .engine import AddResult, ForgetReceipt, StoreStats
+    from .lifecycle.api import CompactionReport
+
+__all__ = ["EngineLike"]
+
+TimeLike = datetime | str | float | None
+_MISSING = object()
+
+
+class _StaticProtocolMeta(_ProtocolMeta):
+    """``isinstance`` looks the members up statically (as Python 3.12 does), so a check never runs a property
+    (``RemoteEngine.path`` creates its directory; ``config`` must not cost a request)."""
+
+    def __instancecheck__(cls, instance: object) -> bool:
+        members = [name for name in vars(cls) if not name.startswith("_")]
+        return all(inspect.getattr_static(instance, name, _MISSING) is not _MISSING for name in members)
+
+
+@runtime_checkable
+class EngineLike(Protocol, metaclass=_StaticProtocolMeta):
+    """What a memory engine offers: write, search, read back, forget, memory files, compaction (sync + async).
+
+    ``config`` is the engine's :class:`~memory_ext.EngineConfig` (the faces read ``config.limits.max_k``);
+    ``path`` a directory for state that a face keeps beside the memory (the LangGraph store's item table).
+    """
+
+    @property
+    def config(self) -> EngineConfig: ...
+
+    @property
+    def path(self) -> Path: ...
+
+    def close(self) -> None: ...
+
+    def add_turns(self, turns: Iterable[Turn | Mapping[str, Any]], namespace: Namespace | str) -> AddResult: ...
+
+    def search(self, query: str, namespace: Namespace | str, *, k: int = 10,
+               filters: Mapping[str, Any] | None = None, action_state: ActionState | Mapping[str, Any] | None = None,
+               explain: bool = False, now: TimeLike = None, trace: bool = False, include_cold: bool = False,
+               as_of: TimeLike = None) -> SearchResult: ...
+
+    def get_turns(self, namespace: Namespace | str, *, limit: int | None = None, offset: int = 0) -> list[Turn]: ...
+
+    def forget(self, namespace: Namespace | str, *, record_ids: Iterable[str] | None = None,
+               hook_ids: Iterable[str] | None = None) -> ForgetReceipt: ...
+
+    def stats(self) -> StoreStats: ...
+
+    def namespaces(self) -> list[Namespace]: ...
+
+    def hooks(self, namespace: Namespace | str, *, include_merged: bool = False) -> list[IndexHook]: ...
+
+    def render_prompt(self, namespace: Namespace | str, *, budget_tokens: int | None = None,
+                      query: str | None = None) -> str: ...
+
+    def retrieve(self, hook_id: str, namespace: Namespace | str | None = None) -> MemoryFile: ...
+
+    def set_importance(self, hook_id: str, importance: int, namespace: Namespace | str | None = None) -> IndexHook: ...
+
+    def compact(self, namespace: Namespace | str, period: Literal["weekly", "monthly"], *,
+                key: str | None = None, now: TimeLike = None) -> CompactionReport: ...
+
+    def maybe_compact(self, namespace: Namespace | str, *, now: TimeLike = None) -> CompactionReport: ...
+
+    def pre_compress(self, namespace: Namespace | str, full_context: str | list[Any] | dict[str, Any], *,
+                     estimated_tokens: int | None = None, task_state: Mapping[str, Any] | None = None,
+                     now: TimeLike = None) -> str: ...
+
+    async def aclose(self) -> None: ...
+
+    async def aadd_turns(self, turns: Iterable[Turn | Mapping[str, Any]], namespace: Namespace | str) -> AddResult: ...
+
+    async def asearch(self, query: str, namespace: Namespace | str, *, k: int = 10,
+                      filters: Mapping[str, Any] | None = None,
+                      action_state: ActionState | Mapping[str, Any] | None = None, explain: bool = False,
+                      now: TimeLike = None, trace: bool = False, include_cold: bool = False,
+                      as_of: TimeLike = None) -> SearchResult: ...
+
+    async def aget_turns(self, namespace: Namespace | str, *, limit: int | None = None,
+                         offset: int = 0) -> list[Turn]: ...
+
+    async def aforget(self, namespace: Namespace | str, *, record_ids: Iterable[str] | None = None,
+                      hook_ids: Iterable[str] | None = None) -> ForgetReceipt: ...
+
+    async def astats(self) -> StoreStats: ...
+
+    async def anamespaces(self) -> list[Namespace]: ...
+
+    async def ahooks(self, namespace: Namespace | str, *, include_merged: bool = False) -> list[IndexHook]: ...
+
+    async def arender_prompt(self, namespace: Namespace | str, *, budget_tokens: int | None = None,
+                             query: str | None = None) -> str: ...
+
+    async def aretrieve(self, hook_id: str, namespace: Namespace | str | None = None) -> MemoryFile: ...
+
+    async def aset_importance(self, hook_id: str, importance: int,
+                              namespace: Namespace | str | None = None) -> IndexHook: ...
+
+    async def acompact(self, namespace: Namespace | str, period: Literal["weekly", "monthly"], *,
+                       key: str | None = None, now: TimeLike = None) -> CompactionReport: ...
+
+    async def amaybe_compact(self, namespace: Namespace | str, *, now: TimeLike = None) -> CompactionReport: ...
+
+    async def apre_compress(self, namespace: Namespace | str, full_context: str | list[Any] | dict[str, Any], *,
+                            estimated_tokens: int | None = None, task_state: Mapping[str, Any] | None = None,
+                            now: TimeLike = None) -> str: ...

@@ -1,0 +1,97 @@
+"""Bearer-token authentication for the HTTP server (REST and MCP share it), and request logging without secrets.
+
+:class:`AuthMiddleware` is plain ASGI: it resolves the ``Authorization`` header to a
+:class:`~memory_ext.server.settings.Principal` and stores it in the request scope's state, where the REST routes
+and the MCP tools read it. Health endpoints and the OpenAPI document need no token. The log line of a request
+holds its method, path (never the query string), status, duration and the token's short hash — never a token,
+never a body.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import Any
+
+from starlette.requests import Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .schemas import plain_error
+from .settings import LOCAL, Principal, TokenTable
+
+__all__ = ["STATE_KEY", "AuthMiddleware", "PermissionDenied", "principal_of"]
+
+STATE_KEY = "memext_principal"
+PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
+
+logger = logging.getLogger("memory_ext.server")
+
+
+class PermissionDenied(Exception):
+    """The caller's token may not do this (HTTP 403; an MCP tool error)."""
+
+    def __init__(self, field: str | None, message: str) -> None:
+        self.field, self.message = field, message
+        super().__init__(message)
+
+
+def principal_of(request: Request) -> Principal:
+    """The caller of a request (set by :class:`AuthMiddleware`; the local principal when there is none)."""
+    state = request.scope.get("state") or {}
+    principal = state.get(STATE_KEY)
+    return principal if isinstance(principal, Principal) else LOCAL
+
+
+async def _send_json(send: Send, status: int, body: dict[str, Any], headers: list[tuple[bytes, bytes]]) -> None:
+    payload = json.dumps(body).encode("utf-8")
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode()),
+                            *headers]})
+    await send({"type": "http.response.body", "body": payload})
+
+
+class AuthMiddleware:
+    """Authenticate every HTTP request (when tokens are configured) and log it without secrets."""
+
+    def __init__(self, app: ASGIApp, tokens: TokenTable) -> None:
+        self.app = app
+        self.tokens = tokens
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        path = scope.get("path", "")
+        status_box = [0]
+
+        async def logged_send(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status_box[0] = message["status"]
+            await send(message)
+
+        principal: Principal | None = LOCAL
+        if self.tokens and path not in PUBLIC_PATHS:
+            headers = dict(scope.get("headers") or [])
+            raw = headers.get(b"authorization")
+            principal = self.tokens.authenticate(raw.decode("latin-1") if raw else None)
+            if principal is None:
+                message = ("missing bearer token" if raw is None else "unknown bearer token")
+                await _send_json(logged_send, 401, plain_error(
+                    "AuthenticationError", message, field="Authorization",
+                    fix="send the header 'Authorization: Bearer <token>' with a token the server was started with"),
+                    [(b"www-authenticate", b'Bearer realm="memory-ext"')])
+                self._log(scope, status_box[0], started, None)
+                return
+        scope.setdefault("state", {})[STATE_KEY] = principal
+        try:
+            await self.app(scope, receive, logged_send)
+        finally:
+            self._log(scope, status_box[0], started, principal)
+
+    @staticmethod
+    def _log(scope: Scope, status: int, started: float, principal: Principal | None) -> None:
+        client = principal.client if principal is not None else "-"
+        logger.info("%s %s %s %.1f ms client=%s", scope.get("method"), scope.get("path"), status,
+                    (time.perf_counter() - started) * 1000, client)

@@ -1,0 +1,176 @@
+"""The REST API: ``/v1/...`` over one :class:`~memory_ext.MemoryEngine`, every call in a worker thread.
+
+==========  =====================================  ==============================================
+method      path                                   engine call
+==========  =====================================  ==============================================
+POST        /v1/search                             search
+POST        /v1/turns                              add_turns
+GET         /v1/turns                              get_turns
+GET         /v1/hooks                              hooks
+POST        /v1/prompt                             render_prompt
+GET         /v1/files/{hook_id}                    retrieve
+PUT         /v1/files/{hook_id}/importance         set_importance
+POST        /v1/compact                            compact
+POST        /v1/maybe_compact                      maybe_compact
+POST        /v1/pre_compress                       pre_compress
+POST        /v1/forget                             forget
+GET         /v1/stats                              stats (tokens pinned to a user: 403)
+GET         /v1/namespaces                         namespaces (a pinned token sees its user's)
+GET         /v1/info                               version, engine config, embedder id, the caller's pin
+==========  =====================================  ==============================================
+
+Memory text travels only in bodies (never in a URL, so no access log can hold it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Query, Request
+
+from .. import __version__
+from ..engine import AddResult, ForgetReceipt, MemoryEngine, StoreStats
+from ..lifecycle.api import CompactionReport
+from ..models import IndexHook, MemoryFile, Namespace, SearchResult, Turn
+from .auth import PermissionDenied, principal_of
+from .schemas import (
+    AddTurnsRequest,
+    CompactRequest,
+    ForgetRequest,
+    HookIdResponse,
+    ImportanceRequest,
+    InfoResponse,
+    MaybeCompactRequest,
+    PreCompressRequest,
+    PromptResponse,
+    RenderPromptRequest,
+    SearchRequest,
+)
+
+__all__ = ["build_router"]
+
+
+def _engine(request: Request) -> MemoryEngine:
+    engine: MemoryEngine = request.app.state.engine
+    return engine
+
+
+def _namespace(request: Request, user_id: str | None, agent_id: str | None = None,
+               session_id: str | None = None) -> Namespace:
+    """The namespace of a request, after checking that the caller's token may touch this user."""
+    principal = principal_of(request)
+    if user_id is None:
+        user_id = principal.user_id
+        if user_id is None:
+            raise PermissionDenied("user_id", "name the user whose memory this is (user_id)")
+    if not principal.may_access(user_id):
+        raise PermissionDenied("user_id", f"this token is pinned to user {principal.user_id!r}; it cannot reach "
+                                          "another user's memory")
+    return Namespace(user_id, agent_id, session_id)
+
+
+def _optional_namespace(request: Request, user_id: str | None, agent_id: str | None) -> Namespace | None:
+    """For calls where the namespace is optional (retrieve, set_importance): a pinned token is held to its user."""
+    if user_id is None and principal_of(request).user_id is None:
+        return None
+    return _namespace(request, user_id, agent_id)
+
+
+def build_router() -> APIRouter:
+    """The ``/v1`` routes; the engine is ``request.app.state.engine``."""
+    router = APIRouter(prefix="/v1")
+
+    @router.post("/search", response_model=SearchResult, tags=["search"],
+                 summary="Search a user's memory (MemoryEngine.search)")
+    async def search(body: SearchRequest, request: Request) -> SearchResult:
+        ns = _namespace(request, body.user_id, body.agent_id, body.session_id)
+        return await _engine(request).asearch(body.query, ns, k=body.k, filters=body.filters,
+                                              action_state=body.action_state, explain=body.explain, now=body.now,
+                                              trace=body.trace, include_cold=body.include_cold, as_of=body.as_of)
+
+    @router.post("/turns", response_model=AddResult, tags=["turns"], summary="Store turns (MemoryEngine.add_turns)")
+    async def add_turns(body: AddTurnsRequest, request: Request) -> AddResult:
+        ns = _namespace(request, body.user_id, body.agent_id, body.session_id)
+        return await _engine(request).aadd_turns(body.turns, ns)
+
+    @router.get("/turns", response_model=list[Turn], tags=["turns"],
+                summary="The stored turns of a namespace, oldest first (MemoryEngine.get_turns)")
+    async def get_turns(request: Request, user_id: str, agent_id: str | None = None, session_id: str | None = None,
+                        limit: int | None = Query(default=None, ge=0), offset: int = Query(default=0, ge=0)
+                        ) -> list[Turn]:
+        ns = _namespace(request, user_id, agent_id, session_id)
+        return await _engine(request).aget_turns(ns, limit=limit, offset=offset)
+
+    @router.get("/hooks", response_model=list[IndexHook], tags=["files"],
+                summary="The index hooks of a namespace's memory files (MemoryEngine.hooks)")
+    async def hooks(request: Request, user_id: str, agent_id: str | None = None,
+                    include_merged: bool = False) -> list[IndexHook]:
+        return await _engine(request).ahooks(_namespace(request, user_id, agent_id), include_merged=include_merged)
+
+    @router.post("/prompt", response_model=PromptResponse, tags=["files"],
+                 summary="The memory index for a system prompt (MemoryEngine.render_prompt)")
+    async def render_prompt(body: RenderPromptRequest, request: Request) -> PromptResponse:
+        ns = _namespace(request, body.user_id, body.agent_id, body.session_id)
+        text = await _engine(request).arender_prompt(ns, budget_tokens=body.budget_tokens, query=body.query)
+        return PromptResponse(prompt=text)
+
+    @router.get("/files/{hook_id}", response_model=MemoryFile, tags=["files"],
+                summary="A whole memory file by hook id or a 6+ character prefix (MemoryEngine.retrieve)")
+    async def retrieve(hook_id: str, request: Request, user_id: str | None = None,
+                       agent_id: str | None = None) -> MemoryFile:
+        return await _engine(request).aretrieve(hook_id, _optional_namespace(request, user_id, agent_id))
+
+    @router.put("/files/{hook_id}/importance", response_model=IndexHook, tags=["files"],
+                summary="Set a memory file's importance, 0-100 (MemoryEngine.set_importance)")
+    async def set_importance(hook_id: str, body: ImportanceRequest, request: Request) -> IndexHook:
+        ns = _optional_namespace(request, body.user_id, body.agent_id)
+        return await _engine(request).aset_importance(hook_id, body.importance, ns)
+
+    @router.post("/compact", response_model=CompactionReport, tags=["lifecycle"],
+                 summary="Weekly merge or monthly eviction (MemoryEngine.compact)")
+    async def compact(body: CompactRequest, request: Request) -> CompactionReport:
+        ns = _namespace(request, body.user_id, body.agent_id, body.session_id)
+        return await _engine(request).acompact(ns, body.period, key=body.key, now=body.now)  # type: ignore[arg-type]
+
+    @router.post("/maybe_compact", response_model=CompactionReport, tags=["lifecycle"],
+                 summary="The compaction that is due (MemoryEngine.maybe_compact)")
+    async def maybe_compact(body: MaybeCompactRequest, request: Request) -> CompactionReport:
+        ns = _namespace(request, body.user_id, body.agent_id, body.session_id)
+        return await _engine(request).amaybe_compact(ns, now=body.now)
+
+    @router.post("/pre_compress", response_model=HookIdResponse, tags=["lifecycle"],
+                 summary="Save a host's whole context before it compresses it (MemoryEngine.pre_compress)")
+    async def pre_compress(body: PreCompressRequest, request: Request) -> HookIdResponse:
+        ns = _namespace(request, body.user_id, body.agent_id, body.session_id)
+        hook_id = await _engine(request).apre_compress(ns, body.full_context, estimated_tokens=body.estimated_tokens,
+                                                       task_state=body.task_state, now=body.now)
+        return HookIdResponse(hook_id=hook_id)
+
+    @router.post("/forget", response_model=ForgetReceipt, tags=["lifecycle"],
+                 summary="Remove memories from every store; with no ids, the whole namespace (MemoryEngine.forget)")
+    async def forget(body: ForgetRequest, request: Request) -> ForgetReceipt:
+        ns = _namespace(request, body.user_id, body.agent_id, body.session_id)
+        return await _engine(request).aforget(ns, record_ids=body.record_ids, hook_ids=body.hook_ids)
+
+    @router.get("/stats", response_model=StoreStats, tags=["store"], summary="Counts and size of the store")
+    async def stats(request: Request) -> StoreStats:
+        if principal_of(request).user_id is not None:
+            raise PermissionDenied(None, "store statistics need a token that is not pinned to a user")
+        return await _engine(request).astats()
+
+    @router.get("/namespaces", response_model=list[Namespace], tags=["store"],
+                summary="The (user_id, agent_id) partitions (a pinned token sees only its user's)")
+    async def namespaces(request: Request) -> list[Namespace]:
+        principal = principal_of(request)
+        return [ns for ns in await _engine(request).anamespaces() if principal.may_access(ns.user_id)]
+
+    @router.get("/info", response_model=InfoResponse, tags=["store"],
+                summary="Server version, engine configuration, embedder id and the caller's pinned user")
+    async def info(request: Request) -> InfoResponse:
+        engine = _engine(request)
+        config: dict[str, Any] = engine.config.model_dump(mode="json")
+        return InfoResponse(version=__version__, config=config,
+                            embedder_id=engine.embedder.id if engine.embedder is not None else None,
+                            user_id=principal_of(request).user_id)
+
+    return router

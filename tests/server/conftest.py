@@ -1,0 +1,116 @@
+"""Live servers for the server tests: each starts its own ``memext serve`` on a free loopback port in a temporary
+store (hashing embedder) and stops it — in a thread of the test process (uvicorn, the real ASGI app) or as a
+subprocess (the real command line)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("uvicorn")
+pytest.importorskip("mcp")
+
+import uvicorn
+
+from memory_ext import MemoryEngine
+from memory_ext.server import TokenTable, build_app
+
+ADMIN = "admin-token-0123456789"
+ANA = "ana-token-0123456789"
+"""ADMIN reaches every user; ANA is pinned to the user "ana"."""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@dataclass
+class LiveServer:
+    url: str
+    engine: MemoryEngine
+    path: Path
+
+    def client(self, token: str | None = ADMIN) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=60)
+
+
+def start_thread_server(path: Path, tokens: TokenTable | None) -> tuple[LiveServer, uvicorn.Server, threading.Thread]:
+    engine = MemoryEngine.open(path, embedder="hashing")
+    port = free_port()
+    app = build_app(engine, tokens=tokens, host="127.0.0.1")
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", access_log=False))
+    thread = threading.Thread(target=server.run, name=f"memext-serve-{port}", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            engine.close()
+            raise RuntimeError("the test server did not start")
+        time.sleep(0.02)
+    return LiveServer(f"http://127.0.0.1:{port}", engine, path), server, thread
+
+
+@pytest.fixture
+def live_server(tmp_path: Path) -> Iterator[LiveServer]:
+    """A uvicorn server (REST + MCP) in a thread, with an admin token and a token pinned to "ana"."""
+    live, server, thread = start_thread_server(tmp_path / "store", TokenTable.parse([ADMIN, f"{ANA}:ana"]))
+    try:
+        yield live
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+        live.engine.close()
+
+
+@pytest.fixture
+def open_server(tmp_path: Path) -> Iterator[LiveServer]:
+    """A loopback server without tokens (what a single-user desktop setup runs)."""
+    live, server, thread = start_thread_server(tmp_path / "store", None)
+    try:
+        yield live
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+        live.engine.close()
+
+
+def serve_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "memory_ext.cli", "serve", *args]
+
+
+def subprocess_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_EXT_")}
+    root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), root) if p)
+    env.update(extra)
+    return env
+
+
+def wait_ready(url: str, proc: subprocess.Popen[str], timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            err = proc.stderr.read() if proc.stderr else ""
+            raise RuntimeError(f"memext serve exited with {proc.returncode}: {err}")
+        try:
+            if httpx.get(url + "/readyz", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError("memext serve did not become ready")
