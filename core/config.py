@@ -17,6 +17,7 @@ Configurations are frozen: a search never writes into them.
 from __future__ import annotations
 
 import json
+import os
 import tomllib
 import typing
 from collections.abc import Mapping
@@ -235,27 +236,7 @@ class EngineConfig(_Section):
     @classmethod
     def from_file(cls, path: str | Path) -> EngineConfig:
         """Load from a ``.yaml``/``.yml``, ``.toml`` or ``.json`` file."""
-        p = Path(path)
-        if not p.is_file():
-            raise ConfigError("config", str(path), "give the path of an existing YAML, TOML or JSON file")
-        text = p.read_text(encoding="utf-8")
-        suffix = p.suffix.lower()
-        try:
-            if suffix in (".yaml", ".yml"):
-                import yaml
-
-                data = yaml.safe_load(text) or {}
-            elif suffix == ".toml":
-                data = tomllib.loads(text)
-            elif suffix == ".json":
-                data = json.loads(text)
-            else:
-                raise ConfigError("config", str(path), "use a .yaml, .yml, .toml or .json file")
-        except ConfigError:
-            raise
-        except Exception as exc:  # noqa: BLE001  parse errors of three libraries (yaml, tomllib, json)
-            raise ConfigError("config", str(path), f"the file does not parse: {exc}") from None
-        return cls.from_dict(data)
+        return cls.from_dict(read_config_file(path))
 
     @classmethod
     def coerce(cls, value: EngineConfig | Mapping[str, Any] | str | Path | None) -> EngineConfig:
@@ -264,6 +245,33 @@ class EngineConfig(_Section):
         if isinstance(value, (str, Path)):
             return cls.from_file(value)
         return cls.from_dict(value)
+
+
+def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The mapping a ``.yaml``/``.yml``, ``.toml`` or ``.json`` configuration file holds (ConfigError otherwise)."""
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise ConfigError("config", str(path), "give the path of an existing YAML, TOML or JSON file")
+    text = p.read_text(encoding="utf-8")
+    suffix = p.suffix.lower()
+    try:
+        if suffix in (".yaml", ".yml"):
+            import yaml
+
+            data = yaml.safe_load(text) or {}
+        elif suffix == ".toml":
+            data = tomllib.loads(text)
+        elif suffix == ".json":
+            data = json.loads(text)
+        else:
+            raise ConfigError("config", str(path), "use a .yaml, .yml, .toml or .json file")
+    except ConfigError:
+        raise
+    except Exception as exc:  # noqa: BLE001  parse errors of three libraries (yaml, tomllib, json)
+        raise ConfigError("config", str(path), f"the file does not parse: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError("config", str(path), "the file must hold a mapping")
+    return data
 
 
 def reference_markdown() -> str:

@@ -18,14 +18,13 @@ from __future__ import annotations
 import hashlib
 import hmac
 import ipaddress
-import json
 import os
-import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..config import read_config_file
 from ..errors import ConfigError
 
 __all__ = ["ENV_PREFIX", "Principal", "ServerSettings", "TokenTable", "is_loopback", "load_config_file"]
@@ -132,28 +131,7 @@ def is_loopback(host: str) -> bool:
 
 def load_config_file(path: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(server_section, engine_config)`` of a YAML/TOML/JSON file; the engine part is validated by the engine."""
-    p = Path(path).expanduser()
-    if not p.is_file():
-        raise ConfigError("config", str(path), "give the path of an existing YAML, TOML or JSON file")
-    text = p.read_text(encoding="utf-8")
-    suffix = p.suffix.lower()
-    try:
-        if suffix in (".yaml", ".yml"):
-            import yaml
-
-            data = yaml.safe_load(text) or {}
-        elif suffix == ".toml":
-            data = tomllib.loads(text)
-        elif suffix == ".json":
-            data = json.loads(text)
-        else:
-            raise ConfigError("config", str(path), "use a .yaml, .yml, .toml or .json file")
-    except ConfigError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - parse errors of three libraries
-        raise ConfigError("config", str(path), f"the file does not parse: {exc}") from None
-    if not isinstance(data, dict):
-        raise ConfigError("config", str(path), "the file must hold a mapping")
+    data = read_config_file(path)
     server = data.pop("server", None) or {}
     if not isinstance(server, dict):
         raise ConfigError("server", server, "the server section is a mapping of " + ", ".join(SERVER_KEYS))
