@@ -137,6 +137,13 @@ class _Row(NamedTuple):
         return SearchItem(**args, score=score) if search else Item(**args)
 
 
+class _Embedded(NamedTuple):
+    """Vectors computed ahead of a batch (by :meth:`MemoryStore.abatch`, with the async embeddings API)."""
+
+    documents: dict[str, list[float]]
+    queries: dict[str, list[float]]
+
+
 def _index_setup(index: Mapping[str, Any] | None, index_fields: Sequence[str] | None
                  ) -> tuple[Embeddings | None, int | None, list[str] | None, list[str] | None]:
     """(embeddings, dims, fields embedded, fields archived in the engine) from the constructor arguments."""
@@ -296,7 +303,7 @@ class MemoryStore(BaseStore):
             self._refresh(rows, now)
         return rows[0].item() if rows else None
 
-    def _search(self, op: SearchOp, now: datetime) -> list[SearchItem]:
+    def _search(self, op: SearchOp, now: datetime, pre: _Embedded | None) -> list[SearchItem]:
         if op.limit < 0 or op.offset < 0:
             raise InvalidQueryError("limit" if op.limit < 0 else "offset", min(op.limit, op.offset),
                                     "limit and offset are non-negative integers")
@@ -304,7 +311,7 @@ class MemoryStore(BaseStore):
         if not op.query:
             page = [(r, None) for r in rows[op.offset:op.offset + op.limit]]
         elif self.embeddings is not None:
-            page = self._vector_page(op, rows)
+            page = self._vector_page(op, rows, pre)
         else:
             page = self._engine_page(op, rows)
         if op.refresh_ttl:
@@ -329,7 +336,8 @@ class MemoryStore(BaseStore):
         ranked.extend((r, None) for r in rows if not r.turn_id)
         return ranked[op.offset:op.offset + op.limit]
 
-    def _vector_page(self, op: SearchOp, rows: list[_Row]) -> list[tuple[_Row, float | None]]:
+    def _vector_page(self, op: SearchOp, rows: list[_Row], pre: _Embedded | None
+                     ) -> list[tuple[_Row, float | None]]:
         """``InMemoryStore``'s ranking: cosine with every embedded field, max-pooled per item; items without
         vectors fill a short page, unscored."""
         assert self.embeddings is not None and op.query
@@ -346,7 +354,8 @@ class MemoryStore(BaseStore):
             flat.extend((row, v) for v in mine)
             if not mine:
                 scoreless.append(row)
-        scores = cosine(self.embeddings.embed_query(op.query), [v for _, v in flat])
+        query = pre.queries[op.query] if pre is not None else self.embeddings.embed_query(op.query)
+        scores = cosine(query, [v for _, v in flat])
         ranked = sorted(zip(scores, (r for r, _ in flat), strict=True), key=lambda x: x[0], reverse=True)
         seen: set[tuple[str, str]] = set()
         kept: list[tuple[_Row, float | None]] = []
@@ -372,20 +381,25 @@ class MemoryStore(BaseStore):
             spaces = list({s[:op.max_depth] for s in spaces})
         return sorted(spaces)[op.offset:op.offset + op.limit]
 
-    def _embed(self, writes: Sequence[PutOp]) -> list[tuple[str, str, str, bytes]]:
-        """``(ns, key, path, vector)`` rows for the puts, under an ``index`` configuration with ``embed``."""
+    def _to_embed(self, ops: Iterable[Op]) -> list[tuple[str, str, str, str]]:
+        """``(ns, key, path, text)`` of the puts to embed, under an ``index`` configuration with ``embed``."""
         if self.embeddings is None:
             return []
-        wanted = [(join_namespace(op.namespace), op.key, path, text) for op in writes if op.index is not False
-                  for path, text in texts_to_embed(op.value,  # type: ignore[arg-type]
-                                                   op.index if isinstance(op.index, list) else self._embed_fields
-                                                   or ["$"])]
-        if not wanted:
+        return [(join_namespace(op.namespace), op.key, path, text) for op in ops
+                if isinstance(op, PutOp) and isinstance(op.value, Mapping) and op.index is not False
+                for path, text in texts_to_embed(op.value, op.index if isinstance(op.index, list)
+                                                 else self._embed_fields or ["$"])]
+
+    def _embed(self, writes: Sequence[PutOp], pre: _Embedded | None) -> list[tuple[str, str, str, bytes]]:
+        """``(ns, key, path, vector)`` rows for the puts (embedded now, or before by :meth:`abatch`)."""
+        wanted = self._to_embed(writes)
+        if not wanted or self.embeddings is None:
             return []
         unique = list(dict.fromkeys(t for *_, t in wanted))
-        embedded = self.embeddings.embed_documents(unique)
-        by_text = dict(zip(unique, embedded, strict=True))
-        for text, vector in by_text.items():
+        by_text = pre.documents if pre is not None else dict(
+            zip(unique, self.embeddings.embed_documents(unique), strict=True))
+        for text in unique:
+            vector = by_text[text]
             if len(vector) != self.dims:
                 raise InvalidQueryError("index.dims", self.dims, f"the embeddings returned {len(vector)} numbers for "
                                         f"{text[:40]!r}; set dims to the embedding size")
@@ -409,7 +423,8 @@ class MemoryStore(BaseStore):
             out.update(zip(keys, zip(added.turn_ids, added.record_ids[:len(turns)], strict=True), strict=True))
         return out
 
-    def _apply_puts(self, puts: Mapping[tuple[tuple[str, ...], str], PutOp], now: datetime) -> None:
+    def _apply_puts(self, puts: Mapping[tuple[tuple[str, ...], str], PutOp], now: datetime,
+                    pre: _Embedded | None) -> None:
         if not puts:
             return
         writes = [op for op in puts.values() if op.value is not None]
@@ -417,7 +432,7 @@ class MemoryStore(BaseStore):
             if not isinstance(op.value, Mapping):
                 raise InvalidQueryError("value", op.value, "store values are dicts (use None to delete)")
         encoded = {(op.namespace, op.key): encode_value(op.value) for op in writes}  # type: ignore[arg-type]
-        vectors = self._embed(writes)
+        vectors = self._embed(writes, pre)
         archived = self._archive(writes, now)
         stamp = now.isoformat()
         keys = [(self._part, join_namespace(ns), key) for ns, key in puts]
@@ -508,7 +523,9 @@ class MemoryStore(BaseStore):
     # -- BaseStore ----------------------------------------------------------------------------------------------
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Run operations; reads see the store as it was before the batch, then the puts apply (last one wins)."""
-        ops = list(ops)
+        return self._batch(list(ops), None)
+
+    def _batch(self, ops: list[Op], pre: _Embedded | None) -> list[Result]:
         results: list[Result] = []
         puts: dict[tuple[tuple[str, ...], str], PutOp] = {}
         with self._lock:
@@ -521,7 +538,7 @@ class MemoryStore(BaseStore):
                 if isinstance(op, GetOp):
                     results.append(self._get(op, now))
                 elif isinstance(op, SearchOp):
-                    results.append(self._search(op, now))
+                    results.append(self._search(op, now, pre))
                 elif isinstance(op, ListNamespacesOp):
                     results.append(self._list_namespaces(op, now))
                 elif isinstance(op, PutOp):
@@ -529,12 +546,21 @@ class MemoryStore(BaseStore):
                     results.append(None)
                 else:
                     raise InvalidQueryError("op", op, "pass GetOp, PutOp, SearchOp or ListNamespacesOp")
-            self._apply_puts(puts, now)
+            self._apply_puts(puts, now, pre)
         return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """Async twin of :meth:`batch` (runs in a worker thread)."""
-        return await asyncio.to_thread(self.batch, list(ops))
+        """Async twin of :meth:`batch`: embeds with the async API of the ``index`` embeddings (an async-only
+        ``embed`` works), then runs the batch in a worker thread."""
+        ops = list(ops)
+        if self.embeddings is None:
+            return await asyncio.to_thread(self.batch, ops)
+        documents = list(dict.fromkeys(t for *_, t in self._to_embed(ops)))
+        queries = list(dict.fromkeys(op.query for op in ops if isinstance(op, SearchOp) and op.query))
+        vectors = await self.embeddings.aembed_documents(documents) if documents else []
+        query_vectors = await asyncio.gather(*(self.embeddings.aembed_query(q) for q in queries))
+        pre = _Embedded(dict(zip(documents, vectors, strict=True)), dict(zip(queries, query_vectors, strict=True)))
+        return await asyncio.to_thread(self._batch, ops, pre)
 
 
 def json_part(partition: Namespace) -> str:
