@@ -239,7 +239,7 @@ def texts_to_embed(value: Mapping[str, Any], fields: Sequence[str]) -> list[tupl
     return out
 
 
-def cosine(query: Sequence[float], vectors: Sequence[Sequence[float]]) -> list[float]:
+def cosine(query: Sequence[float], vectors: Sequence[Any]) -> list[float]:
     """Cosine similarity of a query with each vector (0 for a zero vector), computed as ``InMemoryStore`` does."""
     import numpy as np
 

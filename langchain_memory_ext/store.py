@@ -131,7 +131,7 @@ class _Row(NamedTuple):
     ttl_minutes: float | None
 
     def item(self, score: float | None = None, *, search: bool = False) -> Item:
-        args = {"namespace": split_namespace(self.ns), "key": self.key, "value": self.value,
+        args: dict[str, Any] = {"namespace": split_namespace(self.ns), "key": self.key, "value": self.value,
                 "created_at": datetime.fromisoformat(self.created_at),
                 "updated_at": datetime.fromisoformat(self.updated_at)}
         return SearchItem(**args, score=score) if search else Item(**args)
@@ -308,6 +308,7 @@ class MemoryStore(BaseStore):
             raise InvalidQueryError("limit" if op.limit < 0 else "offset", min(op.limit, op.offset),
                                     "limit and offset are non-negative integers")
         rows = [r for r in self._under(op.namespace_prefix, now) if filter_matches(r.value, op.filter)]
+        page: list[tuple[_Row, float | None]]
         if not op.query:
             page = [(r, None) for r in rows[op.offset:op.offset + op.limit]]
         elif self.embeddings is not None:
@@ -575,7 +576,7 @@ def _check_ttl_config(ttl: TTLConfig | None) -> TTLConfig | None:
         raise InvalidQueryError("ttl", ttl, "pass LangGraph's TTLConfig: {'default_ttl': minutes, 'refresh_on_read'}")
     unknown = sorted(set(ttl) - set(_TTL_KEYS))
     if unknown:
-        raise InvalidQueryError(f"ttl.{unknown[0]}", ttl[unknown[0]], "TTL keys are " + ", ".join(_TTL_KEYS))
+        raise InvalidQueryError(f"ttl.{unknown[0]}", dict(ttl)[unknown[0]], "TTL keys are " + ", ".join(_TTL_KEYS))
     default = ttl.get("default_ttl")
     if default is not None and (isinstance(default, bool) or not isinstance(default, (int, float)) or default <= 0):
         raise InvalidQueryError("ttl.default_ttl", default, "give minutes (> 0), or None for no expiry")

@@ -70,8 +70,8 @@ SEQUENCES: dict[str, list[BaseMessage]] = {
         AIMessage(content=[{"type": "text", "text": "A cat."}]),
         AIMessage(content=[]),
     ],
-    "other message types": [ChatMessage("a note", role="critic"), FunctionMessage("42", name="calc"),
-                            ChatMessage("", role="assistant")],
+    "other message types": [ChatMessage(content="a note", role="critic"), FunctionMessage(content="42", name="calc"),
+                            ChatMessage(content="", role="assistant")],
     "repeated identical messages": [HumanMessage("ok"), AIMessage(""), HumanMessage("ok"), AIMessage("")],
 }
 

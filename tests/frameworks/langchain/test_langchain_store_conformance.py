@@ -205,6 +205,7 @@ def values_come_back_as_they_went_in(store: BaseStore) -> Any:
              "text": "naïve café 杭州 🙂"}
     store.put(("a",), "k", value)
     got = store.get(("a",), "k")
+    assert got is not None
     found = store.search(("a",), filter={"when": datetime(2026, 3, 1, 9, 30, tzinfo=UTC)})
     return [got.value == value, {k: type(v).__name__ for k, v in got.value.items()},
             type(got.created_at).__name__, got.created_at.tzinfo is not None, _keys(found)]

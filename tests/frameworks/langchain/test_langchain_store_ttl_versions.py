@@ -6,6 +6,7 @@ Time is a clock the test moves (``MemoryStore(clock=...)``), never the wall cloc
 from __future__ import annotations
 
 import asyncio
+import doctest
 import sqlite3
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -15,6 +16,7 @@ import pytest
 
 pytest.importorskip("langgraph.store.base")
 
+import langchain_memory_ext._store_data
 from langchain_memory_ext import MemoryRetriever, MemoryStore
 from memory_ext import MemoryEngine, Namespace
 
@@ -51,6 +53,11 @@ def store(engine: MemoryEngine, clock: Clock) -> Iterator[MemoryStore]:
 
 def _engine_texts(engine: MemoryEngine, user: str = "langgraph-store") -> list[str]:
     return [t.content for t in engine.get_turns(user)]
+
+
+def test_the_store_data_docstrings_run() -> None:
+    result = doctest.testmod(langchain_memory_ext._store_data)
+    assert result.failed == 0 and result.attempted > 0
 
 
 # -- TTL ---------------------------------------------------------------------------------------------------------
@@ -170,7 +177,8 @@ def test_a_store_file_of_the_previous_version_still_deletes_cleanly(engine: Memo
     db.commit()
     db.close()
     store = MemoryStore(engine=engine)
-    assert store.get(NS, "m2").value == {"text": "my bank PIN is 4242"}
+    item = store.get(NS, "m2")
+    assert item is not None and item.value == {"text": "my bank PIN is 4242"}
     store.delete(NS, "m2")
     assert _engine_texts(engine) == ["Lena lives in Porto"]
     store.delete(NS, "m1")  # the rebuilt item has a record id now

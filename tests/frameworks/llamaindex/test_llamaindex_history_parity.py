@@ -101,7 +101,7 @@ def test_empty_messages_are_turns_with_the_marker_and_never_injected_as_memories
     other = MemoryEngineMemory(engine=engine, user_id="maya", session_id="s2", similarity_top_k=10)
     injected = other.get(input="Are you there? weather in Lisbon")[0]
     assert injected.role.value == "system"
-    assert all(line.split(": ", 1)[-1].strip() for line in injected.content.splitlines()[1:])  # no empty lines
+    assert all(line.split(": ", 1)[-1].strip() for line in (injected.content or "").splitlines()[1:])  # no empty lines
 
 
 def test_a_message_that_cannot_be_stored_raises_before_anything_is_written(engine: MemoryEngine) -> None:
