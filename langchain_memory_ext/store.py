@@ -28,8 +28,8 @@ How LangGraph namespace tuples map onto memory-ext
 * **TTL** (``supports_ttl = True``). ``put(..., ttl=minutes)`` or the store's ``ttl={"default_ttl": minutes,
   "refresh_on_read": bool}`` (LangGraph's ``TTLConfig``). An expired item is never returned (``get``, ``search``,
   ``list_namespaces``) and is removed — row, vectors and engine turn — by :meth:`MemoryStore.sweep_ttl`, which
-  runs before every batch that writes. Reads refresh the TTL of what they return (``refresh_ttl``, default from
-  ``ttl["refresh_on_read"]``, else True).
+  runs before every batch that writes (and periodically after :meth:`MemoryStore.start_ttl_sweeper`). Reads
+  refresh the TTL of what they return (``refresh_ttl``, default from ``ttl["refresh_on_read"]``, else True).
 
 Differences from ``InMemoryStore`` that tests pin: ``created_at`` survives updates (like LangGraph's Postgres
 store), a ``query`` without an ``index`` embedding goes through memory-ext retrieval, namespaces emptied by
@@ -40,9 +40,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
@@ -82,6 +84,8 @@ from ._store_data import (
 )
 
 __all__ = ["MemoryStore"]
+
+logger = logging.getLogger(__name__)
 
 DB_NAME = "langgraph_store.sqlite3"
 META_KEY = "langgraph_store"
@@ -169,7 +173,7 @@ def _index_setup(index: Mapping[str, Any] | None, index_fields: Sequence[str] | 
         raise InvalidQueryError("index.dims", dims, "give the embedding size, e.g. {'dims': 1536, 'embed': ...}")
     try:
         embeddings = ensure_embeddings(index["embed"])
-    except Exception as exc:  # noqa: BLE001 - LangGraph raises ValueError/ImportError for what it cannot use
+    except Exception as exc:  # LangGraph raises ValueError/ImportError for what it cannot use
         raise InvalidQueryError("index.embed", index["embed"], "pass a LangChain Embeddings, a function from texts "
                                 f"to vectors, or an async one ({exc})") from None
     return embeddings, dims, fields or ["$"], fields
@@ -240,6 +244,7 @@ class MemoryStore(BaseStore):
         self.ttl_config = _check_ttl_config(ttl)
         self._clock = clock or (lambda: datetime.now(UTC))
         self._lock = threading.RLock()
+        self._sweeper: tuple[threading.Thread, threading.Event, Future[None]] | None = None
         self._db = sqlite3.connect(engine.path / DB_NAME, check_same_thread=False, isolation_level=None)
         self._migrate()
 
@@ -254,7 +259,8 @@ class MemoryStore(BaseStore):
                          "GROUP BY part, ns ORDER BY min(rowid)")
 
     def close(self) -> None:
-        """Close the item table (the engine is the caller's to close)."""
+        """Stop the TTL sweeper, if started, and close the item table (the engine is the caller's to close)."""
+        self.stop_ttl_sweeper()
         with self._lock:
             self._db.close()
 
@@ -520,6 +526,43 @@ class MemoryStore(BaseStore):
     async def asweep_ttl(self) -> int:
         """Async twin of :meth:`sweep_ttl` (runs in a worker thread)."""
         return await asyncio.to_thread(self.sweep_ttl)
+
+    def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> Future[None]:
+        """Sweep expired items in a background thread every ``sweep_interval_minutes`` (default:
+        ``ttl["sweep_interval_minutes"]``, else 5), as LangGraph's ``PostgresStore`` does, until
+        :meth:`stop_ttl_sweeper` or :meth:`close`. The returned future completes when the sweeper stops."""
+        if self._sweeper is not None:
+            return self._sweeper[2]
+        interval = sweep_interval_minutes or (self.ttl_config or {}).get("sweep_interval_minutes") or 5
+        if isinstance(interval, bool) or not isinstance(interval, (int, float)) or interval <= 0:
+            raise InvalidQueryError("sweep_interval_minutes", interval, "give minutes (> 0)")
+        stop = threading.Event()
+        done: Future[None] = Future()
+
+        def run() -> None:
+            while not stop.wait(interval * 60):
+                try:
+                    self.sweep_ttl()
+                except Exception:  # one failed sweep must not end the sweeper
+                    logger.exception("TTL sweep failed; retrying in %s minutes", interval)
+            done.set_result(None)
+
+        thread = threading.Thread(target=run, name="memory-ext-ttl-sweeper", daemon=True)
+        self._sweeper = (thread, stop, done)
+        thread.start()
+        return done
+
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stop the background sweeper; True once it has stopped (or was never started)."""
+        if self._sweeper is None:
+            return True
+        thread, stop, _ = self._sweeper
+        stop.set()
+        thread.join(timeout)
+        if thread.is_alive():
+            return False
+        self._sweeper = None
+        return True
 
     # -- BaseStore ----------------------------------------------------------------------------------------------
     def batch(self, ops: Iterable[Op]) -> list[Result]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import doctest
 import sqlite3
+import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -105,6 +106,23 @@ def test_expired_items_are_swept_from_the_engine_on_the_next_write(engine: Memor
     clock.advance(2)
     assert store.sweep_ttl() == 1 and asyncio.run(store.asweep_ttl()) == 0
     assert [i.key for i in store.search(("scratch",))] == ["b"]
+
+
+def test_the_background_sweeper_removes_expired_items(engine: MemoryEngine, clock: Clock) -> None:
+    store = MemoryStore(engine=engine, clock=clock, ttl={"sweep_interval_minutes": 0.0005})
+    store.put(NS, "tmp", {"text": "the gate code is 4711"}, ttl=1)
+    clock.advance(2)
+    done = store.start_ttl_sweeper()
+    assert store.start_ttl_sweeper() is done  # one sweeper per store
+    swept = threading.Event()
+    for _ in range(2000):  # the sweeper runs every 30 ms: wait (boundedly) until it has run
+        if not engine.get_turns("langgraph-store"):
+            swept.set()
+            break
+        threading.Event().wait(0.01)
+    assert swept.is_set()
+    assert store.stop_ttl_sweeper(timeout=10) and done.done()
+    store.close()
 
 
 def test_ttl_survives_reopening_the_store(tmp_path: Path, clock: Clock) -> None:
