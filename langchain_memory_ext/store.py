@@ -173,7 +173,7 @@ def _index_setup(index: Mapping[str, Any] | None, index_fields: Sequence[str] | 
         raise InvalidQueryError("index.dims", dims, "give the embedding size, e.g. {'dims': 1536, 'embed': ...}")
     try:
         embeddings = ensure_embeddings(index["embed"])
-    except Exception as exc:  # LangGraph raises ValueError/ImportError for what it cannot use
+    except (ValueError, TypeError, ImportError) as exc:  # what LangGraph raises for what it cannot use
         raise InvalidQueryError("index.embed", index["embed"], "pass a LangChain Embeddings, a function from texts "
                                 f"to vectors, or an async one ({exc})") from None
     return embeddings, dims, fields or ["$"], fields
