@@ -171,8 +171,11 @@ def _index_setup(index: Mapping[str, Any] | None, index_fields: Sequence[str] | 
     dims = index.get("dims")
     if isinstance(dims, bool) or not isinstance(dims, int) or dims <= 0:
         raise InvalidQueryError("index.dims", dims, "give the embedding size, e.g. {'dims': 1536, 'embed': ...}")
+    embed = index["embed"]
+    if not (isinstance(embed, (Embeddings, str)) or callable(embed)):
+        raise InvalidQueryError("index.embed", embed, "pass a LangChain Embeddings or a function from texts to vectors")
     try:
-        embeddings = ensure_embeddings(index["embed"])
+        embeddings = ensure_embeddings(embed)
     except (ValueError, TypeError, ImportError) as exc:  # what LangGraph raises for what it cannot use
         raise InvalidQueryError("index.embed", index["embed"], "pass a LangChain Embeddings, a function from texts "
                                 f"to vectors, or an async one ({exc})") from None

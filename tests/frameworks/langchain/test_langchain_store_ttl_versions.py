@@ -12,6 +12,7 @@ import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,6 +21,7 @@ pytest.importorskip("langgraph.store.base")
 import langchain_memory_ext._store_data
 from langchain_memory_ext import MemoryRetriever, MemoryStore
 from memory_ext import MemoryEngine, Namespace
+from memory_ext.errors import InvalidQueryError
 
 NS = ("users", "ana", "memories")
 START = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
@@ -109,7 +111,8 @@ def test_expired_items_are_swept_from_the_engine_on_the_next_write(engine: Memor
 
 
 def test_the_background_sweeper_removes_expired_items(engine: MemoryEngine, clock: Clock) -> None:
-    store = MemoryStore(engine=engine, clock=clock, ttl={"sweep_interval_minutes": 0.0005})
+    every_30_ms: Any = {"sweep_interval_minutes": 0.0005}  # (TTLConfig types it int; any positive number works)
+    store = MemoryStore(engine=engine, clock=clock, ttl=every_30_ms)
     store.put(NS, "tmp", {"text": "the gate code is 4711"}, ttl=1)
     clock.advance(2)
     done = store.start_ttl_sweeper()
@@ -227,4 +230,28 @@ def test_delete_goes_through_the_engine_delete(engine: MemoryEngine) -> None:
     store.delete(("profile",), "home")
     history = engine.history(Namespace("ana", session_id="profile"), "home")  # type: ignore[attr-defined]
     assert [v.operation for v in history] == ["add", "delete"]
+    store.close()
+
+
+@pytest.mark.parametrize(("kwargs", "field"), [
+    ({"index": {"dims": 3, "embed": 42}}, "index.embed"),
+    ({"index": {"embed": len}}, "index.dims"),
+    ({"index": {"dims": 3, "embed": lambda texts: [[1.0] * 3 for _ in texts], "metric": "l2"}}, "index.metric"),
+    ({"index": {"fields": "text"}}, "index.fields"),
+    ({"index": {"fields": ["text"]}, "index_fields": ["text"]}, "index_fields"),
+    ({"ttl": {"default_ttl": -1}}, "ttl.default_ttl"),
+    ({"ttl": {"refresh": True}}, "ttl.refresh"),
+])
+def test_bad_index_and_ttl_configurations_are_typed_errors(engine: MemoryEngine, kwargs: dict[str, Any],
+                                                           field: str) -> None:
+    with pytest.raises(InvalidQueryError) as info:
+        MemoryStore(engine=engine, **kwargs)
+    assert info.value.field == field
+
+
+def test_an_embedding_of_the_wrong_size_is_refused_before_anything_is_written(engine: MemoryEngine) -> None:
+    store = MemoryStore(engine=engine, index={"dims": 4, "embed": lambda texts: [[1.0, 0.0] for _ in texts]})
+    with pytest.raises(InvalidQueryError, match=r"index\.dims"):
+        store.put(NS, "m1", {"text": "Lena lives in Porto"})
+    assert store.get(NS, "m1") is None and _engine_texts(engine) == []
     store.close()
