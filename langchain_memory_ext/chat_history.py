@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -9,11 +10,17 @@ from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
 
 from memory_ext import EngineLike, Namespace, Turn
+from memory_ext.errors import InvalidTurnError
 
-__all__ = ["MemoryChatMessageHistory", "message_to_turn", "turn_to_message"]
+__all__ = ["EMPTY_MESSAGE", "MemoryChatMessageHistory", "message_to_turn", "turn_to_message"]
 
 #: Turn metadata key holding the serialised LangChain message (``message_to_dict``), so reading back is lossless.
 MESSAGE_KEY = "langchain_message"
+
+#: The attachment that marks the turn of a message with no text and no tool calls (an empty model reply).
+#: The engine stores a turn only if it has text, tool calls or attachments; this marker keeps such a message in
+#: the history (in order, with its metadata) while giving search nothing to match.
+EMPTY_MESSAGE: dict[str, Any] = {"type": "empty_message"}
 
 _ROLE_BY_TYPE = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool", "function": "tool",
                  "developer": "system"}
@@ -25,7 +32,15 @@ def message_to_turn(message: BaseMessage, session_id: str | None = None) -> Turn
     Role from the message type (human -> user, ai -> assistant, system/developer -> system, tool/function ->
     tool; a ``ChatMessage`` keeps its role when it is one of ours, else it is stored as ``user``); content = the
     message text; speaker = ``message.name``; external id = ``message.id``; tool calls as ``{id, name, args}``;
-    the full message serialised in ``metadata["langchain_message"]``.
+    the full message serialised in ``metadata["langchain_message"]``. A message with no text and no tool calls
+    (a model that answered ``""``) is kept as a turn with empty content and the :data:`EMPTY_MESSAGE` attachment.
+
+    A message that cannot be stored exactly (a value in ``additional_kwargs`` or ``response_metadata`` that is
+    not JSON) is an :class:`~memory_ext.errors.InvalidTurnError`, raised before anything is written.
+
+    >>> from langchain_core.messages import AIMessage
+    >>> message_to_turn(AIMessage("")).attachments
+    ({'type': 'empty_message'},)
     """
     role = _ROLE_BY_TYPE.get(message.type)
     if role is None:
@@ -33,9 +48,19 @@ def message_to_turn(message: BaseMessage, session_id: str | None = None) -> Turn
         role = chat_role if chat_role in ("user", "assistant", "system", "tool") else "user"
     tool_calls = tuple({"id": c.get("id"), "name": c["name"], "args": c.get("args", {})}
                        for c in getattr(message, "tool_calls", None) or ())
-    return Turn(role=role, content=message.text, speaker=message.name, session_id=session_id,
-                external_id=message.id, tool_calls=tool_calls,
-                metadata={MESSAGE_KEY: message_to_dict(message)})
+    stored = message_to_dict(message)
+    for field, value in stored["data"].items():
+        try:
+            json.dumps(value)
+        except (TypeError, ValueError) as exc:
+            raise InvalidTurnError(f"{type(message).__name__}.{field}", value,
+                                   f"a stored message holds JSON data only ({exc}); convert the value (e.g. a "
+                                   "datetime to an ISO string) before adding the message") from None
+    text = message.text
+    empty = not text.strip() and not tool_calls
+    return Turn(role=role, content=text, speaker=message.name, session_id=session_id,
+                external_id=message.id, tool_calls=tool_calls, attachments=(dict(EMPTY_MESSAGE),) if empty else (),
+                metadata={MESSAGE_KEY: stored})
 
 
 def turn_to_message(turn: Turn) -> BaseMessage:

@@ -3,59 +3,92 @@
 How LangGraph namespace tuples map onto memory-ext
 --------------------------------------------------
 * **Key/value truth.** Items live in a small SQLite file of their own beside the engine's store,
-  ``engine.path / "langgraph_store.sqlite3"``, table ``items(part, ns, key, value, created_at, updated_at,
-  turn_id)``. ``part`` is the engine partition (below), ``ns`` the namespace labels joined by ``"."`` (LangGraph
-  forbids ``"."`` inside a label, so the join is unambiguous). ``get``, ``put``, ``delete``, ``list_namespaces``
-  and filter-only ``search`` are answered from this table.
+  ``engine.path / "langgraph_store.sqlite3"``: table ``items(part, ns, key, value, created_at, updated_at,
+  turn_id, record_id, expires_at, ttl_minutes)``. ``part`` is the engine partition (below), ``ns`` the namespace
+  labels joined by ``"."`` (LangGraph forbids ``"."`` inside a label, so the join is unambiguous). ``value`` is
+  JSON; datetimes, dates, tuples, sets, UUIDs, Decimals and bytes are tagged so they come back as they went in.
+  ``namespaces`` keeps the order namespaces first appeared in (filter-only ``search`` lists items namespace by
+  namespace in that order, then in insertion order, as ``InMemoryStore`` does). ``get``, ``put``, ``delete``,
+  ``list_namespaces`` and filter-only ``search`` are answered from these tables.
 * **Natural-language search.** Every put (unless ``index=False``) is also archived in the engine as a turn of
   ``Namespace(user_id, agent_id, session_id=".".join(namespace))`` — by default ``user_id="langgraph-store"`` —
   with ``external_id = key`` and the namespace and key in ``metadata["langgraph_store"]``. Its text is the
-  value's string fields (or the fields named by ``index_fields`` / ``PutOp.index``). ``search(prefix,
-  query=...)`` runs one engine search over the sessions under the prefix, maps each hit back through the
-  row's ``turn_id`` (so superseded versions are skipped), applies ``filter``, then ``offset``/``limit``. The
-  ``score`` is the engine's fused score.
-* **Delete** removes the row and rebuilds the namespace's session in the engine (forget it, re-archive the live
-  items), so deleted text is no longer searchable or stored. An **update** keeps the old version's turn in the
-  engine as history (memory-ext keeps turns losslessly) but it is never returned.
+  value's string fields (or the fields named by ``index_fields``, ``index["fields"]`` or ``PutOp.index``).
+  ``search(prefix, query=...)`` runs one engine search over the sessions under the prefix, maps each hit back
+  to its item, applies ``filter``, then ``offset``/``limit``; the ``score`` is the engine's. With an ``index``
+  configuration that has an ``embed`` (LangGraph's ``{"dims", "embed", "fields"}``), a query is answered as
+  ``InMemoryStore`` answers it instead: cosine similarity of the query with the embedded fields (max over an
+  item's fields), with those embeddings — the engine archive is kept either way, for ``MemoryRetriever``.
+* **Update and delete.** A ``put`` on an existing key archives the new version, then forgets the old version's
+  turn in the engine (by its record id: the cost is that of the item, not of the namespace), so no face returns a
+  stale version. ``delete`` forgets the item's turn the same way. Items written by an older version of this store
+  (no record id) fall back to rebuilding their namespace's session.
+  TODO(issue 13, CRUD): use ``MemoryEngine.update`` / ``MemoryEngine.delete`` once they exist, so an update keeps
+  the old version as history (reachable with ``as_of``) instead of forgetting it.
+* **TTL** (``supports_ttl = True``). ``put(..., ttl=minutes)`` or the store's ``ttl={"default_ttl": minutes,
+  "refresh_on_read": bool}`` (LangGraph's ``TTLConfig``). An expired item is never returned (``get``, ``search``,
+  ``list_namespaces``) and is removed — row, vectors and engine turn — by :meth:`MemoryStore.sweep_ttl`, which
+  runs before every batch that writes (and periodically after :meth:`MemoryStore.start_ttl_sweeper`). Reads
+  refresh the TTL of what they return (``refresh_ttl``, default from ``ttl["refresh_on_read"]``, else True).
 
 Differences from ``InMemoryStore`` that tests pin: ``created_at`` survives updates (like LangGraph's Postgres
-store), a ``query`` always goes through memory-ext retrieval (no ``index`` configuration needed), and there is
-no TTL (``supports_ttl = False``).
+store), a ``query`` without an ``index`` embedding goes through memory-ext retrieval, namespaces emptied by
+deletes are not listed, and values must be data (see above) — other objects are a typed error.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
+import numpy as np
+from langchain_core.embeddings import Embeddings
 from langgraph.store.base import (
     BaseStore,
     GetOp,
+    IndexConfig,
     Item,
     ListNamespacesOp,
-    MatchCondition,
     Op,
     PutOp,
     Result,
     SearchItem,
     SearchOp,
+    TTLConfig,
+    ensure_embeddings,
 )
-from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
 from memory_ext import EngineLike, Namespace, Turn
-from memory_ext.errors import InvalidNamespaceError, InvalidQueryError
+from memory_ext.errors import InvalidQueryError, ValidationError
+
+from ._store_data import (
+    check_op,
+    cosine,
+    decode_value,
+    encode_value,
+    filter_matches,
+    index_text,
+    join_namespace,
+    namespace_matches,
+    split_namespace,
+    texts_to_embed,
+    utc,
+)
 
 __all__ = ["MemoryStore"]
 
+logger = logging.getLogger(__name__)
+
 DB_NAME = "langgraph_store.sqlite3"
 META_KEY = "langgraph_store"
-_OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS items (
@@ -69,122 +102,84 @@ CREATE TABLE IF NOT EXISTS items (
     PRIMARY KEY (part, ns, key)
 );
 CREATE INDEX IF NOT EXISTS items_turn ON items (part, turn_id);
+CREATE TABLE IF NOT EXISTS namespaces (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    part TEXT NOT NULL,
+    ns TEXT NOT NULL,
+    UNIQUE (part, ns)
+);
+CREATE TABLE IF NOT EXISTS vectors (
+    part TEXT NOT NULL,
+    ns TEXT NOT NULL,
+    key TEXT NOT NULL,
+    path TEXT NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY (part, ns, key, path)
+);
 """
-
-
-# -- pure helpers (shared by every path) -------------------------------------------------------------------------
-def join_namespace(namespace: Sequence[str]) -> str:
-    """``("users", "ana")`` -> ``"users.ana"`` (labels never contain ``"."``)."""
-    return ".".join(namespace)
-
-
-def split_namespace(joined: str) -> tuple[str, ...]:
-    return tuple(joined.split("."))
-
-
-def check_labels(namespace: Sequence[str], field: str = "namespace") -> tuple[str, ...]:
-    """LangGraph's label rules (non-empty strings without ``"."`` or NUL), also for ops passed to ``batch``."""
-    for label in namespace:
-        if not isinstance(label, str) or not label or "." in label or "\x00" in label:
-            raise InvalidNamespaceError(f"{field} label", label,
-                                        "namespace labels are non-empty strings without '.' or NUL")
-    return tuple(namespace)
-
-
-def namespace_matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
-    """Prefix/suffix match of a namespace, ``"*"`` matching any one label."""
-    path = tuple(condition.path)
-    if len(namespace) < len(path):
-        return False
-    if condition.match_type == "prefix":
-        pairs = zip(namespace, path, strict=False)
-    elif condition.match_type == "suffix":
-        pairs = zip(reversed(namespace), reversed(path), strict=False)
-    else:
-        raise InvalidQueryError("match_type", condition.match_type, "use 'prefix' or 'suffix'")
-    return all(p == "*" or n == p for n, p in pairs)
-
-
-def _operator(value: Any, op: str, expected: Any) -> bool:
-    if op == "$eq":
-        return bool(value == expected)
-    if op == "$ne":
-        return bool(value != expected)
-    if op not in _OPERATORS:
-        raise InvalidQueryError(f"filter.{op}", expected, "valid operators: " + ", ".join(_OPERATORS))
-    if value is None or isinstance(value, (dict, list)):
-        return False
-    try:
-        a, b = float(value), float(expected)
-    except (TypeError, ValueError):
-        return False
-    return {"$gt": a > b, "$gte": a >= b, "$lt": a < b, "$lte": a <= b}[op]
-
-
-def value_matches(value: Any, expected: Any) -> bool:
-    """LangGraph filter semantics: equality, nested mappings, ``{"$op": x}`` comparisons."""
-    if isinstance(expected, Mapping):
-        if any(str(k).startswith("$") for k in expected):
-            return all(_operator(value, op, x) for op, x in expected.items())
-        return isinstance(value, Mapping) and all(value_matches(value.get(k), v) for k, v in expected.items())
-    if isinstance(expected, (list, tuple)):
-        return (isinstance(value, (list, tuple)) and len(value) == len(expected)
-                and all(value_matches(v, e) for v, e in zip(value, expected, strict=True)))
-    return bool(value == expected)
-
-
-def filter_matches(value: Mapping[str, Any], flt: Mapping[str, Any] | None) -> bool:
-    return not flt or all(value_matches(value.get(k), v) for k, v in flt.items())
-
-
-def index_text(value: Mapping[str, Any], fields: Sequence[str] | None) -> str:
-    """The text archived for search: the named fields, or every string in the value (else its JSON)."""
-    if fields is not None:
-        texts = [t for f in fields for t in get_text_at_path(value, tokenize_path(f)) if t]
-        return "\n".join(texts)
-    strings: list[str] = []
-
-    def walk(v: Any) -> None:
-        if isinstance(v, str):
-            if v.strip():
-                strings.append(v)
-        elif isinstance(v, Mapping):
-            for x in v.values():
-                walk(x)
-        elif isinstance(v, (list, tuple)):
-            for x in v:
-                walk(x)
-
-    walk(value)
-    return "\n".join(strings) or json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
-
-
-def _check_op(op: Op) -> None:
-    if isinstance(op, (GetOp, PutOp)):
-        if not check_labels(op.namespace):
-            raise InvalidNamespaceError("namespace", op.namespace, "give a non-empty namespace tuple")
-    elif isinstance(op, SearchOp):
-        check_labels(op.namespace_prefix, "namespace_prefix")
-    elif isinstance(op, ListNamespacesOp):
-        for condition in op.match_conditions or ():
-            for label in condition.path:
-                if label != "*":
-                    check_labels((label,), "match_conditions.path")
+#: Columns added after the first release (added to an older file when it is opened).
+_LATER_COLUMNS = {"record_id": "TEXT", "expires_at": "REAL", "ttl_minutes": "REAL"}
+_INDEX_KEYS = ("dims", "embed", "fields", "distance_type", "ann_index_config")
+_TTL_KEYS = ("default_ttl", "refresh_on_read", "omit_expired", "sweep_interval_minutes")
+_COLS = "i.ns, i.key, i.value, i.created_at, i.updated_at, i.turn_id, i.record_id, i.ttl_minutes"
 
 
 class _Row(NamedTuple):
     ns: str
     key: str
-    value: str
+    value: dict[str, Any]
     created_at: str
     updated_at: str
     turn_id: str | None
+    record_id: str | None
+    ttl_minutes: float | None
 
     def item(self, score: float | None = None, *, search: bool = False) -> Item:
-        args = {"namespace": split_namespace(self.ns), "key": self.key, "value": json.loads(self.value),
+        args: dict[str, Any] = {"namespace": split_namespace(self.ns), "key": self.key, "value": self.value,
                 "created_at": datetime.fromisoformat(self.created_at),
                 "updated_at": datetime.fromisoformat(self.updated_at)}
         return SearchItem(**args, score=score) if search else Item(**args)
+
+
+class _Embedded(NamedTuple):
+    """Vectors computed ahead of a batch (by :meth:`MemoryStore.abatch`, with the async embeddings API)."""
+
+    documents: dict[str, list[float]]
+    queries: dict[str, list[float]]
+
+
+def _index_setup(index: Mapping[str, Any] | None, index_fields: Sequence[str] | None
+                 ) -> tuple[Embeddings | None, int | None, list[str] | None, list[str] | None]:
+    """(embeddings, dims, fields embedded, fields archived in the engine) from the constructor arguments."""
+    if index is None:
+        return None, None, None, list(index_fields) if index_fields is not None else None
+    if not isinstance(index, Mapping):
+        raise InvalidQueryError("index", index, "pass LangGraph's index config: {'dims', 'embed', 'fields'}")
+    unknown = sorted(set(index) - set(_INDEX_KEYS))
+    if unknown:
+        raise InvalidQueryError(f"index.{unknown[0]}", index[unknown[0]], "index keys are " + ", ".join(_INDEX_KEYS))
+    if index.get("distance_type", "cosine") != "cosine":
+        raise InvalidQueryError("index.distance_type", index["distance_type"], "only 'cosine' is supported")
+    fields = index.get("fields")
+    if fields is not None and index_fields is not None:
+        raise InvalidQueryError("index_fields", index_fields, "give the fields once: index={'fields': [...]}")
+    if fields is not None and (isinstance(fields, str) or not all(isinstance(f, str) for f in fields)):
+        raise InvalidQueryError("index.fields", fields, "give a list of JSON paths such as ['text', 'notes[*]']")
+    fields = list(fields) if fields is not None else (list(index_fields) if index_fields is not None else None)
+    if "embed" not in index:
+        return None, None, None, fields
+    dims = index.get("dims")
+    if isinstance(dims, bool) or not isinstance(dims, int) or dims <= 0:
+        raise InvalidQueryError("index.dims", dims, "give the embedding size, e.g. {'dims': 1536, 'embed': ...}")
+    embed = index["embed"]
+    if not (isinstance(embed, (Embeddings, str)) or callable(embed)):
+        raise InvalidQueryError("index.embed", embed, "pass a LangChain Embeddings or a function from texts to vectors")
+    try:
+        embeddings = ensure_embeddings(embed)
+    except (ValueError, TypeError, ImportError) as exc:  # what LangGraph raises for what it cannot use
+        raise InvalidQueryError("index.embed", index["embed"], "pass a LangChain Embeddings, a function from texts "
+                                f"to vectors, or an async one ({exc})") from None
+    return embeddings, dims, fields or ["$"], fields
 
 
 class MemoryStore(BaseStore):
@@ -214,6 +209,11 @@ class MemoryStore(BaseStore):
         >>> store.list_namespaces(prefix=("users",), max_depth=2)
         [('users', 'ana')]
 
+    TTL in minutes, per item or as a store default (expired items are never returned, and are swept):
+        >>> store.put(("users", "ana", "scratch"), "tmp", {"text": "call the vet"}, ttl=60)
+        >>> store.get(("users", "ana", "scratch"), "tmp").value
+        {'text': 'call the vet'}
+
     Async (``abatch`` runs in a worker thread; the event loop is never blocked):
         >>> import asyncio
         >>> asyncio.run(store.aget(("users", "ana", "memories"), "m2")).key
@@ -227,27 +227,50 @@ class MemoryStore(BaseStore):
     ``user_id`` / ``agent_id`` choose the engine partition its items are archived in (default
     ``"langgraph-store"``; pass a real user id to make the items searchable by that user's ``MemoryRetriever``).
     ``index_fields`` (e.g. ``["text"]``) chooses the value fields archived for search (default: all strings).
-    The module docstring documents the mapping.
+    ``index`` takes LangGraph's ``{"dims", "embed", "fields"}`` configuration (``embed``: a LangChain
+    ``Embeddings`` or a function; ``fields``: JSON paths into the value, ``"$"`` the whole value): queries are
+    then ranked by those embeddings, as ``InMemoryStore`` ranks them. ``ttl`` takes LangGraph's ``TTLConfig``
+    (``default_ttl`` minutes, ``refresh_on_read``). ``clock`` (a function returning the current time) replaces
+    the system clock, for simulations and tests. The module docstring documents the mapping.
     """
 
-    supports_ttl = False
+    supports_ttl = True
 
     def __init__(self, *, engine: EngineLike, user_id: str = "langgraph-store", agent_id: str | None = None,
-                 index_fields: Sequence[str] | None = None) -> None:
+                 index_fields: Sequence[str] | None = None, index: IndexConfig | None = None,
+                 ttl: TTLConfig | None = None, clock: Callable[[], datetime] | None = None) -> None:
         self.engine = engine
         self.partition = Namespace(user_id, agent_id)  # validates the ids now
-        self._part = json.dumps(list(self.partition.key))
-        self.index_fields = list(index_fields) if index_fields is not None else None
+        self._part = json_part(self.partition)
+        self.embeddings, self.dims, self._embed_fields, self.index_fields = _index_setup(index, index_fields)
+        self.index_config = dict(index) if index is not None else None
+        self.ttl_config = _check_ttl_config(ttl)
+        self._clock = clock or (lambda: datetime.now(UTC))
         self._lock = threading.RLock()
+        self._sweeper: tuple[threading.Thread, threading.Event, Future[None]] | None = None
         self._db = sqlite3.connect(engine.path / DB_NAME, check_same_thread=False, isolation_level=None)
+        self._migrate()
+
+    def _migrate(self) -> None:
         self._db.executescript(_SCHEMA)
+        have = {row[1] for row in self._db.execute("PRAGMA table_info(items)")}
+        for name, kind in _LATER_COLUMNS.items():
+            if name not in have:
+                self._db.execute(f"ALTER TABLE items ADD COLUMN {name} {kind}")
+        self._db.execute("CREATE INDEX IF NOT EXISTS items_expiry ON items (part, expires_at)")
+        self._db.execute("INSERT OR IGNORE INTO namespaces (part, ns) SELECT part, ns FROM items "
+                         "GROUP BY part, ns ORDER BY min(rowid)")
 
     def close(self) -> None:
-        """Close the item table (the engine is the caller's to close)."""
+        """Stop the TTL sweeper, if started, and close the item table (the engine is the caller's to close)."""
+        self.stop_ttl_sweeper()
         with self._lock:
             self._db.close()
 
     # -- sqlite primitives --------------------------------------------------------------------------------------
+    def _now(self) -> datetime:
+        return utc(self._clock())
+
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
         self._db.execute("BEGIN IMMEDIATE")
@@ -258,34 +281,58 @@ class MemoryStore(BaseStore):
             raise
         self._db.execute("COMMIT")
 
-    def _rows(self, where: str = "", args: Sequence[Any] = ()) -> list[_Row]:
-        sql = "SELECT ns, key, value, created_at, updated_at, turn_id FROM items WHERE part = ?"
-        return [_Row(*r) for r in self._db.execute(f"{sql} {where} ORDER BY rowid", [self._part, *args])]
+    def _rows(self, now: datetime, where: str = "", args: Sequence[Any] = ()) -> list[_Row]:
+        """Live (unexpired) rows, namespace by namespace in the order they first appeared, then by insertion."""
+        sql = (f"SELECT {_COLS} FROM items i JOIN namespaces n ON n.part = i.part AND n.ns = i.ns "
+               "WHERE i.part = ? AND (i.expires_at IS NULL OR i.expires_at > ?)")
+        rows = self._db.execute(f"{sql} {where} ORDER BY n.seq, i.rowid", [self._part, now.timestamp(), *args])
+        return [_Row(ns, key, decode_value(value), *rest) for ns, key, value, *rest in rows]
 
-    def _under(self, prefix: Sequence[str]) -> list[_Row]:
+    def _under(self, prefix: Sequence[str], now: datetime) -> list[_Row]:
         if not prefix:
-            return self._rows()
+            return self._rows(now)
         joined = join_namespace(prefix)
-        return self._rows("AND (ns = ? OR substr(ns, 1, ?) = ?)", [joined, len(joined) + 1, joined + "."])
+        return self._rows(now, "AND (i.ns = ? OR substr(i.ns, 1, ?) = ?)", [joined, len(joined) + 1, joined + "."])
 
     def _session(self, ns: str) -> Namespace:
         return Namespace(self.partition.user_id, self.partition.agent_id, ns)
 
+    def _refresh(self, rows: Iterable[_Row], now: datetime) -> None:
+        """Restart the TTL of rows that have one (a read with ``refresh_ttl``)."""
+        keys = [(now.timestamp(), self._part, r.ns, r.key) for r in rows if r.ttl_minutes is not None]
+        if keys:
+            with self._tx() as db:
+                db.executemany("UPDATE items SET expires_at = ? + ttl_minutes * 60 "
+                               "WHERE part = ? AND ns = ? AND key = ? AND ttl_minutes IS NOT NULL", keys)
+
     # -- operations ---------------------------------------------------------------------------------------------
-    def _get(self, op: GetOp) -> Item | None:
-        rows = self._rows("AND ns = ? AND key = ?", [join_namespace(op.namespace), op.key])
+    def _get(self, op: GetOp, now: datetime) -> Item | None:
+        rows = self._rows(now, "AND i.ns = ? AND i.key = ?", [join_namespace(op.namespace), op.key])
+        if op.refresh_ttl:
+            self._refresh(rows, now)
         return rows[0].item() if rows else None
 
-    def _search(self, op: SearchOp) -> list[SearchItem]:
+    def _search(self, op: SearchOp, now: datetime, pre: _Embedded | None) -> list[SearchItem]:
         if op.limit < 0 or op.offset < 0:
             raise InvalidQueryError("limit" if op.limit < 0 else "offset", min(op.limit, op.offset),
                                     "limit and offset are non-negative integers")
-        rows = [r for r in self._under(op.namespace_prefix) if filter_matches(json.loads(r.value), op.filter)]
+        rows = [r for r in self._under(op.namespace_prefix, now) if filter_matches(r.value, op.filter)]
+        page: list[tuple[_Row, float | None]]
         if not op.query:
-            return [r.item(search=True) for r in rows[op.offset:op.offset + op.limit]]  # type: ignore[misc]
+            page = [(r, None) for r in rows[op.offset:op.offset + op.limit]]
+        elif self.embeddings is not None:
+            page = self._vector_page(op, rows, pre)
+        else:
+            page = self._engine_page(op, rows)
+        if op.refresh_ttl:
+            self._refresh((r for r, _ in page), now)
+        return [r.item(score, search=True) for r, score in page]  # type: ignore[misc]
+
+    def _engine_page(self, op: SearchOp, rows: list[_Row]) -> list[tuple[_Row, float | None]]:
+        """Rank through memory-ext retrieval; items that are not indexed follow, unscored (like InMemoryStore)."""
         by_turn = {r.turn_id: r for r in rows if r.turn_id}
-        ranked: list[SearchItem] = []
-        if by_turn:
+        ranked: list[tuple[_Row, float | None]] = []
+        if by_turn and op.query:
             sessions = sorted({r.ns for r in by_turn.values()})
             k = min(self.engine.config.limits.max_k, max(10, 4 * (op.offset + op.limit) + len(rows)))
             result = self.engine.search(op.query, self.partition, k=k, filters={"session_id": sessions})
@@ -295,98 +342,289 @@ class MemoryStore(BaseStore):
                     row = by_turn.get(tid)
                     if row is not None and tid not in seen:
                         seen.add(tid)
-                        ranked.append(row.item(hit.score, search=True))  # type: ignore[arg-type]
-        # like InMemoryStore: items that are not indexed (index=False) follow the ranked ones, without a score
-        ranked.extend(r.item(search=True) for r in rows if not r.turn_id)  # type: ignore[misc]
+                        ranked.append((row, hit.score))
+        ranked.extend((r, None) for r in rows if not r.turn_id)
         return ranked[op.offset:op.offset + op.limit]
 
-    def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
-        spaces = [split_namespace(ns) for (ns,) in
-                  self._db.execute("SELECT DISTINCT ns FROM items WHERE part = ?", [self._part])]
+    def _vector_page(self, op: SearchOp, rows: list[_Row], pre: _Embedded | None
+                     ) -> list[tuple[_Row, float | None]]:
+        """``InMemoryStore``'s ranking: cosine with every embedded field, max-pooled per item; items without
+        vectors fill a short page, unscored."""
+        assert self.embeddings is not None and op.query
+        if not rows:
+            return []
+        vectors: dict[tuple[str, str], list[np.ndarray]] = {}
+        for ns, key, blob in self._db.execute("SELECT ns, key, vector FROM vectors WHERE part = ? ORDER BY rowid",
+                                              [self._part]):
+            vectors.setdefault((ns, key), []).append(np.frombuffer(blob, dtype=np.float64))
+        flat: list[tuple[_Row, np.ndarray]] = []
+        scoreless = []
+        for row in rows:
+            mine = vectors.get((row.ns, row.key), [])
+            flat.extend((row, v) for v in mine)
+            if not mine:
+                scoreless.append(row)
+        query = pre.queries[op.query] if pre is not None else self.embeddings.embed_query(op.query)
+        scores = cosine(query, [v for _, v in flat])
+        ranked = sorted(zip(scores, (r for r, _ in flat), strict=True), key=lambda x: x[0], reverse=True)
+        seen: set[tuple[str, str]] = set()
+        kept: list[tuple[_Row, float | None]] = []
+        for score, row in ranked:
+            if (row.ns, row.key) in seen:
+                continue
+            position = len(seen)
+            seen.add((row.ns, row.key))
+            if position >= op.offset + op.limit:
+                break
+            if position >= op.offset:
+                kept.append((row, score))
+        if scoreless and len(kept) < op.limit:
+            kept.extend((r, None) for r in scoreless[:op.limit - len(kept)])
+        return kept
+
+    def _list_namespaces(self, op: ListNamespacesOp, now: datetime) -> list[tuple[str, ...]]:
+        spaces = [split_namespace(ns) for (ns,) in self._db.execute(
+            "SELECT DISTINCT ns FROM items WHERE part = ? AND (expires_at IS NULL OR expires_at > ?)",
+            [self._part, now.timestamp()])]
         spaces = [s for s in spaces if all(namespace_matches(c, s) for c in op.match_conditions or ())]
         if op.max_depth is not None:
             spaces = list({s[:op.max_depth] for s in spaces})
         return sorted(spaces)[op.offset:op.offset + op.limit]
 
-    def _apply_puts(self, puts: Mapping[tuple[tuple[str, ...], str], PutOp]) -> None:
-        if not puts:
-            return
-        now = datetime.now(UTC)
-        stamp = now.isoformat()
-        writes = [op for op in puts.values() if op.value is not None]
-        deletes = [op for op in puts.values() if op.value is None]
-        for op in writes:
-            if not isinstance(op.value, Mapping):
-                raise InvalidQueryError("value", op.value, "store values are dicts (use None to delete)")
-        texts = {(op.namespace, op.key): index_text(op.value, op.index if isinstance(op.index, list)
-                                                    else self.index_fields)  # type: ignore[arg-type]
+    def _to_embed(self, ops: Iterable[Op]) -> list[tuple[str, str, str, str]]:
+        """``(ns, key, path, text)`` of the puts to embed, under an ``index`` configuration with ``embed``."""
+        if self.embeddings is None:
+            return []
+        return [(join_namespace(op.namespace), op.key, path, text) for op in ops
+                if isinstance(op, PutOp) and isinstance(op.value, Mapping) and op.index is not False
+                for path, text in texts_to_embed(op.value, op.index if isinstance(op.index, list)
+                                                 else self._embed_fields or ["$"])]
+
+    def _embed(self, writes: Sequence[PutOp], pre: _Embedded | None) -> list[tuple[str, str, str, bytes]]:
+        """``(ns, key, path, vector)`` rows for the puts (embedded now, or before by :meth:`abatch`)."""
+        wanted = self._to_embed(writes)
+        if not wanted or self.embeddings is None:
+            return []
+        unique = list(dict.fromkeys(t for *_, t in wanted))
+        by_text = pre.documents if pre is not None else dict(
+            zip(unique, self.embeddings.embed_documents(unique), strict=True))
+        for text in unique:
+            vector = by_text[text]
+            if len(vector) != self.dims:
+                raise InvalidQueryError("index.dims", self.dims, f"the embeddings returned {len(vector)} numbers for "
+                                        f"{text[:40]!r}; set dims to the embedding size")
+        return [(ns, key, path, np.asarray(by_text[t], dtype=np.float64).tobytes()) for ns, key, path, t in wanted]
+
+    def _archive(self, writes: Sequence[PutOp], now: datetime) -> dict[tuple[str, str], tuple[str, str]]:
+        """Archive the indexed puts as engine turns: ``(ns, key) -> (turn id, record id)``."""
+        texts = {(join_namespace(op.namespace), op.key): index_text(
+                     op.value, op.index if isinstance(op.index, list) else self.index_fields)  # type: ignore[arg-type]
                  for op in writes if op.index is not False}
-        turn_ids: dict[tuple[tuple[str, ...], str], str] = {}
-        for ns in {n for n, _ in texts}:
-            keys = [(n, k) for (n, k) in texts if n == ns and texts[(n, k)].strip()]
+        out: dict[tuple[str, str], tuple[str, str]] = {}
+        for ns in dict.fromkeys(n for n, _ in texts):
+            keys = [(n, k) for (n, k), text in texts.items() if n == ns and text.strip()]
             if not keys:
                 continue
             turns = [Turn(role="user", content=texts[nk], timestamp=now, external_id=nk[1],
-                          metadata={META_KEY: {"namespace": list(ns), "key": nk[1]}}) for nk in keys]
-            added = self.engine.add_turns(turns, self._session(join_namespace(ns)))
-            turn_ids.update(zip(keys, added.turn_ids, strict=True))
-        rebuild: set[str] = set()
+                          metadata={META_KEY: {"namespace": list(split_namespace(ns)), "key": nk[1]}})
+                     for nk in keys]
+            added = self.engine.add_turns(turns, self._session(ns))
+            # the first len(turns) record ids are the turns' own records, in order
+            out.update(zip(keys, zip(added.turn_ids, added.record_ids[:len(turns)], strict=True), strict=True))
+        return out
+
+    def _apply_puts(self, puts: Mapping[tuple[tuple[str, ...], str], PutOp], now: datetime,
+                    pre: _Embedded | None) -> None:
+        if not puts:
+            return
+        writes = [op for op in puts.values() if op.value is not None]
+        for op in writes:
+            if not isinstance(op.value, Mapping):
+                raise InvalidQueryError("value", op.value, "store values are dicts (use None to delete)")
+        encoded = {(op.namespace, op.key): encode_value(op.value) for op in writes}  # type: ignore[arg-type]
+        vectors = self._embed(writes, pre)
+        archived = self._archive(writes, now)
+        stamp = now.isoformat()
+        keys = [(self._part, join_namespace(ns), key) for ns, key in puts]
+        old = [row for k in keys for row in self._db.execute(
+            "SELECT ns, turn_id, record_id FROM items WHERE part = ? AND ns = ? AND key = ? AND turn_id IS NOT NULL",
+            k)]
         with self._tx() as db:
             for op in writes:
-                db.execute(
-                    "INSERT INTO items (part, ns, key, value, created_at, updated_at, turn_id) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (part, ns, key) DO UPDATE SET "
-                    "value = excluded.value, updated_at = excluded.updated_at, turn_id = excluded.turn_id",
-                    [self._part, join_namespace(op.namespace), op.key,
-                     json.dumps(dict(op.value), ensure_ascii=False, default=str),  # type: ignore[arg-type]
-                     stamp, stamp, turn_ids.get((op.namespace, op.key))])
-            for op in deletes:
                 ns = join_namespace(op.namespace)
-                cur = db.execute("DELETE FROM items WHERE part = ? AND ns = ? AND key = ? RETURNING turn_id",
-                                 [self._part, ns, op.key])
-                if any(tid for (tid,) in cur.fetchall()):
-                    rebuild.add(ns)
-        for ns in sorted(rebuild):
+                turn_id, record_id = archived.get((ns, op.key), (None, None))
+                expires = (now + timedelta(minutes=op.ttl)).timestamp() if op.ttl is not None else None
+                db.execute("INSERT OR IGNORE INTO namespaces (part, ns) VALUES (?, ?)", [self._part, ns])
+                db.execute(
+                    "INSERT INTO items (part, ns, key, value, created_at, updated_at, turn_id, record_id, expires_at,"
+                    " ttl_minutes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (part, ns, key) DO UPDATE SET "
+                    "value = excluded.value, updated_at = excluded.updated_at, turn_id = excluded.turn_id, "
+                    "record_id = excluded.record_id, expires_at = excluded.expires_at, "
+                    "ttl_minutes = excluded.ttl_minutes",
+                    [self._part, ns, op.key, encoded[(op.namespace, op.key)], stamp, stamp, turn_id, record_id,
+                     expires, op.ttl])
+            db.executemany("DELETE FROM vectors WHERE part = ? AND ns = ? AND key = ?", keys)
+            db.executemany("INSERT INTO vectors (part, ns, key, path, vector) VALUES (?, ?, ?, ?, ?)",
+                           [(self._part, *v) for v in vectors])
+            db.executemany("DELETE FROM items WHERE part = ? AND ns = ? AND key = ?",
+                           [(self._part, join_namespace(op.namespace), op.key) for op in puts.values()
+                            if op.value is None])
+        self._forget_versions(old)
+
+    def _forget_versions(self, old: Sequence[tuple[str, str | None, str | None]]) -> None:
+        """Forget replaced or deleted versions in the engine, by record id (their own cost only)."""
+        by_ns: dict[str, list[tuple[str | None, str | None]]] = {}
+        for ns, turn_id, record_id in old:
+            by_ns.setdefault(ns, []).append((turn_id, record_id))
+        for ns, versions in by_ns.items():
+            record_ids = [r for _, r in versions if r]
+            if len(record_ids) == len(versions):  # else: written before record ids were kept
+                try:
+                    self.engine.forget(self._session(ns), record_ids=record_ids)
+                    continue
+                except ValidationError:  # unknown to the engine (forgotten through it directly)
+                    pass
             self._rebuild(ns)
 
     def _rebuild(self, ns: str) -> None:
         """Forget a namespace's session in the engine and re-archive its live, indexed items."""
         session = self._session(ns)
-        live = [r for r in self._rows("AND ns = ? AND turn_id IS NOT NULL", [ns])]
+        live = self._db.execute("SELECT key, turn_id FROM items WHERE part = ? AND ns = ? AND turn_id IS NOT NULL "
+                                "ORDER BY rowid", [self._part, ns]).fetchall()
         old = {t.id: t for t in self.engine.get_turns(session)}
-        keep = [(r, old[r.turn_id]) for r in live if r.turn_id in old]
+        keep = [(key, old[tid]) for key, tid in live if tid in old]
         self.engine.forget(session)
         if not keep:
             return
-        turns = [t.model_copy(update={"id": None}) for _, t in keep]
-        added = self.engine.add_turns(turns, session)
+        added = self.engine.add_turns([t.model_copy(update={"id": None}) for _, t in keep], session)
         with self._tx() as db:
-            for (row, _), tid in zip(keep, added.turn_ids, strict=True):
-                db.execute("UPDATE items SET turn_id = ? WHERE part = ? AND ns = ? AND key = ?",
-                           [tid, self._part, row.ns, row.key])
+            for (key, _), tid, rid in zip(keep, added.turn_ids, added.record_ids[:len(keep)], strict=True):
+                db.execute("UPDATE items SET turn_id = ?, record_id = ? WHERE part = ? AND ns = ? AND key = ?",
+                           [tid, rid, self._part, ns, key])
+
+    # -- TTL ----------------------------------------------------------------------------------------------------
+    def sweep_ttl(self) -> int:
+        """Remove expired items (row, vectors and engine turn); returns how many. Runs before every write batch.
+
+        >>> import tempfile
+        >>> from datetime import UTC, datetime, timedelta
+        >>> from memory_ext import MemoryEngine
+        >>> now = [datetime(2026, 3, 1, 9, 0, tzinfo=UTC)]
+        >>> engine = MemoryEngine.open(tempfile.mkdtemp(), embedder="hashing")
+        >>> store = MemoryStore(engine=engine, ttl={"default_ttl": 30}, clock=lambda: now[0])
+        >>> store.put(("notes",), "n1", {"text": "buy milk"})
+        >>> now[0] += timedelta(minutes=31)
+        >>> store.get(("notes",), "n1") is None, store.sweep_ttl(), engine.get_turns("langgraph-store")
+        (True, 1, [])
+        >>> engine.close()
+        """
+        with self._lock:
+            with self._tx() as db:
+                gone = db.execute("DELETE FROM items WHERE part = ? AND expires_at <= ? RETURNING ns, key, turn_id, "
+                                  "record_id", [self._part, self._now().timestamp()]).fetchall()
+                db.executemany("DELETE FROM vectors WHERE part = ? AND ns = ? AND key = ?",
+                               [(self._part, ns, key) for ns, key, *_ in gone])
+            self._forget_versions([(ns, tid, rid) for ns, _, tid, rid in gone if tid])
+            return len(gone)
+
+    async def asweep_ttl(self) -> int:
+        """Async twin of :meth:`sweep_ttl` (runs in a worker thread)."""
+        return await asyncio.to_thread(self.sweep_ttl)
+
+    def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> Future[None]:
+        """Sweep expired items in a background thread every ``sweep_interval_minutes`` (default:
+        ``ttl["sweep_interval_minutes"]``, else 5), as LangGraph's ``PostgresStore`` does, until
+        :meth:`stop_ttl_sweeper` or :meth:`close`. The returned future completes when the sweeper stops."""
+        if self._sweeper is not None:
+            return self._sweeper[2]
+        interval = sweep_interval_minutes or (self.ttl_config or {}).get("sweep_interval_minutes") or 5
+        if isinstance(interval, bool) or not isinstance(interval, (int, float)) or interval <= 0:
+            raise InvalidQueryError("sweep_interval_minutes", interval, "give minutes (> 0)")
+        stop = threading.Event()
+        done: Future[None] = Future()
+
+        def run() -> None:
+            while not stop.wait(interval * 60):
+                try:
+                    self.sweep_ttl()
+                except Exception:  # one failed sweep must not end the sweeper
+                    logger.exception("TTL sweep failed; retrying in %s minutes", interval)
+            done.set_result(None)
+
+        thread = threading.Thread(target=run, name="memory-ext-ttl-sweeper", daemon=True)
+        self._sweeper = (thread, stop, done)
+        thread.start()
+        return done
+
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stop the background sweeper; True once it has stopped (or was never started)."""
+        if self._sweeper is None:
+            return True
+        thread, stop, _ = self._sweeper
+        stop.set()
+        thread.join(timeout)
+        if thread.is_alive():
+            return False
+        self._sweeper = None
+        return True
 
     # -- BaseStore ----------------------------------------------------------------------------------------------
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Run operations; reads see the store as it was before the batch, then the puts apply (last one wins)."""
+        return self._batch(list(ops), None)
+
+    def _batch(self, ops: list[Op], pre: _Embedded | None) -> list[Result]:
         results: list[Result] = []
         puts: dict[tuple[tuple[str, ...], str], PutOp] = {}
         with self._lock:
             for op in ops:
-                _check_op(op)
+                check_op(op)
+            if any(isinstance(op, PutOp) for op in ops):
+                self.sweep_ttl()
+            now = self._now()
+            for op in ops:
                 if isinstance(op, GetOp):
-                    results.append(self._get(op))
+                    results.append(self._get(op, now))
                 elif isinstance(op, SearchOp):
-                    results.append(self._search(op))
+                    results.append(self._search(op, now, pre))
                 elif isinstance(op, ListNamespacesOp):
-                    results.append(self._list_namespaces(op))
+                    results.append(self._list_namespaces(op, now))
                 elif isinstance(op, PutOp):
                     puts[(tuple(op.namespace), op.key)] = op
                     results.append(None)
                 else:
                     raise InvalidQueryError("op", op, "pass GetOp, PutOp, SearchOp or ListNamespacesOp")
-            self._apply_puts(puts)
+            self._apply_puts(puts, now, pre)
         return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """Async twin of :meth:`batch` (runs in a worker thread)."""
-        return await asyncio.to_thread(self.batch, list(ops))
+        """Async twin of :meth:`batch`: embeds with the async API of the ``index`` embeddings (an async-only
+        ``embed`` works), then runs the batch in a worker thread."""
+        ops = list(ops)
+        if self.embeddings is None:
+            return await asyncio.to_thread(self.batch, ops)
+        documents = list(dict.fromkeys(t for *_, t in self._to_embed(ops)))
+        queries = list(dict.fromkeys(op.query for op in ops if isinstance(op, SearchOp) and op.query))
+        vectors = await self.embeddings.aembed_documents(documents) if documents else []
+        query_vectors = await asyncio.gather(*(self.embeddings.aembed_query(q) for q in queries))
+        pre = _Embedded(dict(zip(documents, vectors, strict=True)), dict(zip(queries, query_vectors, strict=True)))
+        return await asyncio.to_thread(self._batch, ops, pre)
+
+
+def json_part(partition: Namespace) -> str:
+    """The ``part`` column of a partition: its key as JSON (``'["ana", ""]'``)."""
+    return json.dumps(list(partition.key))
+
+
+def _check_ttl_config(ttl: TTLConfig | None) -> TTLConfig | None:
+    if ttl is None:
+        return None
+    if not isinstance(ttl, Mapping):
+        raise InvalidQueryError("ttl", ttl, "pass LangGraph's TTLConfig: {'default_ttl': minutes, 'refresh_on_read'}")
+    unknown = sorted(set(ttl) - set(_TTL_KEYS))
+    if unknown:
+        raise InvalidQueryError(f"ttl.{unknown[0]}", dict(ttl)[unknown[0]], "TTL keys are " + ", ".join(_TTL_KEYS))
+    default = ttl.get("default_ttl")
+    if default is not None and (isinstance(default, bool) or not isinstance(default, (int, float)) or default <= 0):
+        raise InvalidQueryError("ttl.default_ttl", default, "give minutes (> 0), or None for no expiry")
+    return ttl

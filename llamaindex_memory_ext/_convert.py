@@ -14,9 +14,11 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock
 from llama_index.core.schema import NodeWithScore, TextNode
 
 from memory_ext import RetrievedItem, SearchResult, Turn
+from memory_ext.errors import InvalidTurnError
 from memory_ext.text import estimate_tokens
 
 __all__ = [
+    "EMPTY_MESSAGE",
     "MESSAGE_KEY",
     "drop_lines_for_tokens",
     "item_to_node",
@@ -38,6 +40,10 @@ _ROLE = {
     MessageRole.ASSISTANT: "assistant", MessageRole.CHATBOT: "assistant", MessageRole.MODEL: "assistant",
     MessageRole.TOOL: "tool", MessageRole.FUNCTION: "tool",
 }
+
+#: The attachment that marks the turn of a message with no text and no tool calls (an empty model reply), kept
+#: so a chat history loses no message: the engine stores a turn only if it has text, tool calls or attachments.
+EMPTY_MESSAGE: dict[str, Any] = {"type": "empty_message"}
 
 #: Node metadata the LLM does not need to read (ids and ranking details).
 _HIDDEN_FROM_LLM = ["memory_id", "kind", "channels", "turn_ids", "external_ids", "role"]
@@ -99,30 +105,45 @@ def message_to_turn(message: ChatMessage, session_id: str | None = None, *, keep
     """A LlamaIndex message as a memory-ext turn, or None for a message with nothing to keep.
 
     The session is ``session_id`` or the ``session_id`` LlamaIndex's memory put into ``additional_kwargs``.
-    ``keep_message=True`` stores the exact message in the turn's metadata so :func:`turn_to_message` rebuilds it.
+    ``keep_message=True`` (a chat history) stores the exact message in the turn's metadata so
+    :func:`turn_to_message` rebuilds it, and keeps every message: one with no text and no tool calls becomes a
+    turn with empty content and the :data:`EMPTY_MESSAGE` attachment (so search has nothing to match); one that
+    cannot be serialised (a provider object in ``additional_kwargs``) is an ``InvalidTurnError``, like
+    LlamaIndex's own ``Memory`` raises for it. Without it (search-only archiving), empty messages are skipped
+    and unserialisable parts dropped.
+
+    >>> message_to_turn(ChatMessage(role="assistant", content=""), keep_message=True).attachments
+    ({'type': 'empty_message'},)
+    >>> message_to_turn(ChatMessage(role="assistant", content="")) is None
+    True
     """
     text = message_text(message)
     calls = _tool_calls(message)
-    if not text and not calls:
+    empty = not text and not calls
+    if empty and not keep_message:
         return None
     metadata: dict[str, Any] = {}
     if keep_message:
         dumped = _jsonable(message)
-        if dumped is not None:
-            metadata[MESSAGE_KEY] = dumped
+        if dumped is None:
+            raise InvalidTurnError("message.additional_kwargs", message.additional_kwargs,
+                                   "a stored message holds JSON-serialisable data only: convert or drop the "
+                                   "provider objects before putting the message")
+        metadata[MESSAGE_KEY] = dumped
     if message.role in (MessageRole.TOOL, MessageRole.FUNCTION):
         for key in ("tool_call_id", "name"):
             if isinstance(message.additional_kwargs.get(key), str):
                 metadata[key] = message.additional_kwargs[key]
     speaker = message.additional_kwargs.get("name") if message.role == MessageRole.USER else None
     return Turn(role=_ROLE.get(message.role, "user"), content=text, tool_calls=calls, metadata=metadata,
+                attachments=(dict(EMPTY_MESSAGE),) if empty else (),
                 speaker=speaker if isinstance(speaker, str) else None,
                 session_id=session_id or message.additional_kwargs.get("session_id"))
 
 
 def messages_to_turns(messages: Iterable[ChatMessage], session_id: str | None = None, *,
                       keep_message: bool = False) -> list[Turn]:
-    """:func:`message_to_turn` over messages, dropping the empty ones."""
+    """:func:`message_to_turn` over messages (without ``keep_message``, dropping the empty ones)."""
     turns = (message_to_turn(m, session_id, keep_message=keep_message) for m in messages)
     return [t for t in turns if t is not None]
 

@@ -45,7 +45,8 @@ class MemoryEngineMemory(BaseMemory):
     most relevant to the input (or to the latest user message), searched over *every* session of
     ``(user_id, agent_id)`` (``insert_method="user"``: prepended to the latest user message instead).
     Memories already in the returned history are left out. ``put``/``aput`` archive
-    each message as a turn (the exact message is kept in the turn's metadata, so tool calls come back intact);
+    each message as a turn (the exact message is kept in the turn's metadata, so tool calls come back intact; an
+    empty message is kept too, and ``get_all`` returns what LlamaIndex's ``Memory`` would);
     ``set`` replaces the session's stored turns; ``reset`` forgets the session. The async methods use the
     engine's async twins and never block the event loop.
 
@@ -125,8 +126,8 @@ class MemoryEngineMemory(BaseMemory):
             return history
         warn_if_degraded(result, logger)
         visible = {t.id for t in turns}
-        items: list[RetrievedItem] = [it for it in result.items
-                                      if not (it.turn_ids and set(it.turn_ids) <= visible)][: self.similarity_top_k]
+        items: list[RetrievedItem] = [it for it in result.items if it.text.strip()  # (an empty reply: nothing)
+                                      and not (it.turn_ids and set(it.turn_ids) <= visible)][: self.similarity_top_k]
         if not items:
             return history
         text = "\n".join([self.memory_header, *(render_memory(it) for it in items)])
@@ -164,9 +165,11 @@ class MemoryEngineMemory(BaseMemory):
             self.engine.add_turns(turns, self._session)
 
     def set(self, messages: list[ChatMessage]) -> None:
-        """Replace the session's stored turns with ``messages``."""
+        """Replace the session's stored turns with ``messages`` (checked first: a bad message changes nothing)."""
+        turns = self._turns(messages)
         self.engine.forget(self._session)
-        self.put_messages(messages)
+        if turns:
+            self.engine.add_turns(turns, self._session)
 
     def reset(self) -> None:
         """Forget the session (other sessions' memories stay)."""
@@ -194,8 +197,10 @@ class MemoryEngineMemory(BaseMemory):
             await self.engine.aadd_turns(turns, self._session)
 
     async def aset(self, messages: list[ChatMessage]) -> None:
+        turns = self._turns(messages)
         await self.engine.aforget(self._session)
-        await self.aput_messages(messages)
+        if turns:
+            await self.engine.aadd_turns(turns, self._session)
 
     async def areset(self) -> None:
         await self.engine.aforget(self._session)

@@ -55,8 +55,9 @@ def test_messages_round_trip_losslessly_and_are_turns(engine: MemoryEngine) -> N
 
 def test_bulk_add_is_all_or_nothing(engine: MemoryEngine) -> None:
     history = MemoryChatMessageHistory(engine=engine, user_id="maya", session_id="s1")
+    too_long = AIMessage("x" * (engine.config.limits.max_content_chars + 1))  # the engine cannot store it
     with pytest.raises(InvalidTurnError):
-        history.add_messages([HumanMessage("fine"), AIMessage("   ")])  # an empty AI message is not a turn
+        history.add_messages([HumanMessage("fine"), too_long])
     assert history.messages == []
 
 

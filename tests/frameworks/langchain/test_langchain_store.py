@@ -118,8 +118,11 @@ def test_bad_input_is_a_typed_error(store: MemoryStore) -> None:
         store.search(NS, filter={"n": {"$regex": "x"}})
     with pytest.raises(ValueError, match="label"):
         store.batch([SearchOp(("a.b",))])
-    with pytest.raises(NotImplementedError):
-        store.put(NS, "m2", {"n": 2}, ttl=5)
+    with pytest.raises(InvalidQueryError, match="ttl"):
+        store.put(NS, "m2", {"n": 2}, ttl=-5)
+    with pytest.raises(InvalidQueryError, match="convert other objects"):
+        store.put(NS, "m2", {"n": object()})  # not data: refused before anything is written
+    assert store.get(NS, "m2") is None
 
 
 def test_abatch_never_runs_on_the_event_loop(store: MemoryStore, monkeypatch: pytest.MonkeyPatch) -> None:
