@@ -48,7 +48,7 @@ from .models import (
     to_utc,
 )
 from .lifecycle.api import CompactionReport, Lifecycle
-from .lifecycle.forgetting import forget
+from .lifecycle.forgetting import forget, purge_files
 from .llm import LLM
 from .plan.heuristic import plan_search
 from .plan.llm_planner import HeuristicPlanner, LLMPlanner, Planner
@@ -642,6 +642,15 @@ class MemoryEngine:
         self._check_open()
         return forget(self._store, self._indexes, self._evidence, Namespace.coerce(namespace),
                       record_ids=record_ids, hook_ids=hook_ids, resolve=self._lifecycle.resolve)
+
+    def purge(self, *, wait_s: float = 0.0) -> tuple[str, ...]:
+        """Finish the on-disk purge of earlier forgets; returns the files still pending (empty: complete).
+
+        ``forget`` never waits for other processes' readers; when one held an old snapshot, its receipt says
+        ``purge_complete=False``. This retries now, waiting at most ``wait_s`` seconds (``memext forget --purge``).
+        """
+        self._check_open()
+        return purge_files(self._store, self._indexes, wait_s=wait_s)
 
     def stats(self) -> StoreStats:
         """Counts and on-disk size of the store."""

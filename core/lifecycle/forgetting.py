@@ -19,6 +19,7 @@ from ..errors import InvalidQueryError, ReadOnlyStoreError
 from ..ingest.evidence_keys import window_keys
 from ..models import Namespace
 from ..results import ForgetReceipt
+from ..store.sqlite import DB_FILE
 from .forget import forget_turns
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from ..store.sqlite import TruthStore
     from .files import FileRow
 
-__all__ = ["forget", "id_list"]
+__all__ = ["forget", "id_list", "purge_files"]
 
 
 def id_list(name: str, value: Iterable[str] | None) -> list[str] | None:
@@ -92,14 +93,28 @@ def forget(store: TruthStore, indexes: Sequence[DerivedIndex], evidence: Evidenc
         finally:
             for index in indexes:
                 index.invalidate(ns_id)
-        try:
-            store.checkpoint()
-        except sqlite3.Error:  # pragma: no cover - a reader holds the log; the next checkpoint truncates it
-            pass
+        pending = purge_files(store, indexes)
     return ForgetReceipt(namespace=ns, turns=len(removed["turn_ids"]), records=len(rids),
                          turn_ids=tuple(removed["turn_ids"]), record_ids=tuple(removed["record_ids"]),
                          files_deleted=tuple(removed["deleted_files"]), files_updated=tuple(removed["updated_files"]),
-                         stores=("truth", *(index.name for index in indexes), "files"))
+                         stores=("truth", *(index.name for index in indexes), "files"),
+                         purge_complete=not pending, pending_purge=pending)
+
+
+def purge_files(store: TruthStore, indexes: Sequence[DerivedIndex] = (), *, wait_s: float = 0.0) -> tuple[str, ...]:
+    """Try (waiting at most ``wait_s`` for other processes' readers) to remove every leftover byte of forgotten data from the store's files.
+
+    Returns the files (relative to the store directory) that may still hold some: ``memory.sqlite3-wal`` while
+    another process holds a read snapshot from before the forget, and whatever an index reports through an
+    optional ``purge() -> tuple[str, ...]`` method (e.g. Chroma's own log). Pending purges are retried after
+    every later write, at close, at the next open, and by ``memext forget --purge``.
+    """
+    pending: list[str] = [] if store.purge(wait_s=wait_s) else [DB_FILE + "-wal"]
+    for index in indexes:
+        purge = getattr(index, "purge", None)
+        if callable(purge):
+            pending += list(purge())
+    return tuple(pending)
 
 
 def _reindex_evidence(store: TruthStore, evidence: EvidenceIndex, conn: sqlite3.Connection, ns_id: int,

@@ -32,6 +32,7 @@ from .snapshots import chunks, marks
 __all__ = ["DB_FILE", "SCHEMA_VERSION", "TruthStore", "TurnRow", "RecordRow"]
 
 DB_FILE = "memory.sqlite3"
+BUSY_TIMEOUT_MS = 30_000
 LOCK_FILE = "LOCK"
 
 
@@ -243,6 +244,7 @@ class TruthStore:
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
         self._closed = False
+        self._purge_pending = False
         db_path = self.directory / DB_FILE
         if read_only:
             if not db_path.exists():
@@ -257,6 +259,7 @@ class TruthStore:
                 self._writer.execute("PRAGMA synchronous=NORMAL")
                 self._writer.execute("PRAGMA secure_delete=ON")  # forgotten text is overwritten, not left in free pages
                 self._migrate(self._writer)
+                self.purge()  # a purge left pending by a previous process (crash, reader at close) ends here
             except BaseException:
                 self._release_lock()
                 raise
@@ -273,9 +276,10 @@ class TruthStore:
     def _connect(db_path: Path, *, read_only: bool) -> sqlite3.Connection:
         if read_only:
             conn = sqlite3.connect(f"{db_path.as_uri()}?mode=ro", uri=True, check_same_thread=False,
-                                   isolation_level=None, timeout=30)
+                                   isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
         else:
-            conn = sqlite3.connect(db_path, check_same_thread=False, isolation_level=None, timeout=30)
+            conn = sqlite3.connect(db_path, check_same_thread=False, isolation_level=None,
+                                   timeout=BUSY_TIMEOUT_MS / 1000)
         conn.execute("PRAGMA foreign_keys=ON")
         return conn
 
@@ -328,12 +332,42 @@ class TruthStore:
                 raise
             else:
                 conn.execute("COMMIT")
+                if self.purge_pending:  # an earlier forget could not finish its on-disk purge: try again
+                    self.purge()
 
-    def checkpoint(self) -> None:
-        """Copy the write-ahead log into the database and truncate it (forgotten text leaves the log too)."""
-        if self._writer is not None:
-            with self.write_lock:
-                self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    @property
+    def purge_pending(self) -> bool:
+        """True while forgotten bytes may still be in the write-ahead log or in unmerged database pages."""
+        return self._purge_pending
+
+    def purge(self, *, wait_s: float = 0.0) -> bool:
+        """Checkpoint the write-ahead log into the database and truncate it; True when that completed.
+
+        ``PRAGMA wal_checkpoint(TRUNCATE)`` returns ``(busy, log frames, checkpointed frames)``: it completes only
+        when no other connection (of any process) holds an older read snapshot. It never waits longer than
+        ``wait_s`` (default: not at all), so a reader in another process cannot stall ``forget`` or the writers
+        behind it; an incomplete purge stays pending and is retried after every later write, at ``close`` and at
+        the next open, until it completes.
+        """
+        if self._writer is None:
+            return not self._purge_pending
+        with self.write_lock:
+            conn = self._writer
+            conn.execute(f"PRAGMA busy_timeout={max(0, int(wait_s * 1000))}")
+            try:
+                busy, log, done = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            except sqlite3.OperationalError:  # SQLITE_BUSY/LOCKED reported as an error
+                busy, log, done = 1, -1, -1
+            finally:
+                conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            wal = self.directory / (DB_FILE + "-wal")
+            complete = busy == 0 and log == done and (not wal.exists() or wal.stat().st_size == 0)
+            self._purge_pending = not complete
+            return complete
+
+    def checkpoint(self) -> bool:
+        """Alias of :meth:`purge` (non-blocking); True when the log was truncated."""
+        return self.purge()
 
     def close(self) -> None:
         if self._closed:
@@ -345,7 +379,9 @@ class TruthStore:
             self._readers.clear()
         if self._writer is not None:
             with self.write_lock:
-                self._writer.close()
+                if self._purge_pending:
+                    self.purge()
+                self._writer.close()  # the last connection's close checkpoints and removes the log too
         self._release_lock()
 
     # -- schema --------------------------------------------------------------------------------------------
