@@ -27,6 +27,7 @@ from .lifecycle.api import CompactionReport
 from .plan.llm_planner import HeuristicPlanner, LLMPlanner, PlanOutcome, Planner
 from .errors import (
     ConfigError,
+    CorruptStoreError,
     EmbedderError,
     EmbedderMismatchError,
     HookNotFoundError,
@@ -69,6 +70,7 @@ __all__ = [
     "ChannelError",
     "CompactionReport",
     "ConfigError",
+    "CorruptStoreError",
     "Delay",
     "E5Embedder",
     "Embedder",

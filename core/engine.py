@@ -48,6 +48,8 @@ from .models import (
     to_utc,
 )
 from .lifecycle.api import CompactionReport, Lifecycle
+from .filters_check import check_filter_values
+from .validate import check_page
 from .lifecycle.forgetting import forget, purge_files
 from .llm import LLM
 from .plan.heuristic import plan_search
@@ -75,7 +77,7 @@ from .store.base import DerivedIndex
 from .store.sparse import SparseIndex
 from .store import chroma as _chroma  # noqa: F401  (registers the backend; chromadb loads only when used)
 from .store.catalog import KIND_CODES, RecordCatalog
-from .store.sqlite import TruthStore, TurnRow
+from .store.sqlite import NewDirectory, TruthStore, TurnRow, check_embedder_shape
 from .store.vector import VectorIndex
 from .text import estimate_tokens, tokenize
 
@@ -173,7 +175,8 @@ class MemoryEngine:
                                      time=self._time, sparse="sparse" in self._recallers,
                                      evidence=config.globals.evidence_enabled)
         self._lifecycle = Lifecycle(store, config, llm, search=self.search, add_turns=self.add_turns,
-                                    check_open=self._check_open, on_flags_changed=self._catalog.invalidate)
+                                    check_open=self._check_open, on_flags_changed=self._catalog.invalidate,
+                                    add_in=self._writer.add_in)
         self._closed = False
 
     # -- construction ----------------------------------------------------------------------------------------
@@ -208,7 +211,13 @@ class MemoryEngine:
         if llm is not None and not isinstance(llm, LLM):
             raise ConfigError("llm", llm, "pass an object with id and complete(prompt, ...) (memory_ext.llm.LLM)")
         directory = Path(path).expanduser() if path is not None else Path("~/.memory_ext").expanduser()
-        store = TruthStore(directory, read_only=read_only)
+        new_dir = NewDirectory(directory)  # what this open creates; removed again if the open fails
+        try:
+            store = TruthStore(directory, read_only=read_only, dir_mode=cfg.storage.dir_mode,
+                               file_mode=cfg.storage.file_mode)
+        except BaseException:
+            new_dir.undo()
+            raise
         try:
             emb: Embedder | None = None
             warning: str | None = None
@@ -216,10 +225,12 @@ class MemoryEngine:
                 stored = store.get_meta("embedder_id")
                 emb, warning = resolve_embedder(embedder if embedder is not None
                                                 else _embedder_for_stored_id(stored))
+                check_embedder_shape(emb)
                 store.check_embedder(emb.id)  # refuses to mix embedders (also a fallback in an e5 store)
             return cls(store, cfg, emb, warning, llm, reranker)
         except BaseException:
             store.close()
+            new_dir.undo()  # a failed open leaves no new store directory behind
             raise
 
     def close(self) -> None:
@@ -299,6 +310,7 @@ class MemoryEngine:
             reference = to_utc(now, "now") if now is not None else datetime.now(UTC)
         except ValidationError as exc:
             raise InvalidQueryError(exc.field, exc.value, exc.fix) from None
+        check_filter_values(filters)
         where, args = _filter_sql(filters, ns.session_id)
         try:
             as_of_ts = to_utc(as_of, "as_of").timestamp() if as_of is not None else None  # type: ignore[union-attr]
@@ -617,6 +629,7 @@ class MemoryEngine:
         """The stored turns of a namespace (of its session, if it names one), oldest first."""
         self._check_open()
         ns = Namespace.coerce(namespace)
+        check_page(limit, offset)
         ns_id = self._store.find_namespace(ns.key)
         if ns_id is None:
             return []
