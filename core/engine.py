@@ -77,6 +77,7 @@ from .store.base import DerivedIndex
 from .store.sparse import SparseIndex
 from .store import chroma as _chroma  # noqa: F401  (registers the backend; chromadb loads only when used)
 from .store.catalog import KIND_CODES, RecordCatalog
+from .store.faces import Face, forget_in_faces, record_face
 from .store.sqlite import NewDirectory, TruthStore, TurnRow, check_embedder_shape
 from .store.vector import VectorIndex
 from .text import estimate_tokens, tokenize
@@ -177,6 +178,7 @@ class MemoryEngine:
         self._lifecycle = Lifecycle(store, config, llm, search=self.search, add_turns=self.add_turns,
                                     check_open=self._check_open, on_flags_changed=self._catalog.invalidate,
                                     add_in=self._writer.add_in)
+        self._faces: dict[str, Face] = {}
         self._closed = False
 
     # -- construction ----------------------------------------------------------------------------------------
@@ -653,8 +655,24 @@ class MemoryEngine:
         Unknown ids raise :class:`~memory_ext.errors.ValidationError` and nothing is removed.
         """
         self._check_open()
-        return forget(self._store, self._indexes, self._evidence, Namespace.coerce(namespace),
-                      record_ids=record_ids, hook_ids=hook_ids, resolve=self._lifecycle.resolve)
+        ns = Namespace.coerce(namespace)
+        receipt = forget(self._store, self._indexes, self._evidence, ns,
+                         record_ids=record_ids, hook_ids=hook_ids, resolve=self._lifecycle.resolve)
+        whole = record_ids is None and hook_ids is None
+        if not whole and not receipt.turn_ids:
+            return receipt
+        rows, unreachable = forget_in_faces(self._store, self._faces, ns, None if whole else receipt.turn_ids)
+        return receipt.model_copy(update={
+            "stores": (*receipt.stores, *(f"face:{n}" for n in rows)),
+            "purge_complete": receipt.purge_complete and not unreachable,
+            "pending_purge": (*receipt.pending_purge, *(f"face:{n}" for n in unreachable))})
+
+    def register_face(self, face: Face) -> None:
+        """Let ``forget`` reach a face's own tables (see :mod:`memory_ext.store.faces`); its ``hook`` is recorded
+        in the store so processes that never open the face forget its rows too."""
+        self._check_open()
+        self._faces[face.name] = face
+        record_face(self._store, face.name, face.hook)
 
     def purge(self, *, wait_s: float = 0.0) -> tuple[str, ...]:
         """Finish the on-disk purge of earlier forgets; returns the files still pending (empty: complete).

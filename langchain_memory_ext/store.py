@@ -18,6 +18,12 @@ How LangGraph namespace tuples map onto memory-ext
   items), so deleted text is no longer searchable or stored. An **update** keeps the old version's turn in the
   engine as history (memory-ext keeps turns losslessly) but it is never returned.
 
+**Forgetting.** The store registers itself as a face of the engine (``engine.register_face``): every
+``engine.forget`` removes the partition's items with the namespace — ``forget(Namespace(user_id, agent_id))``
+all of them, a session (one LangGraph namespace) its items, ``record_ids``/``hook_ids`` the items whose turn went
+— also in processes that never create a ``MemoryStore`` (the engine records :func:`forget_items` as the hook).
+The item table overwrites deleted rows (``secure_delete``).
+
 Differences from ``InMemoryStore`` that tests pin: ``created_at`` survives updates (like LangGraph's Postgres
 store), a ``query`` always goes through memory-ext retrieval (no ``index`` configuration needed), and there is
 no TTL (``supports_ttl = False``).
@@ -27,11 +33,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from langgraph.store.base import (
@@ -171,6 +179,45 @@ def _check_op(op: Op) -> None:
                     check_labels((label,), "match_conditions.path")
 
 
+def _connect(path: Path, file_mode: int = 0o600) -> sqlite3.Connection:
+    if not path.exists():  # private like the engine's own files
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT, file_mode))
+    db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30)
+    db.execute("PRAGMA secure_delete=ON")  # forgotten items are overwritten, not left in free pages
+    return db
+
+
+def _forget_rows(db: sqlite3.Connection, namespace: Namespace, turn_ids: Sequence[str] | None) -> int:
+    part = json.dumps(list(namespace.key))
+    if turn_ids is not None:
+        ids = list(turn_ids)
+        return sum(db.execute(f"DELETE FROM items WHERE part = ? AND turn_id IN ({','.join('?' * len(chunk))})",
+                              [part, *chunk]).rowcount for chunk in (ids[i:i + 500] for i in range(0, len(ids), 500)))
+    if namespace.session_id is not None:
+        return db.execute("DELETE FROM items WHERE part = ? AND ns = ?", [part, namespace.session_id]).rowcount
+    return db.execute("DELETE FROM items WHERE part = ?", [part]).rowcount
+
+
+def forget_items(directory: Path, namespace: Namespace, turn_ids: Sequence[str] | None) -> int:
+    """The engine's forget hook: remove a namespace's items (or those of ``turn_ids``) from the item table of the
+    store directory; returns how many went. Used when no ``MemoryStore`` is open in the forgetting process."""
+    path = Path(directory) / DB_NAME
+    if not path.exists():
+        return 0
+    db = _connect(path)
+    try:
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            removed = _forget_rows(db, namespace, turn_ids)
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+        return removed
+    finally:
+        db.close()
+
+
 class _Row(NamedTuple):
     ns: str
     key: str
@@ -230,6 +277,9 @@ class MemoryStore(BaseStore):
     """
 
     supports_ttl = False
+    name = "langgraph_store"
+    hook = "langchain_memory_ext.store:forget_items"
+    """What the engine calls to forget items when no MemoryStore is open (see :mod:`memory_ext.store.faces`)."""
 
     def __init__(self, *, engine: MemoryEngine, user_id: str = "langgraph-store", agent_id: str | None = None,
                  index_fields: Sequence[str] | None = None) -> None:
@@ -238,8 +288,17 @@ class MemoryStore(BaseStore):
         self._part = json.dumps(list(self.partition.key))
         self.index_fields = list(index_fields) if index_fields is not None else None
         self._lock = threading.RLock()
-        self._db = sqlite3.connect(engine.path / DB_NAME, check_same_thread=False, isolation_level=None)
+        self._rebuilding = False
+        self._db = _connect(engine.path / DB_NAME, engine.config.storage.file_mode)
         self._db.executescript(_SCHEMA)
+        engine.register_face(self)  # engine.forget removes this store's items with their namespace
+
+    def forget(self, namespace: Namespace, turn_ids: Sequence[str] | None) -> int:
+        """Called by ``engine.forget``: remove the namespace's items (or those whose turn was forgotten)."""
+        if self._rebuilding:  # our own forget-and-re-archive of a session keeps its live items
+            return 0
+        with self._lock, self._tx() as db:
+            return _forget_rows(db, namespace, turn_ids)
 
     def close(self) -> None:
         """Close the item table (the engine is the caller's to close)."""
@@ -354,7 +413,11 @@ class MemoryStore(BaseStore):
         live = [r for r in self._rows("AND ns = ? AND turn_id IS NOT NULL", [ns])]
         old = {t.id: t for t in self.engine.get_turns(session)}
         keep = [(r, old[r.turn_id]) for r in live if r.turn_id in old]
-        self.engine.forget(session)
+        self._rebuilding = True
+        try:
+            self.engine.forget(session)
+        finally:
+            self._rebuilding = False
         if not keep:
             return
         turns = [t.model_copy(update={"id": None}) for _, t in keep]
