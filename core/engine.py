@@ -137,7 +137,10 @@ class MemoryEngine:
         if config.globals.vector_enabled and embedder is not None:
             backend = vector_backends.resolve("storage.vector_backend", config.storage.vector_backend)
             self._vector = backend(storage=config.storage, directory=store.directory, embedder_id=embedder.id,
-                                   dim=embedder.dim, store_id=store.store_id)
+                                   dim=embedder.dim, store_id=store.store_id, on_commit=store.after_commit,
+                                   reader=store.reader)
+            if not store.read_only and callable(reconcile := getattr(self._vector, "reconcile", None)):
+                reconcile()  # a crash between SQLite's commit and Chroma's update is repaired here
         # every derived index, in write order: the write pipeline hands each batch to all of them (an index
         # stores only what the batch carries for it), forget removes from all of them
         self._indexes: tuple[DerivedIndex, ...] = (
@@ -681,7 +684,7 @@ class MemoryEngine:
         ``purge_complete=False``. This retries now, waiting at most ``wait_s`` seconds (``memext forget --purge``).
         """
         self._check_open()
-        return purge_files(self._store, self._indexes, wait_s=wait_s)
+        return purge_files(self._store, self._indexes, wait_s=wait_s, force=True)
 
     def stats(self) -> StoreStats:
         """Counts and on-disk size of the store."""

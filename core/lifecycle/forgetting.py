@@ -101,7 +101,8 @@ def forget(store: TruthStore, indexes: Sequence[DerivedIndex], evidence: Evidenc
                          purge_complete=not pending, pending_purge=pending)
 
 
-def purge_files(store: TruthStore, indexes: Sequence[DerivedIndex] = (), *, wait_s: float = 0.0) -> tuple[str, ...]:
+def purge_files(store: TruthStore, indexes: Sequence[DerivedIndex] = (), *, wait_s: float = 0.0,
+                force: bool = False) -> tuple[str, ...]:
     """Try (waiting at most ``wait_s`` for other processes' readers) to remove every leftover byte of forgotten data from the store's files.
 
     Returns the files (relative to the store directory) that may still hold some: ``memory.sqlite3-wal`` while
@@ -113,7 +114,7 @@ def purge_files(store: TruthStore, indexes: Sequence[DerivedIndex] = (), *, wait
     for index in indexes:
         purge = getattr(index, "purge", None)
         if callable(purge):
-            pending += list(purge())
+            pending += list(purge(force=True) if force else purge())
     return tuple(pending)
 
 

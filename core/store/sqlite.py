@@ -19,6 +19,7 @@ import sqlite3
 import threading
 import time
 import uuid
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -310,6 +311,7 @@ class TruthStore:
         self._readers_lock = threading.Lock()
         self._closed = False
         self._purge_pending = False
+        self._after_commit: list[Callable[[], None]] | None = None
         db_path = self.directory / DB_FILE
         problem = _header_problem(db_path)
         if problem is not None:
@@ -411,15 +413,35 @@ class TruthStore:
         with self.write_lock:
             conn = self._writer
             conn.execute("BEGIN IMMEDIATE")
+            self._after_commit = []
             try:
                 yield conn
             except BaseException:
+                self._after_commit = None
                 conn.execute("ROLLBACK")
                 raise
             else:
                 conn.execute("COMMIT")
+                callbacks, self._after_commit = self._after_commit, None
+                for callback in callbacks:  # e.g. Chroma deletions: only once the truth store has committed
+                    try:
+                        callback()
+                    except Exception as exc:  # the commit stands; the index is repaired at the next open
+                        warnings.warn(f"after-commit step of {operation!r} failed ({type(exc).__name__}: {exc}); "
+                                      "the next open repairs the derived index", RuntimeWarning, stacklevel=3)
                 if self.purge_pending:  # an earlier forget could not finish its on-disk purge: try again
                     self.purge()
+
+    def after_commit(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` once the current write transaction has committed (dropped if it rolls back).
+
+        Derived stores outside SQLite (Chroma) delete through this: a crash before the commit leaves them
+        untouched, a crash after it leaves extra entries that the next open removes — never a record whose
+        vector is gone.
+        """
+        if self._after_commit is None:
+            raise StoreError("after_commit: no write transaction is open")
+        self._after_commit.append(callback)
 
     @property
     def purge_pending(self) -> bool:
