@@ -289,6 +289,7 @@ class MemoryStore(BaseStore):
         self.index_fields = list(index_fields) if index_fields is not None else None
         self._lock = threading.RLock()
         self._rebuilding = False
+        self._closed = False
         self._db = _connect(engine.path / DB_NAME, engine.config.storage.file_mode)
         self._db.executescript(_SCHEMA)
         engine.register_face(self)  # engine.forget removes this store's items with their namespace
@@ -297,12 +298,15 @@ class MemoryStore(BaseStore):
         """Called by ``engine.forget``: remove the namespace's items (or those whose turn was forgotten)."""
         if self._rebuilding:  # our own forget-and-re-archive of a session keeps its live items
             return 0
+        if self._closed:  # closed: the table is still on disk
+            return forget_items(self.engine.path, namespace, turn_ids)
         with self._lock, self._tx() as db:
             return _forget_rows(db, namespace, turn_ids)
 
     def close(self) -> None:
         """Close the item table (the engine is the caller's to close)."""
         with self._lock:
+            self._closed = True
             self._db.close()
 
     # -- sqlite primitives --------------------------------------------------------------------------------------

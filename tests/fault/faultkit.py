@@ -105,7 +105,7 @@ def row_counts(db: str | os.PathLike[str]) -> dict[str, int] | None:
     path = Path(db)
     if not path.exists():
         return None
-    conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+    conn = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True)
     try:
         names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         return {t: int(conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]) for t in _TABLES if t in names}
@@ -121,7 +121,7 @@ def invariant_violations(db: str | os.PathLike[str], chroma_ids: Iterable[int] |
     vectors are kept, no hook (file) of a namespace that does not exist, and (given ``chroma_ids``) the Chroma
     collection holding exactly the truth store's vectors.
     """
-    conn = sqlite3.connect(f"{Path(db).as_uri()}?mode=ro", uri=True)
+    conn = sqlite3.connect(f"{Path(db).absolute().as_uri()}?mode=ro", uri=True)
     out: list[str] = []
 
     def q(sql: str) -> int:
