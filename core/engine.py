@@ -77,7 +77,7 @@ from .store.base import DerivedIndex
 from .store.sparse import SparseIndex
 from .store import chroma as _chroma  # noqa: F401  (registers the backend; chromadb loads only when used)
 from .store.catalog import KIND_CODES, RecordCatalog
-from .store.faces import Face, forget_in_faces, record_face
+from .store.faces import Face, record_face
 from .store.sqlite import NewDirectory, TruthStore, TurnRow, check_embedder_shape
 from .store.vector import VectorIndex
 from .text import estimate_tokens, tokenize
@@ -654,21 +654,15 @@ class MemoryEngine:
         (turn records, windows), their vectors (numpy or Chroma), keyword postings, graph entries, claims, and
         their place in memory files — files left empty are deleted, the others get their hooks recomputed, and
         verbatim ``pre_compress`` context has their text cut out. SQLite overwrites deleted content
-        (``secure_delete``) and its write-ahead log is truncated, so the text is gone from disk too.
+        (``secure_delete``) and its write-ahead log is truncated, so the text is gone from disk too — unless
+        another process holds an older read snapshot: ``forget`` never waits for it, the receipt then says
+        ``purge_complete=False`` and the purge is retried after later writes, at close and by :meth:`purge`.
+        Faces registered with :meth:`register_face` (the LangGraph store) forget their own rows too.
         Unknown ids raise :class:`~memory_ext.errors.ValidationError` and nothing is removed.
         """
         self._check_open()
-        ns = Namespace.coerce(namespace)
-        receipt = forget(self._store, self._indexes, self._evidence, ns,
-                         record_ids=record_ids, hook_ids=hook_ids, resolve=self._lifecycle.resolve)
-        whole = record_ids is None and hook_ids is None
-        if not whole and not receipt.turn_ids:
-            return receipt
-        rows, unreachable = forget_in_faces(self._store, self._faces, ns, None if whole else receipt.turn_ids)
-        return receipt.model_copy(update={
-            "stores": (*receipt.stores, *(f"face:{n}" for n in rows)),
-            "purge_complete": receipt.purge_complete and not unreachable,
-            "pending_purge": (*receipt.pending_purge, *(f"face:{n}" for n in unreachable))})
+        return forget(self._store, self._indexes, self._evidence, Namespace.coerce(namespace),
+                      record_ids=record_ids, hook_ids=hook_ids, resolve=self._lifecycle.resolve, faces=self._faces)
 
     def register_face(self, face: Face) -> None:
         """Let ``forget`` reach a face's own tables (see :mod:`memory_ext.store.faces`); its ``hook`` is recorded
@@ -765,6 +759,10 @@ class MemoryEngine:
                       hook_ids: Iterable[str] | None = None) -> ForgetReceipt:
         """Async twin of :meth:`forget`."""
         return await asyncio.to_thread(self.forget, namespace, record_ids=record_ids, hook_ids=hook_ids)
+
+    async def apurge(self, *, wait_s: float = 0.0) -> tuple[str, ...]:
+        """Async twin of :meth:`purge`."""
+        return await asyncio.to_thread(self.purge, wait_s=wait_s)
 
     async def astats(self) -> StoreStats:
         """Async twin of :meth:`stats`."""

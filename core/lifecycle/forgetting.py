@@ -12,19 +12,21 @@ truncates SQLite's write-ahead log so the text is gone from disk too.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from ..errors import InvalidQueryError, ReadOnlyStoreError
 from ..ingest.evidence_keys import window_keys
 from ..models import Namespace
 from ..results import ForgetReceipt
+from ..store.faces import forget_in_faces
 from ..store.sqlite import DB_FILE
 from .forget import forget_turns
 
 if TYPE_CHECKING:
     from ..store.base import DerivedIndex
     from ..store.evidence import EvidenceIndex
+    from ..store.faces import Face
     from ..store.sqlite import TruthStore
     from .files import FileRow
 
@@ -43,8 +45,24 @@ def id_list(name: str, value: Iterable[str] | None) -> list[str] | None:
 
 def forget(store: TruthStore, indexes: Sequence[DerivedIndex], evidence: EvidenceIndex, ns: Namespace, *,
            record_ids: Iterable[str] | None, hook_ids: Iterable[str] | None,
-           resolve: Callable[[str, Namespace], FileRow]) -> ForgetReceipt:
-    """Remove the selected memories from every store and return the receipt (see ``MemoryEngine.forget``)."""
+           resolve: Callable[[str, Namespace], FileRow], faces: Mapping[str, Face] | None = None) -> ForgetReceipt:
+    """Remove the selected memories from every store — the faces' own tables too (``faces``: those open in this
+    process; recorded ones are reached through their hook) — and return the receipt (see
+    ``MemoryEngine.forget``)."""
+    receipt = _forget(store, indexes, evidence, ns, record_ids=record_ids, hook_ids=hook_ids, resolve=resolve)
+    whole = record_ids is None and hook_ids is None
+    if not whole and not receipt.turn_ids:
+        return receipt
+    rows, unreachable = forget_in_faces(store, faces or {}, ns, None if whole else receipt.turn_ids)
+    return receipt.model_copy(update={
+        "stores": (*receipt.stores, *(f"face:{n}" for n in rows)),
+        "purge_complete": receipt.purge_complete and not unreachable,
+        "pending_purge": (*receipt.pending_purge, *(f"face:{n}" for n in unreachable))})
+
+
+def _forget(store: TruthStore, indexes: Sequence[DerivedIndex], evidence: EvidenceIndex, ns: Namespace, *,
+            record_ids: Iterable[str] | None, hook_ids: Iterable[str] | None,
+            resolve: Callable[[str, Namespace], FileRow]) -> ForgetReceipt:
     records = id_list("record_ids", record_ids)
     hooks = id_list("hook_ids", hook_ids)
     ns_id = store.find_namespace(ns.key)

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from memory_ext import MemoryEngine, Namespace, Turn
+from memory_ext import MemoryEngine, Turn
 from memory_ext.errors import MemoryExtError
+
 from tests.fault.faultkit import file_listing, row_counts
 
 Call = Callable[[MemoryEngine], Any]
@@ -31,6 +31,11 @@ def case(name: str, field: str) -> Callable[[Call], Call]:
     return register
 
 
+def _bind(fn: Callable[[MemoryEngine, Any], Any], value: Any) -> Call:
+    """The call ``fn(engine, value)`` with the bad value bound now (not when the loop variable moved on)."""
+    return lambda e: fn(e, value)
+
+
 def add(turn: Any, ns: Any = "ana") -> Call:
     return lambda e: e.add_turns([turn], ns)
 
@@ -42,7 +47,7 @@ def turn(**kw: Any) -> dict[str, Any]:
 # -- add_turns: the batch itself ---------------------------------------------------------------------------------
 for i, bad in enumerate([None, 1, 2.5, True, "text", b"bytes", turn(), Turn(role="user", content="x"),
                          object()]):
-    CASES.append((f"turns-{i}-{type(bad).__name__}", (lambda b: lambda e: e.add_turns(b, "ana"))(bad), "turns"))
+    CASES.append((f"turns-{i}-{type(bad).__name__}", _bind(lambda e, b: e.add_turns(b, "ana"), bad), "turns"))
 for i, bad in enumerate([None, 1, "a turn", b"bytes", [turn()], (1, 2), {}, {"content": "x"}, {"role": "user"}]):
     CASES.append((f"turn-item-{i}", add(bad), "turns[0]"))
 CASES.append(("duplicate-ids", lambda e: e.add_turns([turn(id="t1"), turn(id="t1")], "ana"), "turns[].id"))
@@ -76,9 +81,9 @@ CASES.append(("namespace-agent", add(turn(), {"user_id": "ana", "agent_id": "a\x
 CASES.append(("namespace-session", add(turn(), {"user_id": "ana", "session_id": ""}), "session_id"))
 # -- search ------------------------------------------------------------------------------------------------------
 for i, bad in enumerate(["", "   ", None, 1, b"query", "x" * 20_001, ["q"]]):
-    CASES.append((f"query-{i}", (lambda b: lambda e: e.search(b, "ana"))(bad), "query"))
+    CASES.append((f"query-{i}", _bind(lambda e, b: e.search(b, "ana"), bad), "query"))
 for i, bad in enumerate([0, -1, 1.5, "5", True, 1_001, None, float("nan")]):
-    CASES.append((f"k-{i}", (lambda b: lambda e: e.search("Lisbon", "ana", k=b))(bad), "k"))
+    CASES.append((f"k-{i}", _bind(lambda e, b: e.search("Lisbon", "ana", k=b), bad), "k"))
 for i, (bad, field) in enumerate([
         ("x", "filters"), ([], "filters"), ({"foo": 1}, "filters.foo"), ({"role": "robot"}, "filters.role"),
         ({"role": ["user", "robot"]}, "filters.role"), ({"kinds": ["facts"]}, "filters.kinds"),
@@ -87,59 +92,59 @@ for i, (bad, field) in enumerate([
         ({"until": 1e20}, "filters.until"), ({"speaker": []}, "filters.speaker"), ({"kinds": []}, "filters.kinds"),
         ({"role": "Robot"}, "filters.role"), ({"kinds": ["turn", "windows"]}, "filters.kinds"),
         ({"since": float("nan")}, "filters.since")]):
-    CASES.append((f"filters-{i}", (lambda b: lambda e: e.search("Lisbon", "ana", filters=b))(bad), field))
+    CASES.append((f"filters-{i}", _bind(lambda e, b: e.search("Lisbon", "ana", filters=b), bad), field))
 for i, bad in enumerate([1e20, -1e20, "bad", float("nan"), [], datetime.max]):
-    CASES.append((f"now-{i}", (lambda b: lambda e: e.search("Lisbon", "ana", now=b))(bad), "now"))
+    CASES.append((f"now-{i}", _bind(lambda e, b: e.search("Lisbon", "ana", now=b), bad), "now"))
 for i, bad in enumerate([1e20, "x", float("inf"), {}]):
-    CASES.append((f"as_of-{i}", (lambda b: lambda e: e.search("Lisbon", "ana", as_of=b))(bad), "as_of"))
+    CASES.append((f"as_of-{i}", _bind(lambda e, b: e.search("Lisbon", "ana", as_of=b), bad), "as_of"))
 for i, bad in enumerate(["x", {"foo": 1}, 5]):
-    CASES.append((f"action_state-{i}", (lambda b: lambda e: e.search("Lisbon", "ana", action_state=b))(bad),
+    CASES.append((f"action_state-{i}", _bind(lambda e, b: e.search("Lisbon", "ana", action_state=b), bad),
                   "action_state"))
 # -- forget ------------------------------------------------------------------------------------------------------
 for i, bad in enumerate([[], [""], [1], ["no-such-record"], 5]):
-    CASES.append((f"forget-record_ids-{i}", (lambda b: lambda e: e.forget("ana", record_ids=b))(bad), "record_ids"))
+    CASES.append((f"forget-record_ids-{i}", _bind(lambda e, b: e.forget("ana", record_ids=b), bad), "record_ids"))
 for i, bad in enumerate([[], [""], ["zzzzzzzz"], 5]):
-    CASES.append((f"forget-hook_ids-{i}", (lambda b: lambda e: e.forget("ana", hook_ids=b))(bad), "hook_id"))
+    CASES.append((f"forget-hook_ids-{i}", _bind(lambda e, b: e.forget("ana", hook_ids=b), bad), "hook_id"))
 CASES.append(("forget-namespace", lambda e: e.forget(""), "user_id"))
 # -- pre_compress ------------------------------------------------------------------------------------------------
 for i, bad in enumerate([b"User: hi", bytearray(b"x"), "", "   ", None, "a\x00b", "User: hi \ud800",
                          "x" * 5_000_001]):
-    CASES.append((f"pre_compress-context-{i}", (lambda b: lambda e: e.pre_compress("ana", b))(bad), "full_context"))
+    CASES.append((f"pre_compress-context-{i}", _bind(lambda e, b: e.pre_compress("ana", b), bad), "full_context"))
 CASES.append(("pre_compress-long-turn", lambda e: e.pre_compress("ana", [{"role": "user", "content": LONG}]),
               "content"))
 CASES.append(("pre_compress-surrogate-turn", lambda e: e.pre_compress(
     "ana", '[{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok \\ud800"}]'), "content"))
 for i, bad in enumerate([-1, "5", True, 1.5]):
     CASES.append((f"pre_compress-tokens-{i}",
-                  (lambda b: lambda e: e.pre_compress("ana", "User: hi", estimated_tokens=b))(bad), "estimated_tokens"))
+                  _bind(lambda e, b: e.pre_compress("ana", "User: hi", estimated_tokens=b), bad), "estimated_tokens"))
 for i, bad in enumerate(["x", {"a": object()}, [1], {"k": float("nan")}]):
     CASES.append((f"pre_compress-task_state-{i}",
-                  (lambda b: lambda e: e.pre_compress("ana", "User: hi", task_state=b))(bad), "task_state"))
+                  _bind(lambda e, b: e.pre_compress("ana", "User: hi", task_state=b), bad), "task_state"))
 for i, bad in enumerate([1e20, "bad"]):
-    CASES.append((f"pre_compress-now-{i}", (lambda b: lambda e: e.pre_compress("ana", "User: hi", now=b))(bad),
+    CASES.append((f"pre_compress-now-{i}", _bind(lambda e, b: e.pre_compress("ana", "User: hi", now=b), bad),
                   "now"))
 # -- lifecycle ---------------------------------------------------------------------------------------------------
 for i, bad in enumerate(["daily", "", None, 5, "WEEKLY "]):
-    CASES.append((f"compact-period-{i}", (lambda b: lambda e: e.compact("ana", b))(bad), "period"))
+    CASES.append((f"compact-period-{i}", _bind(lambda e, b: e.compact("ana", b), bad), "period"))
 for i, bad in enumerate(["2020-13", "bad", 5]):
-    CASES.append((f"compact-key-{i}", (lambda b: lambda e: e.compact("ana", "monthly", key=b))(bad), "key"))
+    CASES.append((f"compact-key-{i}", _bind(lambda e, b: e.compact("ana", "monthly", key=b), bad), "key"))
 for i, bad in enumerate([1e20, "x", -1e20]):
-    CASES.append((f"compact-now-{i}", (lambda b: lambda e: e.compact("ana", "weekly", now=b))(bad), "now"))
-    CASES.append((f"maybe_compact-now-{i}", (lambda b: lambda e: e.maybe_compact("ana", now=b))(bad), "now"))
+    CASES.append((f"compact-now-{i}", _bind(lambda e, b: e.compact("ana", "weekly", now=b), bad), "now"))
+    CASES.append((f"maybe_compact-now-{i}", _bind(lambda e, b: e.maybe_compact("ana", now=b), bad), "now"))
 for i, bad in enumerate([-1, 101, "50", 1.5, True, None]):
-    CASES.append((f"importance-{i}", (lambda b: lambda e: e.set_importance(e.hooks("ana")[0].id, b, "ana"))(bad),
+    CASES.append((f"importance-{i}", _bind(lambda e, b: e.set_importance(e.hooks("ana")[0].id, b, "ana"), bad),
                   "importance"))
 for i, bad in enumerate(["", None, 5, "zzzzzzzz", "abc"]):
-    CASES.append((f"retrieve-{i}", (lambda b: lambda e: e.retrieve(b, "ana"))(bad), "hook_id"))
-    CASES.append((f"set_importance-hook-{i}", (lambda b: lambda e: e.set_importance(b, 50, "ana"))(bad), "hook_id"))
+    CASES.append((f"retrieve-{i}", _bind(lambda e, b: e.retrieve(b, "ana"), bad), "hook_id"))
+    CASES.append((f"set_importance-hook-{i}", _bind(lambda e, b: e.set_importance(b, 50, "ana"), bad), "hook_id"))
 for i, bad in enumerate([-1, "x", True, 1.5]):
-    CASES.append((f"render_prompt-budget-{i}", (lambda b: lambda e: e.render_prompt("ana", budget_tokens=b))(bad),
+    CASES.append((f"render_prompt-budget-{i}", _bind(lambda e, b: e.render_prompt("ana", budget_tokens=b), bad),
                   "budget_tokens"))
 for i, bad in enumerate(["", 5]):
-    CASES.append((f"render_prompt-query-{i}", (lambda b: lambda e: e.render_prompt("ana", query=b))(bad), "query"))
+    CASES.append((f"render_prompt-query-{i}", _bind(lambda e, b: e.render_prompt("ana", query=b), bad), "query"))
 for i, bad in enumerate([-1, "x", 1.5, True]):
-    CASES.append((f"get_turns-limit-{i}", (lambda b: lambda e: e.get_turns("ana", limit=b))(bad), "limit"))
-    CASES.append((f"get_turns-offset-{i}", (lambda b: lambda e: e.get_turns("ana", offset=b))(bad), "offset"))
+    CASES.append((f"get_turns-limit-{i}", _bind(lambda e, b: e.get_turns("ana", limit=b), bad), "limit"))
+    CASES.append((f"get_turns-offset-{i}", _bind(lambda e, b: e.get_turns("ana", offset=b), bad), "offset"))
 
 
 @pytest.fixture(scope="module")

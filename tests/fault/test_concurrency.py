@@ -12,9 +12,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
 from memory_ext import MemoryEngine, Namespace
 from memory_ext.errors import StoreLockedError
+
 from tests.fault.faultkit import invariant_violations
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from memory_ext import MemoryEngine, Namespace
+
 from tests.fault.faultkit import invariant_violations
 
 KILLS = int(os.environ.get("MEMORY_EXT_FAULT_KILLS", "50"))

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from memory_ext import MemoryEngine, Namespace
+
 from tests.fault.faultkit import SnapshotReader, invariant_violations, scan_bytes
 
 BACKENDS = ["numpy", pytest.param("chroma", marks=pytest.mark.fault)]

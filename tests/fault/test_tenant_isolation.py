@@ -10,21 +10,22 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+
 import pytest
 
 pytest.importorskip("hypothesis")  # in the `test` extra
 pytest.importorskip("langgraph")
 pytest.importorskip("llama_index.core")
 
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-from langchain_core.messages import AIMessage, HumanMessage  # noqa: E402
-from llama_index.core.base.llms.types import ChatMessage  # noqa: E402
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, HumanMessage
+from llama_index.core.base.llms.types import ChatMessage
+from memory_ext import MemoryEngine, Namespace
 
-from langchain_memory_ext import MemoryChatMessageHistory, MemoryRetriever, MemoryStore  # noqa: E402
-from llamaindex_memory_ext import MemoryEngineMemory  # noqa: E402
-from llamaindex_memory_ext import MemoryRetriever as LlamaRetriever  # noqa: E402
-from memory_ext import MemoryEngine, Namespace  # noqa: E402
+from langchain_memory_ext import MemoryChatMessageHistory, MemoryRetriever, MemoryStore
+from llamaindex_memory_ext import MemoryEngineMemory
+from llamaindex_memory_ext import MemoryRetriever as LlamaRetriever
 
 USERS = [f"u{i}" for i in range(5)]
 AGENTS = [None, "bot"]

@@ -14,10 +14,11 @@ import pytest
 
 pytest.importorskip("chromadb")
 
-from memory_ext import MemoryEngine, Namespace  # noqa: E402
-from memory_ext.embed import HashingEmbedder  # noqa: E402
-from memory_ext.store.chroma import ChromaVectorIndex  # noqa: E402
-from tests.fault.faultkit import invariant_violations, scan_bytes  # noqa: E402
+from memory_ext import MemoryEngine, Namespace
+from memory_ext.embed import HashingEmbedder
+from memory_ext.store.chroma import ChromaVectorIndex
+
+from tests.fault.faultkit import invariant_violations, scan_bytes
 
 CHROMA = {"storage": {"vector_backend": "chroma"}}
 

@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-
 from memory_ext import __version__
 from memory_ext.cli import main
+
 from tests.fault.faultkit import SnapshotReader, scan_bytes
 
 

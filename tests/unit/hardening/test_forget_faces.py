@@ -9,9 +9,10 @@ import pytest
 
 pytest.importorskip("langgraph")
 
-from langchain_memory_ext import MemoryStore  # noqa: E402
-from memory_ext import MemoryEngine, Namespace  # noqa: E402
-from tests.fault.faultkit import scan_bytes  # noqa: E402
+from memory_ext import MemoryEngine, Namespace
+
+from langchain_memory_ext import MemoryStore
+from tests.fault.faultkit import scan_bytes
 
 VALUE = {"text": "Ana keeps the spare key under the capybarafern pot"}
 NEEDLE = b"capybarafern"

@@ -8,8 +8,8 @@ import threading
 from pathlib import Path
 
 import pytest
-
 from memory_ext import MemoryEngine, Namespace, Turn
+
 from tests.fault.faultkit import SnapshotReader, scan_bytes
 
 SECRET = "quokkazanzibar"

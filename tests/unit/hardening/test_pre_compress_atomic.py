@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from memory_ext import MemoryEngine
 from memory_ext.errors import InvalidTurnError, ValidationError
+
 from tests.fault.faultkit import invariant_violations, row_counts, scan_bytes
 
 # The child stores one turn, then pre-compresses a transcript with an embedder that tells the parent when it is

@@ -10,7 +10,6 @@ import stat
 from pathlib import Path
 
 import pytest
-
 from memory_ext import EngineConfig, MemoryEngine
 from memory_ext.errors import ConfigError, CorruptStoreError, InvalidTurnError, StoreError
 
