@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import threading
 import warnings
 import zlib
 from collections.abc import Callable, Collection, Iterator, Sequence
@@ -132,6 +133,7 @@ class ChromaVectorIndex:
         self._on_commit = on_commit  # TruthStore.after_commit: deletions wait for the SQLite commit
         self._reader = reader  # the truth store's reader: reconcile and purge rebuild from it
         self._dirty = False  # something was deleted since the last purge
+        self._rebuilding = threading.RLock()
         try:
             import chromadb
             from chromadb.config import Settings
@@ -348,13 +350,14 @@ class ChromaVectorIndex:
             return ()
         if self.mode == "http" or self._reader is None:
             return (f"chroma-server:{self.collection_name}",)
-        truth = self._truth()
-        metadata = dict(self._collection.metadata or {})
-        self._call("purge (delete collection)", self._client.delete_collection, self.collection_name)
-        self._collection = self._call("purge (create collection)", self._client.create_collection,
-                                      self.collection_name, embedding_function=None,
-                                      configuration={"hnsw": {"space": "cosine"}}, metadata=metadata)
-        self._add_truth(truth, list(truth))
+        with self._rebuilding:
+            truth = self._truth()
+            metadata = dict(self._collection.metadata or {})
+            self._call("purge (delete collection)", self._client.delete_collection, self.collection_name)
+            self._collection = self._call("purge (create collection)", self._client.create_collection,
+                                          self.collection_name, embedding_function=None,
+                                          configuration={"hnsw": {"space": "cosine"}}, metadata=metadata)
+            self._add_truth(truth, list(truth))
         self._remove_orphan_segments()
         pending = self._vacuum()
         self._dirty = bool(pending)
@@ -433,8 +436,9 @@ class ChromaVectorIndex:
         try:
             if self._closed:
                 raise StoreError("search: the chroma vector index is closed")
-            res = self._collection.query(query_embeddings=q.reshape(1, -1), n_results=n, where=where,
-                                         include=["distances"])
+            with self._rebuilding:  # a purge swaps the collection: searches wait for the whole one
+                res = self._collection.query(query_embeddings=q.reshape(1, -1), n_results=n, where=where,
+                                             include=["distances"])
         except StoreError:
             raise
         except Exception as exc:

@@ -111,3 +111,13 @@ def test_forget_purge_finishes_a_pending_purge(tmp_path: Path, capsys: pytest.Ca
     assert main(["forget", "--purge", *common]) == 0
     assert "purge complete" in capsys.readouterr().out
     assert scan_bytes(store, [b"wombatquill"]) == {}
+
+
+def test_a_corrupt_store_is_one_line_not_a_traceback(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    common = _store(tmp_path)
+    db = tmp_path / "store" / "memory.sqlite3"
+    db.write_bytes(db.read_bytes()[:5000])
+    capsys.readouterr()
+    assert main(["search", "beagle", *common]) == 2
+    err = capsys.readouterr().err
+    assert "cannot be read" in err and "backup" in err and err.count("\n") == 1 and "Traceback" not in err
