@@ -106,6 +106,17 @@ def _too_many_results(exc: Exception) -> bool:
     return any(s in text for s in ("number of requested results", "contigious", "contiguous", "n_results"))
 
 
+class _Current:
+    """The index's current collection: a purge replaces the collection, and every holder of this object (the
+    index, a caller of :attr:`ChromaVectorIndex.collection`) follows it."""
+
+    def __init__(self, target: Any) -> None:
+        self.target = target
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.target, name)
+
+
 @vector_backends.register("chroma")
 class ChromaVectorIndex:
     """Cosine search in a Chroma collection (embedded or client/server), one collection per embedder.
@@ -169,12 +180,12 @@ class ChromaVectorIndex:
                 raise StoreError(f"cannot open the Chroma store at {str(path)!r} ({type(exc).__name__}: {exc}); "
                                  f"check that the folder is writable, or set storage.chroma_path") from exc
         try:
-            self._collection = self._client.get_or_create_collection(
+            self._collection = _Current(self._client.get_or_create_collection(
                 self.collection_name,
                 embedding_function=None,
                 configuration={"hnsw": {"space": "cosine"}},
                 metadata={"embedder_id": self.embedder_id, "dim": dim, "created_by": "memory-ext"},
-            )
+            ))
             with warnings.catch_warnings():  # chromadb records embedding_function=None as "legacy" and warns
                 warnings.filterwarnings("ignore", "legacy embedding function config", DeprecationWarning)
                 config = self._collection.configuration or {}
@@ -354,9 +365,9 @@ class ChromaVectorIndex:
             truth = self._truth()
             metadata = dict(self._collection.metadata or {})
             self._call("purge (delete collection)", self._client.delete_collection, self.collection_name)
-            self._collection = self._call("purge (create collection)", self._client.create_collection,
-                                          self.collection_name, embedding_function=None,
-                                          configuration={"hnsw": {"space": "cosine"}}, metadata=metadata)
+            self._collection.target = self._call("purge (create collection)", self._client.create_collection,
+                                                 self.collection_name, embedding_function=None,
+                                                 configuration={"hnsw": {"space": "cosine"}}, metadata=metadata)
             self._add_truth(truth, list(truth))
         self._remove_orphan_segments()
         pending = self._vacuum()
