@@ -246,7 +246,9 @@ def _header_problem(db_path: Path) -> str | None:
     """Why a database file cannot be a sound SQLite database, from its 100-byte header (None: it may be).
 
     Catches a file that is not SQLite at all and one cut short (a partial copy): the header records the page
-    count, and a file shorter than that lost pages. Cheap; deeper damage surfaces as CorruptStoreError on use.
+    count, and a file shorter than that lost pages — unless a write-ahead log is beside it (a checkpoint that a
+    crash interrupted leaves the database short; the log still holds the pages and SQLite recovers them). Cheap;
+    deeper damage surfaces as CorruptStoreError on use.
     """
     try:
         size = db_path.stat().st_size
@@ -262,6 +264,9 @@ def _header_problem(db_path: Path) -> str | None:
     page_size = 65536 if page_size == 1 else page_size
     pages = int.from_bytes(header[28:32], "big")
     counter_valid = header[24:28] == header[92:96]
+    wal = db_path.with_name(db_path.name + "-wal")
+    if wal.exists() and wal.stat().st_size > 0:
+        return None
     if counter_valid and pages and size < pages * page_size:
         return f"truncated: {size} bytes, the header counts {pages} pages of {page_size} bytes"
     return None

@@ -113,6 +113,7 @@ class World:
 
 
 @pytest.mark.fault
+@pytest.mark.timeout(1800)
 @settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(steps=st.lists(STEP, min_size=5, max_size=30))
