@@ -25,6 +25,7 @@ from .embed import E5Embedder, Embedder, HashingEmbedder, SparseEmbedder
 from .engine import AddResult, ForgetReceipt, MemoryEngine, StoreStats
 from .errors import (
     ConfigError,
+    CorruptStoreError,
     EmbedderError,
     EmbedderMismatchError,
     HookNotFoundError,
@@ -72,6 +73,7 @@ __all__ = [
     "ChannelError",
     "CompactionReport",
     "ConfigError",
+    "CorruptStoreError",
     "Delay",
     "E5Embedder",
     "Embedder",

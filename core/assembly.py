@@ -101,7 +101,9 @@ def build_indexes(config: EngineConfig, store: TruthStore, embedder: Embedder | 
     if config.globals.vector_enabled and embedder is not None:
         backend = vector_backends.resolve("storage.vector_backend", config.storage.vector_backend)
         vector = backend(storage=config.storage, directory=store.directory, embedder_id=embedder.id,
-                         dim=embedder.dim, store_id=store.store_id)
+                         dim=embedder.dim, store_id=store.store_id, on_commit=store.after_commit, reader=store.reader)
+        if not store.read_only and callable(reconcile := getattr(vector, "reconcile", None)):
+            reconcile()  # a crash between SQLite's commit and Chroma's update is repaired here
     ix = Indexes(keyword=KeywordIndex(), vector=vector, sparse=SparseIndex(), time=TimeIndex(), graph=EntityGraph(),
                  evidence=EvidenceIndex(), catalog=RecordCatalog())
     for index in ix.all:

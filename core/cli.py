@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import tempfile
 import time
@@ -29,7 +30,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from .errors import MemoryExtError
+from .errors import InvalidArgumentError, MemoryExtError, StoreError
 from .models import Namespace, Turn
 
 if TYPE_CHECKING:
@@ -38,16 +39,49 @@ if TYPE_CHECKING:
 __all__ = ["main"]
 
 BATCH = 256
+DEFAULT_USER = "default"
+"""The user id of the namespace when ``--user`` is not given."""
 
 
-def _open(args: argparse.Namespace, path: str | None = None, read_only: bool = False) -> MemoryEngine:
+def _version() -> str:
+    from . import __version__
+
+    return __version__
+
+
+def _open(args: argparse.Namespace, path: str | None = None, read_only: bool = False,
+          create: bool = False) -> MemoryEngine:
+    """Open the store; only ``create=True`` (``ingest``, ``demo``) may make a new one: a mistyped ``--path``
+    is an error, not a silently created empty store."""
     from .engine import MemoryEngine
+    from .store.sqlite import DB_FILE
 
-    return MemoryEngine.open(path or args.path, config=args.config, embedder=args.embedder, read_only=read_only)
+    target = path or args.path
+    if not create and not (Path(target) / DB_FILE).is_file():
+        raise StoreError(f"no memory-ext store at {target!r}; check --path (`memext ingest` creates a store)")
+    return MemoryEngine.open(target, config=args.config, embedder=args.embedder, read_only=read_only)
 
 
 def _namespace(args: argparse.Namespace) -> Namespace:
-    return Namespace(args.user, agent_id=args.agent, session_id=getattr(args, "session", None))
+    user = args.user if args.user is not None else DEFAULT_USER
+    return Namespace(user, agent_id=args.agent, session_id=getattr(args, "session", None))
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _safe(text: str, out: Any) -> str:
+    """User text for a terminal: control characters (ANSI escape sequences start with one) are shown escaped,
+    so stored text cannot move the cursor, recolour or retitle the user's terminal. Pipes get the text as is."""
+    isatty = getattr(out, "isatty", None)
+    if not (callable(isatty) and isatty()):
+        return text
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
+def _print(text: str, out: Any = None) -> None:
+    out = out if out is not None else sys.stdout
+    print(_safe(text, out), file=out)
 
 
 def _print_result(result: Any, out: Any) -> None:
@@ -57,7 +91,7 @@ def _print_result(result: Any, out: Any) -> None:
         when = item.timestamp.strftime("%Y-%m-%d %H:%M") if item.timestamp else "undated"
         chans = ", ".join(f"{c}#{r}" for c, r in item.channels.items())
         who = item.speaker or (item.role.value if item.role else "")
-        print(f"  {i}. [{item.score:.4f}] {when} {who}: {item.text}", file=out)
+        _print(f"  {i}. [{item.score:.4f}] {when} {who}: {item.text}", out)
         print(f"       found by: {chans}", file=out)
     for err in result.channel_errors:
         print(f"   degraded: {err.channel}: {err.error_type}: {err.message}", file=out)
@@ -68,7 +102,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="memext-demo-") as tmp:
         path = args.path if args.path_given else tmp
         t0 = time.perf_counter()
-        with _open(args, path) as engine:
+        with _open(args, path, create=True) as engine:
             load_ms = (time.perf_counter() - t0) * 1000
             ns = Namespace(data["user_id"])
             t0 = time.perf_counter()
@@ -96,16 +130,33 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _read_turns(path: Path) -> list[dict[str, Any]]:
-    text = path.read_text(encoding="utf-8")
+    """The turns of an input file; a missing or malformed file is an InvalidArgumentError naming it."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+        raise InvalidArgumentError("file", str(path), f"cannot read it ({reason}); give a UTF-8 JSON or "
+                                                      "JSON Lines file of turns") from None
     stripped = text.lstrip()
-    if stripped.startswith("[") or (stripped.startswith("{") and '"turns"' in stripped[:2000]
-                                    and path.suffix != ".jsonl"):
-        data = json.loads(text)
-        data = data["turns"] if isinstance(data, dict) else data
-    else:
-        data = [json.loads(line) for line in text.splitlines() if line.strip()]
+    try:
+        if stripped.startswith("[") or (stripped.startswith("{") and '"turns"' in stripped[:2000]
+                                        and path.suffix != ".jsonl"):
+            data = json.loads(text)
+            data = data.get("turns") if isinstance(data, dict) else data
+        else:
+            data = []
+            for number, line in enumerate(text.splitlines(), 1):
+                if line.strip():
+                    try:
+                        data.append(json.loads(line))
+                    except json.JSONDecodeError as exc:
+                        raise InvalidArgumentError(f"file line {number}", str(path),
+                                                   f"not valid JSON ({exc.msg}); fix that line") from None
+    except json.JSONDecodeError as exc:
+        raise InvalidArgumentError("file", str(path), f"not valid JSON (line {exc.lineno}: {exc.msg})") from None
     if not isinstance(data, list):
-        raise SystemExit(f"{path}: expected a JSON list of turns, an object with 'turns', or JSON Lines")
+        raise InvalidArgumentError("file", str(path), "expected a JSON list of turns, an object with 'turns', "
+                                                      "or JSON Lines")
     return data
 
 
@@ -115,7 +166,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     raw = _read_turns(Path(args.file))
     turns = [Turn.coerce(t, i) for i, t in enumerate(raw)]  # validate everything before writing anything
     ns = _namespace(args)
-    with _open(args) as engine, tqdm(total=len(turns), unit="turn", desc="ingest", file=sys.stderr) as bar:
+    with _open(args, create=True) as engine, tqdm(total=len(turns), unit="turn", desc="ingest", file=sys.stderr) as bar:
         for i in range(0, len(turns), BATCH):
             engine.add_turns(turns[i : i + BATCH], ns)
             bar.update(len(turns[i : i + BATCH]))
@@ -127,7 +178,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     with _open(args, read_only=args.read_only) as engine:
         result = engine.search(args.query, _namespace(args), k=args.k, explain=args.explain)
         if args.json:
-            print(result.model_dump_json(indent=2))
+            _print(result.model_dump_json(indent=2))
         else:
             print(f"{len(result.items)} memories in {result.timings_ms.get('total', 0):.1f} ms")
             _print_result(result, sys.stdout)
@@ -142,8 +193,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 def cmd_prompt(args: argparse.Namespace) -> int:
     with _open(args, read_only=args.read_only) as engine:
-        print(engine.render_prompt(_namespace(args), budget_tokens=args.budget, query=args.query) or
-              "(no memory files)")
+        _print(engine.render_prompt(_namespace(args), budget_tokens=args.budget, query=args.query) or
+               "(no memory files)")
     return 0
 
 
@@ -151,35 +202,54 @@ def cmd_retrieve(args: argparse.Namespace) -> int:
     with _open(args, read_only=args.read_only) as engine:
         ns = _namespace(args) if args.user is not None else None
         memory_file = engine.retrieve(args.hook_id, ns)
-        print(memory_file.model_dump_json(indent=2) if args.json else memory_file.text)
+        _print(memory_file.model_dump_json(indent=2) if args.json else memory_file.text)
     return 0
 
 
 def cmd_compact(args: argparse.Namespace) -> int:
     with _open(args) as engine:
         targets = [_namespace(args)] if args.user is not None else engine.namespaces()
+        known = {(n.user_id, n.agent_id) for n in engine.namespaces()}
+        missing = [ns for ns in targets if (ns.user_id, ns.agent_id) not in known]
+        for ns in missing:
+            _print(f"no namespace {ns.user_id}/{ns.agent_id or '-'} in this store: nothing to compact")
+        targets = [ns for ns in targets if ns not in missing]
+        changed: set[tuple[str, str | None]] = set()
         periods: tuple[Literal["weekly", "monthly"], ...] = (
             ("weekly", "monthly") if args.period == "due" else (args.period,))  # argparse choices
         for ns in targets:
             for period in periods:
                 report = engine.compact(ns, period, key=args.key, now=args.now)
                 done = [s for s in report.steps if s.get("changed")]
+                if done:
+                    changed.add((ns.user_id, ns.agent_id))
                 for step in done:
                     print(f"{ns.user_id}/{ns.agent_id or '-'} {period} {step['period']}: file {step['file']}, "
                           f"{step.get('turns', 0)} turns" + (f", {step['cold_turns']} to the cold tier"
                                                               if "cold_turns" in step else ""))
-        print(f"compacted {len(targets)} namespace(s)")
+        print(f"compacted {len(changed)} namespace(s)" if changed else
+              f"nothing was compacted ({len(targets)} namespace(s) checked)")
     return 0
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
-    if not (args.record or args.hook or args.all):
-        print("memext: error: name what to forget: --record ID, --hook ID, or --all for the namespace",
-              file=sys.stderr)
+    if not (args.record or args.hook or args.all or args.purge):
+        print("memext: error: name what to forget: --record ID, --hook ID, or --all for the namespace "
+              "(--purge finishes the on-disk purge of earlier forgets)", file=sys.stderr)
         return 2
     with _open(args) as engine:
-        receipt = engine.forget(_namespace(args), record_ids=args.record or None, hook_ids=args.hook or None)
-        print(receipt.model_dump_json(indent=2))
+        if args.record or args.hook or args.all:
+            receipt = engine.forget(_namespace(args), record_ids=args.record or None, hook_ids=args.hook or None)
+            if receipt.purge_complete or not args.purge:
+                _print(receipt.model_dump_json(indent=2))
+                return 0
+            _print(receipt.model_dump_json(indent=2))
+        pending = engine.purge(wait_s=args.wait)
+        if pending:
+            print(f"memext: purge pending in {', '.join(pending)}: another process holds a read snapshot from "
+                  f"before the forget; run `memext forget --purge` again when it is done", file=sys.stderr)
+            return 1
+        print("purge complete: no forgotten data is left in the store's files")
     return 0
 
 
@@ -188,10 +258,11 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--path", default=None, help="store directory (default ~/.memory_ext)")
     common.add_argument("--embedder", default=None, help="e5 (default) or hashing")
     common.add_argument("--config", default=None, help="EngineConfig file (YAML, TOML or JSON)")
-    common.add_argument("--user", default="default", help="user id of the namespace (default 'default')")
+    common.add_argument("--user", default=None, help=f"user id of the namespace (default {DEFAULT_USER!r})")
     common.add_argument("--agent", default=None, help="agent id of the namespace")
 
     parser = argparse.ArgumentParser(prog="memext", description="memory-ext: long-term memory for LLM agents")
+    parser.add_argument("--version", action="version", version=f"memext {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("demo", parents=[common], help="ingest a built-in conversation and search it")
     p.set_defaults(func=cmd_demo)
@@ -219,19 +290,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("hook_id")
     p.add_argument("--json", action="store_true", help="print the MemoryFile as JSON")
     p.add_argument("--read-only", action="store_true")
-    p.set_defaults(func=cmd_retrieve, user=None)
+    p.set_defaults(func=cmd_retrieve)
     p = sub.add_parser("compact", parents=[common],
                        help="weekly merge and monthly eviction (idempotent; run it from cron)")
     p.add_argument("--period", choices=("due", "weekly", "monthly"), default="due",
                    help="due (default): every finished week, then every finished month")
     p.add_argument("--key", default=None, help="one week (2026-W47) or month (2026-11) instead of what is due")
     p.add_argument("--now", default=None, help="ISO time that decides what is finished (default: now)")
-    p.set_defaults(func=cmd_compact, user=None)
+    p.set_defaults(func=cmd_compact)
     p = sub.add_parser("forget", parents=[common], help="remove memories from every store, print the receipt")
     p.add_argument("--record", action="append", default=[], help="a record id (repeatable)")
     p.add_argument("--hook", action="append", default=[], help="a hook id (repeatable)")
     p.add_argument("--all", action="store_true", help="the whole namespace (or --session)")
     p.add_argument("--session", default=None, help="with --all: only this session")
+    p.add_argument("--purge", action="store_true",
+                   help="finish the on-disk purge of earlier forgets (exit 1 while a reader still blocks it)")
+    p.add_argument("--wait", type=float, default=5.0, help="with --purge: seconds to wait for readers (default 5)")
     p.set_defaults(func=cmd_forget)
     from .bench.cli import add_bench_parser  # its optional systems import their packages only when they run
 
@@ -252,8 +326,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.path = str(Path(args.path or "~/.memory_ext").expanduser())
     try:
         return int(args.func(args) or 0)
-    except MemoryExtError as exc:
-        print(f"memext: error: {exc}", file=sys.stderr)
+    except MemoryExtError as exc:  # one line, never a traceback
+        print(f"memext: error: {_safe(str(exc), sys.stderr)}", file=sys.stderr)
         return 2
 
 

@@ -7,7 +7,7 @@
 >>> EngineConfig.from_dict({"recall": {"rrf_kk": 30}})
 Traceback (most recent call last):
 ...
-memory_ext.errors.ConfigError: config field 'recall.rrf_kk': got 30; unknown key; valid keys: ...
+memory_ext.errors.ConfigError: config field 'recall.rrf_kk': unknown key (its value is not shown); valid keys: ...
 
 Unknown keys and wrong types raise :class:`~memory_ext.errors.ConfigError` here; unknown implementation names
 and inconsistent switches raise it when the engine is built (``MemoryEngine.open``), with the valid names.
@@ -196,6 +196,12 @@ class StorageConfig(_Section):
     """PersistentClient folder; defaults to ``<store>/chroma``."""
     chroma_collection_prefix: str = "memory_ext"
     """Collections are named ``<prefix>_<embedder>_d<dim>_<hash of embedder and store id>``."""
+    dir_mode: int = Field(default=0o700, ge=0o700, le=0o777)
+    """Permissions of a store directory this engine creates (default ``0o700``: only its owner can enter it;
+    memories are private). An existing directory keeps its permissions."""
+    file_mode: int = Field(default=0o600, ge=0o600, le=0o666)
+    """Permissions of the database files this engine creates (default ``0o600``; SQLite gives its ``-wal`` and
+    ``-shm`` files the same)."""
 
 
 class LimitsConfig(_Section):
@@ -312,7 +318,8 @@ def _to_config_error(exc: pydantic.ValidationError) -> ConfigError:
             annotation = getattr(field, "annotation", None)
             if isinstance(annotation, type) and issubclass(annotation, BaseModel):
                 section = annotation
-        return ConfigError(loc, value, "unknown key; valid keys: " + ", ".join(sorted(section.model_fields)))
+        # the value of an unknown key is never shown: it may be a secret (an api_key in the wrong place)
+        return ConfigError.unknown_key(loc, sorted(section.model_fields))
     return ConfigError(loc, value, err["msg"])
 
 

@@ -27,9 +27,10 @@ from .embed import Embedder, resolve_embedder
 from .errors import (
     ValidationError,
 )
+from .filters_check import check_filter_values
 from .ingest.pipeline import WritePipeline
 from .lifecycle.api import CompactionReport, Lifecycle
-from .lifecycle.forgetting import forget
+from .lifecycle.forgetting import forget, purge_files
 from .llm import LLM
 from .models import (
     ActionState,
@@ -45,7 +46,9 @@ from .recall.base import RecallContext, Recaller
 from .recall.channels import build_channels
 from .results import AddResult, ForgetReceipt, StoreStats
 from .retrieval import ReadPipeline
-from .store.sqlite import TruthStore
+from .store.faces import Face, record_face
+from .store.sqlite import NewDirectory, TruthStore, check_embedder_shape
+from .validate import check_page
 
 __all__ = ["AddResult", "ForgetReceipt", "MemoryEngine", "StoreStats"]
 
@@ -87,7 +90,9 @@ class MemoryEngine:
                                      time=ix.time, sparse="sparse" in self._recallers,
                                      evidence=config.globals.evidence_enabled)
         self._lifecycle = Lifecycle(store, config, llm, search=self.search, add_turns=self.add_turns,
-                                    check_open=self._check_open, on_flags_changed=self._catalog.invalidate)
+                                    check_open=self._check_open, on_flags_changed=self._catalog.invalidate,
+                                    add_in=self._writer.add_in)
+        self._faces: dict[str, Face] = {}
         self._closed = False
 
     # -- construction ----------------------------------------------------------------------------------------
@@ -111,7 +116,13 @@ class MemoryEngine:
         cfg = EngineConfig.coerce(config if not isinstance(config, os.PathLike) else Path(config))
         validate_config(cfg, llm=llm, reranker=reranker)
         directory = Path(path).expanduser() if path is not None else Path("~/.memory_ext").expanduser()
-        store = TruthStore(directory, read_only=read_only)
+        new_dir = NewDirectory(directory)  # what this open creates; removed again if the open fails
+        try:
+            store = TruthStore(directory, read_only=read_only, dir_mode=cfg.storage.dir_mode,
+                               file_mode=cfg.storage.file_mode)
+        except BaseException:
+            new_dir.undo()
+            raise
         try:
             emb: Embedder | None = None
             warning: str | None = None
@@ -119,10 +130,12 @@ class MemoryEngine:
                 stored = store.get_meta("embedder_id")
                 emb, warning = resolve_embedder(embedder if embedder is not None
                                                 else embedder_for_stored_id(stored))
+                check_embedder_shape(emb)
                 store.check_embedder(emb.id)  # refuses to mix embedders (also a fallback in an e5 store)
             return cls(store, cfg, emb, warning, llm, reranker)
         except BaseException:
             store.close()
+            new_dir.undo()  # a failed open leaves no new store directory behind
             raise
 
     def close(self) -> None:
@@ -188,6 +201,7 @@ class MemoryEngine:
         every channel fails does this raise :class:`~memory_ext.errors.RetrievalError`.
         """
         self._check_open()
+        check_filter_values(filters)
         return self._read.search(query, namespace, k=k, filters=filters, action_state=action_state, explain=explain,
                                  now=now, trace=trace, include_cold=include_cold, as_of=as_of)
 
@@ -196,6 +210,7 @@ class MemoryEngine:
         """The stored turns of a namespace (of its session, if it names one), oldest first."""
         self._check_open()
         ns = Namespace.coerce(namespace)
+        check_page(limit, offset)
         ns_id = self._store.find_namespace(ns.key)
         if ns_id is None:
             return []
@@ -215,12 +230,31 @@ class MemoryEngine:
         (turn records, windows), their vectors (numpy or Chroma), keyword postings, graph entries, claims, and
         their place in memory files — files left empty are deleted, the others get their hooks recomputed, and
         verbatim ``pre_compress`` context has their text cut out. SQLite overwrites deleted content
-        (``secure_delete``) and its write-ahead log is truncated, so the text is gone from disk too.
+        (``secure_delete``) and its write-ahead log is truncated, so the text is gone from disk too — unless
+        another process holds an older read snapshot: ``forget`` never waits for it, the receipt then says
+        ``purge_complete=False`` and the purge is retried after later writes, at close and by :meth:`purge`.
+        Faces registered with :meth:`register_face` (the LangGraph store) forget their own rows too.
         Unknown ids raise :class:`~memory_ext.errors.ValidationError` and nothing is removed.
         """
         self._check_open()
         return forget(self._store, self._indexes, self._evidence, Namespace.coerce(namespace),
-                      record_ids=record_ids, hook_ids=hook_ids, resolve=self._lifecycle.resolve)
+                      record_ids=record_ids, hook_ids=hook_ids, resolve=self._lifecycle.resolve, faces=self._faces)
+
+    def register_face(self, face: Face) -> None:
+        """Let ``forget`` reach a face's own tables (see :mod:`memory_ext.store.faces`); its ``hook`` is recorded
+        in the store so processes that never open the face forget its rows too."""
+        self._check_open()
+        self._faces[face.name] = face
+        record_face(self._store, face.name, face.hook)
+
+    def purge(self, *, wait_s: float = 0.0) -> tuple[str, ...]:
+        """Finish the on-disk purge of earlier forgets; returns the files still pending (empty: complete).
+
+        ``forget`` never waits for other processes' readers; when one held an old snapshot, its receipt says
+        ``purge_complete=False``. This retries now, waiting at most ``wait_s`` seconds (``memext forget --purge``).
+        """
+        self._check_open()
+        return purge_files(self._store, self._indexes, wait_s=wait_s, force=True)
 
     def stats(self) -> StoreStats:
         """Counts and on-disk size of the store."""
@@ -301,6 +335,10 @@ class MemoryEngine:
                       hook_ids: Iterable[str] | None = None) -> ForgetReceipt:
         """Async twin of :meth:`forget`."""
         return await asyncio.to_thread(self.forget, namespace, record_ids=record_ids, hook_ids=hook_ids)
+
+    async def apurge(self, *, wait_s: float = 0.0) -> tuple[str, ...]:
+        """Async twin of :meth:`purge`."""
+        return await asyncio.to_thread(self.purge, wait_s=wait_s)
 
     async def astats(self) -> StoreStats:
         """Async twin of :meth:`stats`."""

@@ -13,6 +13,7 @@
     ├── EmbedderError                   an embedder misbehaved (NaN, wrong dimension, wrong count)
     │   └── EmbedderMismatchError       the store was built with another embedder
     ├── StoreError                      the storage layer failed
+    │   ├── CorruptStoreError           the database file is not readable (corrupt, truncated, not a store)
     │   ├── StoreLockedError            another process holds the writer lock of the store
     │   ├── ReadOnlyStoreError          a write on a store opened read-only
     │   └── SchemaVersionError          the store was written by a newer memory-ext
@@ -26,10 +27,13 @@ it becomes a :class:`memory_ext.models.ChannelError` in ``SearchResult.channel_e
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import date
+from enum import Enum
 from typing import Any
 
 __all__ = [
     "ConfigError",
+    "CorruptStoreError",
     "EmbedderError",
     "EmbedderMismatchError",
     "HookNotFoundError",
@@ -48,8 +52,46 @@ __all__ = [
 ]
 
 
-def _short(value: Any, limit: int = 80) -> str:
+PREVIEW_CHARS = 12
+"""Characters of rejected text an error shows (and keeps in ``.value``); the rest is only counted."""
+_SHORT_STR = 24
+
+
+def redact(value: Any) -> Any:
+    """What an error keeps of a rejected value: short values as they are; long text (or bytes, or a container
+    whose ``repr`` is long — it may hold user content) as a length and a short prefix, never all of it.
+
+    >>> redact("robot")
+    'robot'
+    >>> redact("my password is hunter2, please remember it")
+    <42 characters: 'my password '…>
+    """
+    if isinstance(value, Redacted):
+        return value
+    if isinstance(value, str):
+        if len(value) <= _SHORT_STR and type(value) is str:
+            return value
+        return Redacted(f"<{len(value)} characters: {value[:PREVIEW_CHARS]!r}…>" if len(value) > PREVIEW_CHARS
+                        else f"<{len(value)} characters: {str(value)!r}>")
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return Redacted(f"<{len(value)} bytes>")
+    if value is None or isinstance(value, (bool, int, float, date, Enum)):
+        return value
     text = repr(value)
+    if len(text) <= 2 * _SHORT_STR:
+        return value
+    return Redacted(f"<{type(value).__name__} of {len(text)} characters: {text[:PREVIEW_CHARS]}…>")
+
+
+class Redacted(str):
+    """A rejected value as an error keeps it: its length and a short prefix (shown without quotes)."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = repr(redact(value))
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -65,8 +107,16 @@ class ConfigError(MemoryExtError):
     """
 
     def __init__(self, field: str, value: Any, fix: str) -> None:
+        value = redact(value)
         self.field, self.value, self.fix = field, value, fix
         super().__init__(f"config field {field!r}: got {_short(value)}; {fix}")
+
+    @classmethod
+    def unknown_key(cls, field: str, valid: Iterable[str]) -> ConfigError:
+        """An unknown configuration key; its value (perhaps a secret) is neither shown nor kept."""
+        err = cls(field, None, "valid keys: " + ", ".join(valid))
+        err.args = (f"config field {field!r}: unknown key (its value is not shown); {err.fix}",)
+        return err
 
     @classmethod
     def unknown_name(cls, field: str, value: Any, valid: Iterable[str]) -> ConfigError:
@@ -74,9 +124,14 @@ class ConfigError(MemoryExtError):
 
 
 class ValidationError(MemoryExtError, ValueError):
-    """Bad input to a public call. Names the field, the value and the fix; nothing was written."""
+    """Bad input to a public call. Names the field, the value and the fix; nothing was written.
+
+    Rejected text is user content: ``.value`` and the message keep only its length and a short prefix
+    (:func:`redact`).
+    """
 
     def __init__(self, field: str, value: Any, fix: str) -> None:
+        value = redact(value)
         self.field, self.value, self.fix = field, value, fix
         super().__init__(f"{field}: got {_short(value)}; {fix}")
 
@@ -129,6 +184,16 @@ class EmbedderMismatchError(EmbedderError):
 
 class StoreError(MemoryExtError):
     """The storage layer failed."""
+
+
+class CorruptStoreError(StoreError):
+    """The store's database cannot be read: corrupt, truncated, or not a memory-ext store at all."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        self.path = path
+        super().__init__(
+            f"store {path!r} cannot be read ({problem}); restore the directory from a backup, or move it away "
+            f"to start an empty store (`sqlite3 memory.sqlite3 .recover` may save some turns)")
 
 
 class StoreLockedError(StoreError):

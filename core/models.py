@@ -25,6 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .errors import InvalidNamespaceError, InvalidTurnError
+from .validate import check_text
 
 __all__ = [
     "ActionState",
@@ -46,6 +47,9 @@ __all__ = [
 ]
 
 MAX_ID_LENGTH = 256
+MIN_TIME = datetime(1000, 1, 1, tzinfo=UTC)
+MAX_TIME = datetime(9998, 12, 31, tzinfo=UTC)
+"""Timestamps outside these are refused: every period key (ISO week, month) of a time in range is valid."""
 
 
 class Role(StrEnum):
@@ -84,7 +88,11 @@ def to_utc(value: Any, field: str = "timestamp") -> datetime | None:
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
         if not math.isfinite(value):
             raise InvalidTurnError(field, value, "give a finite POSIX time, an ISO-8601 string or a datetime")
-        dt = datetime.fromtimestamp(float(value), tz=UTC)
+        try:
+            dt = datetime.fromtimestamp(float(value), tz=UTC)
+        except (OverflowError, OSError, ValueError):
+            raise InvalidTurnError(field, value, f"give a POSIX time between {MIN_TIME.timestamp():.0f} and "
+                                                 f"{MAX_TIME.timestamp():.0f} (years 1000-9998)") from None
     elif isinstance(value, str):
         try:
             dt = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
@@ -94,9 +102,14 @@ def to_utc(value: Any, field: str = "timestamp") -> datetime | None:
             ) from None
     else:
         raise InvalidTurnError(field, value, "give a datetime, an ISO-8601 string or a POSIX time")
-    if dt.tzinfo is None:
-        return dt.replace(tzinfo=UTC)
-    return dt.astimezone(UTC)
+    try:
+        dt = dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt.astimezone(UTC)
+        in_range = MIN_TIME <= dt <= MAX_TIME
+    except (OverflowError, ValueError):
+        in_range = False
+    if not in_range:
+        raise InvalidTurnError(field, value, f"give a time between {MIN_TIME.date()} and {MAX_TIME.date()}")
+    return dt
 
 
 def check_id(value: Any, field: str, *, required: bool) -> str | None:
@@ -111,7 +124,7 @@ def check_id(value: Any, field: str, *, required: bool) -> str | None:
         raise InvalidNamespaceError(field, value, "give a non-empty id (not only whitespace)")
     if len(value) > MAX_ID_LENGTH:
         raise InvalidNamespaceError(field, value, f"ids are at most {MAX_ID_LENGTH} characters (got {len(value)})")
-    if any(unicodedata.category(ch) in ("Cc", "Cf") for ch in value):
+    if any(unicodedata.category(ch) in ("Cc", "Cf", "Cs") for ch in value):
         raise InvalidNamespaceError(field, value, "remove control characters from the id")
     return value
 
@@ -201,11 +214,13 @@ class Turn(_Value):
             raise InvalidTurnError("content", content, "content must be a string")
         if not content.strip() and not kw.get("tool_calls") and not kw.get("attachments"):
             raise InvalidTurnError("content", content, "give non-empty text (or tool_calls / attachments)")
+        check_text("content", content, InvalidTurnError)  # no NUL, no lone surrogate (memory_ext.validate)
         if "timestamp" in kw:
             kw["timestamp"] = to_utc(kw["timestamp"])
         for name in ("speaker", "external_id"):
             if kw.get(name) is not None and not isinstance(kw[name], str):
                 raise InvalidTurnError(name, kw[name], f"{name} must be a string or None")
+            check_text(name, kw.get(name), InvalidTurnError)
         if kw.get("session_id") is not None:
             check_id(kw["session_id"], "session_id", required=False)
         super().__init__(role=role, content=content, **kw)

@@ -39,6 +39,14 @@ class ForgetReceipt(BaseModel):
     """Memory files that lost turns; their hooks were recomputed from what remains."""
     stores: tuple[str, ...] = ()
     """The stores the removal went through."""
+    purge_complete: bool = True
+    """True when no byte of the forgotten data is left in any file of the store directory. False when another
+    process held a read snapshot from before the forget (a long ``.backup``, a read-only engine mid-search): the
+    write-ahead log could not be truncated yet. The rows are gone for every reader either way."""
+    pending_purge: tuple[str, ...] = ()
+    """Files (relative to the store directory) that may still hold forgotten bytes while ``purge_complete`` is
+    False. The purge is retried, without waiting, after every later write, at ``close``, at the next open and by
+    ``engine.purge()`` / ``memext forget --purge``, until it completes."""
 
 
 class StoreStats(BaseModel):

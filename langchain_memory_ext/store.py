@@ -31,6 +31,12 @@ How LangGraph namespace tuples map onto memory-ext
   runs before every batch that writes (and periodically after :meth:`MemoryStore.start_ttl_sweeper`). Reads
   refresh the TTL of what they return (``refresh_ttl``, default from ``ttl["refresh_on_read"]``, else True).
 
+**Forgetting.** The store registers itself as a face of the engine (``engine.register_face``): every
+``engine.forget`` removes the partition's items with the namespace — ``forget(Namespace(user_id, agent_id))``
+all of them, a session (one LangGraph namespace) its items, ``record_ids``/``hook_ids`` the items whose turn went
+— also in processes that never create a ``MemoryStore`` (the engine records :func:`forget_items` as the hook).
+The item table overwrites deleted rows (``secure_delete``).
+
 Differences from ``InMemoryStore`` that tests pin: ``created_at`` survives updates (like LangGraph's Postgres
 store), a ``query`` without an ``index`` embedding goes through memory-ext retrieval, namespaces emptied by
 deletes are not listed, and values must be data (see above) — other objects are a typed error.
@@ -41,12 +47,14 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -122,6 +130,45 @@ _LATER_COLUMNS = {"record_id": "TEXT", "expires_at": "REAL", "ttl_minutes": "REA
 _INDEX_KEYS = ("dims", "embed", "fields", "distance_type", "ann_index_config")
 _TTL_KEYS = ("default_ttl", "refresh_on_read", "omit_expired", "sweep_interval_minutes")
 _COLS = "i.ns, i.key, i.value, i.created_at, i.updated_at, i.turn_id, i.record_id, i.ttl_minutes"
+
+
+def _connect(path: Path, file_mode: int = 0o600) -> sqlite3.Connection:
+    if not path.exists():  # private like the engine's own files
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT, file_mode))
+    db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30)
+    db.execute("PRAGMA secure_delete=ON")  # forgotten items are overwritten, not left in free pages
+    return db
+
+
+def _forget_rows(db: sqlite3.Connection, namespace: Namespace, turn_ids: Sequence[str] | None) -> int:
+    part = json.dumps(list(namespace.key))
+    if turn_ids is not None:
+        ids = list(turn_ids)
+        return sum(db.execute(f"DELETE FROM items WHERE part = ? AND turn_id IN ({','.join('?' * len(chunk))})",
+                              [part, *chunk]).rowcount for chunk in (ids[i:i + 500] for i in range(0, len(ids), 500)))
+    if namespace.session_id is not None:
+        return db.execute("DELETE FROM items WHERE part = ? AND ns = ?", [part, namespace.session_id]).rowcount
+    return db.execute("DELETE FROM items WHERE part = ?", [part]).rowcount
+
+
+def forget_items(directory: Path, namespace: Namespace, turn_ids: Sequence[str] | None) -> int:
+    """The engine's forget hook: remove a namespace's items (or those of ``turn_ids``) from the item table of the
+    store directory; returns how many went. Used when no ``MemoryStore`` is open in the forgetting process."""
+    path = Path(directory) / DB_NAME
+    if not path.exists():
+        return 0
+    db = _connect(path)
+    try:
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            removed = _forget_rows(db, namespace, turn_ids)
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+        return removed
+    finally:
+        db.close()
 
 
 class _Row(NamedTuple):
@@ -235,6 +282,9 @@ class MemoryStore(BaseStore):
     """
 
     supports_ttl = True
+    name = "langgraph_store"
+    hook = "langchain_memory_ext.store:forget_items"
+    """What the engine calls to forget items when no MemoryStore is open (see :mod:`memory_ext.store.faces`)."""
 
     def __init__(self, *, engine: EngineLike, user_id: str = "langgraph-store", agent_id: str | None = None,
                  index_fields: Sequence[str] | None = None, index: IndexConfig | None = None,
@@ -248,8 +298,22 @@ class MemoryStore(BaseStore):
         self._clock = clock or (lambda: datetime.now(UTC))
         self._lock = threading.RLock()
         self._sweeper: tuple[threading.Thread, threading.Event, Future[None]] | None = None
-        self._db = sqlite3.connect(engine.path / DB_NAME, check_same_thread=False, isolation_level=None)
+        self._own_forget = False
+        self._closed = False
+        self._db = _connect(engine.path / DB_NAME, engine.config.storage.file_mode)
         self._migrate()
+        register = getattr(engine, "register_face", None)  # an embedded engine; a RemoteEngine's server cannot
+        if callable(register):                               # reach this process's item table
+            register(self)  # engine.forget removes this store's items with their namespace
+
+    def forget(self, namespace: Namespace, turn_ids: Sequence[str] | None) -> int:
+        """Called by ``engine.forget``: remove the namespace's items (or those whose turn was forgotten)."""
+        if self._own_forget:  # this store's own forget of an old version or a deleted item: rows are handled
+            return 0
+        if self._closed:  # closed: the table is still on disk
+            return forget_items(self.engine.path, namespace, turn_ids)
+        with self._lock, self._tx() as db:
+            return _forget_rows(db, namespace, turn_ids)
 
     def _migrate(self) -> None:
         self._db.executescript(_SCHEMA)
@@ -261,10 +325,20 @@ class MemoryStore(BaseStore):
         self._db.execute("INSERT OR IGNORE INTO namespaces (part, ns) SELECT part, ns FROM items "
                          "GROUP BY part, ns ORDER BY min(rowid)")
 
+    @contextmanager
+    def _forgetting_own(self) -> Iterator[None]:
+        """While this store forgets versions through the engine, the engine's face hook leaves its rows alone."""
+        self._own_forget = True
+        try:
+            yield
+        finally:
+            self._own_forget = False
+
     def close(self) -> None:
         """Stop the TTL sweeper, if started, and close the item table (the engine is the caller's to close)."""
         self.stop_ttl_sweeper()
         with self._lock:
+            self._closed = True
             self._db.close()
 
     # -- sqlite primitives --------------------------------------------------------------------------------------
@@ -480,7 +554,8 @@ class MemoryStore(BaseStore):
             record_ids = [r for _, r in versions if r]
             if len(record_ids) == len(versions):  # else: written before record ids were kept
                 try:
-                    self.engine.forget(self._session(ns), record_ids=record_ids)
+                    with self._forgetting_own():
+                        self.engine.forget(self._session(ns), record_ids=record_ids)
                     continue
                 except ValidationError:  # unknown to the engine (forgotten through it directly)
                     pass
@@ -493,7 +568,8 @@ class MemoryStore(BaseStore):
                                 "ORDER BY rowid", [self._part, ns]).fetchall()
         old = {t.id: t for t in self.engine.get_turns(session)}
         keep = [(key, old[tid]) for key, tid in live if tid in old]
-        self.engine.forget(session)
+        with self._forgetting_own():  # the live items are re-archived below
+            self.engine.forget(session)
         if not keep:
             return
         added = self.engine.add_turns([t.model_copy(update={"id": None}) for _, t in keep], session)

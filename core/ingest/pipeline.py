@@ -56,7 +56,7 @@ KIND_CONTEXT_TURNS = 8
 def turn_rows(turns: Iterable[Turn | Mapping[str, Any]], ns: Namespace, limits: LimitsConfig,
               now: datetime) -> list[dict[str, Any]]:
     """Validate a batch and give each turn its stored row (id, session, timestamp, token count filled in)."""
-    if isinstance(turns, (Turn, Mapping, str, bytes)):
+    if isinstance(turns, (Turn, Mapping, str, bytes)) or not isinstance(turns, Iterable):
         raise InvalidTurnError("turns", turns, "pass a list of turns, even for a single turn")
     items = [Turn.coerce(t, i) for i, t in enumerate(turns)]  # type: ignore[arg-type]
     if len(items) > limits.max_batch_turns:
@@ -124,21 +124,46 @@ class WritePipeline:
         with store.write_lock:  # one writer at a time: the stored tail cannot change under us
             if store.read_only:
                 raise ReadOnlyStoreError("add_turns")
-            known_ns = store.find_namespace(ns.key)
-            context = store.tail_turns(store.reader(), known_ns, KIND_CONTEXT_TURNS) if known_ns is not None else []
-            records, anchored, windows = self._derive(rows, context)
-            vectors = self._vectors(records, windows, anchored, rows, context, known_ns)
-            sparse = normalise(self._embedder.embed_sparse([r["text"] for r in records])) \
-                if self._sparse and isinstance(self._embedder, SparseEmbedder) else None
+            prepared = self._prepare(store.reader(), rows, ns)  # embedding runs outside the transaction
             with store.transaction("add_turns") as conn:
-                ns_id = store.ensure_namespace(conn, ns.key)
-                try:
-                    self._persist(conn, ns_id, rows, records, anchored, context, vectors, sparse)
-                except BaseException:
-                    for index in self._indexes:
-                        index.invalidate(ns_id)
-                    raise
+                records = self._write(conn, ns, rows, prepared)
         return AddResult(turn_ids=tuple(r["id"] for r in rows), record_ids=tuple(r["id"] for r in records))
+
+    def add_in(self, conn: sqlite3.Connection, turns: Iterable[Turn | Mapping[str, Any]],
+               ns: Namespace) -> AddResult:
+        """:meth:`add` inside the caller's open write transaction (``store.transaction(...)``), which commits or
+        rolls back everything together — so a caller such as ``pre_compress`` stays one transaction. Nothing is
+        committed here; on an error the indexes' caches are invalidated and the caller's rollback undoes the rest.
+        """
+        rows = turn_rows(turns, ns, self._config.limits, datetime.now(UTC))
+        if not rows:
+            return AddResult(turn_ids=(), record_ids=())
+        if self._store.read_only:
+            raise ReadOnlyStoreError("add_turns")
+        records = self._write(conn, ns, rows, self._prepare(conn, rows, ns))
+        return AddResult(turn_ids=tuple(r["id"] for r in rows), record_ids=tuple(r["id"] for r in records))
+
+    def _prepare(self, conn: sqlite3.Connection, rows: list[dict[str, Any]], ns: Namespace) -> dict[str, Any]:
+        """Everything derived before the write: records, vectors, sparse encodings (``conn`` reads the tail)."""
+        known_ns = self._store.namespace_id(conn, ns.key)
+        context = self._store.tail_turns(conn, known_ns, KIND_CONTEXT_TURNS) if known_ns is not None else []
+        records, anchored, windows = self._derive(rows, context)
+        vectors = self._vectors(records, windows, anchored, rows, context, known_ns)
+        sparse = normalise(self._embedder.embed_sparse([r["text"] for r in records])) \
+            if self._sparse and isinstance(self._embedder, SparseEmbedder) else None
+        return {"records": records, "anchored": anchored, "context": context, "vectors": vectors, "sparse": sparse}
+
+    def _write(self, conn: sqlite3.Connection, ns: Namespace, rows: list[dict[str, Any]],
+               prepared: dict[str, Any]) -> list[dict[str, Any]]:
+        ns_id = self._store.ensure_namespace(conn, ns.key)
+        try:
+            self._persist(conn, ns_id, rows, prepared["records"], prepared["anchored"], prepared["context"],
+                          prepared["vectors"], prepared["sparse"])
+        except BaseException:
+            for index in self._indexes:
+                index.invalidate(ns_id)
+            raise
+        return prepared["records"]
 
     # -- steps -------------------------------------------------------------------------------------------------
     def _derive(self, rows: list[dict[str, Any]], context: list[dict[str, Any]]

@@ -24,7 +24,9 @@ from pydantic import BaseModel, ConfigDict
 
 from ..errors import HookNotFoundError, InvalidArgumentError, ReadOnlyStoreError, ValidationError
 from ..models import IndexHook, MemoryFile, Namespace, Turn, to_utc
+from ..store.snapshots import chunks, marks
 from ..text import estimate_tokens
+from ..validate import check_text
 from .compact import EvictionWeights, due_months, due_weeks, evict_month, merge_week, refresh_hook, weeks_of_month
 from .files import (
     FileRow,
@@ -87,12 +89,14 @@ class Lifecycle:
 
     def __init__(self, store: TruthStore, config: EngineConfig, llm: LLM | None, *,
                  search: Callable[..., Any], add_turns: Callable[..., Any], check_open: Callable[[], None],
-                 on_flags_changed: Callable[[int], None]) -> None:
+                 on_flags_changed: Callable[[int], None], add_in: Callable[..., Any] | None = None) -> None:
         self._store = store
         self.config = config
         self.llm = llm
         self.search = search
         self.add_turns = add_turns
+        self.add_in = add_in
+        """``WritePipeline.add_in``: stores turns inside an open transaction (``pre_compress`` is one)."""
         self._check_open = check_open
         self._after_eviction = on_flags_changed
 
@@ -360,6 +364,12 @@ class Lifecycle:
         current time) timestamps the file and the new turns.
         """
         ns, _ = self._ns_id(namespace)
+        if isinstance(full_context, (bytes, bytearray, memoryview)):
+            raise InvalidArgumentError("full_context", f"<{len(full_context)} bytes>",
+                                       "pass text (decode the bytes first, e.g. data.decode('utf-8')) or JSON data")
+        if full_context is None or isinstance(full_context, (bool, int, float)):
+            raise InvalidArgumentError("full_context", full_context, "pass the context as text, a list of "
+                                                                     "messages or a JSON object")
         if not isinstance(full_context, str):
             try:
                 full_context = json.dumps(full_context, ensure_ascii=False, default=str)
@@ -370,6 +380,7 @@ class Lifecycle:
         if len(full_context) > MAX_CONTEXT_CHARS:
             raise InvalidArgumentError("full_context", f"<{len(full_context)} characters>",
                                        f"at most {MAX_CONTEXT_CHARS} characters; save it in parts")
+        check_text("full_context", full_context, InvalidArgumentError)
         if estimated_tokens is not None and (isinstance(estimated_tokens, bool) or
                                              not isinstance(estimated_tokens, int) or estimated_tokens < 0):
             raise InvalidArgumentError("estimated_tokens", estimated_tokens, "give an integer >= 0 or None")
@@ -377,7 +388,7 @@ class Lifecycle:
             if not isinstance(task_state, Mapping):
                 raise InvalidArgumentError("task_state", task_state, "pass a mapping (dict) or None")
             try:
-                json.dumps(dict(task_state))
+                json.dumps(dict(task_state), allow_nan=False).encode("utf-8")
             except (TypeError, ValueError) as exc:
                 raise InvalidArgumentError("task_state", task_state, f"must be JSON-serialisable ({exc})") from None
         if self._store.read_only:
@@ -387,35 +398,39 @@ class Lifecycle:
         meta = {"estimated_tokens": estimated_tokens if estimated_tokens is not None else
                 estimate_tokens(full_context), "task_state": dict(task_state) if task_state else None,
                 "parsed": parsed is not None, "turns": len(parsed) if parsed else 0}
-        with self._store.transaction("pre_compress") as conn:
-            ns_id = self._store.ensure_namespace(conn, ns.key)
-            row = insert_file(conn, ns_id, period="context", period_key=now.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                              status="closed", raw=full_context, meta=meta)
         if parsed is not None:
             turns = parsed
         else:
             turns = [{"role": "system", "content": full_context[i:i + CHUNK_CHARS], "speaker": "context",
                       "tool_calls": []} for i in range(0, len(full_context), CHUNK_CHARS)]
-        known = self._known_turns(ns_id, ns)
-        tids: list[int] = []
-        new: list[Turn] = []
-        new_pos: list[int] = []
-        for t in turns:
-            key = (t["role"], " ".join(t["content"].split()))
-            if key in known:
-                tids.append(known[key])
-            else:
-                tids.append(-1)
-                new_pos.append(len(tids) - 1)
-                new.append(Turn(role=t["role"], content=t["content"], speaker=t.get("speaker"),
-                                tool_calls=tuple(t.get("tool_calls") or ()), timestamp=now,
-                                session_id=ns.session_id, metadata={"pre_compress": row.id}))
-        if new:
-            added = self.add_turns(new, ns)
-            id_to_tid = self._store.tids_by_turn_id(added.turn_ids)
-            for pos, turn_id in zip(new_pos, added.turn_ids, strict=True):
-                tids[pos] = int(id_to_tid[turn_id])
+        # one transaction: the file, its new turns (through the write pipeline) and its membership — a crash or a
+        # bad turn leaves nothing behind
         with self._store.transaction("pre_compress") as conn:
+            ns_id = self._store.ensure_namespace(conn, ns.key)
+            row = insert_file(conn, ns_id, period="context", period_key=now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                              status="closed", raw=full_context, meta=meta)
+            known = self._known_turns(ns_id, ns)
+            tids: list[int] = []
+            new: list[Turn] = []
+            new_pos: list[int] = []
+            for t in turns:
+                key = (t["role"], " ".join(t["content"].split()))
+                if key in known:
+                    tids.append(known[key])
+                else:
+                    tids.append(-1)
+                    new_pos.append(len(tids) - 1)
+                    new.append(Turn(role=t["role"], content=t["content"], speaker=t.get("speaker"),
+                                    tool_calls=tuple(t.get("tool_calls") or ()), timestamp=now,
+                                    session_id=ns.session_id, metadata={"pre_compress": row.id}))
+            if new:
+                if self.add_in is None:  # pragma: no cover - every engine passes the pipeline's add_in
+                    raise ReadOnlyStoreError("pre_compress")
+                added = self.add_in(conn, new, ns)
+                id_to_tid = {r[0]: int(r[1]) for part in chunks(list(added.turn_ids)) for r in conn.execute(
+                    f"SELECT id, tid FROM turns WHERE ns_id=? AND id IN {marks(len(part))}", (ns_id, *part))}
+                for pos, turn_id in zip(new_pos, added.turn_ids, strict=True):
+                    tids[pos] = id_to_tid[turn_id]
             set_members(conn, row.fid, [(tid, 0, None) for tid in tids],
                         estimate_tokens(full_context))
             refresh = get_file(conn, fid=row.fid)

@@ -11,24 +11,26 @@ truncates SQLite's write-ahead log so the text is gone from disk too.
 
 from __future__ import annotations
 
-import contextlib
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from ..errors import InvalidQueryError, ReadOnlyStoreError
 from ..ingest.evidence_keys import window_keys
 from ..models import Namespace
 from ..results import ForgetReceipt
+from ..store.faces import forget_in_faces
+from ..store.sqlite import DB_FILE
 from .forget import forget_turns
 
 if TYPE_CHECKING:
     from ..store.base import DerivedIndex
     from ..store.evidence import EvidenceIndex
+    from ..store.faces import Face
     from ..store.sqlite import TruthStore
     from .files import FileRow
 
-__all__ = ["forget", "id_list"]
+__all__ = ["forget", "id_list", "purge_files"]
 
 
 def id_list(name: str, value: Iterable[str] | None) -> list[str] | None:
@@ -43,8 +45,24 @@ def id_list(name: str, value: Iterable[str] | None) -> list[str] | None:
 
 def forget(store: TruthStore, indexes: Sequence[DerivedIndex], evidence: EvidenceIndex, ns: Namespace, *,
            record_ids: Iterable[str] | None, hook_ids: Iterable[str] | None,
-           resolve: Callable[[str, Namespace], FileRow]) -> ForgetReceipt:
-    """Remove the selected memories from every store and return the receipt (see ``MemoryEngine.forget``)."""
+           resolve: Callable[[str, Namespace], FileRow], faces: Mapping[str, Face] | None = None) -> ForgetReceipt:
+    """Remove the selected memories from every store — the faces' own tables too (``faces``: those open in this
+    process; recorded ones are reached through their hook) — and return the receipt (see
+    ``MemoryEngine.forget``)."""
+    receipt = _forget(store, indexes, evidence, ns, record_ids=record_ids, hook_ids=hook_ids, resolve=resolve)
+    whole = record_ids is None and hook_ids is None
+    if not whole and not receipt.turn_ids:
+        return receipt
+    rows, unreachable = forget_in_faces(store, faces or {}, ns, None if whole else receipt.turn_ids)
+    return receipt.model_copy(update={
+        "stores": (*receipt.stores, *(f"face:{n}" for n in rows)),
+        "purge_complete": receipt.purge_complete and not unreachable,
+        "pending_purge": (*receipt.pending_purge, *(f"face:{n}" for n in unreachable))})
+
+
+def _forget(store: TruthStore, indexes: Sequence[DerivedIndex], evidence: EvidenceIndex, ns: Namespace, *,
+            record_ids: Iterable[str] | None, hook_ids: Iterable[str] | None,
+            resolve: Callable[[str, Namespace], FileRow]) -> ForgetReceipt:
     records = id_list("record_ids", record_ids)
     hooks = id_list("hook_ids", hook_ids)
     ns_id = store.find_namespace(ns.key)
@@ -93,12 +111,30 @@ def forget(store: TruthStore, indexes: Sequence[DerivedIndex], evidence: Evidenc
         finally:
             for index in indexes:
                 index.invalidate(ns_id)
-        with contextlib.suppress(sqlite3.Error):  # a reader holds the log: the next checkpoint truncates it
-            store.checkpoint()
+        pending = purge_files(store, indexes)
     return ForgetReceipt(namespace=ns, turns=len(removed["turn_ids"]), records=len(rids),
                          turn_ids=tuple(removed["turn_ids"]), record_ids=tuple(removed["record_ids"]),
                          files_deleted=tuple(removed["deleted_files"]), files_updated=tuple(removed["updated_files"]),
-                         stores=("truth", *(index.name for index in indexes), "files"))
+                         stores=("truth", *(index.name for index in indexes), "files"),
+                         purge_complete=not pending, pending_purge=pending)
+
+
+def purge_files(store: TruthStore, indexes: Sequence[DerivedIndex] = (), *, wait_s: float = 0.0,
+                force: bool = False) -> tuple[str, ...]:
+    """Try (waiting at most ``wait_s`` for other processes' readers) to remove every leftover byte of forgotten
+    data from the store's files.
+
+    Returns the files (relative to the store directory) that may still hold some: ``memory.sqlite3-wal`` while
+    another process holds a read snapshot from before the forget, and whatever an index reports through an
+    optional ``purge() -> tuple[str, ...]`` method (e.g. Chroma's own log). Pending purges are retried after
+    every later write, at close, at the next open, and by ``memext forget --purge``.
+    """
+    pending: list[str] = [] if store.purge(wait_s=wait_s) else [DB_FILE + "-wal"]
+    for index in indexes:
+        purge = getattr(index, "purge", None)
+        if callable(purge):
+            pending += list(purge(force=True) if force else purge())
+    return tuple(pending)
 
 
 def _reindex_evidence(store: TruthStore, evidence: EvidenceIndex, conn: sqlite3.Connection, ns_id: int,

@@ -20,6 +20,18 @@ How it works, and why:
 * **All or nothing writes.** :meth:`ChromaVectorIndex.add` runs inside the engine's SQLite transaction. It
   upserts in batches; if a batch fails it deletes what it wrote, restores entries it overwrote, and raises
   :class:`~memory_ext.errors.StoreError`, so the engine's rollback leaves both stores as they were.
+* **Deletes after the commit.** Inside the engine, :meth:`ChromaVectorIndex.remove` and ``drop_namespace`` only
+  queue the deletion; it runs once the SQLite transaction has committed (``TruthStore.after_commit``). A crash
+  before the commit leaves Chroma untouched (the forget never happened); a crash after it leaves extra entries,
+  which search ignores and :meth:`ChromaVectorIndex.reconcile` (run at every open) deletes. Reconcile also
+  re-adds vectors SQLite has and Chroma lacks.
+* **Purging Chroma's own files.** Chroma keeps every upserted vector in its log (``embeddings_queue`` in
+  ``chroma.sqlite3``) and deleted vectors in its HNSW segment files until it compacts. After a forget the
+  embedded (``persistent``) collection is therefore rebuilt from SQLite (:meth:`ChromaVectorIndex.purge`: delete
+  the collection, create it again, re-add the remaining vectors, remove the old segment folders) — O(vectors of
+  the store) per forget. A Chroma *server*'s files are out of reach: the receipt then lists
+  ``chroma-server:<collection>`` in ``pending_purge`` and ``purge_complete`` is False; run ``chroma utils
+  vacuum`` on the server's data directory (docs/operations.md).
 * **Search** filters with ``where={"ns_id": ...}``. An ``allowed`` set of up to :data:`MAX_IN_FILTER` rids is
   pushed into Chroma as ``{"rid": {"$in": [...]}}`` under ``$and``; a larger one would make every query a
   huge request, so Chroma is asked for more of the namespace's neighbours (growing ×4) and the set is applied in
@@ -32,6 +44,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import threading
 import warnings
 import zlib
 from collections.abc import Callable, Collection, Iterator, Sequence
@@ -59,6 +72,7 @@ MAX_IN_FILTER = 1_000
 _MAX_NAME = 63  # the strictest Chroma rule (3-63 chars; 1.x servers accept more)
 _PREFIX_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9_-]{0,30}[A-Za-z0-9])?$")
 _SQL_CHUNK = 500
+_SEGMENT_DIR = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _SCORE_TOLERANCE = 1e-3  # Chroma's float32 cosine vs ours; a foreign vector differs by far more
 T = TypeVar("T")
 
@@ -94,6 +108,17 @@ def _too_many_results(exc: Exception) -> bool:
     return any(s in text for s in ("number of requested results", "contigious", "contiguous", "n_results"))
 
 
+class _Current:
+    """The index's current collection: a purge replaces the collection, and every holder of this object (the
+    index, a caller of :attr:`ChromaVectorIndex.collection`) follows it."""
+
+    def __init__(self, target: Any) -> None:
+        self.target = target
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.target, name)
+
+
 @vector_backends.register("chroma")
 class ChromaVectorIndex(VectorBatches):
     """Cosine search in a Chroma collection (embedded or client/server), one collection per embedder.
@@ -115,7 +140,13 @@ class ChromaVectorIndex(VectorBatches):
     name = "vector:chroma"
 
     def __init__(self, *, storage: StorageConfig, directory: Path, embedder_id: str, dim: int,
-                 store_id: str | None = None, batch_size: int | None = None, **_: object) -> None:
+                 store_id: str | None = None, batch_size: int | None = None,
+                 on_commit: Callable[[Callable[[], None]], None] | None = None,
+                 reader: Callable[[], sqlite3.Connection] | None = None, **_: object) -> None:
+        self._on_commit = on_commit  # TruthStore.after_commit: deletions wait for the SQLite commit
+        self._reader = reader  # the truth store's reader: reconcile and purge rebuild from it
+        self._dirty = False  # something was deleted since the last purge
+        self._rebuilding = threading.RLock()
         try:
             import chromadb
             from chromadb.config import Settings
@@ -151,12 +182,12 @@ class ChromaVectorIndex(VectorBatches):
                 raise StoreError(f"cannot open the Chroma store at {str(path)!r} ({type(exc).__name__}: {exc}); "
                                  f"check that the folder is writable, or set storage.chroma_path") from exc
         try:
-            self._collection = self._client.get_or_create_collection(
+            self._collection = _Current(self._client.get_or_create_collection(
                 self.collection_name,
                 embedding_function=None,
                 configuration={"hnsw": {"space": "cosine"}},
                 metadata={"embedder_id": self.embedder_id, "dim": dim, "created_by": "memory-ext"},
-            )
+            ))
             with warnings.catch_warnings():  # chromadb records embedding_function=None as "legacy" and warns
                 warnings.filterwarnings("ignore", "legacy embedding function config", DeprecationWarning)
                 config = self._collection.configuration or {}
@@ -255,10 +286,22 @@ class ChromaVectorIndex(VectorBatches):
         return None
 
     def remove(self, conn: sqlite3.Connection, ns_id: int, rids: Sequence[int]) -> None:
-        """Delete the namespace's ``rids`` (ids of other namespaces are never touched)."""
+        """Delete the namespace's ``rids`` (ids of other namespaces are never touched) — after the commit of the
+        caller's transaction when the engine gave ``on_commit``, at once otherwise."""
         ids = [str(int(r)) for r in rids]
-        for chunk in _batches(ids, self._batch):
-            self._call("remove", self._collection.delete, ids=list(chunk), where={"ns_id": int(ns_id)})
+
+        def delete() -> None:
+            for chunk in _batches(ids, self._batch):
+                self._call("remove", self._collection.delete, ids=list(chunk), where={"ns_id": int(ns_id)})
+            self._dirty = self._dirty or bool(ids)
+
+        self._after_commit(delete)
+
+    def _after_commit(self, step: Callable[[], None]) -> None:
+        if self._on_commit is None:
+            step()
+        else:
+            self._on_commit(step)
 
     def invalidate(self, ns_id: int | None = None) -> None:
         """Nothing is cached in this process: Chroma is always current."""
@@ -268,8 +311,104 @@ class ChromaVectorIndex(VectorBatches):
         """Nothing in SQLite: the collection is created when the index opens."""
 
     def drop_namespace(self, conn: sqlite3.Connection, ns_id: int) -> None:
-        """Delete every vector of the namespace."""
-        self._call("drop namespace", self._collection.delete, where={"ns_id": int(ns_id)})
+        """Delete every vector of the namespace (after the commit, as :meth:`remove`)."""
+        def delete() -> None:
+            self._call("drop namespace", self._collection.delete, where={"ns_id": int(ns_id)})
+            self._dirty = True
+
+        self._after_commit(delete)
+
+    # -- repair and purge ----------------------------------------------------------------------------------
+    def _truth(self) -> dict[int, tuple[int, bytes]]:
+        """``{rid: (ns_id, vector blob)}`` of every vector of this dimension in the truth store."""
+        if self._reader is None:
+            raise StoreError("the chroma index was built without the truth store's reader")
+        return {int(r[0]): (int(r[1]), r[2]) for r in self._reader().execute(
+            "SELECT rid, ns_id, vector FROM embeddings WHERE dim=? AND embedder_id=?", (self.dim, self.embedder_id))
+            if isinstance(r[2], bytes) and len(r[2]) == 4 * self.dim}
+
+    def _add_truth(self, truth: dict[int, tuple[int, bytes]], rids: Sequence[int]) -> None:
+        for chunk in _batches(sorted(rids), self._batch):
+            self._call("repair (add)", self._collection.upsert, ids=[str(r) for r in chunk],
+                       embeddings=np.stack([np.frombuffer(truth[r][1], dtype=np.float32) for r in chunk]),
+                       metadatas=[{"ns_id": truth[r][0], "rid": r} for r in chunk])
+
+    def reconcile(self) -> dict[str, int]:
+        """Make the collection hold exactly the truth store's vectors (run at open; cheap when counts agree).
+
+        Returns ``{"removed": extra entries deleted, "added": missing vectors re-added}``.
+        """
+        if self._reader is None:
+            return {"removed": 0, "added": 0}
+        truth = self._truth()
+        if self._call("reconcile (count)", self._collection.count) == len(truth):
+            return {"removed": 0, "added": 0}
+        held = {int(i) for i in self._call("reconcile (ids)", self._collection.get, include=[])["ids"]}
+        extra = sorted(held - set(truth))
+        for chunk in _batches([str(r) for r in extra], self._batch):
+            self._call("repair (delete)", self._collection.delete, ids=list(chunk))
+        missing = sorted(set(truth) - held)
+        self._add_truth(truth, missing)
+        self._dirty = self._dirty or bool(extra)
+        return {"removed": len(extra), "added": len(missing)}
+
+    def purge(self, *, force: bool = False) -> tuple[str, ...]:
+        """Remove deleted vectors from Chroma's own files (see the module docstring); returns what is still
+        pending: nothing for an embedded collection, ``chroma-server:<collection>`` for a server. ``force``
+        rebuilds even when this process deleted nothing (after a crash between a forget and its purge)."""
+        if not (self._dirty or force):
+            return ()
+        if self.mode == "http" or self._reader is None:
+            return (f"chroma-server:{self.collection_name}",)
+        with self._rebuilding:
+            truth = self._truth()
+            metadata = dict(self._collection.metadata or {})
+            self._call("purge (delete collection)", self._client.delete_collection, self.collection_name)
+            self._collection.target = self._call("purge (create collection)", self._client.create_collection,
+                                                 self.collection_name, embedding_function=None,
+                                                 configuration={"hnsw": {"space": "cosine"}}, metadata=metadata)
+            self._add_truth(truth, list(truth))
+        self._remove_orphan_segments()
+        pending = self._vacuum()
+        self._dirty = bool(pending)
+        return pending
+
+    def _vacuum(self) -> tuple[str, ...]:
+        """Rewrite ``chroma.sqlite3`` so the deleted log rows leave its free pages too (Chroma's own connection
+        does not overwrite deleted rows). Returns the file when it could not be rewritten (busy)."""
+        import sqlite3 as _sqlite3
+
+        db = Path(self.location) / "chroma.sqlite3"
+        if not db.exists():
+            return ()
+        try:
+            conn = _sqlite3.connect(db, isolation_level=None, timeout=5)
+            try:
+                conn.execute("PRAGMA secure_delete=ON")
+                conn.execute("VACUUM")
+            finally:
+                conn.close()
+        except _sqlite3.Error:
+            return (f"chroma:{db.name}",)
+        return ()
+
+    def _remove_orphan_segments(self) -> None:
+        """Delete segment folders (HNSW files) no collection uses any more: they hold deleted vectors."""
+        import shutil
+        import sqlite3 as _sqlite3
+
+        root = Path(self.location)
+        db = root / "chroma.sqlite3"
+        if not db.exists():
+            return
+        conn = _sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True)
+        try:
+            live = {str(r[0]) for r in conn.execute("SELECT id FROM segments")}
+        finally:
+            conn.close()
+        for child in root.iterdir():
+            if child.is_dir() and _SEGMENT_DIR.match(child.name) and child.name not in live:
+                shutil.rmtree(child, ignore_errors=True)
 
     # -- reads ---------------------------------------------------------------------------------------------
     def search(self, conn: sqlite3.Connection, ns_id: int, query: np.ndarray, k: int, *,
@@ -307,8 +446,9 @@ class ChromaVectorIndex(VectorBatches):
         try:
             if self._closed:
                 raise StoreError("search: the chroma vector index is closed")
-            res = self._collection.query(query_embeddings=q.reshape(1, -1), n_results=n, where=where,
-                                         include=["distances"])
+            with self._rebuilding:  # a purge swaps the collection: searches wait for the whole one
+                res = self._collection.query(query_embeddings=q.reshape(1, -1), n_results=n, where=where,
+                                             include=["distances"])
         except StoreError:
             raise
         except Exception as exc:
@@ -366,6 +506,9 @@ class ChromaVectorIndex(VectorBatches):
         """Release the client (the embedded store stays on disk). Idempotent."""
         if self._closed:
             return
+        if self._dirty and self.mode != "http":
+            with contextlib.suppress(Exception):  # a forget's purge left undone: finish it before closing
+                self.purge()
         self._closed = True
         try:
             self._closable().close()

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
 import threading
 import time
 import uuid
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -26,13 +28,22 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import EmbedderMismatchError, ReadOnlyStoreError, SchemaVersionError, StoreError, StoreLockedError
+from ..errors import (
+    ConfigError,
+    CorruptStoreError,
+    EmbedderMismatchError,
+    ReadOnlyStoreError,
+    SchemaVersionError,
+    StoreError,
+    StoreLockedError,
+)
 from .filters import RecordFilter, filter_sql
 from .snapshots import chunks, marks
 
 __all__ = ["DB_FILE", "SCHEMA_VERSION", "RecordRow", "TruthStore", "TurnRow"]
 
 DB_FILE = "memory.sqlite3"
+BUSY_TIMEOUT_MS = 30_000
 LOCK_FILE = "LOCK"
 
 
@@ -232,11 +243,72 @@ def _lock_holder(path: Path) -> str:
         return "unknown process"
 
 
-class TruthStore:
-    """SQLite truth store of one directory. Use through :class:`memory_ext.MemoryEngine`."""
+def _header_problem(db_path: Path) -> str | None:
+    """Why a database file cannot be a sound SQLite database, from its 100-byte header (None: it may be).
 
-    def __init__(self, directory: str | os.PathLike[str], *, read_only: bool = False) -> None:
+    Catches a file that is not SQLite at all and one cut short (a partial copy): the header records the page
+    count, and a file shorter than that lost pages — unless a write-ahead log is beside it (a checkpoint that a
+    crash interrupted leaves the database short; the log still holds the pages and SQLite recovers them). Cheap;
+    deeper damage surfaces as CorruptStoreError on use.
+    """
+    try:
+        size = db_path.stat().st_size
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    if size == 0:
+        return None  # created, never written: SQLite initialises it
+    with db_path.open("rb") as f:
+        header = f.read(100)
+    if len(header) < 100 or not header.startswith(b"SQLite format 3\x00"):
+        return "not a SQLite database (bad header)"
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(header[28:32], "big")
+    counter_valid = header[24:28] == header[92:96]
+    wal = db_path.with_name(db_path.name + "-wal")
+    if wal.exists() and wal.stat().st_size > 0:
+        return None
+    if counter_valid and pages and size < pages * page_size:
+        return f"truncated: {size} bytes, the header counts {pages} pages of {page_size} bytes"
+    return None
+
+
+class NewDirectory:
+    """The part of a store path that does not exist yet; :meth:`undo` removes it again (a failed open leaves
+    nothing behind)."""
+
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        path = Path(directory).expanduser().absolute()
+        self.top: Path | None = None
+        while not path.exists() and path != path.parent:
+            self.top, path = path, path.parent
+
+    def undo(self) -> None:
+        if self.top is not None and self.top.is_dir():
+            shutil.rmtree(self.top, ignore_errors=True)
+
+
+def check_embedder_shape(embedder: Any) -> None:
+    """Refuse an embedder whose ``dim`` is not a positive integer (it would store empty vectors)."""
+    dim = getattr(embedder, "dim", None)
+    if isinstance(dim, bool) or not isinstance(dim, int) or dim <= 0:
+        raise ConfigError("embedder.dim", dim, f"the embedder {getattr(embedder, 'id', '?')!r} must report its "
+                                               "vector dimension as a positive integer")
+
+
+class TruthStore:
+    """SQLite truth store of one directory. Use through :class:`memory_ext.MemoryEngine`.
+
+    A directory it creates gets ``dir_mode`` (default ``0o700``) and the database ``file_mode`` (``0o600``).
+    """
+
+    def __init__(self, directory: str | os.PathLike[str], *, read_only: bool = False, dir_mode: int = 0o700,
+                 file_mode: int = 0o600) -> None:
         self.directory = Path(directory).expanduser()
+        if self.directory.exists() and not self.directory.is_dir():
+            raise StoreError(f"store path {str(self.directory)!r} is a file, not a directory; give the path of a "
+                             f"directory (it is created if missing), e.g. {str(self.directory) + '.d'!r}")
+        self.file_mode = file_mode
         self.read_only = read_only
         self._lock_fd: int | None = None
         self.write_lock = threading.RLock()
@@ -244,25 +316,49 @@ class TruthStore:
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
         self._closed = False
+        self._purge_pending = False
+        self._after_commit: list[Callable[[], None]] | None = None
         db_path = self.directory / DB_FILE
+        problem = _header_problem(db_path)
+        if problem is not None:
+            raise CorruptStoreError(str(self.directory), f"{DB_FILE}: {problem}")
         if read_only:
             if not db_path.exists():
                 raise StoreError(f"no store at {str(self.directory)!r}: open it once without read_only to create it")
             self._writer: sqlite3.Connection | None = None
         else:
-            self.directory.mkdir(parents=True, exist_ok=True)
+            try:
+                if not self.directory.exists():
+                    self.directory.mkdir(parents=True, mode=dir_mode)
+                    os.chmod(self.directory, dir_mode)  # mkdir's mode is filtered by the umask
+            except (FileExistsError, NotADirectoryError) as exc:
+                raise StoreError(f"store path {str(self.directory)!r} cannot be a directory ({exc.strerror}: a "
+                                 f"file is in the way); give another path") from None
+            except PermissionError as exc:
+                raise StoreError(f"cannot create the store directory {str(self.directory)!r} ({exc.strerror}); "
+                                 f"choose a writable path") from None
             self._acquire_lock()
             try:
+                if not db_path.exists():  # SQLite gives -wal and -shm the database file's permissions
+                    os.close(os.open(db_path, os.O_RDWR | os.O_CREAT, file_mode))
                 self._writer = self._connect(db_path, read_only=False)
                 self._writer.execute("PRAGMA journal_mode=WAL")
                 self._writer.execute("PRAGMA synchronous=NORMAL")
                 self._writer.execute("PRAGMA secure_delete=ON")  # forgotten text is overwritten, not left in free pages
                 self._migrate(self._writer)
+                self.purge()  # a purge left pending by a previous process (crash, reader at close) ends here
+            except sqlite3.DatabaseError as exc:
+                self._release_lock()
+                raise CorruptStoreError(str(self.directory), f"{DB_FILE}: {exc}") from None
             except BaseException:
                 self._release_lock()
                 raise
         self._db_path = db_path
-        version = self._schema_version(self.reader())
+        try:
+            version = self._schema_version(self.reader())
+        except sqlite3.DatabaseError as exc:
+            self.close()
+            raise CorruptStoreError(str(self.directory), f"{DB_FILE}: {exc}") from None
         if version > SCHEMA_VERSION:
             raise SchemaVersionError(
                 f"store {str(self.directory)!r} has schema version {version}, newer than this memory-ext "
@@ -274,15 +370,16 @@ class TruthStore:
     def _connect(db_path: Path, *, read_only: bool) -> sqlite3.Connection:
         if read_only:
             conn = sqlite3.connect(f"{db_path.as_uri()}?mode=ro", uri=True, check_same_thread=False,
-                                   isolation_level=None, timeout=30)
+                                   isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
         else:
-            conn = sqlite3.connect(db_path, check_same_thread=False, isolation_level=None, timeout=30)
+            conn = sqlite3.connect(db_path, check_same_thread=False, isolation_level=None,
+                                   timeout=BUSY_TIMEOUT_MS / 1000)
         conn.execute("PRAGMA foreign_keys=ON")
         return conn
 
     def _acquire_lock(self) -> None:
         path = self.directory / LOCK_FILE
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, self.file_mode)
         try:
             import fcntl
 
@@ -322,19 +419,69 @@ class TruthStore:
         with self.write_lock:
             conn = self._writer
             conn.execute("BEGIN IMMEDIATE")
+            self._after_commit = []
             try:
                 yield conn
             except BaseException:
+                self._after_commit = None
                 conn.execute("ROLLBACK")
                 raise
             else:
                 conn.execute("COMMIT")
+                callbacks, self._after_commit = self._after_commit, None
+                for callback in callbacks:  # e.g. Chroma deletions: only once the truth store has committed
+                    try:
+                        callback()
+                    except Exception as exc:  # noqa: BLE001  the commit stands; the index is repaired at the next open
+                        warnings.warn(f"after-commit step of {operation!r} failed ({type(exc).__name__}: {exc}); "
+                                      "the next open repairs the derived index", RuntimeWarning, stacklevel=3)
+                if self.purge_pending:  # an earlier forget could not finish its on-disk purge: try again
+                    self.purge()
 
-    def checkpoint(self) -> None:
-        """Copy the write-ahead log into the database and truncate it (forgotten text leaves the log too)."""
-        if self._writer is not None:
-            with self.write_lock:
-                self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    def after_commit(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` once the current write transaction has committed (dropped if it rolls back).
+
+        Derived stores outside SQLite (Chroma) delete through this: a crash before the commit leaves them
+        untouched, a crash after it leaves extra entries that the next open removes — never a record whose
+        vector is gone.
+        """
+        if self._after_commit is None:
+            raise StoreError("after_commit: no write transaction is open")
+        self._after_commit.append(callback)
+
+    @property
+    def purge_pending(self) -> bool:
+        """True while forgotten bytes may still be in the write-ahead log or in unmerged database pages."""
+        return self._purge_pending
+
+    def purge(self, *, wait_s: float = 0.0) -> bool:
+        """Checkpoint the write-ahead log into the database and truncate it; True when that completed.
+
+        ``PRAGMA wal_checkpoint(TRUNCATE)`` returns ``(busy, log frames, checkpointed frames)``: it completes only
+        when no other connection (of any process) holds an older read snapshot. It never waits longer than
+        ``wait_s`` (default: not at all), so a reader in another process cannot stall ``forget`` or the writers
+        behind it; an incomplete purge stays pending and is retried after every later write, at ``close`` and at
+        the next open, until it completes.
+        """
+        if self._writer is None:
+            return not self._purge_pending
+        with self.write_lock:
+            conn = self._writer
+            conn.execute(f"PRAGMA busy_timeout={max(0, int(wait_s * 1000))}")
+            try:
+                busy, log, done = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            except sqlite3.OperationalError:  # SQLITE_BUSY/LOCKED reported as an error
+                busy, log, done = 1, -1, -1
+            finally:
+                conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            wal = self.directory / (DB_FILE + "-wal")
+            complete = busy == 0 and log == done and (not wal.exists() or wal.stat().st_size == 0)
+            self._purge_pending = not complete
+            return complete
+
+    def checkpoint(self) -> bool:
+        """Alias of :meth:`purge` (non-blocking); True when the log was truncated."""
+        return self.purge()
 
     def close(self) -> None:
         if self._closed:
@@ -346,7 +493,9 @@ class TruthStore:
             self._readers.clear()
         if self._writer is not None:
             with self.write_lock:
-                self._writer.close()
+                if self._purge_pending:
+                    self.purge()
+                self._writer.close()  # the last connection's close checkpoints and removes the log too
         self._release_lock()
 
     # -- schema --------------------------------------------------------------------------------------------
@@ -407,7 +556,12 @@ class TruthStore:
 
     # -- namespaces ----------------------------------------------------------------------------------------
     def find_namespace(self, key: tuple[str, str]) -> int | None:
-        row = self.reader().execute("SELECT ns_id FROM namespaces WHERE user_id=? AND agent_id=?", key).fetchone()
+        return self.namespace_id(self.reader(), key)
+
+    @staticmethod
+    def namespace_id(conn: sqlite3.Connection, key: tuple[str, str]) -> int | None:
+        """The row id of namespace ``(user_id, agent_id)`` as ``conn`` sees it (None: not stored)."""
+        row = conn.execute("SELECT ns_id FROM namespaces WHERE user_id=? AND agent_id=?", key).fetchone()
         return int(row[0]) if row else None
 
     @staticmethod
@@ -504,12 +658,15 @@ class TruthStore:
         return out
 
     def vectors_by_rid(self, ns_id: int, rids: Sequence[int]) -> dict[int, np.ndarray]:
-        """Stored vectors of the given records of one namespace."""
+        """Stored vectors of the given records of one namespace (damaged blobs are left out)."""
         out: dict[int, np.ndarray] = {}
         for chunk in chunks(list(rids)):
             rows = self.reader().execute(
-                f"SELECT rid, vector FROM embeddings WHERE +ns_id=? AND rid IN {marks(len(chunk))}", (ns_id, *chunk))
-            out.update((int(r[0]), np.frombuffer(r[1], dtype=np.float32)) for r in rows)
+                f"SELECT rid, vector, dim FROM embeddings WHERE +ns_id=? AND rid IN {marks(len(chunk))}",
+                (ns_id, *chunk))
+            # a damaged blob (not dim float32 values) is skipped: callers fall back as for a missing vector
+            out.update((int(r[0]), np.frombuffer(r[1], dtype=np.float32)) for r in rows
+                       if isinstance(r[1], bytes) and len(r[1]) == 4 * int(r[2]))
         return out
 
     def turns_by_id(self, ns_id: int, turn_ids: Iterable[str]) -> dict[str, TurnRow]:

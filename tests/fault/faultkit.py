@@ -1,0 +1,165 @@
+"""Shared tools of the fault suite and the hardening tests: byte scans of a store directory, a reader process
+that holds a SQLite read snapshot until told to leave, and invariant checks of a reopened store.
+
+Import as ``from tests.fault.faultkit import ...`` (the repository root is on ``sys.path``, see pyproject).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from types import TracebackType
+
+__all__ = ["SnapshotReader", "file_listing", "invariant_violations", "row_counts", "scan_bytes"]
+
+_READER = r"""
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=30)
+conn.execute("BEGIN")
+n = conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0]
+for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'").fetchall():
+    conn.execute(f'SELECT COUNT(*) FROM "{name}"').fetchone()
+print("holding", n, flush=True)
+sys.stdin.readline()          # the parent releases the snapshot by writing a line
+conn.execute("COMMIT")
+conn.close()
+print("released", flush=True)
+"""
+
+
+class SnapshotReader:
+    """Another *process* inside ``BEGIN; SELECT ...`` on a SQLite file, until :meth:`release` (or the end of the
+    ``with`` block). Like a long ``sqlite3 db .backup`` or a read-only engine in the middle of a search.
+
+    >>> # with SnapshotReader(store / "memory.sqlite3") as reader: ...; reader.release()
+    """
+
+    def __init__(self, db: str | os.PathLike[str]) -> None:
+        self.db = Path(db)
+        self._proc: subprocess.Popen[str] | None = None
+
+    def __enter__(self) -> SnapshotReader:
+        self._proc = subprocess.Popen([sys.executable, "-c", _READER, str(self.db)], stdin=subprocess.PIPE,
+                                      stdout=subprocess.PIPE, text=True)
+        assert self._proc.stdout is not None
+        line = self._proc.stdout.readline()
+        if not line.startswith("holding"):
+            raise RuntimeError(f"reader did not start: {line!r}")
+        return self
+
+    @property
+    def holding(self) -> bool:
+        """True while the reader process is alive and has not been told to release its snapshot."""
+        return self._proc is not None and self._proc.poll() is None and not self._proc.stdin.closed  # type: ignore[union-attr]
+
+    def release(self) -> None:
+        if self._proc is None or self._proc.poll() is not None:
+            return
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        self._proc.stdin.write("\n")
+        self._proc.stdin.close()
+        self._proc.stdout.readline()
+        self._proc.wait(timeout=60)
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            try:
+                self.release()
+            except Exception:  # noqa: BLE001  any failure to release: the child is killed instead
+                self._proc.kill()
+                self._proc.wait()
+
+
+def scan_bytes(directory: str | os.PathLike[str], needles: Iterable[bytes]) -> dict[str, int]:
+    """``{relative file: occurrences}`` of any of ``needles`` in every byte of every file under ``directory``."""
+    root = Path(directory)
+    found: dict[str, int] = {}
+    needles = [n for n in needles if n]
+    for path in sorted(root.rglob("*")):
+        if not path.is_file():
+            continue
+        data = path.read_bytes()
+        hits = sum(data.count(n) for n in needles)
+        if hits:
+            found[str(path.relative_to(root))] = hits
+    return found
+
+
+def file_listing(directory: str | os.PathLike[str]) -> list[str] | None:
+    """Relative paths of every file and folder under ``directory`` (None if it does not exist)."""
+    root = Path(directory)
+    if not root.exists():
+        return None
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
+_TABLES = ("namespaces", "turns", "records", "embeddings", "files", "file_turns", "claims")
+
+
+def row_counts(db: str | os.PathLike[str]) -> dict[str, int] | None:
+    """Rows of the truth store's main tables, read through a separate read-only connection (None: no db)."""
+    path = Path(db)
+    if not path.exists():
+        return None
+    conn = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True)
+    try:
+        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        return {t: int(conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]) for t in _TABLES if t in names}
+    finally:
+        conn.close()
+
+
+def invariant_violations(db: str | os.PathLike[str], chroma_ids: Iterable[int] | None = None) -> list[str]:
+    """The structural invariants of a truth store; an empty list when it is sound.
+
+    No memory file without turns (unless it is a merged/evicted file whose turns moved), no membership row or
+    record pointing at a missing turn, no vector without its record, no turn record without its vector when
+    vectors are kept, no hook (file) of a namespace that does not exist, and (given ``chroma_ids``) the Chroma
+    collection holding exactly the truth store's vectors.
+    """
+    conn = sqlite3.connect(f"{Path(db).absolute().as_uri()}?mode=ro", uri=True)
+    out: list[str] = []
+
+    def q(sql: str) -> int:
+        return int(conn.execute(sql).fetchone()[0])
+
+    try:
+        ok = conn.execute("PRAGMA integrity_check").fetchone()[0]
+        if ok != "ok":
+            out.append(f"integrity_check: {ok}")
+        checks = {
+            "file without turns": "SELECT COUNT(*) FROM files f WHERE merged_into IS NULL AND NOT EXISTS"
+                                  " (SELECT 1 FROM file_turns m WHERE m.fid = f.fid)",
+            "membership of a missing turn": "SELECT COUNT(*) FROM file_turns m WHERE NOT EXISTS"
+                                            " (SELECT 1 FROM turns t WHERE t.tid = m.tid)",
+            "membership of a missing file": "SELECT COUNT(*) FROM file_turns m WHERE NOT EXISTS"
+                                            " (SELECT 1 FROM files f WHERE f.fid = m.fid)",
+            "turn record without turn": "SELECT COUNT(*) FROM records r WHERE kind = 'turn' AND NOT EXISTS"
+                                        " (SELECT 1 FROM turns t WHERE t.record_rid = r.rid)",
+            "turn without its record": "SELECT COUNT(*) FROM turns t WHERE NOT EXISTS"
+                                       " (SELECT 1 FROM records r WHERE r.rid = t.record_rid)",
+            "vector without record": "SELECT COUNT(*) FROM embeddings e WHERE NOT EXISTS"
+                                     " (SELECT 1 FROM records r WHERE r.rid = e.rid)",
+            "hook of a missing namespace": "SELECT COUNT(*) FROM files f WHERE NOT EXISTS"
+                                           " (SELECT 1 FROM namespaces n WHERE n.ns_id = f.ns_id)",
+        }
+        for name, sql in checks.items():
+            if (n := q(sql)):
+                out.append(f"{name}: {n}")
+        if q("SELECT COUNT(*) FROM embeddings") and (n := q("SELECT COUNT(*) FROM records r WHERE NOT EXISTS"
+                                                           " (SELECT 1 FROM embeddings e WHERE e.rid = r.rid)")):
+            out.append(f"record without vector: {n}")
+        if chroma_ids is not None:
+            truth = {int(r[0]) for r in conn.execute("SELECT rid FROM embeddings")}
+            held = set(chroma_ids)
+            if held - truth:
+                out.append(f"chroma vector without record: {len(held - truth)}")
+            if truth - held:
+                out.append(f"record without chroma vector: {len(truth - held)}")
+    finally:
+        conn.close()
+    return out

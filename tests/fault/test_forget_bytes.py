@@ -1,0 +1,110 @@
+"""Forgetting leaves no byte behind (issue 14, fault suite): after each kind of forget — a namespace, a session,
+record ids, hook ids — every byte of every file under the store (the WAL, the LangGraph item table and Chroma's
+files included) is scanned for the forgotten text; one variant runs with a reader process holding a snapshot
+during the forget, and checks again after it leaves and the next write."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memory_ext import MemoryEngine, Namespace
+from tests.fault.faultkit import SnapshotReader, invariant_violations, scan_bytes
+
+BACKENDS = ["numpy", pytest.param("chroma", marks=pytest.mark.fault)]
+KINDS = ["namespace", "session", "record", "hook"]
+SECRET = "zebrafinchvault"
+
+
+def _open(path: Path, backend: str) -> MemoryEngine:
+    return MemoryEngine.open(path, embedder="hashing", config={"storage": {"vector_backend": backend}})
+
+
+def _fill(engine: MemoryEngine) -> None:
+    for day in range(3):
+        engine.add_turns([{"role": "user", "content": f"day {day}: I walked by the harbour", "speaker": "Ana",
+                           "timestamp": f"2026-03-0{day + 2}T09:00Z"},
+                          {"role": "assistant", "content": f"day {day}: lovely weather", "speaker": "Bot",
+                           "timestamp": f"2026-03-0{day + 2}T09:01Z"}], Namespace("ana", session_id=f"d{day}"))
+    engine.add_turns([{"role": "user", "content": f"my locker code word is {SECRET}", "speaker": "Ana",
+                       "timestamp": "2026-03-10T10:00Z"},
+                      {"role": "assistant", "content": "noted, I will remember it", "speaker": "Bot",
+                       "timestamp": "2026-03-10T10:01Z"}], Namespace("ana", session_id="secret"))
+    engine.pre_compress(Namespace("ana", session_id="secret"),
+                        f"User: my locker code word is {SECRET}\nAssistant: noted, I will remember it",
+                        now="2026-03-10T10:05Z")
+    engine.add_turns([{"role": "user", "content": "Bob likes sailing"}], "bob")
+
+
+def _forget(engine: MemoryEngine, kind: str) -> Any:
+    if kind == "namespace":
+        return engine.forget(Namespace("ana"))
+    if kind == "session":
+        return engine.forget(Namespace("ana", session_id="secret"))
+    if kind == "record":
+        item = next(i for i in engine.search(f"locker code word {SECRET}", "ana", k=5).items if SECRET in i.text)
+        return engine.forget("ana", record_ids=[item.id])
+    hooks = [h.id for h in engine.hooks("ana", include_merged=True)
+             if SECRET in engine.retrieve(h.id, "ana").text]
+    assert hooks
+    return engine.forget("ana", hook_ids=hooks)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("kind", KINDS)
+def test_no_byte_of_the_forgotten_text_is_left(tmp_path: Path, backend: str, kind: str) -> None:
+    engine = _open(tmp_path, backend)
+    try:
+        _fill(engine)
+        assert scan_bytes(tmp_path, [SECRET.encode()])
+        receipt = _forget(engine, kind)
+        assert receipt.purge_complete, receipt.pending_purge
+        assert scan_bytes(tmp_path, [SECRET.encode()]) == {}
+        assert SECRET not in engine.render_prompt("ana") and engine.search("Bob sailing", "bob").items
+    finally:
+        engine.close()
+    assert scan_bytes(tmp_path, [SECRET.encode()]) == {}
+    assert invariant_violations(tmp_path / "memory.sqlite3") == []
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("kind", KINDS)
+def test_with_a_concurrent_reader_the_purge_finishes_after_it_leaves(tmp_path: Path, backend: str,
+                                                                     kind: str) -> None:
+    engine = _open(tmp_path, backend)
+    try:
+        _fill(engine)
+        with SnapshotReader(tmp_path / "memory.sqlite3") as reader:
+            receipt = _forget(engine, kind)
+            assert reader.holding and not receipt.purge_complete
+            assert "memory.sqlite3-wal" in receipt.pending_purge
+            reader.release()
+        engine.add_turns([{"role": "user", "content": "Bob bought a boat"}], "bob")  # the next write purges
+        assert scan_bytes(tmp_path, [SECRET.encode()]) == {}
+    finally:
+        engine.close()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_langgraph_items_are_scanned_too(tmp_path: Path, kind: str) -> None:
+    pytest.importorskip("langgraph")
+    from langchain_memory_ext import MemoryStore
+
+    engine = _open(tmp_path, "numpy")
+    try:
+        _fill(engine)
+        store = MemoryStore(engine=engine, user_id="ana")
+        store.put(("secret",), "code", {"text": f"the locker code word is {SECRET}"})
+        if kind in ("record", "hook"):
+            store.close()
+            engine.forget(Namespace("ana"))  # the item's turn lives in its session; forget it with the user
+        else:
+            _forget(engine, kind)
+            assert store.get(("secret",), "code") is None
+            store.close()
+        assert scan_bytes(tmp_path, [SECRET.encode()]) == {}
+    finally:
+        engine.close()
