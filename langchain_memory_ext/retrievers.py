@@ -12,7 +12,7 @@ from langchain_core.callbacks import (
 )
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field
 
 from memory_ext import ActionState, MemoryEngine, Namespace, RetrievedItem, SearchResult
 from memory_ext.errors import InvalidQueryError
@@ -116,8 +116,11 @@ class MemoryRetriever(BaseRetriever):
     search_type: Literal["similarity", "similarity_score_threshold"] = "similarity"
     search_kwargs: dict[str, Any] = Field(default_factory=dict)
 
-    @model_validator(mode="after")
-    def _check_search_kwargs(self) -> MemoryRetriever:
+    def __init__(self, **data: Any) -> None:
+        super().__init__(**data)
+        self._check_search_kwargs()  # after pydantic, so the typed error is not wrapped in its ValidationError
+
+    def _check_search_kwargs(self) -> None:
         unknown = sorted(set(self.search_kwargs) - set(_CALL_ARGS))
         if unknown:
             raise InvalidQueryError(f"search_kwargs.{unknown[0]}", self.search_kwargs[unknown[0]],
@@ -126,7 +129,6 @@ class MemoryRetriever(BaseRetriever):
                 self.search_kwargs.get("score_threshold", self.score_threshold) is None:
             raise InvalidQueryError("score_threshold", None, "search_type='similarity_score_threshold' needs "
                                     "search_kwargs={'score_threshold': 0.5} (a relevance in [0, 1])")
-        return self
 
     @classmethod
     def from_path(cls, path: str | os.PathLike[str], *, user_id: str, embedder: Any = None, config: Any = None,
