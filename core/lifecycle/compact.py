@@ -15,9 +15,9 @@ Running it again with the same daily files changes nothing; it only ever reads a
 Thursday) are scored — recency (half-life), access frequency (saturating), importance, relevance to the
 namespace's recent topics (given by the caller; when unknown its weight goes to the others). The best file
 becomes the month's main memory; high-value turns of the others (tool calls, code, attachments, decisions, high
-importance) join it; every other turn's records move to the cold tier (``records.cold = 1``). The cold tier shapes the archive and
-the prompt index only: it is a ranking prior of search (``recall.cold_penalty``), which a strong match
-overcomes, never a gate; ``search(..., include_cold=True)`` removes the prior. A turn a fact, preference,
+importance) join it; every other turn's records move to the cold tier (``records.cold = 1``). The cold tier
+shapes the archive and the prompt index only: it is a ranking prior of search (``recall.cold_penalty``), which
+a strong match overcomes, never a gate; ``search(..., include_cold=True)`` removes the prior. A turn a fact, preference,
 event, procedure or failure pattern was derived from, and those records, never go cold (:data:`STATED_KINDS`).
 Nothing is deleted.
 """

@@ -28,8 +28,7 @@ from ..store.sqlite import TruthStore
 from ..store.vector import VectorIndex
 from .context import render_context
 from .explain import build_trace, channel_ranks, zscore_details
-from .fuse import fuse, score_routes
-from .fuse import RouteScores
+from .fuse import RouteScores, fuse, score_routes
 from .hydrate import Hydrated, hydrate
 from .recall import plan_calls, recall
 from .request import SearchRequest, parse_request

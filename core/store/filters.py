@@ -104,8 +104,8 @@ def filter_sql(record_filter: RecordFilter) -> tuple[str, list[Any]]:
             clauses.append(f"{column_op} ?")
             args.append(bound)
     if record_filter.metadata is not None:  # on the source turn's metadata (turns.id is unique: one index probe)
-        where, values = metadata_sql(record_filter.metadata, "t.metadata")
+        where, meta_args = metadata_sql(record_filter.metadata, "t.metadata")
         clauses.append(f"EXISTS (SELECT 1 FROM turns t WHERE t.id = json_extract(records.turn_ids, '$[0]')"
                        f" AND {where})")
-        args.extend(values)
+        args.extend(meta_args)
     return " AND ".join(clauses), args

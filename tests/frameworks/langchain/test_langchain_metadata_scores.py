@@ -64,10 +64,10 @@ def test_search_kwargs_filter_is_a_metadata_filter(engine: MemoryEngine) -> None
 def test_bad_search_arguments_are_typed_errors(engine: MemoryEngine) -> None:
     with pytest.raises(InvalidQueryError, match="score_threshold"):
         MemoryRetriever(engine=engine, user_id="maya", search_type="similarity_score_threshold")
-    with pytest.raises(InvalidQueryError, match="search_kwargs.fetch_k"):
+    with pytest.raises(InvalidQueryError, match=r"search_kwargs\.fetch_k"):
         MemoryRetriever(engine=engine, user_id="maya", search_kwargs={"fetch_k": 20})
     retriever = MemoryRetriever(engine=engine, user_id="maya")
-    with pytest.raises(InvalidQueryError, match="filters.metadata.priority"):
+    with pytest.raises(InvalidQueryError, match=r"filters\.metadata\.priority"):
         retriever.invoke("Porto", filter={"priority": {"$regex": "1"}})
 
 

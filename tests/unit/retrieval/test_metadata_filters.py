@@ -148,8 +148,8 @@ def test_the_filter_applies_before_ranking(tmp_path: Path) -> None:
     are other memories: the channels rank inside the filtered set."""
     config = {"recall": {"candidates_per_channel": 5}}
     with MemoryEngine.open(tmp_path / "s", embedder="hashing", config=config) as eng:
-        flights = [Turn(role="user", content=f"Flight option {i}: Lisbon to Porto on April {i + 1}, "
-                                             f"{90 + i} euros with a checked bag.", timestamp=START + timedelta(hours=i))
+        flights = [Turn(role="user", timestamp=START + timedelta(hours=i),
+                        content=f"Flight option {i}: Lisbon to Porto on April {i + 1}, {90 + i} euros with a bag.")
                    for i in range(40)]
         eng.add_turns([*flights, Turn(role="user", content="Renew the travel insurance before the trip.",
                                       metadata={"topic": "admin"}, timestamp=START + timedelta(days=3))], "maya")
