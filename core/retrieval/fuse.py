@@ -7,7 +7,7 @@
   ``rrf`` fuses every channel call's turn ranking by reciprocal rank, each weighted by its route's weight times
   its channel's weight. A superseded turn lifts its successor just above itself (unless ``as_of``); then the
   cold-tier prior: a cold turn loses ``Scope.cold_penalty`` (zscore: subtracted; rrf: its score divided by
-  ``1 + cold_penalty``), so a strong match in the cold tier still ranks first; the scope's ``as_of`` mask is
+  ``1 + cold_penalty / 10``, about five ranks down at the top of one channel), so a strong match in the cold tier still ranks first; the scope's ``as_of`` mask is
   applied last. The pool is the best ``pool_size`` turns.
 """
 
@@ -133,17 +133,13 @@ def fuse(cat: Catalog, scored: RouteScores, scope: Scope, *, fusion: str, rrf_k:
         scores = [f.score for f in items]
         if cold is not None and rids:
             is_cold = cold[cat.pos_of(np.asarray(rids, np.int64))]
-            scores = [v / (1.0 + scope.cold_penalty) if c else v for v, c in zip(scores, is_cold, strict=True)]
+            scores = [v / (1.0 + scope.cold_penalty / 10) if c else v for v, c in zip(scores, is_cold, strict=True)]
             order = sorted(range(len(rids)), key=lambda i: -scores[i])  # stable: ties keep the rrf order
             items, rids, scores = [items[i] for i in order], [rids[i] for i in order], [scores[i] for i in order]
         items, rids, scores = items[:pool_size], rids[:pool_size], scores[:pool_size]
         details = {rid: {"fusion": "rrf", "rrf_k": rrf_k,
                          "channels": {c: {"rank": r, "contribution": v} for c, (r, v) in f.contributions.items()}}
                    for rid, f in zip(rids, items, strict=True)}
-        if cold is not None:
-            for rid in rids:
-                if cold[cat.pos_of(np.asarray([rid], np.int64))[0]]:
-                    details[rid]["cold_penalty"] = scope.cold_penalty
         return Fused(total=total, rids=rids, scores=scores, supersedes=supersedes, details=details)
     finite = np.flatnonzero(np.isfinite(total))
     ordered = finite[np.lexsort((cat.rids[finite], -total[finite]))]
