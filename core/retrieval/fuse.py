@@ -7,8 +7,8 @@
   ``rrf`` fuses every channel call's turn ranking by reciprocal rank, each weighted by its route's weight times
   its channel's weight. A superseded turn lifts its successor just above itself (unless ``as_of``); then the
   cold-tier prior: a cold turn loses ``Scope.cold_penalty`` (zscore: subtracted; rrf: its score divided by
-  ``1 + cold_penalty / 10``, about five ranks down at the top of one channel), so a strong match in the cold tier still ranks first; the scope's ``as_of`` mask is
-  applied last. The pool is the best ``pool_size`` turns.
+  ``1 + cold_penalty / 10``, about five ranks down at the top of one channel), so a strong match in the cold
+  tier still ranks first; the scope's ``as_of`` mask is applied last. The pool is the best ``pool_size`` turns.
 """
 
 from __future__ import annotations
