@@ -137,6 +137,11 @@ class RecallConfig(_Section):
     """Past this the fused order is kept and the failure is reported."""
     planner_timeout_s: float = Field(default=10.0, gt=0, le=600)
     """The LLM planner's deadline for one plan (retry included); past it the heuristic plan is used."""
+    cold_penalty: float = Field(default=1.0, ge=0.0, le=100.0)
+    """The cold tier is a ranking prior, never a gate: a turn the compaction moved to the cold tier loses this
+    much of its fused score (zscore fusion: this many standard deviations; rrf: its score is divided by
+    ``1 + cold_penalty / 10``, about five ranks down at the top of one channel), so a strong match still comes
+    first. ``search(include_cold=True)``: no penalty."""
 
 
 class IngestConfig(_Section):

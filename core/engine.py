@@ -192,11 +192,14 @@ class MemoryEngine:
         current time) and the speakers it names, and adds a route for the ``action_state``. For every route the
         channels (keyword BM25, vector) run in parallel over turn and window records; their scores are fused
         (``recall.fusion``, see :mod:`memory_ext.rank.zscore`) into one score per turn, and the routes are summed.
-        ``filters`` keys: ``session_id``, ``speaker``, ``role``, ``since``, ``until``, ``kinds``.
-        ``include_cold=True`` also searches the cold tier (turns the monthly eviction moved out of the main
-        memory). ``as_of`` returns what was true then: only memories stated by that time and not yet superseded
-        at it; without it, a superseded memory always ranks below the one that replaced it. ``trace=True``
-        attaches :attr:`SearchResult.trace` (plan, per-route candidates, stage timings; in memory only).
+        ``filters`` keys: ``session_id``, ``speaker``, ``role``, ``since``, ``until``, ``kinds``, ``metadata``
+        (LangGraph's filter language on ``Turn.metadata``: :mod:`memory_ext.store.metadata_filter`), applied
+        before ranking. Items carry their turn's ``metadata``, a relevance ``score`` in [0, 1] and the fused
+        ``raw_score`` (:mod:`memory_ext.rank.calibration`). Turns in the cold tier are searched too, ranked a
+        little lower (``recall.cold_penalty``); ``include_cold=True`` removes that penalty. ``as_of`` returns
+        what was true then: only memories stated by that time and not yet superseded at it; without it, a
+        superseded memory always ranks below the one that replaced it. ``trace=True`` attaches
+        :attr:`SearchResult.trace` (plan, per-route candidates, stage timings; in memory only).
         A channel that fails or times out is listed in ``channel_errors`` (``degraded`` is then True); only if
         every channel fails does this raise :class:`~memory_ext.errors.RetrievalError`.
         """

@@ -429,7 +429,24 @@ class ChannelError(_Value):
 
 
 class RetrievedItem(_Value):
-    """One ranked memory. ``turn_ids`` and ``external_ids`` list the turns it covers, most relevant first."""
+    """One ranked memory. ``turn_ids`` and ``external_ids`` list the turns it covers, most relevant first.
+
+    ``score`` is a bounded relevance in [0, 1], never higher than the score of the item above it, and comparable
+    across queries well enough for a threshold (:mod:`memory_ext.rank.calibration`): with the default
+    ``zscore`` fusion it is ``1 / (1 + exp(-(fused - 10) / 7))`` of the item's fused score (the weighted sum
+    of the routes' z-scores, after the cold-tier prior); with ``rrf`` the item's RRF score over the highest RRF
+    score a turn could reach. 0.5 is about where the gold evidence of LoCoMo dev questions begins (about 97 %
+    of it, when ranked in the top 3, scores at least 0.5, and about 80 % of the results of off-topic
+    questions score below it). ``raw_score`` is the unbounded value that ordered the pool (fused, or the
+    reranker's blend), also in ``explanation``.
+
+    ``metadata`` is the ``Turn.metadata`` of the item's source turn (filter on it with
+    ``search(filters={"metadata": {...}})``).
+
+    >>> item = RetrievedItem(id="r1", text="I'm allergic to shellfish.", score=0.93, metadata={"topic": "health"})
+    >>> item.face_metadata()["topic"], item.face_metadata()["score"]
+    ('health', 0.93)
+    """
 
     id: str
     text: str
@@ -444,18 +461,36 @@ class RetrievedItem(_Value):
     channels: dict[str, int] = Field(default_factory=dict)
     """channel name -> 1-based rank in that channel."""
     explanation: dict[str, Any] | None = None
+    raw_score: float | None = None
+    """The unbounded score that ordered the candidates (fused z-score sum, RRF score, or reranked blend)."""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    """The metadata of the item's source turn, as it was stored."""
 
-    def metadata(self) -> dict[str, Any]:
-        """JSON-friendly metadata of the item, as the framework faces attach it to documents and nodes."""
+    def face_metadata(self) -> dict[str, Any]:
+        """JSON-friendly metadata of the item, as the framework faces attach it to documents and nodes: the
+        turn's own ``metadata`` keys, then (winning on a clash) ``id``, ``score``, ``raw_score``, ``kind``,
+        ``channels``, ``turn_ids``, ``external_ids``, ``session_id``, ``timestamp`` and ``date`` (ISO 8601),
+        ``speaker``, ``role`` and ``source`` (the turn's ``metadata["source"]`` if it has one, else
+        ``memory://<session or ->/<first turn id>``)."""
+        stamp = self.timestamp.isoformat() if self.timestamp else None
+        source = self.metadata.get("source")
+        if not isinstance(source, str) or not source:
+            source = f"memory://{self.session_id or '-'}/{self.turn_ids[0] if self.turn_ids else self.id}"
         return {
+            **self.metadata,
+            "id": self.id,
+            "score": self.score,
+            "raw_score": self.raw_score,
             "kind": str(self.kind),
             "channels": dict(self.channels),
             "turn_ids": list(self.turn_ids),
             "external_ids": list(self.external_ids),
             "session_id": self.session_id,
-            "timestamp": self.timestamp.isoformat() if self.timestamp else None,
+            "timestamp": stamp,
+            "date": stamp,
             "speaker": self.speaker,
             "role": str(self.role) if self.role is not None else None,
+            "source": source,
         }
 
 

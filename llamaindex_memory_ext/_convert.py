@@ -7,20 +7,22 @@ engine method they await.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock, ToolCallBlock
 from llama_index.core.schema import NodeWithScore, TextNode
+from llama_index.core.vector_stores.types import FilterCondition, FilterOperator, MetadataFilter, MetadataFilters
 
 from memory_ext import RetrievedItem, SearchResult, Turn
-from memory_ext.errors import InvalidTurnError
+from memory_ext.errors import InvalidQueryError, InvalidTurnError
 from memory_ext.text import estimate_tokens
 
 __all__ = [
     "EMPTY_MESSAGE",
     "MESSAGE_KEY",
     "drop_lines_for_tokens",
+    "engine_filters",
     "item_to_node",
     "message_text",
     "message_to_turn",
@@ -45,8 +47,49 @@ _ROLE = {
 #: so a chat history loses no message: the engine stores a turn only if it has text, tool calls or attachments.
 EMPTY_MESSAGE: dict[str, Any] = {"type": "empty_message"}
 
-#: Node metadata the LLM does not need to read (ids and ranking details).
-_HIDDEN_FROM_LLM = ["memory_id", "kind", "channels", "turn_ids", "external_ids", "role"]
+#: Node metadata the LLM does not need to read (ids, ranking details, duplicates, stored messages).
+_HIDDEN_FROM_LLM = ["memory_id", "id", "score", "raw_score", "source", "date", "kind", "channels", "turn_ids",
+                    "external_ids", "role", MESSAGE_KEY, "langchain_message", "langgraph_store"]
+
+#: LlamaIndex filter operators -> the engine's metadata operators.
+_OPERATORS = {FilterOperator.EQ: "$eq", FilterOperator.NE: "$ne", FilterOperator.GT: "$gt",
+              FilterOperator.GTE: "$gte", FilterOperator.LT: "$lt", FilterOperator.LTE: "$lte",
+              FilterOperator.IN: "$in", FilterOperator.NIN: "$nin"}
+
+
+def _metadata_filter(filters: MetadataFilters, field: str) -> dict[str, Any]:
+    parts: list[dict[str, Any]] = []
+    for i, f in enumerate(filters.filters):
+        if isinstance(f, MetadataFilters):
+            parts.append(_metadata_filter(f, f"{field}.filters[{i}]"))
+            continue
+        op = _OPERATORS.get(FilterOperator(f.operator)) if isinstance(f, MetadataFilter) else "$eq"
+        if op is None:
+            raise InvalidQueryError(f"{field}.filters[{i}].operator", str(f.operator),
+                                    "supported operators: " + ", ".join(o.value for o in _OPERATORS))
+        value = list(f.value) if isinstance(f.value, (list, tuple)) else f.value
+        parts.append({f.key: {op: value}})
+    condition = FilterCondition(filters.condition or FilterCondition.AND)
+    if condition not in (FilterCondition.AND, FilterCondition.OR):
+        raise InvalidQueryError(f"{field}.condition", condition.value, "combine filters with 'and' or 'or'")
+    if not parts:
+        return {}
+    return {"$and" if condition is FilterCondition.AND else "$or": parts}
+
+
+def engine_filters(filters: Mapping[str, Any] | MetadataFilters | None) -> dict[str, Any] | None:
+    """Engine search filters from a mapping of engine filter keys, or from LlamaIndex ``MetadataFilters``
+    (a filter on the turns' metadata: the operators ``==``, ``!=``, ``>``, ``>=``, ``<``, ``<=``, ``in``,
+    ``nin``, conditions ``and`` / ``or``, nested ``MetadataFilters``) as ``{"metadata": ...}``."""
+    if filters is None:
+        return None
+    if isinstance(filters, MetadataFilters):
+        metadata = _metadata_filter(filters, "filters")
+        return {"metadata": metadata} if metadata else None
+    if not isinstance(filters, Mapping):
+        raise InvalidQueryError("filters", filters, "pass engine filters (a mapping such as {'speaker': 'Ana'}), "
+                                                    "llama_index MetadataFilters, or None")
+    return dict(filters)
 
 
 def warn_if_degraded(result: SearchResult, logger: logging.Logger) -> None:
@@ -58,7 +101,7 @@ def warn_if_degraded(result: SearchResult, logger: logging.Logger) -> None:
 
 def item_to_node(item: RetrievedItem) -> NodeWithScore:
     """One retrieved memory as a ``NodeWithScore``; the node id is the memory id (unique per result)."""
-    metadata: dict[str, Any] = {"memory_id": item.id, **item.metadata()}
+    metadata: dict[str, Any] = {"memory_id": item.id, **item.face_metadata()}
     node = TextNode(id_=item.id, text=item.text, metadata=metadata,
                     excluded_llm_metadata_keys=list(_HIDDEN_FROM_LLM),
                     excluded_embed_metadata_keys=list(metadata))

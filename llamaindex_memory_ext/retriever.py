@@ -13,11 +13,12 @@ require("llama_index.core", "llamaindex_memory_ext.MemoryRetriever")
 from llama_index.core.base.base_retriever import BaseRetriever  # noqa: E402
 from llama_index.core.callbacks import CallbackManager  # noqa: E402
 from llama_index.core.schema import NodeWithScore, QueryBundle  # noqa: E402
+from llama_index.core.vector_stores.types import MetadataFilters  # noqa: E402
 
 from memory_ext import ActionState, EngineLike, Namespace, SearchResult  # noqa: E402
 from memory_ext.errors import InvalidQueryError  # noqa: E402
 
-from ._convert import item_to_node, warn_if_degraded  # noqa: E402
+from ._convert import engine_filters, item_to_node, warn_if_degraded  # noqa: E402
 
 __all__ = ["MemoryRetriever"]
 
@@ -27,10 +28,12 @@ logger = logging.getLogger(__name__)
 class MemoryRetriever(BaseRetriever):
     """Retrieve the long-term memories of one user as LlamaIndex ``NodeWithScore`` objects.
 
-    Each node's id is the memory id (unique in a result), its text the remembered turn, its score the fused
-    score; ``node.metadata`` holds ``memory_id``, ``kind``, ``channels`` (channel -> rank), ``turn_ids``,
-    ``external_ids``, ``session_id``, ``timestamp`` (ISO), ``speaker`` and ``role``. Only ``session_id``,
-    ``timestamp`` and ``speaker`` are shown to an LLM.
+    Each node's id is the memory id (unique in a result), its text the remembered turn, its score the relevance
+    in [0, 1] (``RetrievedItem.score``: ``SimilarityPostprocessor(similarity_cutoff=0.5)`` works on it);
+    ``node.metadata`` holds the turn's own metadata keys, then ``memory_id``, ``id``, ``score``, ``raw_score``,
+    ``source``, ``kind``, ``channels`` (channel -> rank), ``turn_ids``, ``external_ids``, ``session_id``,
+    ``timestamp`` and ``date`` (ISO 8601: ``FixedRecencyPostprocessor`` sorts on it), ``speaker`` and ``role``.
+    The ids, scores, ranking details and stored messages are hidden from an LLM.
 
     Setup:
         ``pip install "memory-ext[llamaindex]"``
@@ -68,7 +71,9 @@ class MemoryRetriever(BaseRetriever):
 
     ``engine`` is a ``MemoryEngine`` or a ``memory_ext.client.RemoteEngine`` (a ``memext serve`` server).
     ``session_id`` narrows the search to one session; ``filters`` takes the engine's filter keys
-    (``session_id``, ``speaker``, ``role``, ``since``, ``until``, ``kinds``); ``action_state`` (an
+    (``session_id``, ``speaker``, ``role``, ``since``, ``until``, ``kinds``, ``metadata``) or LlamaIndex
+    ``MetadataFilters`` on the turns' metadata (AND / OR, nested, operators ``==``, ``!=``, ``>``, ``>=``,
+    ``<``, ``<=``, ``in``, ``nin``), applied before ranking; ``action_state`` (an
     :class:`~memory_ext.ActionState` or a mapping) adds the engine's route for what the agent is doing. A search
     with a failed channel still returns what the other channels found and logs the channel errors (a warning
     on the ``llamaindex_memory_ext.retriever`` logger).
@@ -76,7 +81,7 @@ class MemoryRetriever(BaseRetriever):
 
     def __init__(self, engine: EngineLike, user_id: str, agent_id: str | None = None,
                  session_id: str | None = None, similarity_top_k: int = 4,
-                 filters: Mapping[str, Any] | None = None,
+                 filters: Mapping[str, Any] | MetadataFilters | None = None,
                  action_state: ActionState | Mapping[str, Any] | None = None,
                  callback_manager: CallbackManager | None = None, verbose: bool = False) -> None:
         if not isinstance(engine, EngineLike):
@@ -90,7 +95,7 @@ class MemoryRetriever(BaseRetriever):
         self.engine = engine
         self.namespace = Namespace(user_id=user_id, agent_id=agent_id, session_id=session_id)
         self.similarity_top_k = similarity_top_k
-        self.filters = dict(filters) if filters is not None else None
+        self.filters = engine_filters(filters)
         self.action_state = (action_state if action_state is None or isinstance(action_state, ActionState)
                              else ActionState(**action_state))
         super().__init__(callback_manager=callback_manager, verbose=verbose)

@@ -15,8 +15,11 @@ Running it again with the same daily files changes nothing; it only ever reads a
 Thursday) are scored — recency (half-life), access frequency (saturating), importance, relevance to the
 namespace's recent topics (given by the caller; when unknown its weight goes to the others). The best file
 becomes the month's main memory; high-value turns of the others (tool calls, code, attachments, decisions, high
-importance) join it; every other turn's records move to the cold tier (``records.cold = 1``), which plain
-searches skip and ``search(..., include_cold=True)`` and ``retrieve`` still reach. Nothing is deleted.
+importance) join it; every other turn's records move to the cold tier (``records.cold = 1``). The cold tier
+shapes the archive and the prompt index only: it is a ranking prior of search (``recall.cold_penalty``), which
+a strong match overcomes, never a gate; ``search(..., include_cold=True)`` removes the prior. A turn a fact, preference,
+event, procedure or failure pattern was derived from, and those records, never go cold (:data:`STATED_KINDS`).
+Nothing is deleted.
 """
 
 from __future__ import annotations
@@ -235,17 +238,44 @@ def weeks_of_month(conn: sqlite3.Connection, ns_id: int, month: str) -> list[Fil
     return [f for f in list_files(conn, ns_id, period="weekly") if month_key_of_week(f.period_key) == month]
 
 
+STATED_KINDS = ("fact", "preference", "event", "procedure", "failure_pattern")
+"""Derived record kinds that are never demoted to the cold tier, nor is the turn they are anchored to."""
+
+
 def _set_cold(conn: sqlite3.Connection, ns_id: int, tids: Sequence[int], cold: int) -> None:
-    """Mark the records centred on these turns (their turn records and windows) cold (1) or warm (0)."""
+    """Mark the records centred on these turns (their turn records, windows and layers) cold (1) or warm (0).
+    A turn with a derived fact, preference, event, procedure or failure
+    pattern (:data:`STATED_KINDS`) is never made cold, nor are those records: what a user stated stays warm."""
     if not tids:
         return
     ids = [r[0] for r in conn.execute(
         f"SELECT id FROM turns WHERE ns_id=? AND tid IN ({','.join('?' * len(tids))})", (ns_id, *tids))]
+    kinds = ",".join("?" * len(STATED_KINDS))
     for i in range(0, len(ids), 400):
         chunk = ids[i:i + 400]
+        marks = ",".join("?" * len(chunk))
+        if cold:
+            stated = {r[0] for r in conn.execute(
+                f"SELECT DISTINCT json_extract(turn_ids, '$[0]') FROM records WHERE ns_id=? AND kind IN ({kinds})"
+                f" AND json_extract(turn_ids, '$[0]') IN ({marks})", (ns_id, *STATED_KINDS, *chunk))}
+            chunk = [t for t in chunk if t not in stated]
+            if not chunk:
+                continue
+            marks = ",".join("?" * len(chunk))
         conn.execute(
-            f"UPDATE records SET cold=? WHERE ns_id=? AND json_extract(turn_ids, '$[0]')"
-            f" IN ({','.join('?' * len(chunk))})", (cold, ns_id, *chunk))
+            f"UPDATE records SET cold=? WHERE ns_id=? AND kind NOT IN ({kinds})"
+            f" AND json_extract(turn_ids, '$[0]') IN ({marks})", (cold, ns_id, *STATED_KINDS, *chunk))
+
+
+def _cold_tids(conn: sqlite3.Connection, ns_id: int, tids: Sequence[int]) -> list[int]:
+    """Those of ``tids`` whose turn record is in the cold tier."""
+    out: list[int] = []
+    for i in range(0, len(tids), 400):
+        chunk = list(tids[i:i + 400])
+        out += [r[0] for r in conn.execute(
+            f"SELECT t.tid FROM turns t JOIN records r ON r.rid = t.record_rid WHERE t.ns_id=? AND r.cold=1"
+            f" AND t.tid IN ({','.join('?' * len(chunk))})", (ns_id, *chunk))]
+    return out
 
 
 def evict_month(conn: sqlite3.Connection, ns_id: int, month: str, *, now: float, weights: EvictionWeights,
@@ -284,6 +314,7 @@ def evict_month(conn: sqlite3.Connection, ns_id: int, month: str, *, now: float,
     keep = _whole_turns(keep)
     _set_cold(conn, ns_id, warm, 0)
     _set_cold(conn, ns_id, cold, 1)
+    cold = _cold_tids(conn, ns_id, cold)  # stated turns stay warm
     meta = {"scores": scores, "best": best.id, "relevance": relevance_source if relevance is not None else "none",
             "cold_turns": len(cold)}
     if existing is None:

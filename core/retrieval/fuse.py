@@ -5,8 +5,10 @@
   time filter and boosted kinds, the session prior) with the question type's strategy.
 * **Fuse** (:func:`fuse`): ``recall.fusion: zscore`` sums the routes weighted by ``EvidenceRoute.weight``;
   ``rrf`` fuses every channel call's turn ranking by reciprocal rank, each weighted by its route's weight times
-  its channel's weight. A superseded turn lifts its successor just above itself (unless ``as_of``); the scope's
-  cold-tier and ``as_of`` mask is applied last. The pool is the best ``pool_size`` turns.
+  its channel's weight. A superseded turn lifts its successor just above itself (unless ``as_of``); then the
+  cold-tier prior: a cold turn loses ``Scope.cold_penalty`` (zscore: subtracted; rrf: its score divided by
+  ``1 + cold_penalty / 10``, about five ranks down at the top of one channel), so a strong match in the cold
+  tier still ranks first; the scope's ``as_of`` mask is applied last. The pool is the best ``pool_size`` turns.
 """
 
 from __future__ import annotations
@@ -118,17 +120,27 @@ def fuse(cat: Catalog, scored: RouteScores, scope: Scope, *, fusion: str, rrf_k:
     """Fuse the routes into one score per turn and draw the pool (see the module docstring)."""
     total = scored.total.copy()
     supersedes = promote_successors(cat, total, scope.flags) if as_of is None else {}
+    cold = cat.cold if scope.cold_penalty > 0 and cat.cold.any() else None
+    if cold is not None and fusion != "rrf":
+        total[cold] -= scope.cold_penalty
     if scope.flags is not None:
         total[~scope.flags] = -np.inf
     if fusion == "rrf":
         rrf_weights = {name: route_weight * weights.get(channel, 1.0)
                        for name, (channel, route_weight) in scored.rrf_part_weights.items()}
-        fused = rrf(scored.rrf_parts, k=rrf_k, weights=rrf_weights)[:pool_size]
-        details = {int(f.id): {"fusion": "rrf", "rrf_k": rrf_k,  # type: ignore[call-overload]
-                               "channels": {c: {"rank": r, "contribution": v}
-                                            for c, (r, v) in f.contributions.items()}} for f in fused}
-        return Fused(total=total, rids=[int(f.id) for f in fused], scores=[f.score for f in fused],  # type: ignore[call-overload]
-                     supersedes=supersedes, details=details)
+        items = rrf(scored.rrf_parts, k=rrf_k, weights=rrf_weights)
+        rids = [int(f.id) for f in items]  # type: ignore[call-overload]
+        scores = [f.score for f in items]
+        if cold is not None and rids:
+            is_cold = cold[cat.pos_of(np.asarray(rids, np.int64))]
+            scores = [v / (1.0 + scope.cold_penalty / 10) if c else v for v, c in zip(scores, is_cold, strict=True)]
+            order = sorted(range(len(rids)), key=lambda i: -scores[i])  # stable: ties keep the rrf order
+            items, rids, scores = [items[i] for i in order], [rids[i] for i in order], [scores[i] for i in order]
+        items, rids, scores = items[:pool_size], rids[:pool_size], scores[:pool_size]
+        details = {rid: {"fusion": "rrf", "rrf_k": rrf_k,
+                         "channels": {c: {"rank": r, "contribution": v} for c, (r, v) in f.contributions.items()}}
+                   for rid, f in zip(rids, items, strict=True)}
+        return Fused(total=total, rids=rids, scores=scores, supersedes=supersedes, details=details)
     finite = np.flatnonzero(np.isfinite(total))
     ordered = finite[np.lexsort((cat.rids[finite], -total[finite]))]
     top = ordered[:pool_size]

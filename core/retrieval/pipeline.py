@@ -7,7 +7,7 @@ request → plan → scope → recall → score and fuse → rerank → select �
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Executor
 from datetime import datetime
 from typing import Any
@@ -15,20 +15,21 @@ from typing import Any
 import numpy as np
 
 from ..config import EngineConfig
-from ..models import ActionState, ChannelError, Namespace, SearchResult
+from ..models import ActionState, ChannelError, Namespace, RetrievedItem, SearchResult
 from ..plan.heuristic import plan_search
 from ..plan.llm_planner import Planner
 from ..plan.strategy import STRATEGIES
+from ..rank.calibration import bounded_scores
 from ..rank.rerank import Reranker
 from ..recall.channels import ChannelSet
-from ..store.catalog import RecordCatalog
+from ..store.catalog import Catalog, RecordCatalog
 from ..store.evidence import EvidenceIndex
 from ..store.sqlite import TruthStore
 from ..store.vector import VectorIndex
 from .context import render_context
 from .explain import build_trace, channel_ranks, zscore_details
-from .fuse import fuse, score_routes
-from .hydrate import hydrate
+from .fuse import RouteScores, fuse, score_routes
+from .hydrate import Hydrated, hydrate
 from .recall import plan_calls, recall
 from .request import SearchRequest, parse_request
 from .rerank import rerank
@@ -79,6 +80,35 @@ class ReadPipeline:
                                 include_cold=include_cold, as_of=as_of)
         return self.run(request, started=t0)
 
+    def _bounded(self, hydrated: Hydrated, cat: Catalog, total: np.ndarray, pool_scores: Sequence[float],
+                 pool_rids: Sequence[int], scored: RouteScores, request: SearchRequest, *,
+                 cold_penalty: float) -> list[RetrievedItem]:
+        """The items with ``score`` = their bounded relevance (:mod:`memory_ext.rank.calibration`)."""
+        cfg = self.config.recall
+        if cfg.fusion == "rrf":
+            score_of = dict(zip(pool_rids, pool_scores, strict=True))
+            fused_values = [float(score_of[r]) for r in hydrated.rids]
+            rrf_max = sum(route_weight * cfg.channel_weights.get(channel, 1.0) / (cfg.rrf_k + 1)
+                          for channel, route_weight in scored.rrf_part_weights.values())
+        else:
+            pos = cat.pos_of(np.asarray(hydrated.rids, np.int64))
+            fused_values = [float(total[p]) if p >= 0 else -np.inf for p in pos]
+            rrf_max = 1.0
+        bounded = bounded_scores(fused_values, texts=[i.text for i in hydrated.items], query=request.query,
+                                 fusion=cfg.fusion, rrf_max=rrf_max)
+        out = []
+        for rid, item, fused_value, score in zip(hydrated.rids, hydrated.items, fused_values, bounded, strict=True):
+            update: dict[str, Any] = {"score": score}
+            if item.explanation is not None:
+                explanation = dict(item.explanation)
+                explanation["score"] = {"relevance": score, "raw": item.raw_score, "fused": fused_value}
+                p = cat.pos_of(np.asarray([rid], np.int64))[0]
+                if cold_penalty and p >= 0 and cat.cold[p]:
+                    explanation["cold_penalty"] = cold_penalty
+                update["explanation"] = explanation
+            out.append(item.model_copy(update=update))
+        return out
+
     def run(self, request: SearchRequest, *, started: float | None = None) -> SearchResult:
         """Every stage of one search, in order."""
         t0 = time.perf_counter() if started is None else started
@@ -99,7 +129,7 @@ class ReadPipeline:
         if planner_error is not None:
             errors.append(planner_error)
         # scope
-        scope = scope_of(store, cat, ns_id, request)
+        scope = scope_of(store, cat, ns_id, request, cold_penalty=cfg.cold_penalty)
         if scope.returns_nothing(cat):
             return SearchResult(query=query, plan=plan, channel_errors=tuple(errors), warnings=warnings,
                                 timings_ms={"total": _ms(t0)})
@@ -109,7 +139,7 @@ class ReadPipeline:
         calls = plan_calls(plan, cat, ns_id, self.channels, limit=limit,
                            layer_min_chars=self.config.ingest.layer_min_chars,
                            evidence_is_empty=lambda: evidence is not None
-                           and evidence.record_count(store.reader(), ns_id) == 0)
+                           and evidence.record_count(store.reader(), ns_id) == 0, allowed=scope.allowed)
         warnings = (*warnings, *calls.warnings)
         recalled = recall(self.pool, calls, cfg.channel_timeout_s)
         errors += recalled.errors
@@ -148,17 +178,20 @@ class ReadPipeline:
         # hydrate
         hydrated = hydrate(store, ns_id, selection.rids, selection.scores,
                            channel_ranks(cat, scored, self.channels.specs, selection.rids), details,
-                           request.explain)
+                           request.explain, raw_scores=selection.scores)
+        # bounded scores (rank/calibration.py): from each item's fused score and query coverage, monotone
+        items = self._bounded(hydrated, cat, fused.total, selection.scores, selection.rids, scored, request,
+                              cold_penalty=scope.cold_penalty)
         timings = {f"channel.{n}": v for n, v in recalled.timings_ms.items()}
         timings["rank"] = _ms(t_rank)
         if rerank_ms is not None:
             timings["rerank"] = rerank_ms
         # context
         t_context = time.perf_counter()
-        context = render_context(store, ns_id, hydrated.items, hydrated.source_turns,
+        context = render_context(store, ns_id, items, hydrated.source_turns,
                                  window_turns=cfg.context_window_turns, budget_tokens=cfg.context_budget_tokens)
         timings["context"] = _ms(t_context)
         timings["total"] = _ms(t0)
         trace_data = build_trace(plan, cat, recalled.results, scored.per_route, timings) if request.trace else None
-        return SearchResult(query=query, items=tuple(hydrated.items), context=context, plan=plan,
+        return SearchResult(query=query, items=tuple(items), context=context, plan=plan,
                             channel_errors=tuple(errors), warnings=warnings, timings_ms=timings, trace=trace_data)

@@ -51,16 +51,22 @@ class ChannelCalls:
 
 
 def plan_calls(plan: SearchPlan, cat: Catalog, ns_id: int, channels: ChannelSet, *, limit: int,
-               layer_min_chars: int, evidence_is_empty: Callable[[], bool]) -> ChannelCalls:
+               layer_min_chars: int, evidence_is_empty: Callable[[], bool],
+               allowed: np.ndarray | None = None) -> ChannelCalls:
     """The channel calls ``plan`` needs (``limit`` candidates each) and the warnings about channels that can
-    find nothing in this namespace. ``evidence_is_empty`` says whether the namespace has evidence nodes."""
+    find nothing in this namespace. ``evidence_is_empty`` says whether the namespace has evidence nodes;
+    ``allowed`` (the scope's filter mask over the catalog) restricts every channel to the records passing the
+    search's filters, so the channels rank inside the filtered set (nothing is over-fetched and dropped)."""
     specs = channels.specs
     kind_rids: dict[str, np.ndarray] = {}
 
     def rids_of(kind: str) -> np.ndarray:
         if kind not in kind_rids:
-            kind_rids[kind] = cat.rids[cat.kind == KIND_CODES[kind]]
+            mask = cat.kind == KIND_CODES[kind]
+            kind_rids[kind] = cat.rids[mask if allowed is None else mask & allowed]
         return kind_rids[kind]
+
+    filtered = cat.rids[allowed] if allowed is not None else None
 
     warnings: list[str] = []
     channel_kinds: dict[str, np.ndarray] = {}
@@ -69,7 +75,7 @@ def plan_calls(plan: SearchPlan, cat: Catalog, ns_id: int, channels: ChannelSet,
         for channel, spec in specs.items():  # each layer is scored by its own channels only
             channel_kinds[channel] = cat.kind == KIND_CODES[spec.record_kind] \
                 if spec.record_kind is not None else ~is_layer
-        empty = [layer.upper() for layer in ("l0", "l1") if rids_of(layer).size == 0]
+        empty = [layer.upper() for layer in ("l0", "l1") if not (cat.kind == KIND_CODES[layer]).any()]
         if empty and any(spec.is_layer for spec in specs.values()):
             warnings.append(f"layer channels: no {' or '.join(empty)} layers in this namespace (only turns "
                             f"of at least ingest.layer_min_chars={layer_min_chars} characters "
@@ -94,18 +100,18 @@ def plan_calls(plan: SearchPlan, cat: Catalog, ns_id: int, channels: ChannelSet,
         names = {}
         for channel, recaller in channels.recallers.items():
             spec = specs[channel]
-            allowed = None
+            only = filtered
             if spec.needs_time_filter and route.time_filter is None:
                 continue  # nothing to look for
             if spec.record_kind is not None:
-                allowed = rids_of(spec.record_kind)
-                if allowed.size == 0:
+                only = rids_of(spec.record_kind)
+                if only.size == 0:
                     continue
             if spec.conversation_only and not conversational:
                 continue
             if (channel, text) not in call_of:
                 name = call_of[(channel, text)] = call_name(channel, route, r_index)
-                request = RecallRequest(query=text, ns_id=ns_id, limit=limit, allowed=allowed, route=route)
+                request = RecallRequest(query=text, ns_id=ns_id, limit=limit, allowed=only, route=route)
                 calls[name] = (lambda r=recaller, q=request: r.recall(q))  # type: ignore[misc]
             names[channel] = call_of[(channel, text)]
         route_calls.append(names)

@@ -1,9 +1,11 @@
 """Stage 1, the scope: which records a search may return, as masks over the namespace's catalog positions.
 
 Two masks, kept apart because they act at different times: ``allowed`` (the search's filters; a window counts
-when its own turn passes) is applied while each route is scored; ``flags`` (the cold tier and ``as_of``) removes
-turns from the *result* after ranking, so a superseded statement that went cold still lifts the one that
-replaced it.
+when its own turn passes) is applied while each route is scored; ``flags`` (``as_of``) removes turns from the
+*result* after ranking, so a superseded statement still lifts the one that replaced it.
+
+The cold tier is not a mask: it is a ranking prior (``Scope.cold_penalty``, applied by the fuse stage to the
+catalog's ``cold`` column), so compaction never makes a memory unreachable by a default search.
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ class Scope:
     allowed: np.ndarray | None = None
     """Records passing the filters (windows follow their turn)."""
     flags: np.ndarray | None = None
-    """Records outside the cold tier (unless it is searched) and valid at ``as_of``."""
+    """Records valid at ``as_of``."""
+    cold_penalty: float = 0.0
+    """What a cold record loses of its fused score (``recall.cold_penalty``; 0 with ``include_cold``)."""
 
     def returns_nothing(self, cat: Catalog) -> bool:
         """True when no turn of the namespace can be returned (the search can stop here)."""
@@ -37,19 +41,17 @@ class Scope:
         return not (returnable & (cat.kind == KIND_CODES["turn"])).any()
 
 
-def flag_mask(cat: Catalog, include_cold: bool, as_of: float | None) -> np.ndarray | None:
-    """Records a search may return given the cold tier and ``as_of`` (None: all of them)."""
-    mask = None
-    if not include_cold and cat.cold.any():
-        mask = ~cat.cold
-    if as_of is not None:
-        valid = (np.isnan(cat.ts) | (cat.ts <= as_of)) & (np.isnan(cat.valid_to) | (cat.valid_to > as_of))
-        mask = valid if mask is None else mask & valid
-    return mask
+def flag_mask(cat: Catalog, as_of: float | None) -> np.ndarray | None:
+    """Records a search may return given ``as_of`` (None: all of them). The cold tier masks nothing."""
+    if as_of is None:
+        return None
+    return (np.isnan(cat.ts) | (cat.ts <= as_of)) & (np.isnan(cat.valid_to) | (cat.valid_to > as_of))
 
 
-def scope_of(store: TruthStore, cat: Catalog, ns_id: int, request: SearchRequest) -> Scope:
-    """The scope of ``request`` in namespace ``ns_id`` (the filter is evaluated by the store)."""
+def scope_of(store: TruthStore, cat: Catalog, ns_id: int, request: SearchRequest, *,
+             cold_penalty: float = 0.0) -> Scope:
+    """The scope of ``request`` in namespace ``ns_id`` (the filter is evaluated by the store); ``cold_penalty``
+    is ``recall.cold_penalty`` (ignored with ``include_cold``)."""
     allowed_mask = None
     if not request.record_filter.empty:
         allowed_rids = store.rids_matching(ns_id, request.record_filter)
@@ -58,4 +60,5 @@ def scope_of(store: TruthStore, cat: Catalog, ns_id: int, request: SearchRequest
         allowed_mask[pos[pos >= 0]] = True
         # a window counts when its own turn passes the filter
         allowed_mask |= (cat.kind == KIND_CODES["window"]) & (cat.anchor >= 0) & allowed_mask[cat.anchor]
-    return Scope(allowed=allowed_mask, flags=flag_mask(cat, request.include_cold, request.as_of))
+    return Scope(allowed=allowed_mask, flags=flag_mask(cat, request.as_of),
+                 cold_penalty=0.0 if request.include_cold else cold_penalty)

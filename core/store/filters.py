@@ -19,10 +19,11 @@ from typing import Any
 
 from ..errors import InvalidQueryError, ValidationError
 from ..models import to_utc
+from .metadata_filter import MetadataFilter, metadata_sql, parse_metadata_filter
 
 __all__ = ["FILTER_KEYS", "RecordFilter", "filter_sql"]
 
-FILTER_KEYS = ("session_id", "speaker", "role", "since", "until", "kinds")
+FILTER_KEYS = ("session_id", "speaker", "role", "since", "until", "kinds", "metadata")
 """The keys ``MemoryEngine.search(filters=...)`` accepts."""
 
 
@@ -49,6 +50,8 @@ class RecordFilter:
     """Earliest reference time (UTC epoch seconds), inclusive."""
     until: float | None = None
     """Latest reference time (UTC epoch seconds), inclusive."""
+    metadata: MetadataFilter | None = None
+    """Conditions on the metadata of the record's source turn (:mod:`memory_ext.store.metadata_filter`)."""
 
     @property
     def empty(self) -> bool:
@@ -78,8 +81,10 @@ class RecordFilter:
                     raise InvalidQueryError(exc.field, exc.value, exc.fix) from None
                 assert ts is not None
                 bounds[key] = ts.timestamp()
+        metadata = parse_metadata_filter(filters["metadata"]) if filters.get("metadata") is not None else None
         return cls(namespace_session=session_id, session_ids=lists["session_id"], speakers=lists["speaker"],
-                   roles=lists["role"], kinds=lists["kinds"], since=bounds["since"], until=bounds["until"])
+                   roles=lists["role"], kinds=lists["kinds"], since=bounds["since"], until=bounds["until"],
+                   metadata=metadata)
 
 
 def filter_sql(record_filter: RecordFilter) -> tuple[str, list[Any]]:
@@ -98,4 +103,9 @@ def filter_sql(record_filter: RecordFilter) -> tuple[str, list[Any]]:
         if bound is not None:
             clauses.append(f"{column_op} ?")
             args.append(bound)
+    if record_filter.metadata is not None:  # on the source turn's metadata (turns.id is unique: one index probe)
+        where, meta_args = metadata_sql(record_filter.metadata, "t.metadata")
+        clauses.append(f"EXISTS (SELECT 1 FROM turns t WHERE t.id = json_extract(records.turn_ids, '$[0]')"
+                       f" AND {where})")
+        args.extend(meta_args)
     return " AND ".join(clauses), args

@@ -297,7 +297,7 @@ def test_explain_shows_the_fusion_arithmetic(filled: MemoryEngine) -> None:
     assert route["fused"] == pytest.approx(fused)
     parts = route["fused"] + route["window"] + route["speaker_boost"] + route["time_boost"] + route["session_prior"] \
         + route["derived"] + route["kind_bonus"]
-    assert route["route_score"] == pytest.approx(parts) == pytest.approx(item.score)
+    assert route["route_score"] == pytest.approx(parts) == pytest.approx(item.raw_score)
 
 
 def test_explain_with_rrf_fusion(tmp_path: Path) -> None:
@@ -307,7 +307,7 @@ def test_explain_with_rrf_fusion(tmp_path: Path) -> None:
     exp = item.explanation
     assert exp is not None and exp["fusion"] == "rrf" and "Toby" in item.text
     total = sum(c["contribution"] for c in exp["channels"].values())
-    assert total == pytest.approx(item.score)
+    assert total == pytest.approx(item.raw_score)
     for c in exp["channels"].values():
         assert c["contribution"] == pytest.approx(1 / (60 + c["rank"]))
 
@@ -378,5 +378,5 @@ def test_trace_is_opt_in_and_in_memory(filled: MemoryEngine, tmp_path: Path) -> 
     assert res.trace is not None
     assert res.trace["plan"]["routes"][0]["goal"] == "query"
     assert res.trace["channels"]["keyword"]["candidates"] >= 1
-    assert res.trace["routes"]["query"][0][1] == pytest.approx(res.items[0].score)  # MMR's first pick is the best
+    assert res.trace["routes"]["query"][0][1] == pytest.approx(res.items[0].raw_score)  # MMR's first pick is the best
     assert set(res.trace["timings_ms"]) >= {"rank", "context", "total"}

@@ -87,27 +87,29 @@ def test_rrf_fusion_weighs_each_channel_call_by_route_and_channel() -> None:
     assert fused.details[3]["channels"]["keyword@action"] == {"rank": 1, "contribution": pytest.approx(0.5 / 61)}
 
 
-def test_a_superseded_turn_lifts_its_successor_and_the_scope_masks_last() -> None:
+def test_a_superseded_turn_lifts_its_successor_then_the_cold_prior_and_the_scope_mask_apply() -> None:
     cat = catalog(["s1", "s1", "s1"], cold=(1,))
     cat.successor = {0: 1}  # rid 1 was superseded by rid 2
     scored = score_routes(cat, SearchPlan(routes=(MAIN,)), recalled({"keyword": hits({1: 3.0, 2: 1.0, 3: 2.0})}),
                           strategy=PLAIN, weights={}, scope=Scope(), channel_kinds={}, fusion="zscore", limit=10)
-    scope = Scope(flags=flag_mask(cat, include_cold=False, as_of=None))
+    scope = Scope(flags=flag_mask(cat, as_of=None), cold_penalty=1.0)
     fused = fuse(cat, scored, scope, fusion="zscore", rrf_k=60, weights={}, pool_size=3, as_of=None)
-    assert fused.rids == [2, 3]  # the cold statement is gone, its successor ranks where it stood
-    assert fused.total[1] == pytest.approx(scored.total[0] + 1e-6) and fused.total[0] == -np.inf
+    # the cold statement is demoted, not gone; its successor ranks where it stood
+    assert fused.rids[0] == 2 and sorted(fused.rids) == [1, 2, 3]
+    assert fused.total[1] == pytest.approx(scored.total[0] + 1e-6)
+    assert fused.total[0] == pytest.approx(scored.total[0] - 1.0)
     assert fused.supersedes == {1: "lifted above superseded record rid 1"}
     assert np.isfinite(scored.total[0])  # the stage's input is not changed
-    as_of = fuse(cat, scored, scope, fusion="zscore", rrf_k=60, weights={}, pool_size=3, as_of=150.0)
-    assert as_of.rids == [3, 2] and not as_of.supersedes  # as_of: what was true then, no lifting
+    as_of_scope = Scope(flags=flag_mask(cat, as_of=150.0), cold_penalty=1.0)
+    as_of = fuse(cat, scored, as_of_scope, fusion="zscore", rrf_k=60, weights={}, pool_size=3, as_of=150.0)
+    assert as_of.rids == [1] and not as_of.supersedes  # as_of: what was true then, no lifting
 
 
-def test_flag_mask_cold_tier_and_as_of() -> None:
+def test_flag_mask_is_as_of_only_the_cold_tier_masks_nothing() -> None:
     cat = catalog(["s1", "s1", "s1"], cold=(2,), valid_to={1: 250.0})
-    assert flag_mask(cat, include_cold=False, as_of=None).tolist() == [True, False, True]
-    assert flag_mask(cat, include_cold=True, as_of=None) is None
+    assert flag_mask(cat, as_of=None) is None
     # at t=220 turn 1 (valid until 250) holds, turn 3 (said at 300) was not said yet
-    assert flag_mask(cat, include_cold=True, as_of=220.0).tolist() == [True, True, False]
+    assert flag_mask(cat, as_of=220.0).tolist() == [True, True, False]
     assert Scope(flags=np.array([False, False, False])).returns_nothing(cat)
     assert not Scope().returns_nothing(cat)
 
