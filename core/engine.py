@@ -34,6 +34,7 @@ from .errors import (
     ValidationError,
 )
 from .ingest.derive import WINDOW_MAX_GAP_S
+from .ingest.indexer import Indexer, IndexQueue
 from .ingest.pipeline import WritePipeline
 from .models import (
     IndexHook,
@@ -139,7 +140,7 @@ class MemoryEngine:
         # stores only what the batch carries for it), forget removes from all of them
         self._indexes: tuple[DerivedIndex, ...] = (
             self._keyword, *((self._vector,) if self._vector is not None else ()), self._sparse, self._time,
-            self._graph, self._evidence, self._catalog)
+            self._graph, self._evidence, self._catalog, IndexQueue(store))
         for index in self._indexes:
             store.add_schema(index.create_schema)
         ctx = RecallContext(store=store, keyword_index=self._keyword, vector_index=self._vector, embedder=embedder,
@@ -169,12 +170,22 @@ class MemoryEngine:
                 self._recallers[channel] = recallers.resolve(f"recall.{field}", getattr(config.recall, field))(ctx)
         self._pool = ThreadPoolExecutor(max_workers=max(4, 4 * len(self._recallers)),
                                         thread_name_prefix="memory-ext-recall")
+        # the model work of writes (vectors, sparse encodings) is queued and made by the indexer
+        self._indexer: Indexer | None = None
+        if not store.read_only and (self._vector is not None or "sparse" in self._recallers):
+            ingest = config.ingest
+            self._indexer = Indexer(store, embedder, [i for i in (self._vector, self._sparse) if i is not None],
+                                    vectors=self._vector is not None, sparse="sparse" in self._recallers,
+                                    batch=ingest.indexer_batch, threads=ingest.indexer_threads,
+                                    background=ingest.background_indexing)
         self._writer = WritePipeline(store, config, embedder, self._indexes, vector=self._vector, graph=self._graph,
                                      time=self._time, sparse="sparse" in self._recallers,
-                                     evidence=config.globals.evidence_enabled)
+                                     evidence=config.globals.evidence_enabled, indexer=self._indexer)
         self._lifecycle = Lifecycle(store, config, llm, search=self.search, add_turns=self.add_turns,
                                     check_open=self._check_open, on_flags_changed=self._catalog.invalidate)
         self._closed = False
+        if self._indexer is not None and self._indexer.background and store.pending() > 0:
+            self._indexer.notify()  # resume the queue a previous writer left (closed early, or crashed)
 
     # -- construction ----------------------------------------------------------------------------------------
     @classmethod
@@ -227,6 +238,8 @@ class MemoryEngine:
         if self._closed:
             return
         self._closed = True
+        if self._indexer is not None:  # finish the queue (bounded); what is left stays queued on disk
+            self._indexer.close(self.config.ingest.close_timeout_s)
         self._pool.shutdown(wait=False, cancel_futures=True)
         if self._vector is not None:
             self._vector.close()
@@ -253,16 +266,44 @@ class MemoryEngine:
         return self._store.directory
 
     # -- write path ------------------------------------------------------------------------------------------
-    def add_turns(self, turns: Iterable[Turn | Mapping[str, Any]], namespace: Namespace | str) -> AddResult:
+    def add_turns(self, turns: Iterable[Turn | Mapping[str, Any]], namespace: Namespace | str, *,
+                  wait: bool = False) -> AddResult:
         """Store turns losslessly and index them, in one transaction (all or nothing).
 
         ``turns`` are :class:`Turn` objects or mappings with at least ``role`` and ``content``. A turn without a
         timestamp gets the current time; one without a session gets ``namespace.session_id``. Invalid input
         raises a :class:`~memory_ext.errors.ValidationError` naming the field, the value and the fix, and
-        nothing is written.
+        nothing is written. The transaction writes every index that needs no model and queues the model work
+        (vectors, sparse encodings), which the background indexer does next (see :meth:`flush`); ``wait=True``
+        returns only once this namespace is fully indexed.
         """
         self._check_open()
-        return self._writer.add(turns, Namespace.coerce(namespace))
+        ns = Namespace.coerce(namespace)
+        result = self._writer.add(turns, ns)
+        if wait:
+            self.flush(ns)
+        return result
+
+    def flush(self, namespace: Namespace | str | None = None, *, timeout: float | None = None) -> bool:
+        """Wait until the namespace (the whole store if None) is fully indexed: True, or False if ``timeout``
+        seconds passed first. Raises the embedder's error if the indexer cannot make the vectors."""
+        self._check_open()
+        if self._indexer is None:
+            return True
+        ns_id = None
+        if namespace is not None:
+            ns_id = self._store.find_namespace(Namespace.coerce(namespace).key)
+            if ns_id is None:
+                return True
+        return self._indexer.wait(ns_id, timeout)
+
+    def pending(self, namespace: Namespace | str | None = None) -> int:
+        """Records of the namespace (of the store if None) whose vectors are not written yet."""
+        self._check_open()
+        if namespace is None:
+            return self._store.pending()
+        ns_id = self._store.find_namespace(Namespace.coerce(namespace).key)
+        return 0 if ns_id is None else self._store.pending(ns_id)
 
     # -- read path -------------------------------------------------------------------------------------------
     def search(self, query: str, namespace: Namespace | str, *, k: int = 10,
@@ -270,6 +311,32 @@ class MemoryEngine:
                explain: bool = False, now: datetime | str | float | None = None,
                trace: bool = False, include_cold: bool = False,
                as_of: datetime | str | float | None = None) -> SearchResult:
+        """Find the turns that help with ``query`` (see :meth:`_search` for how).
+
+        Read-your-writes: when vectors of the namespace are still being made, the search first waits up to
+        ``ingest.search_wait_s`` for them; whatever is still pending then is found only through the channels
+        that need no model, and :attr:`SearchResult.pending` says how many records that is.
+        """
+        self._check_open()
+        ns = Namespace.coerce(namespace)
+        ns_id = self._store.find_namespace(ns.key)
+        pending = self._store.pending(ns_id) if ns_id is not None else 0
+        if pending and self._indexer is not None and self.config.ingest.search_wait_s > 0:
+            try:
+                self._indexer.wait(ns_id, self.config.ingest.search_wait_s)
+            except Exception:  # noqa: BLE001 - the embedder fails: search what is indexed, report pending
+                pass
+            pending = self._store.pending(ns_id)
+        result = self._search(query, ns, k=k, filters=filters, action_state=action_state, explain=explain, now=now,
+                              trace=trace, include_cold=include_cold, as_of=as_of)
+        return result.model_copy(update={"pending": pending}) if pending else result
+
+    def _search(self, query: str, namespace: Namespace | str, *, k: int = 10,
+                filters: Mapping[str, Any] | None = None,
+                action_state: ActionState | Mapping[str, Any] | None = None,
+                explain: bool = False, now: datetime | str | float | None = None,
+                trace: bool = False, include_cold: bool = False,
+                as_of: datetime | str | float | None = None) -> SearchResult:
         """Find the turns that help with ``query`` (and, if given, with what the agent is doing).
 
         The heuristic planner classifies the question, reads a time filter (relative to ``now``, default the
@@ -698,9 +765,14 @@ class MemoryEngine:
                                             task_state=task_state, now=now)
 
     # -- async twins ---------------------------------------------------------------------------------------
-    async def aadd_turns(self, turns: Iterable[Turn | Mapping[str, Any]], namespace: Namespace | str) -> AddResult:
+    async def aadd_turns(self, turns: Iterable[Turn | Mapping[str, Any]], namespace: Namespace | str, *,
+                         wait: bool = False) -> AddResult:
         """Async twin of :meth:`add_turns` (runs in a worker thread)."""
-        return await asyncio.to_thread(self.add_turns, list(turns), namespace)
+        return await asyncio.to_thread(self.add_turns, list(turns), namespace, wait=wait)
+
+    async def aflush(self, namespace: Namespace | str | None = None, *, timeout: float | None = None) -> bool:
+        """Async twin of :meth:`flush`."""
+        return await asyncio.to_thread(self.flush, namespace, timeout=timeout)
 
     async def asearch(self, query: str, namespace: Namespace | str, *, k: int = 10,
                       filters: Mapping[str, Any] | None = None,

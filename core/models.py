@@ -395,6 +395,9 @@ class SearchResult(_Value):
     trace: dict[str, Any] | None = None
     """With ``search(..., trace=True)``: the plan, each route's channel candidates and its best turns, and the
     stage timings. Kept in memory only; nothing is written anywhere."""
+    pending: int = 0
+    """Records of the namespace whose vectors (or sparse encodings) the background indexer has not written yet:
+    the search found them only through the channels that need no model (keyword, time, graph, evidence)."""
 
     @property
     def degraded(self) -> bool:
