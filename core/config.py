@@ -146,7 +146,7 @@ class IngestConfig(_Section):
     of the model work (dense vectors, sparse encodings), which a background thread of the writer drains in
     batches (``MemoryEngine.flush`` waits for it). ``False``: ``add_turns`` drains the queue itself before it
     returns (deterministic; tests and benchmarks)."""
-    indexer_batch: int = Field(default=256, ge=1, le=100_000)
+    indexer_batch: int = Field(default=64, ge=1, le=100_000)
     """Queued records the indexer takes per batch (one write transaction each)."""
     indexer_threads: int = Field(default=2, ge=1, le=64)
     """Threads the indexer embeds with (dense and sparse batches run side by side); queries keep one OpenMP
@@ -154,7 +154,7 @@ class IngestConfig(_Section):
     derived_copy_overlap: float | None = Field(default=0.7, ge=0.0, le=1.0)
     """A derived record (fact, event, layer...) whose words are at least this share of its turn's words reuses
     the turn's vector instead of being embedded; ``None`` embeds every derived record."""
-    search_wait_s: float = Field(default=2.0, ge=0.0, le=600.0)
+    search_wait_s: float = Field(default=10.0, ge=0.0, le=600.0)
     """A search of a namespace with pending vectors first waits up to this long for them (read-your-writes
     for a chat message); then it searches what is indexed and reports ``SearchResult.pending``. 0: never wait."""
     close_timeout_s: float = Field(default=30.0, ge=0.0)

@@ -102,7 +102,7 @@ class Indexer:
     """
 
     def __init__(self, store: TruthStore, embedder: Embedder | None, indexes: Sequence[DerivedIndex], *,
-                 vectors: bool, sparse: bool, batch: int = 256, threads: int = 2, background: bool = True) -> None:
+                 vectors: bool, sparse: bool, batch: int = 64, threads: int = 2, background: bool = True) -> None:
         self._store = store
         self._embedder = embedder
         self._indexes = tuple(indexes)
