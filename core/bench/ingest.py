@@ -32,6 +32,7 @@ import traceback
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,13 @@ import numpy as np
 from .datasets import BenchTurn, Conversation
 from .metrics import percentile
 from .runner import machine_info
-from .systems import BENCH_EXTRA, SystemUnavailable, _langchain_embeddings, _llamaindex_embedding, _normalise
+from .systems import (
+    BENCH_EXTRA,
+    SystemUnavailable,
+    _langchain_embeddings,
+    _llamaindex_embedding,
+    _normalise,
+)
 
 __all__ = ["INGEST_SYSTEMS", "IngestSystem", "format_ingest_markdown", "run_ingest"]
 
@@ -192,11 +199,10 @@ def measure_system(system: IngestSystem, conversations: Sequence[Conversation], 
     system.open()  # warm-up: a few turns, indexed (loads the model, creates tables)
     system.add(turns[:4])
     system.wait()
-    message_ms = [_timed(lambda t=t: system.add([t])) for t in turns[4: 4 + messages]]
+    message_ms = [_timed(partial(system.add, [t])) for t in turns[4: 4 + messages]]
     system.wait()
     start = 4 + messages
-    batch_ms = [_timed(lambda i=i: system.add(turns[start + i * batch: start + (i + 1) * batch]))
-                for i in range(batches)]
+    batch_ms = [_timed(partial(system.add, turns[start + i * batch: start + (i + 1) * batch])) for i in range(batches)]
     system.wait()
     system.close()
     total_s = 0.0
@@ -224,7 +230,7 @@ def run_ingest(conversations: Sequence[Conversation], systems: Sequence[str], em
     questions = [q.text for c in conversations for q in c.questions][: queries + 3]
     for text in questions[:3]:
         embedder.embed_query(text)  # warm-up
-    query_ms = [_timed(lambda q=q: embedder.embed_query(q)) for q in questions[3:]]
+    query_ms = [_timed(partial(embedder.embed_query, q)) for q in questions[3:]]
     result: dict[str, Any] = {
         "dataset": "ingest", "systems": {}, "skipped": {},
         "query_embed_ms": {"p50": percentile(query_ms, 50), "p95": percentile(query_ms, 95), "n": len(query_ms)},
@@ -253,12 +259,12 @@ def format_ingest_markdown(result: dict[str, Any]) -> str:
     meta = result.get("meta", {})
     q = result["query_embed_ms"]
     lines = ["# memext bench ingest", "",
-             f"- date: {meta.get('date', '—')}; embedder: `{meta.get('embedder')}`; one query embedding: "
-             f"p50 {q['p50']:.1f} ms (n={q['n']})"]
+             (f"- date: {meta.get('date', '—')}; embedder: `{meta.get('embedder')}`; one query embedding: "
+              f"p50 {q['p50']:.1f} ms (n={q['n']})")]
     if meta.get("command"):
         lines.append(f"- command: `{meta['command']}`")
-    lines += ["", "| system | message p50 ms | message p95 ms | batch p50 ms | batch p95 ms | "
-                  "full ingest until indexed s | turns/s |", "|---|---|---|---|---|---|---|"]
+    lines += ["", ("| system | message p50 ms | message p95 ms | batch p50 ms | batch p95 ms | "
+                   "full ingest until indexed s | turns/s |"), "|---|---|---|---|---|---|---|"]
     vector = result["systems"].get("vector", {}).get("turns_per_s")
     for name, s in result["systems"].items():
         ratio = f" ({s['turns_per_s'] / vector:.2f}× vector)" if vector and s["turns_per_s"] else ""

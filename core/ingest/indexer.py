@@ -235,9 +235,11 @@ class Indexer:
                  ) -> tuple[dict[int, np.ndarray], dict[int, tuple[np.ndarray, np.ndarray]]]:
         """The model work of a batch: embedded dense vectors and sparse encodings, by rid."""
         in_batch = {rid for rid, _, d, _ in items if d}
-        stored = self._store.stored_vectors(self._store.reader(), [
-            s for rid, _, d, _ in items if d in (MEAN, COPY) and rid in sources
-            for s in (sources[rid][2] if d == MEAN else [sources[rid][3]] if sources[rid][3] is not None else [])])
+        wanted: list[int] = []
+        for rid, _, d, _ in items:
+            if d in (MEAN, COPY) and rid in sources:
+                wanted += [s for s in (sources[rid][2] if d == MEAN else [sources[rid][3]]) if s is not None]
+        stored = self._store.stored_vectors(self._store.reader(), wanted)
         to_embed: list[int] = []
         for rid, _, d, _ in items:
             if rid not in sources or not d or not self._vectors:
@@ -259,22 +261,28 @@ class Indexer:
             else:
                 rids.append(rid)
                 texts.append(text)
-        jobs: list[Callable[[], Any]] = []
-        for i in range(0, len(texts), CHUNK):
-            jobs.append(lambda part=texts[i: i + CHUNK]: ("dense", part, self._embedder.embed_documents(part)))  # type: ignore[union-attr]
+        embedder = self._embedder
+        assert embedder is not None or not (texts or to_sparse)
+
+        def dense_job(part: list[str]) -> tuple[str, Any]:
+            return "dense", embedder.embed_documents(part)  # type: ignore[union-attr]
+
+        def sparse_job(part: list[str]) -> tuple[str, Any]:
+            return "sparse", embedder.embed_sparse(part)  # type: ignore[union-attr]
+
         sparse_texts = [sources[rid][1] for rid in to_sparse]
-        for i in range(0, len(sparse_texts), CHUNK):
-            jobs.append(lambda part=sparse_texts[i: i + CHUNK]: (
-                "sparse", part, self._embedder.embed_sparse(part)))  # type: ignore[union-attr]
-        results = list(self._pool.map(lambda job: job(), jobs)) if self._pool is not None and len(jobs) > 1 \
-            else [job() for job in jobs]
-        dense_rows = [r[2] for r in results if r[0] == "dense"]
+        jobs: list[tuple[Callable[[list[str]], tuple[str, Any]], list[str]]] = \
+            [(dense_job, texts[i: i + CHUNK]) for i in range(0, len(texts), CHUNK)] + \
+            [(sparse_job, sparse_texts[i: i + CHUNK]) for i in range(0, len(sparse_texts), CHUNK)]
+        results = list(self._pool.map(lambda job: job[0](job[1]), jobs)) if self._pool is not None and len(jobs) > 1 \
+            else [fn(part) for fn, part in jobs]
+        dense_rows = [r[1] for r in results if r[0] == "dense"]
         if rids:
             assert self._embedder is not None
             vectors = check_vectors(self._embedder, np.concatenate([np.asarray(v, np.float32) for v in dense_rows]),
                                     len(rids))
             dense.update(zip(rids, vectors, strict=True))
-        pairs = [p for r in results if r[0] == "sparse" for p in r[2]]
+        pairs = [p for r in results if r[0] == "sparse" for p in r[1]]
         sparse = dict(zip(to_sparse, normalise(pairs), strict=True)) if to_sparse else {}
         return dense, sparse
 

@@ -41,7 +41,7 @@ from ..store.base import DerivedIndex, IndexedRecord, RecordBatch
 from ..text import estimate_tokens
 from .derive import derive_turn_record, derive_windows, new_id
 from .evidence_keys import batch_entities, window_keys
-from .indexer import EMBED, MEAN, COPY, NONE, Indexer, word_overlap
+from .indexer import COPY, EMBED, MEAN, NONE, Indexer, word_overlap
 from .kinds import derive_kinds
 from .layers import derive_layers
 

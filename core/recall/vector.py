@@ -33,7 +33,8 @@ def cached_encoding(ctx: RecallContext, key: tuple[str, ...], compute: Callable[
     LRU in ``ctx``). Different keys are computed in parallel: the cache lock covers bookkeeping only, and each
     entry has its own lock, so a second call for the same key waits for the first instead of encoding again."""
     with ctx.lock:
-        slot = ctx.query_vectors.pop(key, None) or _Slot()  # type: ignore[call-overload]
+        found = ctx.query_vectors.pop(key, None)  # type: ignore[arg-type]
+        slot = found if isinstance(found, _Slot) else _Slot()
         ctx.query_vectors[key] = slot  # type: ignore[index]
         while len(ctx.query_vectors) > QUERY_CACHE_SIZE:
             ctx.query_vectors.pop(next(iter(ctx.query_vectors)))

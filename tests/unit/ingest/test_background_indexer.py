@@ -15,7 +15,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from memory_ext import HashingEmbedder, MemoryEngine, Turn
 from memory_ext.errors import EmbedderError
 
@@ -79,7 +78,8 @@ CRASH_SCRIPT = textwrap.dedent("""
         def embed_documents(self, texts):
             Stuck.calls += 1
             if Stuck.calls > int(sys.argv[2]):  # the foreground check, then this many indexer calls
-                print("indexing", flush=True)
+                sys.stdout.write("indexing\n")
+                sys.stdout.flush()
                 time.sleep(600)
             return super().embed_documents(texts)
 
@@ -89,7 +89,8 @@ CRASH_SCRIPT = textwrap.dedent("""
         eng.add_turns([Turn(role="user", speaker="Ana", session_id="s1", timestamp=t0 + timedelta(minutes=4 * b + i),
                             content=f"Message {b}-{i}: I went hiking near Sintra with my dog Toby number {b * 4 + i}.")
                        for i in range(4)], "ana")
-    print("committed", flush=True)
+    sys.stdout.write("committed\n")
+    sys.stdout.flush()
     time.sleep(600)
 """)
 
@@ -100,12 +101,12 @@ def test_queue_resumes_after_a_crash_with_exactly_one_vector_per_record(tmp_path
     proc = subprocess.Popen([sys.executable, "-c", CRASH_SCRIPT, str(store), str(indexed_calls)],
                             stdout=subprocess.PIPE, text=True, env=dict(os.environ))
     try:
-        seen = set()
+        said = ""
         assert proc.stdout is not None
-        while seen != {"committed", "indexing"}:
-            line = proc.stdout.readline().strip()
+        while "committed" not in said or "indexing" not in said:  # all turns committed; the indexer is stuck
+            line = proc.stdout.readline()
             assert line, "the writer died before committing"
-            seen.add(line)
+            said += line
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()

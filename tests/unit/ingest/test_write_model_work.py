@@ -8,7 +8,6 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import numpy as np
-
 from memory_ext import HashingEmbedder, MemoryEngine, Turn
 from memory_ext.ingest.indexer import word_overlap
 
