@@ -78,7 +78,7 @@ CRASH_SCRIPT = textwrap.dedent("""
         def embed_documents(self, texts):
             Stuck.calls += 1
             if Stuck.calls > int(sys.argv[2]):  # the foreground check, then this many indexer calls
-                sys.stdout.write("indexing\n")
+                sys.stdout.write("indexing\\n")
                 sys.stdout.flush()
                 time.sleep(600)
             return super().embed_documents(texts)
@@ -89,7 +89,7 @@ CRASH_SCRIPT = textwrap.dedent("""
         eng.add_turns([Turn(role="user", speaker="Ana", session_id="s1", timestamp=t0 + timedelta(minutes=4 * b + i),
                             content=f"Message {b}-{i}: I went hiking near Sintra with my dog Toby number {b * 4 + i}.")
                        for i in range(4)], "ana")
-    sys.stdout.write("committed\n")
+    sys.stdout.write("committed\\n")
     sys.stdout.flush()
     time.sleep(600)
 """)
