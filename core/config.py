@@ -149,8 +149,8 @@ class IngestConfig(_Section):
     indexer_batch: int = Field(default=64, ge=1, le=100_000)
     """Queued records the indexer takes per batch (one write transaction each)."""
     indexer_threads: int = Field(default=2, ge=1, le=64)
-    """Threads the indexer embeds with (dense and sparse batches run side by side); queries keep one OpenMP
-    thread each, so a search is not slowed by spinning OpenMP workers."""
+    """Threads the indexer embeds with (dense and sparse batches run side by side, at a lower OS priority than
+    the foreground); queries keep one OpenMP thread each, so a search is not slowed by spinning OpenMP workers."""
     derived_copy_overlap: float | None = Field(default=0.7, ge=0.0, le=1.0)
     """A derived record (fact, event, layer...) whose words are at least this share of its turn's words reuses
     the turn's vector instead of being embedded; ``None`` embeds every derived record."""

@@ -30,6 +30,7 @@ True
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import threading
 import time
@@ -56,6 +57,17 @@ NONE, EMBED, MEAN, COPY = 0, 1, 2, 3
 """How a queued record's dense vector is made."""
 CHUNK = 16
 """Texts per embedding job (jobs are spread over the indexer's threads)."""
+BACKGROUND_NICE = 5
+"""The background threads' nice value (Linux: per thread): a write or a search in the foreground gets the CPU
+first (about 3 times an indexer thread's share), while an idle machine still gives the indexer every core."""
+
+
+def _lower_priority() -> None:
+    """Run the calling thread at :data:`BACKGROUND_NICE` (where the OS allows per-thread priorities)."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICE)
+    except (AttributeError, OSError):  # pragma: no cover - not Linux, or not permitted: normal priority
+        pass
 
 
 def word_overlap(text: str, source: str) -> float:
@@ -116,7 +128,8 @@ class Indexer:
         self._thread: threading.Thread | None = None
         self._stop = False
         self._wake = False
-        self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="memory-ext-embed") \
+        self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="memory-ext-embed",
+                                        initializer=_lower_priority if background else None) \
             if threads > 1 else None
         self._known: dict[str, np.ndarray] = {}  # vectors made in the foreground (the embedder check)
         self.error: BaseException | None = None
@@ -184,6 +197,7 @@ class Indexer:
         return done
 
     def _run(self) -> None:
+        _lower_priority()
         failures = 0
         while True:
             with self._cond:
