@@ -230,7 +230,7 @@ def run_ingest(conversations: Sequence[Conversation], systems: Sequence[str], em
     questions = [q.text for c in conversations for q in c.questions][: queries + 3]
     for text in questions[:3]:
         embedder.embed_query(text)  # warm-up
-    query_ms = [_timed(partial(embedder.embed_query, q)) for q in questions[3:]]
+    query_ms = [_timed(partial(embedder.embed_query, q)) for q in questions[3:] or questions or ["warm-up"]]
     result: dict[str, Any] = {
         "dataset": "ingest", "systems": {}, "skipped": {},
         "query_embed_ms": {"p50": percentile(query_ms, 50), "p95": percentile(query_ms, 95), "n": len(query_ms)},
