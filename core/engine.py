@@ -321,15 +321,20 @@ class MemoryEngine:
         ns = Namespace.coerce(namespace)
         ns_id = self._store.find_namespace(ns.key)
         pending = self._store.pending(ns_id) if ns_id is not None else 0
+        waited_ms = None
         if pending and self._indexer is not None and self.config.ingest.search_wait_s > 0:
+            t0 = time.perf_counter()
             try:
                 self._indexer.wait(ns_id, self.config.ingest.search_wait_s)
             except Exception:  # noqa: BLE001 - the embedder fails: search what is indexed, report pending
                 pass
-            pending = self._store.pending(ns_id)
+            pending, waited_ms = self._store.pending(ns_id), _ms(t0)
         result = self._search(query, ns, k=k, filters=filters, action_state=action_state, explain=explain, now=now,
                               trace=trace, include_cold=include_cold, as_of=as_of)
-        return result.model_copy(update={"pending": pending}) if pending else result
+        if waited_ms is None and not pending:
+            return result
+        timings = dict(result.timings_ms) if waited_ms is None else {**result.timings_ms, "pending_wait": waited_ms}
+        return result.model_copy(update={"pending": pending, "timings_ms": timings})
 
     def _search(self, query: str, namespace: Namespace | str, *, k: int = 10,
                 filters: Mapping[str, Any] | None = None,
