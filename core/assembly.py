@@ -11,14 +11,17 @@ engine has, so the engine itself only wires them together.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from pathlib import Path
 
 from .config import EngineConfig
-from .embed import Embedder, HashingEmbedder
+from .embed import Embedder, HashingEmbedder, resolve_embedder
 from .errors import ConfigError
+from .ingest.indexer import Indexer, IndexQueue
 from .llm import LLM
-from .rank.rerank import Reranker
+from .plan.llm_planner import HeuristicPlanner, LLMPlanner, Planner
+from .rank.rerank import LLMReranker, Reranker
 from .recall.channels import check_channel_config
 from .registry import vector_backends
 from .store import chroma as _chroma  # noqa: F401  (registers the backend; chromadb loads only when used)
@@ -28,13 +31,12 @@ from .store.evidence import EvidenceIndex
 from .store.graph import EntityGraph
 from .store.keyword import KeywordIndex
 from .store.sparse import SparseIndex
+from .store.sqlite import NewDirectory, TruthStore, check_embedder_shape
 from .store.timeindex import TimeIndex
 from .store.vector import VectorIndex
 
-if TYPE_CHECKING:
-    from .store.sqlite import TruthStore
-
-__all__ = ["Indexes", "build_indexes", "embedder_for_stored_id", "validate_config"]
+__all__ = ["Indexes", "build_indexer", "build_indexes", "build_planner_and_reranker", "embedder_for_stored_id",
+           "open_store", "validate_config"]
 
 
 def validate_config(cfg: EngineConfig, *, llm: LLM | None = None, reranker: Reranker | None = None) -> None:
@@ -66,6 +68,47 @@ def validate_config(cfg: EngineConfig, *, llm: LLM | None = None, reranker: Rera
         raise ConfigError("llm", llm, "pass an object with id and complete(prompt, ...) (memory_ext.llm.LLM)")
 
 
+def build_planner_and_reranker(config: EngineConfig, llm: LLM | None,
+                               reranker: Reranker | None) -> tuple[Planner, Reranker | None]:
+    """The search planner (the LLM planner when ``globals.llm_planner_enabled``, else the heuristic one) and the
+    reranker (``reranker``, or the LLM's, when ``globals.rerank_enabled``; else none)."""
+    planner: Planner = HeuristicPlanner()
+    if config.globals.llm_planner_enabled and llm is not None:
+        planner = LLMPlanner(llm, timeout_s=config.recall.planner_timeout_s)
+    if not config.globals.rerank_enabled:
+        return planner, None
+    return planner, reranker if reranker is not None else LLMReranker(llm) if llm is not None else None
+
+
+def open_store(path: str | os.PathLike[str] | None, cfg: EngineConfig, *, read_only: bool,
+               embedder: Embedder | str | None) -> tuple[TruthStore, Embedder | None, str | None, NewDirectory]:
+    """Open (or create) the truth store in ``path`` (default ``~/.memory_ext``) and resolve its embedder: the one
+    given, else the built-in that wrote the store. Returns the store, the embedder (None without vectors), the
+    embedder's fallback warning and what the open created (``undo()`` removes a new directory again). A failure
+    leaves no new store directory behind."""
+    directory = Path(path).expanduser() if path is not None else Path("~/.memory_ext").expanduser()
+    new_dir = NewDirectory(directory)  # what this open creates; removed again if the open fails
+    try:
+        store = TruthStore(directory, read_only=read_only, dir_mode=cfg.storage.dir_mode,
+                           file_mode=cfg.storage.file_mode)
+    except BaseException:
+        new_dir.undo()
+        raise
+    try:
+        emb: Embedder | None = None
+        warning: str | None = None
+        if cfg.globals.vector_enabled:
+            emb, warning = resolve_embedder(embedder if embedder is not None
+                                            else embedder_for_stored_id(store.get_meta("embedder_id")))
+            check_embedder_shape(emb)
+            store.check_embedder(emb.id)  # refuses to mix embedders (also a fallback in an e5 store)
+    except BaseException:
+        store.close()
+        new_dir.undo()
+        raise
+    return store, emb, warning, new_dir
+
+
 def embedder_for_stored_id(stored: str | None) -> Embedder | str | None:
     """When no embedder is given, reopen a store with the embedder that built it (if it is a built-in)."""
     if stored is None:
@@ -86,11 +129,13 @@ class Indexes:
     graph: EntityGraph
     evidence: EvidenceIndex
     catalog: RecordCatalog
+    queue: IndexQueue
+    """The queue of model work (vectors, sparse encodings) the indexer drains."""
 
     @property
     def all(self) -> tuple[DerivedIndex, ...]:
         return (self.keyword, *((self.vector,) if self.vector is not None else ()), self.sparse, self.time,
-                self.graph, self.evidence, self.catalog)
+                self.graph, self.evidence, self.catalog, self.queue)
 
 
 def build_indexes(config: EngineConfig, store: TruthStore, embedder: Embedder | None) -> Indexes:
@@ -105,7 +150,18 @@ def build_indexes(config: EngineConfig, store: TruthStore, embedder: Embedder | 
         if not store.read_only and callable(reconcile := getattr(vector, "reconcile", None)):
             reconcile()  # a crash between SQLite's commit and Chroma's update is repaired here
     ix = Indexes(keyword=KeywordIndex(), vector=vector, sparse=SparseIndex(), time=TimeIndex(), graph=EntityGraph(),
-                 evidence=EvidenceIndex(), catalog=RecordCatalog())
+                 evidence=EvidenceIndex(), catalog=RecordCatalog(), queue=IndexQueue(store))
     for index in ix.all:
         store.add_schema(index.create_schema)
     return ix
+
+
+def build_indexer(config: EngineConfig, store: TruthStore, embedder: Embedder | None, ix: Indexes, *,
+                  sparse: bool) -> Indexer | None:
+    """The background indexer of a writer that makes vectors or sparse encodings (None otherwise)."""
+    if store.read_only or (ix.vector is None and not sparse):
+        return None
+    ingest = config.ingest
+    return Indexer(store, embedder, [i for i in (ix.vector, ix.sparse) if i is not None],
+                   vectors=ix.vector is not None, sparse=sparse, batch=ingest.indexer_batch,
+                   threads=ingest.indexer_threads, background=ingest.background_indexing)

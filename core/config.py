@@ -157,6 +157,25 @@ class IngestConfig(_Section):
     window_vectors: Literal["embed", "mean"] = "embed"
     """``embed``: embed the window's text (best recall; about 4x the embedding work of the turns alone);
     ``mean``: the normalised mean of its turns' vectors (no extra model calls; LoCoMo dev @10 0.763 vs 0.771)."""
+    background_indexing: bool = True
+    """``True``: ``add_turns`` commits turns, records and every index that needs no model with a durable queue
+    of the model work (dense vectors, sparse encodings), which a background thread of the writer drains in
+    batches (``MemoryEngine.flush`` waits for it). ``False``: ``add_turns`` drains the queue itself before it
+    returns (deterministic; tests and benchmarks)."""
+    indexer_batch: int = Field(default=64, ge=1, le=100_000)
+    """Queued records the indexer takes per batch (one write transaction each)."""
+    indexer_threads: int = Field(default=2, ge=1, le=64)
+    """Threads the indexer embeds with (dense and sparse batches run side by side, at a lower OS priority than
+    the foreground); queries keep one OpenMP thread each, so a search is not slowed by spinning OpenMP workers."""
+    derived_copy_overlap: float | None = Field(default=0.7, ge=0.0, le=1.0)
+    """A derived record (fact, event, layer...) whose words are at least this share of its turn's words reuses
+    the turn's vector instead of being embedded; ``None`` embeds every derived record."""
+    search_wait_s: float = Field(default=10.0, ge=0.0, le=600.0)
+    """A search of a namespace with pending vectors first waits up to this long for them (read-your-writes
+    for a chat message); then it searches what is indexed and reports ``SearchResult.pending``. 0: never wait."""
+    close_timeout_s: float = Field(default=30.0, ge=0.0)
+    """``close`` lets the indexer finish the queue for up to this long; what is left stays queued on disk and
+    is indexed after the next (writer) open."""
 
 
 class LifecycleConfig(_Section):

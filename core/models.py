@@ -507,8 +507,18 @@ class SearchResult(_Value):
     trace: dict[str, Any] | None = None
     """With ``search(..., trace=True)``: the plan, each route's channel candidates and its best turns, and the
     stage timings. Kept in memory only; nothing is written anywhere."""
+    pending: int = 0
+    """Records of the namespace whose vectors (or sparse encodings) the background indexer has not written yet:
+    the search found them only through the channels that need no model (keyword, time, graph, evidence)."""
 
     @property
     def degraded(self) -> bool:
         """True when a channel, model or fallback made this result weaker than configured."""
         return bool(self.channel_errors)
+
+    def with_pending(self, pending: int, waited_ms: float | None) -> SearchResult:
+        """This result with ``pending`` records and, when the search waited for the indexer, the wait's timing."""
+        if waited_ms is None and not pending:
+            return self
+        timings = self.timings_ms if waited_ms is None else {**self.timings_ms, "pending_wait": waited_ms}
+        return self.model_copy(update={"pending": pending, "timings_ms": timings})

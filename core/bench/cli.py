@@ -7,6 +7,8 @@
     memext bench madial --data DIR  [same options]
     memext bench scale  --sizes 10000,100000 [--backend numpy,chroma,chroma-server] [--embedder e5|hashing]
                         [--namespaces N] [--queries N] [--json OUT] [--report DIR]
+    memext bench ingest --data FILE [--systems memory-ext,vector,langchain-vector,llamaindex-vector]
+                        [--embedder e5|hashing] [--messages N] [--batch N] [--batches N] [--config FILE] [--json OUT]
     memext bench report --json RESULT.json --report DIR
     memext bench serve  [--turns 2000] [--queries 200] [--clients 8] [--ops 50] [--embedder hashing|e5] [--json OUT]
 
@@ -133,6 +135,25 @@ def _add_commands(commands: Any) -> None:
     serve.add_argument("--json", type=Path, default=None, help="write the result JSON here")
     serve.add_argument("--quiet", action="store_true", help="do not print the Markdown summary")
     serve.set_defaults(func=run_args, bench_handler=_cmd_serve, dataset="serve")
+    ingest = commands.add_parser("ingest", help="write latency (one chat message, batches) and time until fully "
+                                                "indexed, next to plain vector stores",
+                                 description="Write LoCoMo turns into memory-ext and into plain vector stores "
+                                             "with the same embedder; see memory_ext.bench.ingest.")
+    ingest.add_argument("--data", required=True, type=Path, help="a JSON file in the locomo10.json schema")
+    ingest.add_argument("--systems", type=_csv, default=["memory-ext", "vector", "langchain-vector",
+                                                         "llamaindex-vector"], help="comma-separated systems")
+    ingest.add_argument("--embedder", default="e5", help="embedder for every system: e5 (default) or hashing")
+    ingest.add_argument("--config", type=Path, default=None, help="engine configuration file for memory-ext")
+    ingest.add_argument("--messages", type=_positive, default=40, help="single-message writes timed (40)")
+    ingest.add_argument("--batch", type=_positive, default=32, help="turns per timed batch write (32)")
+    ingest.add_argument("--batches", type=_positive, default=8, help="batch writes timed (8)")
+    ingest.add_argument("--queries", type=_positive, default=40, help="query embeddings timed (40)")
+    ingest.add_argument("--conversations", type=_positive, default=None, metavar="N",
+                        help="use only the first N conversations")
+    ingest.add_argument("--json", type=Path, default=None, help="write the result JSON here")
+    ingest.add_argument("--report", type=Path, default=None, help=argparse.SUPPRESS)
+    ingest.add_argument("--quiet", action="store_true", help="do not print the Markdown summary")
+    ingest.set_defaults(func=run_args, bench_handler=_cmd_ingest, dataset="ingest")
 
     report = commands.add_parser("report", help="regenerate report.md and plots from a saved result JSON")
     report.add_argument("--json", type=Path, required=True, help="a result JSON written by --json")
@@ -141,14 +162,14 @@ def _add_commands(commands: Any) -> None:
 
 
 def add_bench_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Add the ``bench`` command (with locomo / madial / scale / report) to a ``memext`` subparsers object.
+    """Add the ``bench`` command (with locomo / madial / scale / ingest / report) to a ``memext`` subparsers object.
 
     Each leaf sets ``func``: call ``args.func(args)``; it returns the exit status (0, 1 when a system failed,
     2 for bad arguments or data).
     """
     bench = subparsers.add_parser("bench", help="benchmarks on real data, side by side with baselines",
                                   description=DESCRIPTION)
-    commands = bench.add_subparsers(dest="bench_command", metavar="{locomo,madial,scale,serve,report}")
+    commands = bench.add_subparsers(dest="bench_command", metavar="{locomo,madial,scale,ingest,serve,report}")
     commands.required = True
     _add_commands(commands)
     return bench
@@ -157,7 +178,7 @@ def add_bench_parser(subparsers: Any) -> argparse.ArgumentParser:
 def build_parser(prog: str = "python -m memory_ext.bench") -> argparse.ArgumentParser:
     """The standalone parser (the ``bench`` subcommands at top level)."""
     parser = argparse.ArgumentParser(prog=prog, description=DESCRIPTION)
-    commands = parser.add_subparsers(dest="bench_command", metavar="{locomo,madial,scale,serve,report}")
+    commands = parser.add_subparsers(dest="bench_command", metavar="{locomo,madial,scale,ingest,serve,report}")
     commands.required = True
     _add_commands(commands)
     return parser
@@ -208,10 +229,15 @@ def _emit(result: dict[str, Any], args: argparse.Namespace) -> None:
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    if args.report is not None:
+    if args.report is not None and result["dataset"] != "ingest":
         write_report(result, args.report)
     if not getattr(args, "quiet", False):
-        text = format_scale_markdown(result) if result["dataset"] == "scale" else format_markdown(result)
+        if result["dataset"] == "ingest":
+            from .ingest import format_ingest_markdown
+
+            text = format_ingest_markdown(result)
+        else:
+            text = format_scale_markdown(result) if result["dataset"] == "scale" else format_markdown(result)
         sys.stdout.write(text)
         sys.stdout.flush()
 
@@ -300,6 +326,27 @@ def _cmd_scale(args: argparse.Namespace) -> int:
         in_process=args.in_process, workdir=args.workdir, progress=not args.no_progress,
         meta={"command": args._command_line},
     )
+    _emit(result, args)
+    return _status(result)
+
+
+def _cmd_ingest(args: argparse.Namespace) -> int:
+    from .datasets import DatasetError, load_locomo
+    from .ingest import INGEST_SYSTEMS, run_ingest
+
+    unknown = [s for s in args.systems if s not in INGEST_SYSTEMS]
+    if unknown:
+        raise BenchUsageError(f"unknown system(s) {', '.join(unknown)}; valid systems: {', '.join(INGEST_SYSTEMS)}")
+    try:
+        conversations = load_locomo(args.data)
+    except DatasetError as exc:
+        raise BenchUsageError(str(exc)) from None
+    if args.conversations is not None:
+        conversations = conversations[: args.conversations]
+    embedder = resolve_bench_embedder(args.embedder)
+    result = run_ingest(conversations, args.systems, embedder, config=_engine_config(args.config),
+                        messages=args.messages, batch=args.batch, batches=args.batches, queries=args.queries,
+                        meta={"data": str(args.data), "command": args._command_line})
     _emit(result, args)
     return _status(result)
 

@@ -409,8 +409,8 @@ class MemoryExtSystem(System):
                            session_id=t.session_id, external_id=t.external_id)
             for t in turns
         ]
-        if batch:
-            self._engine.add_turns(batch, self._namespace)
+        if batch:  # timed until fully indexed (the background indexer's vectors included)
+            self._engine.add_turns(batch, self._namespace, wait=True)
 
     def query(self, text: str, k: int) -> list[str]:
         if self._engine is None:

@@ -1,14 +1,21 @@
-"""The write pipeline: validate -> derive once -> persist and index in one transaction.
+"""The write pipeline: validate -> derive once -> persist, index and queue the model work in one transaction.
 
 :meth:`WritePipeline.add` is what :meth:`memory_ext.MemoryEngine.add_turns` runs:
 
 1. **validate** the batch (:func:`turn_rows`): typed errors naming the field, nothing written;
-2. **derive** with no LLM, once: a ``turn`` record per turn, ±1 ``window`` records, L0/L1 ``layers`` of long
-   turns, ``fact``/``preference``/``event``/``procedure``/``failure_pattern`` records; then, per turn record,
-   its entities, time spans and evidence keys (:func:`index_records`); dense vectors and sparse encodings;
-3. **persist and index** in one transaction: turns, records, vectors, then every derived index of the engine's
-   list (:class:`~memory_ext.store.base.DerivedIndex` — each stores what it is given), the memory-file
-   archive and supersession. Any failure rolls everything back and invalidates the indexes' caches.
+2. **derive** with no LLM and no model, once: a ``turn`` record per turn, ±1 ``window`` records, L0/L1
+   ``layers`` of long turns, ``fact``/``preference``/``event``/``procedure``/``failure_pattern`` records; then,
+   per turn record, its entities, time spans and evidence keys (:func:`index_records`); and the model work of
+   each record (how its dense vector is made, whether it gets a sparse encoding);
+3. **persist and index** in one transaction: turns, records, then every derived index of the engine's list
+   (:class:`~memory_ext.store.base.DerivedIndex` — each stores what it is given; the
+   :class:`~memory_ext.ingest.indexer.IndexQueue` among them queues the model work), the memory-file archive
+   and supersession. Any failure rolls everything back and invalidates the indexes' caches.
+4. the :class:`~memory_ext.ingest.indexer.Indexer` makes the vectors and sparse encodings afterwards, in the
+   background (``ingest.background_indexing``) or before ``add`` returns.
+
+No model runs in the foreground, except once per engine: its first write embeds its first record to check the
+embedder's output (a broken embedder fails before anything is written; the indexer reuses that vector).
 
 >>> import tempfile
 >>> from memory_ext import MemoryEngine, Turn
@@ -24,19 +31,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from ..embed import Embedder, SparseEmbedder, check_vectors
+from ..embed import Embedder, check_vectors
 from ..errors import InvalidTurnError, ReadOnlyStoreError
 from ..lifecycle.files import archive_turns
 from ..lifecycle.supersede import supersede
 from ..models import Namespace, Turn
 from ..results import AddResult
 from ..store.base import DerivedIndex, IndexedRecord, RecordBatch
-from ..store.sparse import normalise
 from ..text import estimate_tokens
 from .derive import derive_turn_record, derive_windows, new_id
 from .evidence_keys import batch_entities, window_keys
+from .indexer import COPY, EMBED, MEAN, NONE, Indexer, word_overlap
 from .kinds import derive_kinds
 from .layers import derive_layers
 
@@ -99,12 +104,13 @@ class WritePipeline:
     """Stores turns and derives and indexes their records (see the module docstring).
 
     ``indexes`` are every derived index the engine writes to, in order; ``graph`` and ``time`` among them give
-    the entity keys and time spans a turn record is derived with.
+    the entity keys and time spans a turn record is derived with. ``indexer`` (when the engine makes vectors or
+    sparse encodings) drains the model work each write queues.
     """
 
     def __init__(self, store: TruthStore, config: EngineConfig, embedder: Embedder | None,
                  indexes: Sequence[DerivedIndex], *, vector: VectorIndex | None, graph: EntityGraph,
-                 time: TimeIndex, sparse: bool, evidence: bool) -> None:
+                 time: TimeIndex, sparse: bool, evidence: bool, indexer: Indexer | None = None) -> None:
         self._store = store
         self._config = config
         self._embedder = embedder
@@ -114,9 +120,11 @@ class WritePipeline:
         self._time = time
         self._sparse = sparse
         self._evidence = evidence
+        self.indexer = indexer
+        self._checked = False  # the embedder's output checked once (first write of this engine)
 
     def add(self, turns: Iterable[Turn | Mapping[str, Any]], ns: Namespace) -> AddResult:
-        """Validate, derive, persist and index one batch, all or nothing."""
+        """Validate, derive, persist, index and queue the model work of one batch, all or nothing."""
         rows = turn_rows(turns, ns, self._config.limits, datetime.now(UTC))
         if not rows:
             return AddResult(turn_ids=(), record_ids=())
@@ -124,46 +132,90 @@ class WritePipeline:
         with store.write_lock:  # one writer at a time: the stored tail cannot change under us
             if store.read_only:
                 raise ReadOnlyStoreError("add_turns")
-            prepared = self._prepare(store.reader(), rows, ns)  # embedding runs outside the transaction
+            prepared = self._prepare(store.reader(), rows, ns)
             with store.transaction("add_turns") as conn:
-                records = self._write(conn, ns, rows, prepared)
-        return AddResult(turn_ids=tuple(r["id"] for r in rows), record_ids=tuple(r["id"] for r in records))
+                self._write(conn, ns, rows, prepared)
+        self._kick(prepared)
+        return AddResult(turn_ids=tuple(r["id"] for r in rows),
+                         record_ids=tuple(r["id"] for r in prepared["records"]))
+
+    def resume(self) -> None:
+        """Start the indexer on the model work a previous writer left queued (closed early, or crashed)."""
+        if self.indexer is not None and self.indexer.background and self._store.pending() > 0:
+            self.indexer.notify()
+
+    def close(self, timeout: float | None) -> None:
+        """Let the indexer finish the queue for up to ``timeout`` seconds; the rest stays queued on disk."""
+        if self.indexer is not None:
+            self.indexer.close(timeout)
+
+    def flush(self, ns: Namespace | None, timeout: float | None) -> bool:
+        """Wait until ``ns`` (the whole store if None) is fully indexed: True, or False after ``timeout``."""
+        if self.indexer is None:
+            return True
+        ns_id = None if ns is None else self._store.find_namespace(ns.key)
+        return True if ns is not None and ns_id is None else self.indexer.wait(ns_id, timeout)
+
+    def pending(self, ns: Namespace | None) -> int:
+        """Records of ``ns`` (of the store if None) whose model work is still queued."""
+        if ns is None:
+            return self._store.pending()
+        ns_id = self._store.find_namespace(ns.key)
+        return 0 if ns_id is None else self._store.pending(ns_id)
+
+    def settle(self, ns: Namespace, wait_s: float) -> tuple[int, float | None]:
+        """Read-your-writes before a search of ``ns``: ``(records still pending, ms waited or None)``; only a
+        writer (which runs the indexer) waits, up to ``wait_s``."""
+        if self.indexer is None:
+            return self.pending(ns), None
+        return self.indexer.settle(self._store.find_namespace(ns.key), wait_s)
 
     def add_in(self, conn: sqlite3.Connection, turns: Iterable[Turn | Mapping[str, Any]],
                ns: Namespace) -> AddResult:
         """:meth:`add` inside the caller's open write transaction (``store.transaction(...)``), which commits or
         rolls back everything together — so a caller such as ``pre_compress`` stays one transaction. Nothing is
         committed here; on an error the indexes' caches are invalidated and the caller's rollback undoes the rest.
+        The queued model work starts once the caller's transaction has committed.
         """
         rows = turn_rows(turns, ns, self._config.limits, datetime.now(UTC))
         if not rows:
             return AddResult(turn_ids=(), record_ids=())
         if self._store.read_only:
             raise ReadOnlyStoreError("add_turns")
-        records = self._write(conn, ns, rows, self._prepare(conn, rows, ns))
-        return AddResult(turn_ids=tuple(r["id"] for r in rows), record_ids=tuple(r["id"] for r in records))
+        prepared = self._prepare(conn, rows, ns)
+        self._write(conn, ns, rows, prepared)
+        self._store.after_commit(lambda: self._kick(prepared))
+        return AddResult(turn_ids=tuple(r["id"] for r in rows),
+                         record_ids=tuple(r["id"] for r in prepared["records"]))
 
     def _prepare(self, conn: sqlite3.Connection, rows: list[dict[str, Any]], ns: Namespace) -> dict[str, Any]:
-        """Everything derived before the write: records, vectors, sparse encodings (``conn`` reads the tail)."""
+        """Everything derived before the write: records and their model work (``conn`` reads the stored tail)."""
         known_ns = self._store.namespace_id(conn, ns.key)
         context = self._store.tail_turns(conn, known_ns, KIND_CONTEXT_TURNS) if known_ns is not None else []
         records, anchored, windows = self._derive(rows, context)
-        vectors = self._vectors(records, windows, anchored, rows, context, known_ns)
-        sparse = normalise(self._embedder.embed_sparse([r["text"] for r in records])) \
-            if self._sparse and isinstance(self._embedder, SparseEmbedder) else None
-        return {"records": records, "anchored": anchored, "context": context, "vectors": vectors, "sparse": sparse}
+        work = self._work(records, anchored, windows)
+        self._check_embedder(records)
+        return {"records": records, "anchored": anchored, "context": context, "work": work}
 
     def _write(self, conn: sqlite3.Connection, ns: Namespace, rows: list[dict[str, Any]],
-               prepared: dict[str, Any]) -> list[dict[str, Any]]:
+               prepared: dict[str, Any]) -> None:
         ns_id = self._store.ensure_namespace(conn, ns.key)
         try:
             self._persist(conn, ns_id, rows, prepared["records"], prepared["anchored"], prepared["context"],
-                          prepared["vectors"], prepared["sparse"])
+                          prepared["work"])
         except BaseException:
             for index in self._indexes:
                 index.invalidate(ns_id)
             raise
-        return prepared["records"]
+
+    def _kick(self, prepared: dict[str, Any]) -> None:
+        """Start the model work a committed write queued (in the background, or now)."""
+        if self.indexer is None or not any(d or s for d, s in prepared["work"]):
+            return
+        if self.indexer.background:
+            self.indexer.notify()
+        else:
+            self.indexer.drain()
 
     # -- steps -------------------------------------------------------------------------------------------------
     def _derive(self, rows: list[dict[str, Any]], context: list[dict[str, Any]]
@@ -179,39 +231,41 @@ class WritePipeline:
             derived += derive_kinds(context + rows, first=len(context))
         return records, windows + derived, windows
 
-    def _vectors(self, records: list[dict[str, Any]], windows: list[dict[str, Any]],
-                 anchored: list[dict[str, Any]], rows: list[dict[str, Any]], context: list[dict[str, Any]],
-                 ns_id: int | None) -> np.ndarray | None:
-        """One vector per record (turn records, then the anchored ones), or None without vectors."""
-        if self._vector is None or self._embedder is None:
-            return None
-        mean = self._config.ingest.window_vectors == "mean"
-        derived = anchored[len(windows):]
-        embed = records + ([] if mean else windows) + derived
-        texts = [r["index_text"] for r in embed]
-        vectors = check_vectors(self._embedder, self._embedder.embed_documents(texts), len(texts))
-        if mean and windows:
-            n = len(records)
-            window_vectors = self._mean_window_vectors(ns_id, windows, rows, vectors[:n], context[-2:])
-            vectors = np.vstack([vectors[:n], window_vectors, vectors[n:]])
-        return vectors
+    def _work(self, records: list[dict[str, Any]], anchored: list[dict[str, Any]],
+              windows: list[dict[str, Any]]) -> list[tuple[int, int]]:
+        """``(dense, sparse)`` model work of each record (turn records, then the anchored ones), for the queue:
+        turns are embedded (and sparse-encoded); windows embedded or, with ``window_vectors: mean``, the mean
+        of their turns' vectors; a derived record that is a near-copy of its turn reuses the turn's vector."""
+        vectors = self._vector is not None and self._embedder is not None
+        sparse = int(self._sparse and self._embedder is not None)
+        if not vectors:
+            return [(NONE, sparse) for _ in records] + [(NONE, 0) for _ in anchored]
+        ingest = self._config.ingest
+        window_mode = MEAN if ingest.window_vectors == "mean" else EMBED
+        text_of = {r["turn_ids"][0]: r["index_text"] for r in records}
+        out = [(EMBED, sparse) for _ in records] + [(window_mode, 0) for _ in windows]
+        threshold = ingest.derived_copy_overlap
+        for r in anchored[len(windows):]:
+            turn_text = text_of.get(r.get("anchor_turn_id", ""))
+            copy = threshold is not None and turn_text is not None and \
+                word_overlap(r["index_text"], turn_text) >= threshold
+            out.append((COPY if copy else EMBED, 0))
+        return out
 
-    def _mean_window_vectors(self, ns_id: int | None, windows: Sequence[dict[str, Any]],
-                             rows: Sequence[dict[str, Any]], vectors: np.ndarray,
-                             tail: Sequence[dict[str, Any]]) -> np.ndarray:
-        """Window vectors as the normalised mean of their turns' vectors (new turns' from ``vectors``)."""
-        by_turn = {row["id"]: vectors[i] for i, row in enumerate(rows)}
-        missing = [t["rid"] for t in tail if t["id"] not in by_turn]
-        if missing and ns_id is not None:
-            stored = self._store.vectors_by_rid(ns_id, missing)
-            by_turn.update({t["id"]: stored[t["rid"]] for t in tail if t["rid"] in stored})
-        out = [np.mean([by_turn[t] for t in w["turn_ids"] if t in by_turn], axis=0) for w in windows]
-        assert self._embedder is not None
-        return check_vectors(self._embedder, np.asarray(out, np.float32), len(windows))
+    def _check_embedder(self, records: list[dict[str, Any]]) -> None:
+        """The first write of an engine embeds its first record in the foreground, once: a broken embedder
+        (wrong dimension, NaN) fails here, before anything is written. The indexer reuses that vector."""
+        if self._checked or self._vector is None or self._embedder is None or not records:
+            return
+        text = records[0]["index_text"]
+        vector = check_vectors(self._embedder, self._embedder.embed_documents([text]), 1)[0]
+        if self.indexer is not None:
+            self.indexer.remember(text, vector)
+        self._checked = True
 
     def _persist(self, conn: sqlite3.Connection, ns_id: int, rows: list[dict[str, Any]],
                  records: list[dict[str, Any]], anchored: list[dict[str, Any]], context: list[dict[str, Any]],
-                 vectors: np.ndarray | None, sparse: list[tuple[np.ndarray, np.ndarray]] | None) -> None:
+                 work: list[tuple[int, int]]) -> None:
         store = self._store
         seq = store.next_seq(conn, ns_id)
         for offset, row in enumerate(rows):
@@ -226,13 +280,10 @@ class WritePipeline:
         rid_of.update({r["turn_ids"][0]: rid for r, rid in zip(records, rids, strict=True)})
         anchors: list[int | None] = [*rids, *(rid_of[w["anchor_turn_id"]] for w in anchored)]
         rids += store.insert_records(conn, ns_id, anchored, anchor_rids=anchors[len(records):])
-        if vectors is not None and self._embedder is not None:
-            store.insert_embeddings(conn, ns_id, rids, vectors, self._embedder.id)
         batch = RecordBatch(
             index_records(records + anchored, rids, anchors, turn_facets=self._turn_facets(conn, ns_id, records,
                                                                                             rows, context)),
-            vectors=vectors, vector_rids=rids if vectors is not None else (),
-            sparse=sparse, sparse_rids=rids[:len(records)] if sparse is not None else ())
+            extra={"queue": [(rid, d, sp) for rid, (d, sp) in zip(rids, work, strict=True) if d or sp]})
         for index in self._indexes:
             index.index(conn, ns_id, batch)
         life = self._config.lifecycle

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..store.sparse import SparseIndex, normalise
 from .base import Hits, RecallContext, RecallRequest
+from .vector import cached_encoding
 
 __all__ = ["SparseIndex", "SparseRecaller", "normalise"]
 
@@ -40,7 +41,11 @@ class SparseRecaller:
         m = index.matrix(self.ctx.store.reader(), request.ns_id)
         if m.rids.size == 0:
             return Hits.empty()
-        (q_idx, q_val), = normalise(self.ctx.embedder.embed_sparse([request.query]))  # type: ignore[union-attr]
+        embedder = self.ctx.embedder
+        assert embedder is not None
+        # once per text, shared with the search's other calls; runs in parallel with the dense encodings
+        (q_idx, q_val), = cached_encoding(self.ctx, ("sparse", embedder.id, request.query),
+                                          lambda: normalise(embedder.embed_sparse([request.query])))  # type: ignore[attr-defined]
         dim = int(max(q_idx.max(initial=-1), m.idx.max(initial=-1))) + 1
         q = np.zeros(dim, np.float32)
         q[q_idx] = q_val

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from ..embed import check_vectors
 from .base import Hits, RecallContext, RecallRequest
 
-__all__ = ["VectorRecaller"]
+__all__ = ["VectorRecaller", "cached_encoding"]
 
 
 QUERY_CACHE_SIZE = 64
@@ -22,25 +24,31 @@ class _Slot:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.vector: np.ndarray | None = None
+        self.vector: Any = None
 
 
-def _query_vector(ctx: RecallContext, text: str) -> np.ndarray:
-    """The query's embedding, computed once for all the vector channels of a search (a small LRU)."""
-    embedder = ctx.embedder
-    assert embedder is not None
-    key = (embedder.id, text)
-    with ctx.lock:  # only the cache's bookkeeping; the embedding runs outside it
-        slot = ctx.query_vectors.pop(key, None)
-        if not isinstance(slot, _Slot):
-            slot = _Slot()
-        ctx.query_vectors[key] = slot
+def cached_encoding(ctx: RecallContext, key: tuple[str, ...], compute: Callable[[], Any]) -> Any:
+    """``compute()`` once per ``key`` for all the channel calls of a search and the next few searches (a small
+    LRU in ``ctx``). Different keys are computed in parallel: the cache lock covers bookkeeping only, and each
+    entry has its own lock, so a second call for the same key waits for the first instead of encoding again."""
+    with ctx.lock:
+        found = ctx.query_vectors.pop(key, None)  # type: ignore[arg-type]
+        slot = found if isinstance(found, _Slot) else _Slot()
+        ctx.query_vectors[key] = slot  # type: ignore[index]
         while len(ctx.query_vectors) > QUERY_CACHE_SIZE:
             ctx.query_vectors.pop(next(iter(ctx.query_vectors)))
     with slot.lock:
         if slot.vector is None:
-            slot.vector = np.asarray(check_vectors(embedder, embedder.embed_query(text), 1)[0])
+            slot.vector = compute()
         return slot.vector
+
+
+def _query_vector(ctx: RecallContext, text: str) -> np.ndarray:
+    """The query's embedding, computed once for all the vector channels of a search."""
+    embedder = ctx.embedder
+    assert embedder is not None
+    return cached_encoding(ctx, (embedder.id, text), lambda: np.asarray(
+        check_vectors(embedder, embedder.embed_query(text), 1)[0]))
 
 
 class VectorRecaller:

@@ -23,6 +23,7 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,7 @@ from ..errors import (
     StoreError,
     StoreLockedError,
 )
+from ..models import Turn
 from .filters import RecordFilter, filter_sql
 from .snapshots import chunks, marks
 
@@ -219,6 +221,13 @@ class TurnRow:
     attachments: list[dict[str, Any]]
     metadata: dict[str, Any]
     token_count: int
+
+    def to_turn(self) -> Turn:
+        """The public :class:`~memory_ext.models.Turn` of this row."""
+        return Turn(role=self.role, content=self.content, speaker=self.speaker, session_id=self.session_id,
+                    timestamp=datetime.fromtimestamp(self.ts, UTC) if self.ts is not None else None,
+                    external_id=self.external_id, tool_calls=tuple(self.tool_calls),
+                    attachments=tuple(self.attachments), metadata=self.metadata, id=self.id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -800,6 +809,80 @@ class TruthStore:
         """rids of the namespace's records that pass ``record_filter`` (every rid when it is empty)."""
         where, args = filter_sql(record_filter)
         return self.filter_rids(ns_id, where or "1", args)
+
+    # -- the durable queue of model work (see memory_ext.ingest.indexer) ------------------------------------
+    @staticmethod
+    def create_queue_schema(conn: sqlite3.Connection) -> None:
+        """``index_queue``: one row per record whose dense vector (``dense``: 1 embed its text, 2 the mean of
+        its turns' vectors, 3 its turn's vector) or sparse encoding (``sparse`` = 1) is still to be made."""
+        conn.execute("CREATE TABLE IF NOT EXISTS index_queue(rid INTEGER PRIMARY KEY, ns_id INTEGER NOT NULL,"
+                     " dense INTEGER NOT NULL DEFAULT 0, sparse INTEGER NOT NULL DEFAULT 0)")
+        conn.execute("CREATE INDEX IF NOT EXISTS index_queue_ns ON index_queue(ns_id)")
+
+    @staticmethod
+    def enqueue(conn: sqlite3.Connection, ns_id: int, items: Sequence[tuple[int, int, int]]) -> None:
+        """Queue ``(rid, dense, sparse)`` work items of the namespace (inside the write transaction)."""
+        conn.executemany("INSERT OR REPLACE INTO index_queue(rid, ns_id, dense, sparse) VALUES(?,?,?,?)",
+                         [(int(r), ns_id, int(d), int(s)) for r, d, s in items if d or s])
+
+    @staticmethod
+    def dequeue(conn: sqlite3.Connection, rids: Sequence[int], ns_id: int | None = None) -> None:
+        """Remove work items (done, or their records forgotten); with ``ns_id``, only that namespace's."""
+        for part in chunks([int(r) for r in rids]):
+            if ns_id is None:
+                conn.execute(f"DELETE FROM index_queue WHERE rid IN {marks(len(part))}", part)
+            else:
+                conn.execute(f"DELETE FROM index_queue WHERE ns_id=? AND rid IN {marks(len(part))}", (ns_id, *part))
+
+    @staticmethod
+    def drop_queue(conn: sqlite3.Connection, ns_id: int) -> None:
+        conn.execute("DELETE FROM index_queue WHERE ns_id=?", (ns_id,))
+
+    @staticmethod
+    def queued(conn: sqlite3.Connection, limit: int,
+               rids: Sequence[int] | None = None) -> list[tuple[int, int, int, int]]:
+        """``(rid, ns_id, dense, sparse)`` of the oldest ``limit`` work items (of ``rids`` only when given)."""
+        if rids is None:
+            return [(int(r[0]), int(r[1]), int(r[2]), int(r[3])) for r in conn.execute(
+                "SELECT rid, ns_id, dense, sparse FROM index_queue ORDER BY rid LIMIT ?", (limit,))]
+        out = []
+        for part in chunks(sorted(int(r) for r in rids)):
+            out += [(int(r[0]), int(r[1]), int(r[2]), int(r[3])) for r in conn.execute(
+                f"SELECT rid, ns_id, dense, sparse FROM index_queue WHERE rid IN {marks(len(part))}", part)]
+        return out
+
+    def pending(self, ns_id: int | None = None) -> int:
+        """Records (of ``ns_id``, or of the store) whose vectors or sparse encodings are not written yet."""
+        sql, args = ("SELECT COUNT(*) FROM index_queue", ()) if ns_id is None else \
+            ("SELECT COUNT(*) FROM index_queue WHERE ns_id=?", (ns_id,))
+        try:
+            return int(self.reader().execute(sql, args).fetchone()[0])
+        except sqlite3.OperationalError:  # a store written before the queue existed (read-only opener)
+            return 0
+
+    def work_sources(self, rids: Sequence[int]) -> dict[int, tuple[str, str, list[int], int | None]]:
+        """``rid -> (index_text, text, rids of its turns' turn records, anchor rid)`` of queued records."""
+        conn = self.reader()
+        out: dict[int, tuple[str, str, list[int], int | None]] = {}
+        for part in chunks(sorted(int(r) for r in rids)):
+            for rid, ns_id, index_text, text, turn_ids, anchor in conn.execute(
+                    f"SELECT rid, ns_id, index_text, text, turn_ids, anchor_rid FROM records"
+                    f" WHERE rid IN {marks(len(part))}", part).fetchall():
+                ids = json.loads(turn_ids)
+                members = [int(r[0]) for r in conn.execute(
+                    f"SELECT record_rid FROM turns WHERE ns_id=? AND id IN {marks(len(ids))}"
+                    " AND record_rid IS NOT NULL ORDER BY seq", (ns_id, *ids))] if ids else []
+                out[int(rid)] = (index_text, text, members, None if anchor is None else int(anchor))
+        return out
+
+    @staticmethod
+    def stored_vectors(conn: sqlite3.Connection, rids: Sequence[int]) -> dict[int, np.ndarray]:
+        """Stored vectors of the given records, as ``conn`` sees them (any namespace: rids are global)."""
+        out: dict[int, np.ndarray] = {}
+        for part in chunks(sorted({int(r) for r in rids})):
+            out.update((int(r[0]), np.frombuffer(r[1], dtype=np.float32)) for r in conn.execute(
+                f"SELECT rid, vector FROM embeddings WHERE rid IN {marks(len(part))}", part))
+        return out
 
     def count(self, table: str, ns_id: int | None = None) -> int:
         if table not in ("turns", "records", "embeddings"):

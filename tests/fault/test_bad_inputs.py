@@ -151,8 +151,9 @@ for i, bad in enumerate([-1, "x", 1.5, True]):
 def store(tmp_path_factory: pytest.TempPathFactory) -> Any:
     path = tmp_path_factory.mktemp("bad-input") / "store"
     engine = MemoryEngine.open(path, embedder="hashing")
-    engine.add_turns([turn(), {"role": "assistant", "content": "Lisbon is lovely in spring"}], "ana")
+    engine.add_turns([turn(), {"role": "assistant", "content": "Lisbon is lovely in spring"}], "ana", wait=True)
     engine.pre_compress("ana", "User: remind me of the flight\nAssistant: TAP 123 at 9:40")
+    engine.flush()  # the background indexer has written every vector: row counts stay still
     yield path, engine
     engine.close()
 

@@ -184,7 +184,7 @@ def test_mean_window_vectors_need_no_model_call_and_match_their_turns(tmp_path: 
              for i, c in enumerate(["I adopted a beagle", "What is its name?", "Toby, he is two"])]
     with MemoryEngine.open(tmp_path / "s", embedder=emb, config={"ingest": {"window_vectors": "mean"}}) as eng:
         eng.add_turns(turns[:2], "u")
-        eng.add_turns(turns[2:], "u")  # the window of turn 2 needs turn 1's stored vector
+        eng.add_turns(turns[2:], "u", wait=True)  # the window of turn 2 needs turn 1's stored vector
         assert CountingEmbedder.texts == 3  # the turns only
         rows = eng._store.reader().execute(
             "SELECT r.kind, r.turn_ids, e.vector FROM records r JOIN embeddings e USING(rid) ORDER BY r.rid").fetchall()

@@ -58,8 +58,9 @@ def _chroma_ids(engine: MemoryEngine) -> list[int]:
 
 
 def _fill(engine: MemoryEngine) -> None:
-    engine.add_turns([{"role": "user", "content": f"Ana's secret number {i} is {i * 7919}"} for i in range(12)], "ana")
-    engine.add_turns([{"role": "user", "content": f"Bob sails boat {i}"} for i in range(12)], "bob")
+    engine.add_turns([{"role": "user", "content": f"Ana's secret number {i} is {i * 7919}"} for i in range(12)], "ana",
+                     wait=True)  # vectors are made by the background indexer: wait for them
+    engine.add_turns([{"role": "user", "content": f"Bob sails boat {i}"} for i in range(12)], "bob", wait=True)
 
 
 def test_forget_leaves_no_vector_in_chromas_files(tmp_path: Path) -> None:

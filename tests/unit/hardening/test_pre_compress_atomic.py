@@ -1,4 +1,4 @@
-"""Defect 4 of issue 14: ``pre_compress`` is one transaction. A ``kill -9`` while it embeds the new turns (the
+"""Defect 4 of issue 14: ``pre_compress`` is one transaction. A ``kill -9`` after it wrote the new turns (the
 moment the old code had already committed the memory file) leaves nothing behind; a bad turn inside the context
 (too long, a lone surrogate) raises a typed error and writes nothing."""
 
@@ -16,21 +16,24 @@ from memory_ext import MemoryEngine
 from memory_ext.errors import InvalidTurnError, ValidationError
 from tests.fault.faultkit import invariant_violations, row_counts, scan_bytes
 
-# The child stores one turn, then pre-compresses a transcript with an embedder that tells the parent when it is
-# embedding the transcript's new turns (inside pre_compress) and then waits to be killed.
+# The child stores one turn, then pre-compresses a transcript. Its turns are written inside pre_compress's
+# transaction (vectors are queued, not made there); the file's hook is then summarised by an LLM, still inside
+# that transaction: the LLM tells the parent when it is asked about the transcript and waits to be killed.
 CHILD = r"""
 import os, sys, time
 from memory_ext import MemoryEngine
-from memory_ext.embed import HashingEmbedder
 
-class Signalling(HashingEmbedder):
-    def embed_documents(self, texts):
-        if any("okapi-marker" in t for t in texts):
-            os.write(int(sys.argv[2]), b"embedding\n")
+class Signalling:
+    id = "signalling"
+
+    def complete(self, prompt, *, system=None, json_schema=None, timeout=None):
+        if "okapi-marker" in prompt:
+            os.write(int(sys.argv[2]), b"summarising\n")
             time.sleep(600)
-        return super().embed_documents(texts)
+        return "{}"
 
-engine = MemoryEngine.open(sys.argv[1], embedder=Signalling())
+engine = MemoryEngine.open(sys.argv[1], embedder="hashing", llm=Signalling(),
+                           config={"lifecycle": {"llm_summaries": True, "llm_timeout_s": 300}})
 engine.add_turns([{"role": "user", "content": "I booked the train to Lyon"}], "ana")
 os.write(int(sys.argv[2]), b"ready\n")
 engine.pre_compress("ana", "User: small talk about the okapi-marker zoo\nAssistant: the okapi-marker is shy")
@@ -48,9 +51,9 @@ def test_kill_inside_pre_compress_leaves_nothing_half_written(tmp_path: Path) ->
     with os.fdopen(read) as pipe:
         for line in pipe:
             lines.append(line.strip())
-            if line.strip() in ("embedding", "finished"):
+            if line.strip() in ("summarising", "finished"):
                 break
-        assert lines[-1] == "embedding", lines  # the kill lands inside pre_compress, mid-transaction
+        assert lines[-1] == "summarising", lines  # the kill lands inside pre_compress, mid-transaction
         child.send_signal(signal.SIGKILL)
         child.wait()
     assert row_counts(tmp_path / "memory.sqlite3")["files"] == 1  # only the daily file of the first turn
@@ -72,8 +75,8 @@ def test_kill_inside_pre_compress_leaves_nothing_half_written(tmp_path: Path) ->
 ])
 def test_a_bad_turn_in_the_context_writes_nothing(tmp_path: Path, context: object, error: type, field: str) -> None:
     with MemoryEngine.open(tmp_path, embedder="hashing") as engine:
-        engine.add_turns([{"role": "user", "content": "I booked the train to Lyon"}], "ana")
-        before = row_counts(tmp_path / "memory.sqlite3")
+        engine.add_turns([{"role": "user", "content": "I booked the train to Lyon"}], "ana", wait=True)
+        before = row_counts(tmp_path / "memory.sqlite3")  # after the background indexer wrote the vectors
         with pytest.raises(error) as info:
             engine.pre_compress("ana", context)  # type: ignore[arg-type]
         assert field in info.value.field

@@ -263,6 +263,7 @@ def secret_conversation(e: MemoryEngine, ns: str = "ana") -> str:
                  t("user", "Also, my yoga class is on Thursdays.", MON + timedelta(minutes=4))], ns)
     e.add_turns([t("user", "Booking a squash court for Friday.", MON + timedelta(days=1))], ns)
     e.pre_compress(ns, f"User: I joined a new gym this week.\nUser: {secret}\nAssistant: Noted.")
+    e.flush(ns)  # vectors are made in the background: the checks below read the vector stores directly
     return secret
 
 

@@ -59,7 +59,8 @@ def _engine(tmp: Path, emb: _SparseHashing, config: dict | None = None) -> Memor
     eng = MemoryEngine.open(tmp / "s", embedder=emb, config=config)
     notes = ["Bart saw a clever fox by the river with his dad", "Bart baked a cake for his birthday",
              "Bart lost his blue kite at the beach", "Bart read a comic about space pirates"]
-    eng.add_turns([Turn(role="user", content=c, timestamp=T0 + timedelta(days=i)) for i, c in enumerate(notes)], "u")
+    eng.add_turns([Turn(role="user", content=c, timestamp=T0 + timedelta(days=i)) for i, c in enumerate(notes)], "u",
+                  wait=True)
     return eng
 
 
@@ -73,7 +74,7 @@ def test_the_sparse_channel_serves_conversation_excerpts_only(tmp_path: Path) ->
         assert "fox" in res.items[0].text and "sparse" in res.items[0].channels
         assert res.trace is None and not res.degraded
         assert len(emb.sparse_calls) == 4 + 3  # only the three route texts are encoded at search time
-        eng.add_turns([Turn(role="user", content="Bart fed the ducks at the pond", timestamp=T0)], "u")
+        eng.add_turns([Turn(role="user", content="Bart fed the ducks at the pond", timestamp=T0)], "u", wait=True)
         assert len(emb.sparse_calls) == 8
         receipt = eng.forget("u", record_ids=[res.items[0].id])
         assert receipt.turns == 1

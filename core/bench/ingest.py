@@ -1,0 +1,276 @@
+"""``memext bench ingest``: write latency and time until fully indexed, memory-ext next to plain vector stores.
+
+Every system writes the same LoCoMo turns (``--data``, the locomo10.json schema) with the same embedder, in one
+process, one after the other:
+
+* **one chat message** at a time — ``--messages`` single-turn writes into a store that already holds a few
+  turns (p50/p95 of the call's latency: what a chat history's ``add_message`` waits for);
+* **batches** — ``--batches`` writes of ``--batch`` turns each (p50/p95);
+* **full ingest** — every conversation into a fresh store, one write per session, then wait until the store is
+  fully indexed (vectors and sparse encodings included): seconds and turns/s.
+
+Next to them, the p50 of one query embedding of the same embedder in the same run (``query_embed_ms``): a write
+that is faster than it ran no model in the foreground.
+
+Systems: ``memory-ext`` (the engine; ``--config`` applies), ``vector`` (normalised embeddings appended to a numpy
+matrix: the plain vector store the ``locomo``/``madial`` commands compare with), ``langchain-vector``
+(``langchain_core``'s ``InMemoryVectorStore.add_texts``) and ``llamaindex-vector`` (a ``VectorStoreIndex``'s
+``insert_nodes`` over its in-memory ``SimpleVectorStore``). The framework stores are skipped with a note when their
+packages are missing.
+
+>>> from memory_ext.bench.ingest import INGEST_SYSTEMS
+>>> sorted(INGEST_SYSTEMS)
+['langchain-vector', 'llamaindex-vector', 'memory-ext', 'vector']
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+import traceback
+import uuid
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .datasets import BenchTurn, Conversation
+from .metrics import percentile
+from .runner import machine_info
+from .systems import (
+    BENCH_EXTRA,
+    SystemUnavailable,
+    _langchain_embeddings,
+    _llamaindex_embedding,
+    _normalise,
+)
+
+__all__ = ["INGEST_SYSTEMS", "IngestSystem", "format_ingest_markdown", "run_ingest"]
+
+
+class IngestSystem:
+    """A store that is written to: ``open`` a fresh one, ``add`` turns, ``wait`` until searchable, ``close``."""
+
+    name = "base"
+
+    def __init__(self, embedder: Any, config: Any = None) -> None:
+        self.embedder = embedder
+        self.config = config
+
+    def open(self) -> None:
+        """Start a fresh, empty store."""
+
+    def add(self, turns: Sequence[BenchTurn]) -> None:
+        raise NotImplementedError
+
+    def wait(self) -> None:
+        """Block until everything added is searchable (a no-op for stores that index in ``add``)."""
+
+    def close(self) -> None:
+        """Drop the store."""
+
+
+class VectorIngest(IngestSystem):
+    """Embed in ``add``; append the normalised rows to a numpy matrix."""
+
+    name = "vector"
+
+    def open(self) -> None:
+        self._matrix = np.zeros((0, self.embedder.dim), np.float32)
+        self._ids: list[str] = []
+
+    def add(self, turns: Sequence[BenchTurn]) -> None:
+        rows = _normalise(self.embedder.embed_documents([t.document for t in turns]))
+        self._matrix = np.vstack([self._matrix, rows])
+        self._ids += [t.external_id for t in turns]
+
+
+class LangChainVectorIngest(IngestSystem):
+    """``langchain_core.vectorstores.InMemoryVectorStore`` on the same embedder."""
+
+    name = "langchain-vector"
+
+    def __init__(self, embedder: Any, config: Any = None) -> None:
+        super().__init__(embedder, config)
+        try:
+            from langchain_core.vectorstores import InMemoryVectorStore
+        except ImportError as exc:
+            raise SystemUnavailable(f"langchain-vector needs langchain-core ({exc}); {BENCH_EXTRA}") from None
+        self._cls = InMemoryVectorStore
+        self._embeddings = _langchain_embeddings(embedder)
+
+    def open(self) -> None:
+        self._store = self._cls(embedding=self._embeddings)
+
+    def add(self, turns: Sequence[BenchTurn]) -> None:
+        self._store.add_texts([t.document for t in turns], metadatas=[{"turn_id": t.external_id} for t in turns])
+
+
+class LlamaIndexVectorIngest(IngestSystem):
+    """A LlamaIndex ``VectorStoreIndex`` (in-memory ``SimpleVectorStore``), ``insert_nodes`` per write."""
+
+    name = "llamaindex-vector"
+
+    def __init__(self, embedder: Any, config: Any = None) -> None:
+        super().__init__(embedder, config)
+        try:
+            from llama_index.core import VectorStoreIndex
+            from llama_index.core.schema import TextNode
+        except ImportError as exc:
+            raise SystemUnavailable(f"llamaindex-vector needs llama-index-core ({exc}); {BENCH_EXTRA}") from None
+        self._index_cls = VectorStoreIndex
+        self._node_cls = TextNode
+        self._embed_model = _llamaindex_embedding(embedder)
+
+    def open(self) -> None:
+        self._index = self._index_cls([], embed_model=self._embed_model, show_progress=False)
+
+    def add(self, turns: Sequence[BenchTurn]) -> None:
+        self._index.insert_nodes([self._node_cls(text=t.document, id_=uuid.uuid4().hex,
+                                                 metadata={"turn_id": t.external_id},
+                                                 excluded_embed_metadata_keys=["turn_id"]) for t in turns])
+
+
+class MemoryExtIngest(IngestSystem):
+    """The engine, a fresh store directory per ``open``; ``wait`` is ``flush()``."""
+
+    name = "memory-ext"
+
+    def __init__(self, embedder: Any, config: Any = None) -> None:
+        super().__init__(embedder, config)
+        from .. import MemoryEngine, Turn
+
+        self._engine_cls = MemoryEngine
+        self._turn_cls = Turn
+        self._tmp = Path(tempfile.mkdtemp(prefix="memext-bench-ingest-"))
+        self._engine: Any = None
+
+    def open(self) -> None:
+        self.close()
+        self._engine = self._engine_cls.open(self._tmp / uuid.uuid4().hex, config=self.config,
+                                             embedder=self.embedder)
+
+    def add(self, turns: Sequence[BenchTurn]) -> None:
+        self._engine.add_turns([self._turn_cls(role=t.role, content=t.text, speaker=t.speaker,
+                                               timestamp=t.timestamp, session_id=t.session_id,
+                                               external_id=t.external_id) for t in turns], "bench")
+
+    def wait(self) -> None:
+        self._engine.flush()
+
+    def close(self) -> None:
+        if self._engine is not None:
+            self._engine.close()
+            self._engine = None
+
+    def __del__(self) -> None:
+        shutil.rmtree(getattr(self, "_tmp", ""), ignore_errors=True)
+
+
+INGEST_SYSTEMS: dict[str, Callable[..., IngestSystem]] = {
+    "memory-ext": MemoryExtIngest, "vector": VectorIngest, "langchain-vector": LangChainVectorIngest,
+    "llamaindex-vector": LlamaIndexVectorIngest}
+"""System name -> constructor ``(embedder, config)``."""
+
+
+def _timed(fn: Callable[[], Any]) -> float:
+    start = time.perf_counter()
+    fn()
+    return (time.perf_counter() - start) * 1000.0
+
+
+def _sessions(turns: Sequence[BenchTurn]) -> list[list[BenchTurn]]:
+    out: list[list[BenchTurn]] = []
+    for t in turns:
+        if not out or out[-1][-1].session_id != t.session_id:
+            out.append([])
+        out[-1].append(t)
+    return out
+
+
+def measure_system(system: IngestSystem, conversations: Sequence[Conversation], *, messages: int, batch: int,
+                   batches: int) -> dict[str, Any]:
+    """Chat-message latency, batch latency and full ingest until indexed, for one system."""
+    turns = [t for c in conversations for t in c.turns]
+    system.open()  # warm-up: a few turns, indexed (loads the model, creates tables)
+    system.add(turns[:4])
+    system.wait()
+    message_ms = [_timed(partial(system.add, [t])) for t in turns[4: 4 + messages]]
+    system.wait()
+    start = 4 + messages
+    batch_ms = [_timed(partial(system.add, turns[start + i * batch: start + (i + 1) * batch])) for i in range(batches)]
+    system.wait()
+    system.close()
+    total_s = 0.0
+    n = 0
+    for conv in conversations:  # full ingest: one write per session, then until fully indexed
+        system.open()
+        begin = time.perf_counter()
+        for session in _sessions(conv.turns):
+            system.add(session)
+        system.wait()
+        total_s += time.perf_counter() - begin
+        n += len(conv.turns)
+        system.close()
+    return {"message_ms": {"p50": percentile(message_ms, 50), "p95": percentile(message_ms, 95),
+                           "n": len(message_ms)},
+            "batch_ms": {"p50": percentile(batch_ms, 50), "p95": percentile(batch_ms, 95), "n": len(batch_ms),
+                         "turns": batch},
+            "indexed_s": total_s, "turns": n, "turns_per_s": n / total_s if total_s > 0 else None}
+
+
+def run_ingest(conversations: Sequence[Conversation], systems: Sequence[str], embedder: Any, *,
+               config: Any = None, messages: int = 40, batch: int = 32, batches: int = 8, queries: int = 40,
+               meta: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Measure every system on the same turns; returns the result mapping (``dataset`` = ``"ingest"``)."""
+    questions = [q.text for c in conversations for q in c.questions][: queries + 3]
+    for text in questions[:3]:
+        embedder.embed_query(text)  # warm-up
+    query_ms = [_timed(partial(embedder.embed_query, q)) for q in questions[3:] or questions or ["warm-up"]]
+    result: dict[str, Any] = {
+        "dataset": "ingest", "systems": {}, "skipped": {},
+        "query_embed_ms": {"p50": percentile(query_ms, 50), "p95": percentile(query_ms, 95), "n": len(query_ms)},
+        "meta": {"date": datetime.now(UTC).isoformat(timespec="seconds"), "embedder": getattr(embedder, "id", None),
+                 "messages": messages, "batch": batch, "batches": batches, "machine": machine_info(),
+                 **(meta or {})}}
+    for name in systems:
+        try:
+            system = INGEST_SYSTEMS[name](embedder, config if name == "memory-ext" else None)
+        except SystemUnavailable as exc:
+            result["skipped"][name] = str(exc)
+            continue
+        try:
+            result["systems"][name] = measure_system(system, conversations, messages=messages, batch=batch,
+                                                     batches=batches)
+        except Exception as exc:  # noqa: BLE001 - reported, the other systems still run
+            result["skipped"][name] = f"failed: {type(exc).__name__}: {exc}"
+            traceback.print_exc()
+        finally:
+            system.close()
+    return result
+
+
+def format_ingest_markdown(result: dict[str, Any]) -> str:
+    """The Markdown table of an ingest result."""
+    meta = result.get("meta", {})
+    q = result["query_embed_ms"]
+    lines = ["# memext bench ingest", "",
+             (f"- date: {meta.get('date', '—')}; embedder: `{meta.get('embedder')}`; one query embedding: "
+              f"p50 {q['p50']:.1f} ms (n={q['n']})")]
+    if meta.get("command"):
+        lines.append(f"- command: `{meta['command']}`")
+    lines += ["", ("| system | message p50 ms | message p95 ms | batch p50 ms | batch p95 ms | "
+                   "full ingest until indexed s | turns/s |"), "|---|---|---|---|---|---|---|"]
+    vector = result["systems"].get("vector", {}).get("turns_per_s")
+    for name, s in result["systems"].items():
+        ratio = f" ({s['turns_per_s'] / vector:.2f}× vector)" if vector and s["turns_per_s"] else ""
+        lines.append(f"| {name} | {s['message_ms']['p50']:.1f} | {s['message_ms']['p95']:.1f} | "
+                     f"{s['batch_ms']['p50']:.0f} | {s['batch_ms']['p95']:.0f} | {s['indexed_s']:.1f} | "
+                     f"{s['turns_per_s']:.1f}{ratio} |")
+    if result.get("skipped"):
+        lines += ["", "Skipped:"] + [f"- `{n}`: {why}" for n, why in result["skipped"].items()]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,353 @@
+"""The background indexer: the model work of a write (dense vectors, sparse encodings), off the foreground path.
+
+:meth:`~memory_ext.ingest.pipeline.WritePipeline.add` commits turns, records and every index that needs no model
+together with rows of a durable queue, the ``index_queue`` table of the truth store: one row per record, saying
+how its dense vector is made (:data:`EMBED` its text, :data:`MEAN` of its turns' vectors — windows with
+``ingest.window_vectors: mean`` —, :data:`COPY` of its turn's vector — derived records that are near-copies of
+their turn) and whether it gets a sparse encoding (turn records, when the sparse channel is on).
+
+:class:`Indexer` drains that queue, oldest records first, in batches of ``ingest.indexer_batch``: it embeds the
+batch's texts outside any lock (dense and sparse work side by side on ``ingest.indexer_threads`` threads), then
+writes vectors, the vector index and the sparse index and deletes the done rows in one transaction. Writes are
+keyed by rid (``INSERT OR REPLACE``/upsert), so a batch cut short by a crash is simply done again after the
+next open: no vector is lost or written twice. Records forgotten while their work was in flight are skipped
+(``forget`` deletes their queue rows in its own transaction; the indexer writes only rows still queued).
+Because batches go in rid order, vectors land in rid order, which is what the numpy partition and the sparse
+matrix sync by (so read-only openers see vectors as they land).
+
+:class:`IndexQueue` is the queue as a :class:`~memory_ext.store.base.DerivedIndex`: the write pipeline hands it
+each batch (its work items ride in ``RecordBatch.extra["queue"]``) and ``forget`` removes from it like from any
+other index.
+
+>>> import tempfile
+>>> from memory_ext import MemoryEngine, Turn
+>>> with MemoryEngine.open(tempfile.mkdtemp(), embedder="hashing") as engine:
+...     _ = engine.add_turns([Turn(role="user", content="I adopted a beagle called Toby")], "ana")
+...     engine.flush("ana")
+True
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..embed import Embedder, check_vectors
+from ..store.base import RecordBatch
+from ..store.sparse import normalise
+from ..text import tokenize
+
+if TYPE_CHECKING:
+    from ..store.base import DerivedIndex
+    from ..store.sqlite import TruthStore
+
+__all__ = ["COPY", "EMBED", "MEAN", "NONE", "IndexQueue", "Indexer", "word_overlap"]
+
+log = logging.getLogger(__name__)
+
+NONE, EMBED, MEAN, COPY = 0, 1, 2, 3
+"""How a queued record's dense vector is made."""
+CHUNK = 16
+"""Texts per embedding job (jobs are spread over the indexer's threads)."""
+BACKGROUND_NICE = 5
+"""The background threads' nice value (Linux: per thread): a write or a search in the foreground gets the CPU
+first (about 3 times an indexer thread's share), while an idle machine still gives the indexer every core."""
+
+
+def _lower_priority() -> None:
+    """Run the calling thread at :data:`BACKGROUND_NICE` (where the OS allows per-thread priorities)."""
+    with contextlib.suppress(AttributeError, OSError):  # not Linux, or not permitted: normal priority
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICE)
+
+
+def word_overlap(text: str, source: str) -> float:
+    """Share of ``text``'s words that are words of ``source`` (1.0: a near-copy).
+
+    >>> word_overlap("Ana went to Porto", "Ana: I went to Porto yesterday")
+    1.0
+    """
+    words = set(tokenize(text))
+    return len(words & set(tokenize(source))) / len(words) if words else 1.0
+
+
+class IndexQueue:
+    """The durable queue of model work as a derived index (see the module docstring)."""
+
+    name = "queue"
+
+    def __init__(self, store: TruthStore) -> None:
+        self._store = store
+
+    def create_schema(self, conn: sqlite3.Connection) -> None:
+        self._store.create_queue_schema(conn)
+
+    def index(self, conn: sqlite3.Connection, ns_id: int, batch: RecordBatch) -> None:
+        items = batch.extra.get("queue")
+        if items:
+            self._store.enqueue(conn, ns_id, items)
+
+    def remove(self, conn: sqlite3.Connection, ns_id: int, rids: Sequence[int]) -> None:
+        self._store.dequeue(conn, rids, ns_id)
+
+    def drop_namespace(self, conn: sqlite3.Connection, ns_id: int) -> None:
+        self._store.drop_queue(conn, ns_id)
+
+    def invalidate(self, ns_id: int | None = None) -> None:
+        """Nothing cached."""
+
+
+class Indexer:
+    """Drains the queue: in a background thread (``background=True``) or in the caller (:meth:`drain`).
+
+    ``indexes`` receive each batch's vectors and sparse encodings (the vector index and the sparse index);
+    ``sparse`` says whether the embedder's ``embed_sparse`` is used.
+    """
+
+    def __init__(self, store: TruthStore, embedder: Embedder | None, indexes: Sequence[DerivedIndex], *,
+                 vectors: bool, sparse: bool, batch: int = 64, threads: int = 2, background: bool = True) -> None:
+        self._store = store
+        self._embedder = embedder
+        self._indexes = tuple(indexes)
+        self._vectors = vectors and embedder is not None
+        self._sparse = sparse and embedder is not None
+        self._batch = batch
+        self._threads = threads
+        self.background = background
+        self._cond = threading.Condition()
+        self._drain_lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._stop = False
+        self._wake = False
+        self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="memory-ext-embed",
+                                        initializer=_lower_priority if background else None) \
+            if threads > 1 else None
+        self._known: dict[str, np.ndarray] = {}  # vectors made in the foreground (the embedder check)
+        self.error: BaseException | None = None
+        """The last batch's failure (cleared by the next successful batch); :meth:`wait` raises it."""
+        self.batches = 0
+        """Batches written since this indexer started (for tests and the bench)."""
+
+    # -- lifecycle -------------------------------------------------------------------------------------------
+    def remember(self, text: str, vector: np.ndarray) -> None:
+        """A vector the foreground already made for ``text`` (reused once instead of embedding again)."""
+        self._known[text] = vector
+
+    def notify(self) -> None:
+        """New work was committed: wake the background thread (starting it if needed)."""
+        if not self.background:
+            return
+        with self._cond:
+            if self._stop:
+                return
+            self._wake = True
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="memory-ext-indexer", daemon=True)
+                self._thread.start()
+            self._cond.notify_all()
+
+    def wait(self, ns_id: int | None, timeout: float | None = None) -> bool:
+        """Until nothing of ``ns_id`` (of the store if None) is queued: True, or False after ``timeout`` seconds.
+
+        Raises the indexer's last error when a batch failed and the work is still queued."""
+        if not self.background:
+            self.drain()
+            return self._store.pending(ns_id) == 0
+        deadline = None if timeout is None else time.monotonic() + timeout
+        self.notify()
+        with self._cond:
+            while self._store.pending(ns_id) > 0:
+                if self.error is not None:
+                    raise self.error
+                if self._stop and (self._thread is None or not self._thread.is_alive()):
+                    return False
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return False
+                self._cond.wait(0.25 if remaining is None else min(remaining, 0.25))
+        return True
+
+    def settle(self, ns_id: int | None, wait_s: float) -> tuple[int, float | None]:
+        """Read-your-writes before a search: wait up to ``wait_s`` for the namespace's queued vectors; returns
+        ``(records still pending, milliseconds waited or None when nothing was pending)``. A failing embedder
+        does not fail the search: it searches what is indexed and reports the rest as pending."""
+        pending = self._store.pending(ns_id) if ns_id is not None else 0
+        if not pending or wait_s <= 0:
+            return pending, None
+        t0 = time.perf_counter()
+        with contextlib.suppress(Exception):
+            self.wait(ns_id, wait_s)
+        return self._store.pending(ns_id), round((time.perf_counter() - t0) * 1000, 3)
+
+    def close(self, timeout: float | None) -> bool:
+        """Let the queue empty for up to ``timeout`` seconds, then stop after the current batch.
+
+        Returns True when nothing was left queued; otherwise the rest stays in the queue table and the next
+        writer open resumes it."""
+        done = True
+        if self.background and self._thread is not None and self._thread.is_alive():
+            try:
+                done = self.wait(None, timeout)
+            except Exception:  # noqa: BLE001 - a failing embedder: hand the queue over
+                done = False
+        with self._cond:
+            self._stop = True
+            self._cond.notify_all()
+        if self._thread is not None:
+            self._thread.join()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+        return done
+
+    def _run(self) -> None:
+        _lower_priority()
+        failures = 0
+        while True:
+            with self._cond:
+                if self._stop:
+                    return
+                self._wake = False
+            try:
+                done = self.drain_once()
+                failures = 0
+            except Exception as exc:  # noqa: BLE001 - kept, reported by wait(), retried with a backoff
+                failures += 1
+                log.warning("memory-ext indexer: batch failed (%s: %s); retrying", type(exc).__name__, exc)
+                with self._cond:
+                    self.error = exc
+                    self._cond.notify_all()
+                    if not self._stop:
+                        self._cond.wait(min(30.0, 0.2 * 2 ** min(failures, 8)))
+                continue
+            with self._cond:
+                self._cond.notify_all()
+                if done == 0 and not self._wake and not self._stop:
+                    self._cond.wait()
+
+    # -- draining --------------------------------------------------------------------------------------------
+    def drain(self) -> int:
+        """Index everything queued, in the calling thread; returns the number of records done."""
+        total = 0
+        while n := self.drain_once():
+            total += n
+        return total
+
+    def drain_once(self) -> int:
+        """Index one batch of the oldest queued records; returns how many were done (0: the queue is empty)."""
+        with self._drain_lock:
+            items = self._store.queued(self._store.reader(), self._batch)
+            if not items:
+                return 0
+            sources = self._store.work_sources([i[0] for i in items])
+            dense, sparse = self._compute(items, sources)
+            with self._store.transaction("index vectors") as conn:
+                live = {i[0]: i for i in self._store.queued(conn, len(items), [i[0] for i in items])}
+                self._write(conn, live, sources, dense, sparse)
+            self.error = None
+            self.batches += 1
+            return len(items)
+
+    def _compute(self, items: Sequence[tuple[int, int, int, int]],
+                 sources: dict[int, tuple[str, str, list[int], int | None]]
+                 ) -> tuple[dict[int, np.ndarray], dict[int, tuple[np.ndarray, np.ndarray]]]:
+        """The model work of a batch: embedded dense vectors and sparse encodings, by rid."""
+        in_batch = {rid for rid, _, d, _ in items if d}
+        wanted: list[int] = []
+        for rid, _, d, _ in items:
+            if d in (MEAN, COPY) and rid in sources:
+                wanted += [s for s in (sources[rid][2] if d == MEAN else [sources[rid][3]]) if s is not None]
+        stored = self._store.stored_vectors(self._store.reader(), wanted)
+        to_embed: list[int] = []
+        for rid, _, d, _ in items:
+            if rid not in sources or not d or not self._vectors:
+                continue
+            if d == EMBED:
+                to_embed.append(rid)
+            else:  # a mean or a copy needs its source vectors: stored, or made in this batch
+                src = sources[rid][2] if d == MEAN else [sources[rid][3]]
+                if not any(s is not None and (s in stored or s in in_batch) for s in src):
+                    to_embed.append(rid)  # no source vector (turns written without vectors): embed it
+        to_sparse = [rid for rid, _, _, sp in items if sp and rid in sources and self._sparse]
+        dense: dict[int, np.ndarray] = {}
+        texts: list[str] = []
+        rids: list[int] = []
+        for rid in to_embed:
+            text = sources[rid][0]
+            if text in self._known:
+                dense[rid] = self._known.pop(text)
+            else:
+                rids.append(rid)
+                texts.append(text)
+        embedder = self._embedder
+        assert embedder is not None or not (texts or to_sparse)
+
+        def dense_job(part: list[str]) -> tuple[str, Any]:
+            return "dense", embedder.embed_documents(part)  # type: ignore[union-attr]
+
+        def sparse_job(part: list[str]) -> tuple[str, Any]:
+            return "sparse", embedder.embed_sparse(part)  # type: ignore[union-attr]
+
+        sparse_texts = [sources[rid][1] for rid in to_sparse]
+        jobs: list[tuple[Callable[[list[str]], tuple[str, Any]], list[str]]] = \
+            [(dense_job, texts[i: i + CHUNK]) for i in range(0, len(texts), CHUNK)] + \
+            [(sparse_job, sparse_texts[i: i + CHUNK]) for i in range(0, len(sparse_texts), CHUNK)]
+        results = list(self._pool.map(lambda job: job[0](job[1]), jobs)) if self._pool is not None and len(jobs) > 1 \
+            else [fn(part) for fn, part in jobs]
+        dense_rows = [r[1] for r in results if r[0] == "dense"]
+        if rids:
+            assert self._embedder is not None
+            vectors = check_vectors(self._embedder, np.concatenate([np.asarray(v, np.float32) for v in dense_rows]),
+                                    len(rids))
+            dense.update(zip(rids, vectors, strict=True))
+        pairs = [p for r in results if r[0] == "sparse" for p in r[1]]
+        sparse = dict(zip(to_sparse, normalise(pairs), strict=True)) if to_sparse else {}
+        return dense, sparse
+
+    def _write(self, conn: sqlite3.Connection, live: dict[int, tuple[int, int, int, int]],
+               sources: dict[int, tuple[str, str, list[int], int | None]], dense: dict[int, np.ndarray],
+               sparse: dict[int, tuple[np.ndarray, np.ndarray]]) -> None:
+        """Write what is still queued (in rid order: means and copies see the vectors made before them)."""
+        need = {s for rid, (_, _, d, _) in live.items() if rid in sources and rid not in dense and d in (MEAN, COPY)
+                for s in (sources[rid][2] if d == MEAN else [sources[rid][3]])}
+        have = self._store.stored_vectors(conn, [s for s in need if s is not None and s not in dense])
+        by_ns: dict[int, tuple[list[int], list[np.ndarray], list[int], list[tuple[np.ndarray, np.ndarray]]]] = {}
+        done: list[int] = []
+        for rid in sorted(live):
+            _, ns_id, d, sp = live[rid]
+            v_rids, v_rows, s_rids, s_rows = by_ns.setdefault(ns_id, ([], [], [], []))
+            vector = dense.get(rid)
+            if vector is None and d in (MEAN, COPY) and rid in sources and self._vectors:
+                src = sources[rid][2] if d == MEAN else [sources[rid][3]]
+                rows = [dense[s] if s in dense else have[s] for s in src if s in dense or s in have]
+                if rows:
+                    mean = np.mean(rows, axis=0)
+                    norm = float(np.linalg.norm(mean))
+                    vector = (mean / norm if norm > 0 else mean).astype(np.float32)
+                    dense[rid] = vector
+            if d and self._vectors and vector is None:
+                continue  # its source vanished under us: stays queued, embedded on the next round
+            if vector is not None:
+                v_rids.append(rid)
+                v_rows.append(vector)
+            if sp and rid in sparse:
+                s_rids.append(rid)
+                s_rows.append(sparse[rid])
+            done.append(rid)
+        for ns_id, (v_rids, v_rows, s_rids, s_rows) in by_ns.items():
+            if v_rids:
+                assert self._embedder is not None
+                matrix = np.stack(v_rows).astype(np.float32)
+                self._store.insert_embeddings(conn, ns_id, v_rids, matrix, self._embedder.id)
+            batch = RecordBatch((), vectors=np.stack(v_rows).astype(np.float32) if v_rids else None,
+                                vector_rids=v_rids, sparse=s_rows if s_rids else None, sparse_rids=s_rids)
+            for index in self._indexes:
+                index.index(conn, ns_id, batch)
+        self._store.dequeue(conn, done)
