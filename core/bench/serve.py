@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -29,19 +28,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from ..store.chroma_server import free_port
 from .metrics import percentile
 from .runner import machine_info
 
 __all__ = ["format_serve_markdown", "run_serve"]
 
 TOKEN_ENV = "MEMORY_EXT_TOKENS"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def _stats(values: Sequence[float]) -> dict[str, float]:
@@ -125,7 +118,7 @@ def run_serve(*, turns: int = 2000, namespaces: int = 8, queries: int = 200, cli
             result["ingest_s"] = round(time.perf_counter() - t0, 2)
             result["embedder_id"] = engine.embedder.id if engine.embedder else None
 
-        port = _free_port()
+        port = free_port()
         url = f"http://127.0.0.1:{port}"
         proc = _start_server(store, embedder, token, port)
         try:

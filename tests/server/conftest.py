@@ -5,7 +5,6 @@ subprocess (the real command line)."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -16,6 +15,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+
+from memory_ext.store.chroma_server import free_port
 
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
@@ -29,13 +30,6 @@ from memory_ext.server import TokenTable, build_app
 ADMIN = "admin-token-0123456789"
 ANA = "ana-token-0123456789"
 """ADMIN reaches every user; ANA is pinned to the user "ana"."""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 @dataclass
