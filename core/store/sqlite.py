@@ -869,9 +869,10 @@ class TruthStore:
                     f"SELECT rid, ns_id, index_text, text, turn_ids, anchor_rid FROM records"
                     f" WHERE rid IN {marks(len(part))}", part).fetchall():
                 ids = json.loads(turn_ids)
-                members = [int(r[0]) for r in conn.execute(
-                    f"SELECT record_rid FROM turns WHERE ns_id=? AND id IN {marks(len(ids))}"
-                    " AND record_rid IS NOT NULL ORDER BY seq", (ns_id, *ids))] if ids else []
+                # "+ns_id" and sorting here: SQLite must use the id index, not scan the namespace by seq
+                members = [int(r[1]) for r in sorted(conn.execute(
+                    f"SELECT seq, record_rid FROM turns WHERE +ns_id=? AND id IN {marks(len(ids))}"
+                    " AND record_rid IS NOT NULL", (ns_id, *ids)).fetchall())] if ids else []
                 out[int(rid)] = (index_text, text, members, None if anchor is None else int(anchor))
         return out
 
