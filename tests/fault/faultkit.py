@@ -150,9 +150,13 @@ def invariant_violations(db: str | os.PathLike[str], chroma_ids: Iterable[int] |
         for name, sql in checks.items():
             if (n := q(sql)):
                 out.append(f"{name}: {n}")
+        # a record's vector is written by the background indexer: until then the record is in its durable queue
+        queued = " AND NOT EXISTS (SELECT 1 FROM index_queue x WHERE x.rid = r.rid)" if q(
+            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'index_queue'") else ""
         if q("SELECT COUNT(*) FROM embeddings") and (n := q("SELECT COUNT(*) FROM records r WHERE NOT EXISTS"
-                                                           " (SELECT 1 FROM embeddings e WHERE e.rid = r.rid)")):
-            out.append(f"record without vector: {n}")
+                                                           " (SELECT 1 FROM embeddings e WHERE e.rid = r.rid)"
+                                                           + queued)):
+            out.append(f"record without vector and not queued: {n}")
         if chroma_ids is not None:
             truth = {int(r[0]) for r in conn.execute("SELECT rid FROM embeddings")}
             held = set(chroma_ids)

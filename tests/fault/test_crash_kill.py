@@ -78,6 +78,9 @@ def _run(tmp_path: Path, kills: int, chroma: bool) -> dict[str, int]:
                                config={"storage": {"vector_backend": "chroma"}} if chroma else None) as engine:
             missing = committed(log) - _stored_turns(store)
             assert not missing, f"kill {round_}: {len(missing)} committed turns lost"
+            # the reopened writer resumes the queue the killed one left: let it finish, so the two stores are
+            # compared at rest (a vector lands in SQLite and Chroma one after the other)
+            assert engine.flush(timeout=120)
             ids = None
             if chroma:
                 ids = [int(i) for i in engine._vector.collection.get(include=[])["ids"]]  # type: ignore[union-attr]
