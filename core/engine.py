@@ -29,6 +29,7 @@ from .filters_check import check_filter_values
 from .ingest.pipeline import WritePipeline
 from .lifecycle.api import CompactionReport, Lifecycle
 from .lifecycle.forgetting import forget, purge_files
+from .lifecycle.versions import Versions, VersionsAPI
 from .llm import LLM
 from .models import ActionState, IndexHook, MemoryFile, Namespace, SearchResult, Turn
 from .rank.rerank import Reranker
@@ -42,10 +43,11 @@ from .validate import check_page
 
 __all__ = ["AddResult", "ForgetReceipt", "MemoryEngine", "StoreStats"]
 
-class MemoryEngine:
+class MemoryEngine(VersionsAPI):
     """Long-term memory over one store directory.
 
-    Open it with :meth:`open`; write with :meth:`add_turns`; read with :meth:`search`; remove with
+    Open it with :meth:`open`; write with :meth:`add_turns`; read with :meth:`search`; change with
+    :meth:`update`, :meth:`history`, :meth:`delete` (:mod:`memory_ext.lifecycle.versions`); remove with
     :meth:`forget`. Turns are archived into daily memory files whose hooks :meth:`render_prompt` shows and
     :meth:`retrieve` opens; :meth:`compact` / :meth:`maybe_compact` merge them weekly and evict monthly;
     :meth:`pre_compress` saves a host's whole context. See the module docstring for a runnable example.
@@ -81,6 +83,7 @@ class MemoryEngine:
                                     check_open=self._check_open, on_flags_changed=self._catalog.invalidate,
                                     add_in=self._writer.add_in)
         self._faces: dict[str, Face] = {}
+        self._versions = Versions(store, self._writer, lambda ns, rids: self.forget(ns, record_ids=rids))
         self._closed = False
         self._writer.resume()  # the queue a previous writer left (closed early, or crashed)
 

@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from ..store.timeindex import TimeIndex
     from ..store.vector import VectorIndex
 
-__all__ = ["KIND_CONTEXT_TURNS", "WritePipeline", "index_records", "turn_rows"]
+__all__ = ["KIND_CONTEXT_TURNS", "WritePipeline", "dedup_rows", "index_records", "turn_rows"]
 
 KIND_CONTEXT_TURNS = 8
 """Stored turns the derivation of procedures and failure patterns may look back at."""
@@ -100,6 +100,40 @@ def index_records(records: Sequence[Mapping[str, Any]], rids: Sequence[int], anc
     return out
 
 
+def dedup_rows(store: TruthStore, conn: sqlite3.Connection, ns: Namespace, rows: list[dict[str, Any]],
+               consecutive: bool) -> tuple[tuple[str, ...], tuple[str, ...], list[dict[str, Any]]]:
+    """Idempotent ingest: ``(id of each turn of the call, ids already stored, rows to write)``.
+
+    A turn whose ``external_id`` the namespace (or an earlier turn of the batch) already holds is not written:
+    its id is the stored turn's. With ``consecutive``, a turn without ``external_id`` identical (role, speaker,
+    content, session) to the turn just before it — the last stored one, or the previous turn of the batch —
+    is not written either. One indexed lookup per batch (``turns(ns_id, external_id)``) and one tail read.
+    """
+    ns_id = store.namespace_id(conn, ns.key)
+    wanted = [r["external_id"] for r in rows if r["external_id"] is not None]
+    known = store.turns_with_external_ids(conn, ns_id, wanted) if ns_id is not None and wanted else {}
+    last = (store.tail_turns(conn, ns_id, 1) or [None])[0] if ns_id is not None and consecutive else None
+    prev = None if last is None else (last["role"], last["speaker"], last["content"], last["session_id"], last["id"])
+    ids: list[str] = []
+    existing: list[str] = []
+    keep: list[dict[str, Any]] = []
+    for r in rows:
+        key = (r["role"], r["speaker"], r["content"], r["session_id"])
+        ext = r["external_id"]
+        stored = known.get(ext) if ext is not None else \
+            prev[4] if consecutive and prev is not None and prev[:4] == key else None
+        if stored is not None:
+            ids.append(stored)
+            existing.append(stored)
+            continue
+        if ext is not None:
+            known[ext] = r["id"]
+        prev = (*key, r["id"])
+        ids.append(r["id"])
+        keep.append(r)
+    return tuple(ids), tuple(dict.fromkeys(existing)), keep
+
+
 class WritePipeline:
     """Stores turns and derives and indexes their records (see the module docstring).
 
@@ -132,12 +166,15 @@ class WritePipeline:
         with store.write_lock:  # one writer at a time: the stored tail cannot change under us
             if store.read_only:
                 raise ReadOnlyStoreError("add_turns")
+            ids, existing, rows = dedup_rows(store, store.reader(), ns, rows, self._config.ingest.dedup_consecutive)
+            if not rows:
+                return AddResult(turn_ids=ids, record_ids=(), existing_ids=existing)
             prepared = self._prepare(store.reader(), rows, ns)
             with store.transaction("add_turns") as conn:
                 self._write(conn, ns, rows, prepared)
         self._kick(prepared)
-        return AddResult(turn_ids=tuple(r["id"] for r in rows),
-                         record_ids=tuple(r["id"] for r in prepared["records"]))
+        return AddResult(turn_ids=ids, record_ids=tuple(r["id"] for r in prepared["records"]),
+                         existing_ids=existing)
 
     def resume(self) -> None:
         """Start the indexer on the model work a previous writer left queued (closed early, or crashed)."""
@@ -171,7 +208,7 @@ class WritePipeline:
         return self.indexer.settle(self._store.find_namespace(ns.key), wait_s)
 
     def add_in(self, conn: sqlite3.Connection, turns: Iterable[Turn | Mapping[str, Any]],
-               ns: Namespace) -> AddResult:
+               ns: Namespace, *, dedup: bool = True) -> AddResult:
         """:meth:`add` inside the caller's open write transaction (``store.transaction(...)``), which commits or
         rolls back everything together — so a caller such as ``pre_compress`` stays one transaction. Nothing is
         committed here; on an error the indexes' caches are invalidated and the caller's rollback undoes the rest.
@@ -182,11 +219,16 @@ class WritePipeline:
             return AddResult(turn_ids=(), record_ids=())
         if self._store.read_only:
             raise ReadOnlyStoreError("add_turns")
+        ids, existing = tuple(r["id"] for r in rows), ()
+        if dedup:
+            ids, existing, rows = dedup_rows(self._store, conn, ns, rows, self._config.ingest.dedup_consecutive)
+            if not rows:
+                return AddResult(turn_ids=ids, record_ids=(), existing_ids=existing)
         prepared = self._prepare(conn, rows, ns)
         self._write(conn, ns, rows, prepared)
         self._store.after_commit(lambda: self._kick(prepared))
-        return AddResult(turn_ids=tuple(r["id"] for r in rows),
-                         record_ids=tuple(r["id"] for r in prepared["records"]))
+        return AddResult(turn_ids=ids, record_ids=tuple(r["id"] for r in prepared["records"]),
+                         existing_ids=existing)
 
     def _prepare(self, conn: sqlite3.Connection, rows: list[dict[str, Any]], ns: Namespace) -> dict[str, Any]:
         """Everything derived before the write: records and their model work (``conn`` reads the stored tail)."""
