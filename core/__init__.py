@@ -23,6 +23,7 @@ from .config import (
 )
 from .embed import E5Embedder, Embedder, HashingEmbedder, SparseEmbedder
 from .engine import AddResult, ForgetReceipt, MemoryEngine, StoreStats
+from .results import MemoryVersion
 from .errors import (
     ConfigError,
     CorruptStoreError,
@@ -104,6 +105,7 @@ __all__ = [
     "MemoryExtError",
     "MemoryFile",
     "MemoryRecord",
+    "MemoryVersion",
     "MissingDependencyError",
     "Namespace",
     "PlanOutcome",

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from .config import EngineConfig
     from .engine import AddResult, ForgetReceipt, StoreStats
     from .lifecycle.api import CompactionReport
+    from .results import MemoryVersion
 
 __all__ = ["EngineLike"]
 
@@ -77,6 +78,13 @@ class EngineLike(Protocol, metaclass=_StaticProtocolMeta):
     def forget(self, namespace: Namespace | str, *, record_ids: Iterable[str] | None = None,
                hook_ids: Iterable[str] | None = None) -> ForgetReceipt: ...
 
+    def update(self, namespace: Namespace | str, id: str, *, content: str | None = None,  # noqa: A002
+               metadata: Mapping[str, Any] | None = None, timestamp: TimeLike = None) -> AddResult: ...
+
+    def history(self, namespace: Namespace | str, id: str) -> list[MemoryVersion]: ...  # noqa: A002
+
+    def delete(self, namespace: Namespace | str, ids: Iterable[str]) -> ForgetReceipt: ...
+
     def stats(self) -> StoreStats: ...
 
     def namespaces(self) -> list[Namespace]: ...
@@ -114,6 +122,13 @@ class EngineLike(Protocol, metaclass=_StaticProtocolMeta):
 
     async def aforget(self, namespace: Namespace | str, *, record_ids: Iterable[str] | None = None,
                       hook_ids: Iterable[str] | None = None) -> ForgetReceipt: ...
+
+    async def aupdate(self, namespace: Namespace | str, id: str, *, content: str | None = None,  # noqa: A002
+                      metadata: Mapping[str, Any] | None = None, timestamp: TimeLike = None) -> AddResult: ...
+
+    async def ahistory(self, namespace: Namespace | str, id: str) -> list[MemoryVersion]: ...  # noqa: A002
+
+    async def adelete(self, namespace: Namespace | str, ids: Iterable[str]) -> ForgetReceipt: ...
 
     async def astats(self) -> StoreStats: ...
 

@@ -104,8 +104,8 @@ def dedup_rows(store: TruthStore, conn: sqlite3.Connection, ns: Namespace, rows:
                consecutive: bool) -> tuple[tuple[str, ...], tuple[str, ...], list[dict[str, Any]]]:
     """Idempotent ingest: ``(id of each turn of the call, ids already stored, rows to write)``.
 
-    A turn whose ``external_id`` the namespace (or an earlier turn of the batch) already holds is not written:
-    its id is the stored turn's. With ``consecutive``, a turn without ``external_id`` identical (role, speaker,
+    A turn whose ``external_id`` the namespace already holds in the turn's session (or an earlier turn of the
+    batch) is not written: its id is the stored turn's. With ``consecutive``, a turn without ``external_id`` identical (role, speaker,
     content, session) to the turn just before it — the last stored one, or the previous turn of the batch —
     is not written either. One indexed lookup per batch (``turns(ns_id, external_id)``) and one tail read.
     """
@@ -120,14 +120,14 @@ def dedup_rows(store: TruthStore, conn: sqlite3.Connection, ns: Namespace, rows:
     for r in rows:
         key = (r["role"], r["speaker"], r["content"], r["session_id"])
         ext = r["external_id"]
-        stored = known.get(ext) if ext is not None else \
+        stored = known.get((ext, r["session_id"])) if ext is not None else \
             prev[4] if consecutive and prev is not None and prev[:4] == key else None
         if stored is not None:
             ids.append(stored)
             existing.append(stored)
             continue
         if ext is not None:
-            known[ext] = r["id"]
+            known[(ext, r["session_id"])] = r["id"]
         prev = (*key, r["id"])
         ids.append(r["id"])
         keep.append(r)

@@ -39,7 +39,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidQueryError, ReadOnlyStoreError
-from ..models import Namespace, Turn
+from ..models import Namespace, Turn, to_utc
 from ..results import AddResult, ForgetReceipt, MemoryVersion
 from .forgetting import id_list
 
@@ -72,23 +72,26 @@ class Versions:
             raise InvalidQueryError(field, ident, "this namespace has no memories; check the namespace")
         return ns_id
 
-    def _key(self, conn: sqlite3.Connection, ns_id: int, ident: str, field: str) -> tuple[str, TurnRow | None]:
-        """The memory key of ``ident`` and its turn (None when only its history is left)."""
+    def _key(self, conn: sqlite3.Connection, ns_id: int, ident: str, field: str, session_id: str | None
+             ) -> tuple[str, str | None, TurnRow | None]:
+        """The memory key of ``ident``, its session and its turn (None when only its history is left)."""
         if not isinstance(ident, str) or not ident:
             raise InvalidQueryError(field, ident, "give the id of a memory: a turn id, a record id (RetrievedItem.id)"
                                     " or an external_id")
-        turn = self._store.turn_lookup(conn, ns_id, ident)
+        turn = self._store.turn_lookup(conn, ns_id, ident, session_id)
         if turn is None:
-            if self._store.history_ops(conn, ns_id, ident):
-                return ident, None
+            ops = self._store.history_ops(conn, ns_id, ident, session_id)
+            if ops:
+                return ident, ops[-1][3], None
             raise InvalidQueryError(field, ident, "no memory of this namespace has this id; use a turn id, a record "
                                     "id (RetrievedItem.id) or an external_id of this namespace")
         key = self._store.memory_key_of(conn, ns_id, turn.id) or turn.external_id or turn.id
-        return key, turn
+        return key, turn.session_id, turn
 
     # -- operations --------------------------------------------------------------------------------------------
     def update(self, namespace: Namespace | str, memory_id: str, *, content: str | None = None,
-               metadata: Mapping[str, Any] | None = None) -> AddResult:
+               metadata: Mapping[str, Any] | None = None,
+               timestamp: datetime | str | float | None = None) -> AddResult:
         """Write a new version of a memory; returns the new turn's ids (``turn_ids[0]``, ``record_ids[0]``)."""
         ns = Namespace.coerce(namespace)
         if content is None and metadata is None:
@@ -100,12 +103,12 @@ class Versions:
             raise ReadOnlyStoreError("update")
         ns_id = self._ns_id(ns, "id", memory_id)
         with store.transaction("update") as conn:
-            key, _ = self._key(conn, ns_id, memory_id, "id")
-            live = [(t, replaced) for t, _, replaced in store.turns_of_memory(conn, ns_id, key)]
+            key, session, _ = self._key(conn, ns_id, memory_id, "id", ns.session_id)
+            live = [(t, replaced) for t, _, replaced in store.turns_of_memory(conn, ns_id, key, session)]
             current = next((t for t, replaced in reversed(live) if not replaced), None)
             if current is None:
                 raise InvalidQueryError("id", memory_id, "this memory was deleted; add it again with add_turns")
-            now = datetime.now(UTC)
+            now = to_utc(timestamp, "timestamp") or datetime.now(UTC)
             turn = Turn(role=current.role, content=current.content if content is None else content,
                         speaker=current.speaker, session_id=current.session_id, timestamp=now,
                         external_id=current.external_id, tool_calls=tuple(current.tool_calls),
@@ -113,7 +116,7 @@ class Versions:
                         metadata=dict(current.metadata if metadata is None else metadata))
             added = self._writer.add_in(conn, [turn], ns, dedup=False)
             store.mark_replaced(conn, ns_id, current.id, now.timestamp(), added.record_ids[0])
-            store.add_history(conn, ns_id, key, "update", added.turn_ids[0], now.timestamp())
+            store.add_history(conn, ns_id, key, session, "update", added.turn_ids[0], now.timestamp())
         return added
 
     def history(self, namespace: Namespace | str, memory_id: str) -> list[MemoryVersion]:
@@ -121,14 +124,14 @@ class Versions:
         ns = Namespace.coerce(namespace)
         ns_id = self._ns_id(ns, "id", memory_id)
         conn = self._store.reader()
-        key, _ = self._key(conn, ns_id, memory_id, "id")
-        ops = self._store.history_ops(conn, ns_id, key)
-        versions = self._store.turns_of_memory(conn, ns_id, key)
-        updated = {turn_id for op, turn_id, _ in ops if op == "update"}
+        key, session, _ = self._key(conn, ns_id, memory_id, "id", ns.session_id)
+        ops = self._store.history_ops(conn, ns_id, key, session)
+        versions = self._store.turns_of_memory(conn, ns_id, key, session)
+        updated = {turn_id for op, turn_id, _, _ in ops if op == "update"}
         live = {t.id for t, _, _ in versions}
         current = next((t.id for t, _, replaced in reversed(versions) if not replaced), None)
         out: list[tuple[float, int, MemoryVersion]] = []
-        for op, turn_id, ts in ops:
+        for op, turn_id, ts, _ in ops:
             if op == "update" and turn_id in live:
                 continue  # listed below, with its content
             out.append((ts, len(out), MemoryVersion(memory_id=key, operation=op,  # type: ignore[arg-type]
@@ -155,23 +158,24 @@ class Versions:
             raise ReadOnlyStoreError("delete")
         ns_id = self._ns_id(ns, "ids", ids)
         conn = store.reader()
-        keys: dict[str, list[TurnRow]] = {}
+        keys: dict[tuple[str, str | None], list[TurnRow]] = {}
         for ident in ids:
-            key, turn = self._key(conn, ns_id, ident, "ids")
+            key, session, turn = self._key(conn, ns_id, ident, "ids", ns.session_id)
             if turn is None:
                 raise InvalidQueryError("ids", ident, "this memory was already deleted")
-            keys.setdefault(key, [t for t, _, _ in store.turns_of_memory(conn, ns_id, key)])
+            keys.setdefault((key, session), [t for t, _, _ in store.turns_of_memory(conn, ns_id, key, session)])
         turns = [t for versions in keys.values() for t in versions]
         record_ids = store.turn_record_ids(conn, ns_id, [t.id for t in turns])
         receipt = self._forget(ns, record_ids)
         now = datetime.now(UTC).timestamp()
         with store.transaction("delete") as wconn:
-            for key, versions in keys.items():
-                updated = {turn_id for op, turn_id, _ in store.history_ops(wconn, ns_id, key) if op == "update"}
+            for (key, session), versions in keys.items():
+                updated = {turn_id for op, turn_id, _, _ in store.history_ops(wconn, ns_id, key, session)
+                           if op == "update"}
                 for t in versions:
                     if t.id not in updated:  # the add of a removed version, without its text
-                        store.add_history(wconn, ns_id, key, "add", None, t.ts or now)
-                store.add_history(wconn, ns_id, key, "delete", None, now)
+                        store.add_history(wconn, ns_id, key, session, "add", None, t.ts or now)
+                store.add_history(wconn, ns_id, key, session, "delete", None, now)
         return receipt
 
 
@@ -185,18 +189,19 @@ class VersionsAPI:
         raise NotImplementedError
 
     def update(self, namespace: Namespace | str, id: str, *, content: str | None = None,  # noqa: A002
-               metadata: Mapping[str, Any] | None = None) -> AddResult:
+               metadata: Mapping[str, Any] | None = None,
+               timestamp: datetime | str | float | None = None) -> AddResult:
         """Write a new version of a memory; the old one keeps its validity interval.
 
         ``id`` names the memory: a turn id, a record id (``RetrievedItem.id``) or an ``external_id``. The new
         version is a new turn (same role, speaker, session, ``external_id``; ``content`` and ``metadata`` when
-        given, else the old ones; the current time), indexed everywhere; the old version ends now
+        given, else the old ones; ``timestamp``, default now), indexed everywhere; the old version ends then
         (``valid_to``, ``superseded_by``): default searches never return it, ``search(as_of=...)`` before the
         update does, :meth:`history` lists both. Returns the new turn's ids (``turn_ids[0]``, ``record_ids[0]``).
         An unknown or deleted id raises :class:`~memory_ext.errors.InvalidQueryError` and nothing is written.
         """
         self._check_open()
-        return self._versions.update(namespace, id, content=content, metadata=metadata)
+        return self._versions.update(namespace, id, content=content, metadata=metadata, timestamp=timestamp)
 
     def history(self, namespace: Namespace | str, id: str) -> list[MemoryVersion]:  # noqa: A002
         """The versions of a memory and the operations on it (add / update / supersede / delete), oldest first.
@@ -211,9 +216,11 @@ class VersionsAPI:
         return self._versions.delete(namespace, ids)
 
     async def aupdate(self, namespace: Namespace | str, id: str, *, content: str | None = None,  # noqa: A002
-                      metadata: Mapping[str, Any] | None = None) -> AddResult:
+                      metadata: Mapping[str, Any] | None = None,
+                      timestamp: datetime | str | float | None = None) -> AddResult:
         """Async twin of :meth:`update`."""
-        return await asyncio.to_thread(self.update, namespace, id, content=content, metadata=metadata)
+        return await asyncio.to_thread(self.update, namespace, id, content=content, metadata=metadata,
+                                       timestamp=timestamp)
 
     async def ahistory(self, namespace: Namespace | str, id: str) -> list[MemoryVersion]:  # noqa: A002
         """Async twin of :meth:`history`."""

@@ -210,6 +210,7 @@ def _v4(conn: sqlite3.Connection) -> None:
             hid INTEGER PRIMARY KEY,
             ns_id INTEGER NOT NULL,
             memory_key TEXT NOT NULL,
+            session_id TEXT,
             op TEXT NOT NULL,
             turn_id TEXT,
             ts REAL NOT NULL
@@ -826,20 +827,21 @@ class TruthStore:
     # -- memory versions: dedup, update, history (memory_ext.lifecycle.versions) ----------------------------------
     @staticmethod
     def turns_with_external_ids(conn: sqlite3.Connection, ns_id: int, external_ids: Sequence[str]
-                                ) -> dict[str, str]:
-        """External id -> id of its latest stored turn, for those of ``external_ids`` the namespace holds."""
-        out: dict[str, str] = {}
+                                ) -> dict[tuple[str, str | None], str]:
+        """``(external id, session id)`` -> id of its latest stored turn, for those of ``external_ids`` the
+        namespace holds (an index lookup on ``turns(ns_id, external_id)``)."""
+        out: dict[tuple[str, str | None], str] = {}
         for part in chunks(list(dict.fromkeys(external_ids))):
-            for ext, turn_id in conn.execute(
-                    f"SELECT external_id, id FROM turns WHERE ns_id=? AND external_id IN {marks(len(part))}"
-                    " ORDER BY seq", (ns_id, *part)):
-                out[ext] = turn_id
+            for ext, session, turn_id in conn.execute(
+                    f"SELECT external_id, session_id, id FROM turns WHERE ns_id=? AND external_id IN"
+                    f" {marks(len(part))} ORDER BY seq", (ns_id, *part)):
+                out[(ext, session)] = turn_id
         return out
 
     @staticmethod
-    def turn_lookup(conn: sqlite3.Connection, ns_id: int, ident: str) -> TurnRow | None:
+    def turn_lookup(conn: sqlite3.Connection, ns_id: int, ident: str, session_id: str | None) -> TurnRow | None:
         """The turn of a namespace with this id, else the one whose record has this id, else the latest one with
-        this external id (None: no such turn)."""
+        this external id (in ``session_id`` when given) (None: no such turn)."""
         row = conn.execute(f"SELECT {_TURN_COLS} FROM turns WHERE id=? AND +ns_id=?", (ident, ns_id)).fetchone()
         if row is None:
             rec = conn.execute("SELECT anchor_rid FROM records WHERE id=? AND +ns_id=?", (ident, ns_id)).fetchone()
@@ -847,19 +849,22 @@ class TruthStore:
                 row = conn.execute(f"SELECT {_TURN_COLS} FROM turns WHERE record_rid=? AND +ns_id=?",
                                    (int(rec[0]), ns_id)).fetchone()
         if row is None:
-            row = conn.execute(f"SELECT {_TURN_COLS} FROM turns WHERE ns_id=? AND external_id=? ORDER BY seq DESC"
-                               " LIMIT 1", (ns_id, ident)).fetchone()
+            row = conn.execute(f"SELECT {_TURN_COLS} FROM turns WHERE ns_id=? AND external_id=? AND (? IS NULL OR"
+                               " session_id=?) ORDER BY seq DESC LIMIT 1",
+                               (ns_id, ident, session_id, session_id)).fetchone()
         return None if row is None else _turn_row(row)
 
     @staticmethod
-    def turns_of_memory(conn: sqlite3.Connection, ns_id: int, key: str) -> list[tuple[TurnRow, float | None, int]]:
-        """Every stored version of a memory (its key: an external id or its first turn's id), oldest first, each
-        with its turn record's ``valid_to`` and ``replaced`` flag."""
+    def turns_of_memory(conn: sqlite3.Connection, ns_id: int, key: str, session_id: str | None
+                        ) -> list[tuple[TurnRow, float | None, int]]:
+        """Every stored version of a memory (its key: an external id, within ``session_id``, or its first turn's
+        id), oldest first, each with its turn record's ``valid_to`` and ``replaced`` flag."""
         rows = conn.execute(
             f"SELECT {', '.join('t.' + c.strip() for c in _TURN_COLS.split(','))}, r.valid_to, r.replaced"
-            " FROM turns t LEFT JOIN records r ON r.rid = t.record_rid WHERE t.ns_id=? AND (t.external_id=? OR"
-            " t.id=? OR t.id IN (SELECT turn_id FROM memory_history WHERE ns_id=? AND memory_key=?)) ORDER BY t.seq",
-            (ns_id, key, key, ns_id, key)).fetchall()
+            " FROM turns t LEFT JOIN records r ON r.rid = t.record_rid WHERE t.ns_id=? AND ((t.external_id=? AND"
+            " t.session_id IS ?) OR t.id=? OR t.id IN (SELECT turn_id FROM memory_history WHERE ns_id=? AND"
+            " memory_key=? AND session_id IS ?)) ORDER BY t.seq",
+            (ns_id, key, session_id, key, ns_id, key, session_id)).fetchall()
         return [(_turn_row(r[:13]), r[13], int(r[14] or 0)) for r in rows]
 
     @staticmethod
@@ -888,17 +893,20 @@ class TruthStore:
         conn.execute("UPDATE namespaces SET flags_generation = flags_generation + 1 WHERE ns_id=?", (ns_id,))
 
     @staticmethod
-    def add_history(conn: sqlite3.Connection, ns_id: int, key: str, op: str, turn_id: str | None,
-                    ts: float) -> None:
+    def add_history(conn: sqlite3.Connection, ns_id: int, key: str, session_id: str | None, op: str,
+                    turn_id: str | None, ts: float) -> None:
         """Record an operation (``update`` with the new version's turn id; ``delete`` with none)."""
-        conn.execute("INSERT INTO memory_history(ns_id, memory_key, op, turn_id, ts) VALUES(?,?,?,?,?)",
-                     (ns_id, key, op, turn_id, ts))
+        conn.execute("INSERT INTO memory_history(ns_id, memory_key, session_id, op, turn_id, ts)"
+                     " VALUES(?,?,?,?,?,?)", (ns_id, key, session_id, op, turn_id, ts))
 
     @staticmethod
-    def history_ops(conn: sqlite3.Connection, ns_id: int, key: str) -> list[tuple[str, str | None, float]]:
-        """``(op, turn id, ts)`` of the updates and deletes recorded for a memory, oldest first."""
-        return [(r[0], r[1], float(r[2])) for r in conn.execute(
-            "SELECT op, turn_id, ts FROM memory_history WHERE ns_id=? AND memory_key=? ORDER BY hid", (ns_id, key))]
+    def history_ops(conn: sqlite3.Connection, ns_id: int, key: str, session_id: str | None
+                    ) -> list[tuple[str, str | None, float, str | None]]:
+        """``(op, turn id, ts, session id)`` of the operations recorded for a memory (in ``session_id`` when
+        given), oldest first."""
+        return [(r[0], r[1], float(r[2]), r[3]) for r in conn.execute(
+            "SELECT op, turn_id, ts, session_id FROM memory_history WHERE ns_id=? AND memory_key=? AND (? IS NULL OR"
+            " session_id IS ?) ORDER BY hid", (ns_id, key, session_id, session_id))]
 
     @staticmethod
     def delete_history(conn: sqlite3.Connection, ns_id: int) -> None:
