@@ -23,7 +23,6 @@ from .config import (
 )
 from .embed import E5Embedder, Embedder, HashingEmbedder, SparseEmbedder
 from .engine import AddResult, ForgetReceipt, MemoryEngine, StoreStats
-from .results import MemoryVersion
 from .errors import (
     ConfigError,
     CorruptStoreError,
@@ -65,6 +64,7 @@ from .models import (
 )
 from .plan.llm_planner import HeuristicPlanner, LLMPlanner, Planner, PlanOutcome
 from .recall.channels import register_recaller
+from .results import MemoryVersion
 
 __version__ = "0.1.0"
 

@@ -36,7 +36,6 @@ from .config import EngineConfig
 from .engine import AddResult, ForgetReceipt, StoreStats
 from .errors import MemoryExtError, MissingDependencyError
 from .lifecycle.api import CompactionReport
-from .results import MemoryVersion
 from .models import (
     ActionState,
     ChannelError,
@@ -46,6 +45,7 @@ from .models import (
     SearchResult,
     Turn,
 )
+from .results import MemoryVersion
 
 try:
     import httpx
@@ -437,13 +437,13 @@ class RemoteEngine:
         receipt: ForgetReceipt = self._send(self._forget_call(namespace, record_ids, hook_ids))
         return receipt
 
-    def update(self, namespace: Namespace | str, id: str, *, content: str | None = None,  # noqa: A002
+    def update(self, namespace: Namespace | str, id: str, *, content: str | None = None,
                metadata: Mapping[str, Any] | None = None, timestamp: TimeLike = None) -> AddResult:
         """Write a new version of a memory (see :meth:`MemoryEngine.update`)."""
         result: AddResult = self._send(self._update_call(namespace, id, content, metadata, timestamp))
         return result
 
-    def history(self, namespace: Namespace | str, id: str) -> list[MemoryVersion]:  # noqa: A002
+    def history(self, namespace: Namespace | str, id: str) -> list[MemoryVersion]:
         """The versions of a memory (see :meth:`MemoryEngine.history`)."""
         versions: list[MemoryVersion] = self._send(self._history_call(namespace, id))
         return versions
@@ -530,13 +530,13 @@ class RemoteEngine:
         receipt: ForgetReceipt = await self._asend(self._forget_call(namespace, record_ids, hook_ids))
         return receipt
 
-    async def aupdate(self, namespace: Namespace | str, id: str, *, content: str | None = None,  # noqa: A002
+    async def aupdate(self, namespace: Namespace | str, id: str, *, content: str | None = None,
                       metadata: Mapping[str, Any] | None = None, timestamp: TimeLike = None) -> AddResult:
         """Async twin of :meth:`update`."""
         result: AddResult = await self._asend(self._update_call(namespace, id, content, metadata, timestamp))
         return result
 
-    async def ahistory(self, namespace: Namespace | str, id: str) -> list[MemoryVersion]:  # noqa: A002
+    async def ahistory(self, namespace: Namespace | str, id: str) -> list[MemoryVersion]:
         """Async twin of :meth:`history`."""
         versions: list[MemoryVersion] = await self._asend(self._history_call(namespace, id))
         return versions

@@ -51,7 +51,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -581,10 +581,8 @@ class MemoryStore(BaseStore):
         for ns, turn_ids in by_ns.items():
             with self._forgetting_own():
                 for turn_id in turn_ids:
-                    try:
+                    with suppress(ValidationError):  # unknown to the engine (forgotten through it directly)
                         self.engine.delete(self._session(ns), [turn_id])
-                    except ValidationError:  # unknown to the engine (forgotten through it directly)
-                        pass
 
     def sweep_ttl(self) -> int:
         """Remove expired items (row, vectors and engine turn); returns how many. Runs before every write batch.

@@ -33,10 +33,11 @@ by their turn records' ids — the cost is that of the removed turns, not of the
 from __future__ import annotations
 
 import asyncio
+import functools
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import InvalidQueryError, ReadOnlyStoreError
 from ..models import Namespace, Turn, to_utc
@@ -137,9 +138,9 @@ class Versions:
             out.append((ts, len(out), MemoryVersion(memory_id=key, operation=op,  # type: ignore[arg-type]
                                                     turn_id=None, content=None, timestamp=_dt(ts))))
         for t, valid_to, replaced in versions:
-            op = "update" if t.id in updated else "add"
+            made: Literal["add", "update"] = "update" if t.id in updated else "add"
             out.append((t.ts or 0.0, len(out), MemoryVersion(
-                memory_id=key, operation=op, turn_id=t.id, content=t.content, timestamp=_dt(t.ts),
+                memory_id=key, operation=made, turn_id=t.id, content=t.content, timestamp=_dt(t.ts),
                 valid_to=None if valid_to is None else _dt(valid_to), current=t.id == current,
                 metadata=t.metadata)))
             if valid_to is not None and not replaced:
@@ -183,12 +184,21 @@ class VersionsAPI:
     """The engine's ``update``/``history``/``delete`` and their async twins (``MemoryEngine`` inherits them; they
     delegate to :class:`Versions`)."""
 
-    _versions: Versions
+    _store: TruthStore
+    _writer: WritePipeline
 
     def _check_open(self) -> None:  # pragma: no cover - MemoryEngine's own
         raise NotImplementedError
 
-    def update(self, namespace: Namespace | str, id: str, *, content: str | None = None,  # noqa: A002
+    def forget(self, namespace: Namespace | str, *, record_ids: Iterable[str] | None = None,
+               hook_ids: Iterable[str] | None = None) -> ForgetReceipt:  # pragma: no cover - MemoryEngine's own
+        raise NotImplementedError
+
+    @functools.cached_property
+    def _versions(self) -> Versions:
+        return Versions(self._store, self._writer, lambda ns, rids: self.forget(ns, record_ids=rids))
+
+    def update(self, namespace: Namespace | str, id: str, *, content: str | None = None,
                metadata: Mapping[str, Any] | None = None,
                timestamp: datetime | str | float | None = None) -> AddResult:
         """Write a new version of a memory; the old one keeps its validity interval.
@@ -203,7 +213,7 @@ class VersionsAPI:
         self._check_open()
         return self._versions.update(namespace, id, content=content, metadata=metadata, timestamp=timestamp)
 
-    def history(self, namespace: Namespace | str, id: str) -> list[MemoryVersion]:  # noqa: A002
+    def history(self, namespace: Namespace | str, id: str) -> list[MemoryVersion]:
         """The versions of a memory and the operations on it (add / update / supersede / delete), oldest first.
         ``id`` is any id :meth:`update` takes (after a delete: the memory's ``external_id`` or first turn id)."""
         self._check_open()
@@ -215,14 +225,14 @@ class VersionsAPI:
         self._check_open()
         return self._versions.delete(namespace, ids)
 
-    async def aupdate(self, namespace: Namespace | str, id: str, *, content: str | None = None,  # noqa: A002
+    async def aupdate(self, namespace: Namespace | str, id: str, *, content: str | None = None,
                       metadata: Mapping[str, Any] | None = None,
                       timestamp: datetime | str | float | None = None) -> AddResult:
         """Async twin of :meth:`update`."""
         return await asyncio.to_thread(self.update, namespace, id, content=content, metadata=metadata,
                                        timestamp=timestamp)
 
-    async def ahistory(self, namespace: Namespace | str, id: str) -> list[MemoryVersion]:  # noqa: A002
+    async def ahistory(self, namespace: Namespace | str, id: str) -> list[MemoryVersion]:
         """Async twin of :meth:`history`."""
         return await asyncio.to_thread(self.history, namespace, id)
 

@@ -87,7 +87,8 @@ class Catalog:
         self.cold = np.concatenate([self.cold, np.fromiter((bool(r[7]) for r in rows), bool, len(rows))])
         self.valid_to = np.concatenate([self.valid_to, np.fromiter((r[8] if r[8] is not None else np.nan
                                                                     for r in rows), np.float64, len(rows))])
-        self.replaced = np.concatenate([self.replaced, np.fromiter((bool(r[9]) for r in rows), bool, len(rows))])
+        self.replaced = np.concatenate([self.replaced, np.fromiter((len(r) > 9 and bool(r[9]) for r in rows), bool,
+                                                                   len(rows))])
         anchor_rids = np.fromiter((r[2] if r[2] is not None else -1 for r in rows), np.int64, len(rows))
         self.anchor = np.concatenate([self.anchor, self.pos_of(anchor_rids)])
         self.last_rid = int(rids[-1])

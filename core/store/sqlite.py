@@ -586,6 +586,10 @@ class TruthStore:
     def set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
         conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)", (key, value))
 
+    @staticmethod
+    def delete_meta(conn: sqlite3.Connection, key: str) -> None:
+        conn.execute("DELETE FROM meta WHERE key=?", (key,))
+
     # -- namespaces ----------------------------------------------------------------------------------------
     def find_namespace(self, key: tuple[str, str]) -> int | None:
         return self.namespace_id(self.reader(), key)
@@ -912,6 +916,35 @@ class TruthStore:
     def delete_history(conn: sqlite3.Connection, ns_id: int) -> None:
         """Forget a whole namespace's history."""
         conn.execute("DELETE FROM memory_history WHERE ns_id=?", (ns_id,))
+
+    # -- reindex (memory_ext.ingest.reindex) --------------------------------------------------------------------
+    @staticmethod
+    def reindex_state(conn: sqlite3.Connection, ns_id: int) -> dict[str, Any]:
+        """What a reindex of a namespace keeps of its records: each turn's record id, the turns whose version
+        an update replaced (``(turn id, valid_to, superseded_by)``) and the turns (tids) in the cold tier."""
+        rows = conn.execute("SELECT t.id, r.id, r.replaced, r.valid_to, r.superseded_by, r.cold, t.tid FROM turns t"
+                            " JOIN records r ON r.rid = t.record_rid WHERE t.ns_id=?", (ns_id,)).fetchall()
+        return {"record_ids": {r[0]: r[1] for r in rows},
+                "replaced": [(r[0], float(r[3]), r[4]) for r in rows if r[2] and r[3] is not None and r[4]],
+                "cold": [int(r[6]) for r in rows if r[5]]}
+
+    @staticmethod
+    def clear_records(conn: sqlite3.Connection, ns_id: int) -> None:
+        """Delete every record of a namespace with its vectors and claims (the turns and files stay)."""
+        conn.execute("DELETE FROM embeddings WHERE ns_id=?", (ns_id,))
+        conn.execute("DELETE FROM claims WHERE ns_id=?", (ns_id,))
+        conn.execute("DELETE FROM records WHERE ns_id=?", (ns_id,))
+        conn.execute("UPDATE turns SET record_rid=NULL WHERE ns_id=?", (ns_id,))
+        conn.execute("UPDATE namespaces SET generation = generation + 1 WHERE ns_id=?", (ns_id,))
+
+    @staticmethod
+    def stored_turn_rows(conn: sqlite3.Connection, ns_id: int) -> list[dict[str, Any]]:
+        """Every turn of a namespace in seq order, as the write pipeline's rows."""
+        return [{"id": t.id, "seq": t.seq, "session_id": t.session_id, "role": t.role, "speaker": t.speaker,
+                 "content": t.content, "ts": t.ts, "external_id": t.external_id, "tool_calls": t.tool_calls,
+                 "attachments": t.attachments, "metadata": t.metadata, "token_count": t.token_count}
+                for t in (_turn_row(r) for r in conn.execute(
+                    f"SELECT {_TURN_COLS} FROM turns WHERE ns_id=? ORDER BY seq", (ns_id,)))]
 
     @staticmethod
     def delete_claims(conn: sqlite3.Connection, ns_id: int) -> None:
