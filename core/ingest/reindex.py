@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
-from ..errors import ReadOnlyStoreError
+from ..errors import InvalidArgumentError, ReadOnlyStoreError
 from ..lifecycle.compact import _set_cold
 from ..models import Namespace
 from .pipeline import KIND_CONTEXT_TURNS
@@ -147,8 +147,13 @@ class ReindexAPI:
         store with the new one and ``allow_embedder_change=True``, then reindex the whole store."""
         self._check_open()
         ns = None if namespace is None else Namespace.coerce(namespace)
+        embedder_id = None if self.embedder is None or not self._writer.vectors else self.embedder.id
+        stored = self._store.get_meta("embedder_id")
+        if ns is not None and embedder_id is not None and stored not in (None, embedder_id):
+            raise InvalidArgumentError("namespace", namespace, f"the store's vectors are {stored!r}: an embedder "
+                                       "change rebuilds the whole store, reindex with namespace=None")
         return reindex(self._store, self._writer, self._indexes, namespace=ns, progress=progress,
-                       embedder_id=None if self.embedder is None or not self._writer.vectors else self.embedder.id)
+                       embedder_id=embedder_id)
 
     async def areindex(self, namespace: Namespace | str | None = None, *,
                        progress: bool | None = None) -> ReindexReport:
