@@ -47,7 +47,7 @@ __all__ = ["PROGRESS_KEY", "ReindexAPI", "ReindexReport", "reindex"]
 PROGRESS_KEY = "reindex_progress"
 """The ``meta`` row of a whole-store reindex in progress: ``{"done": [ns_id, ...]}``."""
 
-BATCH_TURNS = 256
+BATCH_TURNS = 1000
 """Stored turns derived per batch."""
 
 
