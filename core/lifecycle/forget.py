@@ -44,6 +44,9 @@ def records_of_turns(conn: sqlite3.Connection, ns_id: int, turn_ids: Sequence[st
     wanted = set(turn_ids)
     if not wanted:
         return []
+    if len(wanted) <= 400 and conn.execute("SELECT 1 FROM records WHERE anchor_rid IS NULL AND ns_id=? LIMIT 1",
+                                           (ns_id,)).fetchone() is None:
+        return _records_by_anchor(conn, ns_id, wanted)
     if len(wanted) <= 50:
         out: set[int] = set()
         for t in wanted:
@@ -53,6 +56,28 @@ def records_of_turns(conn: sqlite3.Connection, ns_id: int, turn_ids: Sequence[st
         return sorted(out)
     return sorted(int(rid) for rid, ids in conn.execute("SELECT rid, turn_ids FROM records WHERE ns_id=?", (ns_id,))
                   if not wanted.isdisjoint(json.loads(ids)))
+
+
+ANCHOR_REACH = 10
+"""A record that holds a turn is anchored at most this many turns (seq) away from it: windows at ±1, derived
+kinds read up to ``KIND_CONTEXT_TURNS`` (8) stored turns back."""
+
+
+def _records_by_anchor(conn: sqlite3.Connection, ns_id: int, wanted: set[str]) -> list[int]:
+    """:func:`records_of_turns` through the anchors near each turn (indexed lookups: the cost of the turns, not
+    of the namespace)."""
+    out: set[int] = set()
+    for t in wanted:
+        row = conn.execute("SELECT seq FROM turns WHERE ns_id=? AND id=?", (ns_id, t)).fetchone()
+        if row is None:
+            continue
+        for rid, ids in conn.execute(
+                "SELECT r.rid, r.turn_ids FROM turns n JOIN records r ON r.anchor_rid = n.record_rid"
+                " WHERE n.ns_id=? AND n.seq BETWEEN ? AND ? AND r.ns_id=?",
+                (ns_id, row[0] - ANCHOR_REACH, row[0] + ANCHOR_REACH, ns_id)):
+            if t in json.loads(ids):
+                out.add(int(rid))
+    return sorted(out)
 
 
 def forget_turns(conn: sqlite3.Connection, ns_id: int, tids: Sequence[int], *,

@@ -201,7 +201,8 @@ def _v3(conn: sqlite3.Connection) -> None:
 
 def _v4(conn: sqlite3.Connection) -> None:
     """Memory versions: records replaced by an update (hidden from default searches, reachable with ``as_of``),
-    the history of updates and deletes, and dedup lookups by (namespace, external id)."""
+    the history of updates and deletes, dedup lookups by (namespace, external id), and the indexes that keep a
+    delete proportional to what it removes (records by anchor, by what superseded them)."""
     _run_script(
         conn,
         """
@@ -217,7 +218,9 @@ def _v4(conn: sqlite3.Connection) -> None:
         );
         CREATE INDEX IF NOT EXISTS memory_history_key ON memory_history(ns_id, memory_key);
         CREATE INDEX IF NOT EXISTS memory_history_turn ON memory_history(turn_id);
-        CREATE INDEX IF NOT EXISTS turns_ns_external ON turns(ns_id, external_id)
+        CREATE INDEX IF NOT EXISTS turns_ns_external ON turns(ns_id, external_id);
+        CREATE INDEX IF NOT EXISTS records_anchor ON records(anchor_rid);
+        CREATE INDEX IF NOT EXISTS records_superseded_by ON records(superseded_by)
         """,
     )
 
