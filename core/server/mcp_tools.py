@@ -1,9 +1,9 @@
 """The MCP face of ``memext serve``: tools and a resource over one engine, with the official ``mcp`` SDK.
 
 Tools: ``search_memory``, ``save_memory``, ``memory_index``, ``open_memory_file``, ``pre_compress``, ``forget``,
-``compact``, ``update_memory``, ``memory_history``, ``delete_memory``. Each takes ``user_id`` (and optional ``agent_id``, ``session_id``). Resource template:
-``memory://{user_id}/index`` (the memory index of a user). Prompt: ``with_memory(user_id)``, a system prompt with
-the memory index and how to use the tools. Bad arguments come back as tool errors that name the
+``compact``, ``update_memory``, ``memory_history``, ``delete_memory``. Each takes ``user_id`` (and optional
+``agent_id``, ``session_id``). Resource template: ``memory://{user_id}/index`` (the memory index of a user).
+Prompt: ``with_memory(user_id)``, a system prompt with the memory index and how to use the tools. Bad arguments come back as tool errors that name the
 error type, the field and the fix (never the rejected value, so no memory text reaches a log).
 """
 
@@ -244,7 +244,7 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], *, stdio_principal: Princip
         return await _guard(run)
 
     @server.tool()
-    async def update_memory(user_id: str, id: str, content: str, agent_id: str | None = None,  # noqa: A002
+    async def update_memory(user_id: str, id: str, content: str, agent_id: str | None = None,
                             ctx: Context | None = None) -> UpdateOutput:
         """Correct or replace a memory: `id` is an item id from search_memory (or a turn's external id); `content`
         its new text. The old version is kept as history (memory_history) and never returned by search again.
@@ -255,7 +255,7 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], *, stdio_principal: Princip
         return await _guard(run)
 
     @server.tool()
-    async def memory_history(user_id: str, id: str, agent_id: str | None = None,  # noqa: A002
+    async def memory_history(user_id: str, id: str, agent_id: str | None = None,
                              ctx: Context | None = None) -> list[HistoryEntry]:
         """The versions of one memory (`id` from search_memory, or an external id), oldest first, with the
         operation that made each (add, update, supersede, delete) and whether it is the current one.

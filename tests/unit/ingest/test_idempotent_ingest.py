@@ -10,7 +10,6 @@ import pytest
 
 from memory_ext import MemoryEngine, Turn
 from memory_ext.cli import main
-
 from tests.conftest import CONVERSATIONS, make_turns
 
 
