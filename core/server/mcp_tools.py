@@ -4,7 +4,8 @@ Tools: ``search_memory``, ``save_memory``, ``memory_index``, ``open_memory_file`
 ``compact``, ``update_memory``, ``memory_history``, ``delete_memory``. Each takes ``user_id`` (and optional
 ``agent_id``, ``session_id``). Resource template: ``memory://{user_id}/index`` (the memory index of a user).
 Prompt: ``with_memory(user_id)``, a system prompt with the memory index and how to use the tools. Bad arguments
-come back as tool errors that name the error type, the field and the fix (never the rejected value, so no memory text reaches a log).
+come back as tool errors that name the error type, the field and the fix (never the rejected value, so no
+memory text reaches a log).
 """
 
 from __future__ import annotations
