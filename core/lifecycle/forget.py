@@ -1,9 +1,10 @@
 """Forgetting inside the truth store: turns, the records built from them, claims, supersession links, and the
 memory files and hooks that held them (SQL only; the engine also clears its keyword, vector and graph indexes).
 
-A file that loses turns gets its hook recomputed from what remains (so a title or abstract cannot keep forgotten
-text); a file left empty is deleted, and the ids of deleted files are removed from the ``sources`` of files
-merged from them. Verbatim context saved by ``pre_compress`` has each forgotten turn's text cut out of it.
+A file that loses turns gets its hook cleared and recomputed from what remains when next read (so a title or
+abstract cannot keep forgotten text); a file left empty is deleted, and the ids of deleted files are removed from
+the ``sources`` of files merged from them. Verbatim context saved by ``pre_compress`` has each forgotten turn's
+text cut out of it.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import re
 import sqlite3
 from collections.abc import Iterable, Sequence
 
-from .compact import refresh_hook
 from .files import get_file
 
 __all__ = ["forget_turns", "records_of_turns"]
@@ -155,10 +155,10 @@ def forget_turns(conn: sqlite3.Connection, ns_id: int, tids: Sequence[int], *,
     for i in range(0, len(tids), _CHUNK):
         chunk = tids[i:i + _CHUNK]
         conn.execute(f"DELETE FROM turns WHERE ns_id=? AND tid IN ({','.join('?' * len(chunk))})", (ns_id, *chunk))
-    for file_id in updated_files:  # hooks are recomputed from what remains (after the turns are gone)
-        row = get_file(conn, file_id=file_id)
-        if row is not None:
-            refresh_hook(conn, row)
+    # hooks are recomputed from what remains when next read (as after a write): their text is cleared now, so
+    # no title or abstract keeps forgotten text, and a forget costs what it removes, not the size of the file
+    conn.executemany("UPDATE files SET title='', abstract='', key_facts='[]', entities='[]', tags='[]', hook_stale=1"
+                     " WHERE id=? AND ns_id=?", [(file_id, ns_id) for file_id in updated_files])
     conn.execute("UPDATE namespaces SET generation = generation + 1 WHERE ns_id=?", (ns_id,))
     return {"turn_ids": turn_ids, "rids": rids, "record_ids": record_ids, "deleted_files": deleted_files,
             "updated_files": updated_files}
