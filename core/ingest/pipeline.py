@@ -26,6 +26,7 @@ embedder's output (a broken embedder fails before anything is written; the index
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -100,6 +101,12 @@ def index_records(records: Sequence[Mapping[str, Any]], rids: Sequence[int], anc
     return out
 
 
+def _content_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What makes two turns identical for the consecutive dedup: everything stored but ids and time."""
+    return (row["role"], row["speaker"], row["content"], row["session_id"],
+            *(json.dumps(row[k], sort_keys=True, default=str) for k in ("tool_calls", "attachments", "metadata")))
+
+
 def dedup_rows(store: TruthStore, conn: sqlite3.Connection, ns: Namespace, rows: list[dict[str, Any]],
                consecutive: bool) -> tuple[tuple[str, ...], tuple[str, ...], list[dict[str, Any]]]:
     """Idempotent ingest: ``(id of each turn of the call, ids already stored, rows to write)``.
@@ -115,15 +122,15 @@ def dedup_rows(store: TruthStore, conn: sqlite3.Connection, ns: Namespace, rows:
     known = store.turns_with_external_ids(conn, ns_id, wanted) if ns_id is not None and wanted else {}
     tail = store.tail_turns(conn, ns_id, 1) if ns_id is not None and consecutive else []
     last = tail[0] if tail else None
-    prev = None if last is None else (last["role"], last["speaker"], last["content"], last["session_id"], last["id"])
+    prev = None if last is None else (*_content_key(last), last["id"])
     ids: list[str] = []
     existing: list[str] = []
     keep: list[dict[str, Any]] = []
     for r in rows:
-        key = (r["role"], r["speaker"], r["content"], r["session_id"])
+        key = _content_key(r)
         ext = r["external_id"]
         stored = known.get((ext, r["session_id"])) if ext is not None else \
-            prev[4] if consecutive and prev is not None and prev[:4] == key else None
+            prev[-1] if consecutive and prev is not None and prev[:-1] == key else None
         if stored is not None:
             ids.append(stored)
             existing.append(stored)
