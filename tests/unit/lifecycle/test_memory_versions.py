@@ -112,3 +112,13 @@ def test_async_twins(engine: MemoryEngine) -> None:
         return ops + [v.operation for v in await engine.ahistory("ana", "locker")]
 
     assert asyncio.run(run()) == ["add", "update", "add", "update", "delete"]
+
+
+def test_a_superseded_statement_shows_in_its_history(engine: MemoryEngine) -> None:
+    added = engine.add_turns([Turn(role="user", speaker="Ana", content="I live in Paris.", timestamp=T0),
+                              Turn(role="user", speaker="Ana", content="I moved to Berlin last week.",
+                                   timestamp=T0 + timedelta(days=31))], "ana")
+    history = engine.history("ana", added.turn_ids[0])
+    assert [(v.operation, v.timestamp) for v in history] == [("add", T0), ("supersede", T0 + timedelta(days=31))]
+    assert history[0].valid_to == T0 + timedelta(days=31)
+    assert history[0].current  # still the memory's own latest version: a later statement ended its validity
