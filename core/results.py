@@ -67,7 +67,8 @@ class MemoryVersion(BaseModel):
     valid_to: datetime | None = None
     """End of this version's validity (None: current, or deleted)."""
     current: bool = False
-    """True for the version default searches return."""
+    """True for the memory's latest version not replaced by an update: the one default searches return (if a
+    later statement superseded its claim, it ranks below that statement)."""
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
