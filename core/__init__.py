@@ -64,6 +64,7 @@ from .models import (
 )
 from .plan.llm_planner import HeuristicPlanner, LLMPlanner, Planner, PlanOutcome
 from .recall.channels import register_recaller
+from .results import MemoryVersion
 
 __version__ = "0.1.0"
 
@@ -104,6 +105,7 @@ __all__ = [
     "MemoryExtError",
     "MemoryFile",
     "MemoryRecord",
+    "MemoryVersion",
     "MissingDependencyError",
     "Namespace",
     "PlanOutcome",

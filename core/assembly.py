@@ -81,10 +81,12 @@ def build_planner_and_reranker(config: EngineConfig, llm: LLM | None,
 
 
 def open_store(path: str | os.PathLike[str] | None, cfg: EngineConfig, *, read_only: bool,
-               embedder: Embedder | str | None) -> tuple[TruthStore, Embedder | None, str | None, NewDirectory]:
+               embedder: Embedder | str | None, allow_embedder_change: bool = False
+               ) -> tuple[TruthStore, Embedder | None, str | None, NewDirectory]:
     """Open (or create) the truth store in ``path`` (default ``~/.memory_ext``) and resolve its embedder: the one
     given, else the built-in that wrote the store. Returns the store, the embedder (None without vectors), the
-    embedder's fallback warning and what the open created (``undo()`` removes a new directory again). A failure
+    embedder's fallback warning and what the open created (``undo()`` removes a new directory again).
+    ``allow_embedder_change``: open a store indexed with another embedder (to reindex it). A failure
     leaves no new store directory behind."""
     directory = Path(path).expanduser() if path is not None else Path("~/.memory_ext").expanduser()
     new_dir = NewDirectory(directory)  # what this open creates; removed again if the open fails
@@ -101,7 +103,8 @@ def open_store(path: str | os.PathLike[str] | None, cfg: EngineConfig, *, read_o
             emb, warning = resolve_embedder(embedder if embedder is not None
                                             else embedder_for_stored_id(store.get_meta("embedder_id")))
             check_embedder_shape(emb)
-            store.check_embedder(emb.id)  # refuses to mix embedders (also a fallback in an e5 store)
+            if not allow_embedder_change:  # else: the caller rebuilds the vectors (MemoryEngine.reindex)
+                store.check_embedder(emb.id)  # refuses to mix embedders (also a fallback in an e5 store)
     except BaseException:
         store.close()
         new_dir.undo()

@@ -10,6 +10,7 @@
     memext retrieve 3f2a9c --user alice           # a whole memory file by hook id (or a 6+ character prefix)
     memext compact                                # due weekly merges and monthly evictions, every namespace
     memext forget --user alice --hook 3f2a9c      # remove a file (or --record ID, or the whole namespace)
+    memext reindex --embedder e5                  # rebuild every derived index (and the vectors) from the turns
     memext bench locomo --data locomo.json       # side-by-side benchmarks (see docs/benchmarks.md)
     memext serve --port 8765                      # one store, many clients: MCP (/mcp, --stdio) and REST (/v1)
 
@@ -50,7 +51,7 @@ def _version() -> str:
 
 
 def _open(args: argparse.Namespace, path: str | None = None, read_only: bool = False,
-          create: bool = False) -> MemoryEngine:
+          create: bool = False, allow_embedder_change: bool = False) -> MemoryEngine:
     """Open the store; only ``create=True`` (``ingest``, ``demo``) may make a new one: a mistyped ``--path``
     is an error, not a silently created empty store."""
     from .engine import MemoryEngine
@@ -59,7 +60,8 @@ def _open(args: argparse.Namespace, path: str | None = None, read_only: bool = F
     target = path or args.path
     if not create and not (Path(target) / DB_FILE).is_file():
         raise StoreError(f"no memory-ext store at {target!r}; check --path (`memext ingest` creates a store)")
-    return MemoryEngine.open(target, config=args.config, embedder=args.embedder, read_only=read_only)
+    return MemoryEngine.open(target, config=args.config, embedder=args.embedder, read_only=read_only,
+                             allow_embedder_change=allow_embedder_change)
 
 
 def _namespace(args: argparse.Namespace) -> Namespace:
@@ -167,10 +169,23 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     turns = [Turn.coerce(t, i) for i, t in enumerate(raw)]  # validate everything before writing anything
     ns = _namespace(args)
     with _open(args, create=True) as engine, tqdm(total=len(turns), unit="turn", desc="ingest", file=sys.stderr) as bar:
+        existing = 0
         for i in range(0, len(turns), BATCH):
-            engine.add_turns(turns[i : i + BATCH], ns)
+            existing += len(engine.add_turns(turns[i : i + BATCH], ns).existing_ids)
             bar.update(len(turns[i : i + BATCH]))
-    print(f"ingested {len(turns)} turns into {args.path} for user {ns.user_id!r}")
+    print(f"ingested {len(turns) - existing} turns into {args.path} for user {ns.user_id!r}"
+          + (f" ({existing} already stored: skipped)" if existing else ""))
+    return 0
+
+
+def cmd_reindex(args: argparse.Namespace) -> int:
+    """Rebuild every derived index from the stored turns (``MemoryEngine.reindex``); ``--embedder`` another
+    embedder than the store's rebuilds the vectors with it."""
+    with _open(args, allow_embedder_change=args.embedder is not None) as engine:
+        ns = _namespace(args) if args.user is not None else None
+        report = engine.reindex(ns, progress=False if args.no_progress else None)
+    print(f"reindexed {report.namespaces} namespace(s), {report.turns} turns" + (" (resumed)" if report.resumed else "")
+          + (f", vectors: {report.embedder_id}" if report.embedder_id else ""))
     return 0
 
 
@@ -298,6 +313,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--key", default=None, help="one week (2026-W47) or month (2026-11) instead of what is due")
     p.add_argument("--now", default=None, help="ISO time that decides what is finished (default: now)")
     p.set_defaults(func=cmd_compact)
+    p = sub.add_parser("reindex", parents=[common],
+                       help="rebuild every derived index from the stored turns (resumable; --embedder changes it)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar (default: only on a terminal)")
+    p.set_defaults(func=cmd_reindex)
     p = sub.add_parser("forget", parents=[common], help="remove memories from every store, print the receipt")
     p.add_argument("--record", action="append", default=[], help="a record id (repeatable)")
     p.add_argument("--hook", action="append", default=[], help="a hook id (repeatable)")

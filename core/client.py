@@ -45,6 +45,7 @@ from .models import (
     SearchResult,
     Turn,
 )
+from .results import MemoryVersion
 
 try:
     import httpx
@@ -122,6 +123,7 @@ def _ns_params(namespace: Namespace | str | dict[str, Any] | None, *, session: b
 _TURNS = TypeAdapter(list[Turn])
 _HOOKS = TypeAdapter(list[IndexHook])
 _NAMESPACES = TypeAdapter(list[Namespace])
+_VERSIONS = TypeAdapter(list[MemoryVersion])
 
 
 def _error(response: httpx.Response) -> MemoryExtError:
@@ -349,6 +351,24 @@ class RemoteEngine:
         return _Call("POST", "/v1/forget", body=body, model=ForgetReceipt)
 
     @staticmethod
+    def _update_call(namespace: Namespace | str, memory_id: str, content: str | None,
+                     metadata: Mapping[str, Any] | None, timestamp: TimeLike) -> _Call:
+        body = {**_ns_fields(namespace), "id": memory_id, "content": content,
+                "metadata": None if metadata is None else dict(metadata), "timestamp": timestamp}
+        return _Call("POST", "/v1/memories/update", body=body, model=AddResult)
+
+    @staticmethod
+    def _history_call(namespace: Namespace | str, memory_id: str) -> _Call:
+        return _Call("POST", "/v1/memories/history", body={**_ns_fields(namespace), "id": memory_id}, model=_VERSIONS)
+
+    @staticmethod
+    def _delete_call(namespace: Namespace | str, ids: Iterable[str]) -> _Call:
+        if isinstance(ids, str):
+            raise _errors.InvalidQueryError("ids", ids, "pass a list of ids, even for one id")
+        return _Call("POST", "/v1/memories/delete", body={**_ns_fields(namespace), "ids": list(ids)},
+                     model=ForgetReceipt)
+
+    @staticmethod
     def _hooks_call(namespace: Namespace | str, include_merged: bool) -> _Call:
         params = {**_ns_params(namespace, session=False), "include_merged": include_merged}
         return _Call("GET", "/v1/hooks", params=params, model=_HOOKS)
@@ -415,6 +435,22 @@ class RemoteEngine:
                hook_ids: Iterable[str] | None = None) -> ForgetReceipt:
         """Remove memories from every store (see :meth:`MemoryEngine.forget`)."""
         receipt: ForgetReceipt = self._send(self._forget_call(namespace, record_ids, hook_ids))
+        return receipt
+
+    def update(self, namespace: Namespace | str, id: str, *, content: str | None = None,
+               metadata: Mapping[str, Any] | None = None, timestamp: TimeLike = None) -> AddResult:
+        """Write a new version of a memory (see :meth:`MemoryEngine.update`)."""
+        result: AddResult = self._send(self._update_call(namespace, id, content, metadata, timestamp))
+        return result
+
+    def history(self, namespace: Namespace | str, id: str) -> list[MemoryVersion]:
+        """The versions of a memory (see :meth:`MemoryEngine.history`)."""
+        versions: list[MemoryVersion] = self._send(self._history_call(namespace, id))
+        return versions
+
+    def delete(self, namespace: Namespace | str, ids: Iterable[str]) -> ForgetReceipt:
+        """Remove exactly these memories from every store (see :meth:`MemoryEngine.delete`)."""
+        receipt: ForgetReceipt = self._send(self._delete_call(namespace, ids))
         return receipt
 
     def stats(self) -> StoreStats:
@@ -492,6 +528,22 @@ class RemoteEngine:
                       hook_ids: Iterable[str] | None = None) -> ForgetReceipt:
         """Async twin of :meth:`forget`."""
         receipt: ForgetReceipt = await self._asend(self._forget_call(namespace, record_ids, hook_ids))
+        return receipt
+
+    async def aupdate(self, namespace: Namespace | str, id: str, *, content: str | None = None,
+                      metadata: Mapping[str, Any] | None = None, timestamp: TimeLike = None) -> AddResult:
+        """Async twin of :meth:`update`."""
+        result: AddResult = await self._asend(self._update_call(namespace, id, content, metadata, timestamp))
+        return result
+
+    async def ahistory(self, namespace: Namespace | str, id: str) -> list[MemoryVersion]:
+        """Async twin of :meth:`history`."""
+        versions: list[MemoryVersion] = await self._asend(self._history_call(namespace, id))
+        return versions
+
+    async def adelete(self, namespace: Namespace | str, ids: Iterable[str]) -> ForgetReceipt:
+        """Async twin of :meth:`delete`."""
+        receipt: ForgetReceipt = await self._asend(self._delete_call(namespace, ids))
         return receipt
 
     async def astats(self) -> StoreStats:

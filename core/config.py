@@ -173,6 +173,11 @@ class IngestConfig(_Section):
     search_wait_s: float = Field(default=10.0, ge=0.0, le=600.0)
     """A search of a namespace with pending vectors first waits up to this long for them (read-your-writes
     for a chat message); then it searches what is indexed and reports ``SearchResult.pending``. 0: never wait."""
+    dedup_consecutive: bool = True
+    """A turn without ``external_id`` identical (role, speaker, content, session, tool calls, attachments,
+    metadata) to the turn stored just before it is not stored again (``AddResult.existing_ids``). Turns with an
+    ``external_id`` are deduplicated by it (an id already present in the namespace, in the same session, is not
+    stored again), whatever this switch says."""
     close_timeout_s: float = Field(default=30.0, ge=0.0)
     """``close`` lets the indexer finish the queue for up to this long; what is left stays queued on disk and
     is indexed after the next (writer) open."""

@@ -27,8 +27,10 @@ from .embed import Embedder
 from .errors import ValidationError
 from .filters_check import check_filter_values
 from .ingest.pipeline import WritePipeline
+from .ingest.reindex import ReindexAPI
 from .lifecycle.api import CompactionReport, Lifecycle
 from .lifecycle.forgetting import forget, purge_files
+from .lifecycle.versions import VersionsAPI
 from .llm import LLM
 from .models import ActionState, IndexHook, MemoryFile, Namespace, SearchResult, Turn
 from .rank.rerank import Reranker
@@ -42,13 +44,12 @@ from .validate import check_page
 
 __all__ = ["AddResult", "ForgetReceipt", "MemoryEngine", "StoreStats"]
 
-class MemoryEngine:
+class MemoryEngine(VersionsAPI, ReindexAPI):
     """Long-term memory over one store directory.
 
-    Open it with :meth:`open`; write with :meth:`add_turns`; read with :meth:`search`; remove with
-    :meth:`forget`. Turns are archived into daily memory files whose hooks :meth:`render_prompt` shows and
-    :meth:`retrieve` opens; :meth:`compact` / :meth:`maybe_compact` merge them weekly and evict monthly;
-    :meth:`pre_compress` saves a host's whole context. See the module docstring for a runnable example.
+    Open it with :meth:`open`; write with :meth:`add_turns`; read with :meth:`search`; change with :meth:`update`,
+    :meth:`history`, :meth:`delete`; rebuild with :meth:`reindex`; remove with :meth:`forget`. Turns are archived in
+    daily memory files (:meth:`render_prompt`, :meth:`retrieve`, :meth:`compact`, :meth:`pre_compress`).
     """
 
     def __init__(self, store: TruthStore, config: EngineConfig, embedder: Embedder | None,
@@ -88,8 +89,8 @@ class MemoryEngine:
     @classmethod
     def open(cls, path: str | os.PathLike[str] | None = None, *,
              config: EngineConfig | Mapping[str, Any] | str | os.PathLike[str] | None = None,
-             embedder: Embedder | str | None = None, read_only: bool = False,
-             llm: LLM | None = None, reranker: Reranker | None = None) -> MemoryEngine:
+             embedder: Embedder | str | None = None, read_only: bool = False, llm: LLM | None = None,
+             reranker: Reranker | None = None, allow_embedder_change: bool = False) -> MemoryEngine:
         """Open (or create) the store in directory ``path`` (default ``~/.memory_ext``).
 
         ``config`` is an :class:`EngineConfig`, a mapping, or a YAML/TOML/JSON path; ``embedder`` an
@@ -104,7 +105,8 @@ class MemoryEngine:
         """
         cfg = EngineConfig.coerce(config if not isinstance(config, os.PathLike) else Path(config))
         validate_config(cfg, llm=llm, reranker=reranker)
-        store, emb, warning, new_dir = open_store(path, cfg, read_only=read_only, embedder=embedder)
+        store, emb, warning, new_dir = open_store(path, cfg, read_only=read_only, embedder=embedder,
+                                                  allow_embedder_change=allow_embedder_change)
         try:
             return cls(store, cfg, emb, warning, llm, reranker)
         except BaseException:

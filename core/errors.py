@@ -176,8 +176,8 @@ class EmbedderMismatchError(EmbedderError):
         MemoryExtError.__init__(
             self,
             f"this store was indexed with embedder {stored!r} but {given!r} was given; "
-            f"open it with embedder={stored.split(':')[0]!r}, or rebuild its vectors with "
-            f"`memext reindex --embedder ...`",
+            f"open it with that embedder, or rebuild its vectors with the new one: `memext reindex --embedder "
+            f"NAME` (or MemoryEngine.open(path, embedder=..., allow_embedder_change=True).reindex())",
         )
         self.embedder_id, self.problem = given, "mismatch"
 

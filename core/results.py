@@ -7,19 +7,69 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from .models import Namespace
 
-__all__ = ["AddResult", "ForgetReceipt", "StoreStats"]
+__all__ = ["AddResult", "ForgetReceipt", "MemoryVersion", "StoreStats"]
 
 
 class AddResult(BaseModel):
-    """What ``add_turns`` wrote."""
+    """What ``add_turns`` wrote.
+
+    ``turn_ids`` has one id per turn of the call, in order: the new turn's id, or — for a turn that was
+    already stored (same ``external_id`` in the namespace, or an identical consecutive turn, see
+    ``ingest.dedup_consecutive``) — the id of the stored turn, which is then also in ``existing_ids``.
+    ``record_ids`` are the records written: the new turns' own records first (in the order of the new turns),
+    then windows and derived records.
+
+    >>> r = AddResult(turn_ids=("turn_1", "turn_2"), record_ids=("rec_2",), existing_ids=("turn_1",))
+    >>> r.new_ids
+    ('turn_2',)
+    """
 
     model_config = ConfigDict(frozen=True)
     turn_ids: tuple[str, ...]
     record_ids: tuple[str, ...]
+    existing_ids: tuple[str, ...] = ()
+    """Ids (in ``turn_ids``) of turns that were already stored: nothing was written for them."""
+
+    @property
+    def new_ids(self) -> tuple[str, ...]:
+        """Ids of the turns this call stored."""
+        existing = set(self.existing_ids)
+        return tuple(t for t in self.turn_ids if t not in existing)
+
+
+class MemoryVersion(BaseModel):
+    """One entry of ``MemoryEngine.history``: a version of a memory and the operation that made or ended it.
+
+    ``operation`` is ``add`` (the first version), ``update`` (a version written by ``update``), ``supersede``
+    (a later statement replaced this version's claim: ``timestamp`` is when) or ``delete`` (the memory was
+    deleted: ``content`` and ``turn_id`` are None, since deleted means forgotten; so are those of the versions
+    it removed).
+
+    >>> MemoryVersion(memory_id="home", operation="add", turn_id="turn_1", content="Ana lives in Oslo",
+    ...               timestamp=datetime(2026, 1, 1)).operation
+    'add'
+    """
+
+    model_config = ConfigDict(frozen=True)
+    memory_id: str
+    """The memory's key: its ``external_id``, or the id of its first turn."""
+    operation: Literal["add", "update", "supersede", "delete"]
+    turn_id: str | None
+    content: str | None
+    timestamp: datetime
+    valid_to: datetime | None = None
+    """End of this version's validity (None: current, or deleted)."""
+    current: bool = False
+    """True for the memory's latest version not replaced by an update: the one default searches return (if a
+    later statement superseded its claim, it ranks below that statement)."""
+    metadata: dict[str, Any] = Field(default_factory=dict)
 
 
 class ForgetReceipt(BaseModel):

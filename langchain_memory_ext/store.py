@@ -19,12 +19,11 @@ How LangGraph namespace tuples map onto memory-ext
   configuration that has an ``embed`` (LangGraph's ``{"dims", "embed", "fields"}``), a query is answered as
   ``InMemoryStore`` answers it instead: cosine similarity of the query with the embedded fields (max over an
   item's fields), with those embeddings — the engine archive is kept either way, for ``MemoryRetriever``.
-* **Update and delete.** A ``put`` on an existing key archives the new version, then forgets the old version's
-  turn in the engine (by its record id: the cost is that of the item, not of the namespace), so no face returns a
-  stale version. ``delete`` forgets the item's turn the same way. Items written by an older version of this store
-  (no record id) fall back to rebuilding their namespace's session.
-  TODO(issue 13, CRUD): use ``MemoryEngine.update`` / ``MemoryEngine.delete`` once they exist, so an update keeps
-  the old version as history (reachable with ``as_of``) instead of forgetting it.
+* **Update and delete.** A ``put`` on an existing key is ``engine.update`` of the item's turn: the new version
+  is archived, the old one keeps its validity interval (``engine.history`` lists both, ``search(as_of=...)``
+  reaches the old one) and no face returns it by default. ``delete`` is ``engine.delete`` of the item's turn:
+  every version leaves every store, at the cost of the item, not of the namespace; the history records the
+  delete without any text.
 * **TTL** (``supports_ttl = True``). ``put(..., ttl=minutes)`` or the store's ``ttl={"default_ttl": minutes,
   "refresh_on_read": bool}`` (LangGraph's ``TTLConfig``). An expired item is never returned (``get``, ``search``,
   ``list_namespaces``) and is removed — row, vectors and engine turn — by :meth:`MemoryStore.sweep_ttl`, which
@@ -52,7 +51,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -489,23 +488,49 @@ class MemoryStore(BaseStore):
                                         f"{text[:40]!r}; set dims to the embedding size")
         return [(ns, key, path, np.asarray(by_text[t], dtype=np.float64).tobytes()) for ns, key, path, t in wanted]
 
-    def _archive(self, writes: Sequence[PutOp], now: datetime) -> dict[tuple[str, str], tuple[str, str]]:
-        """Archive the indexed puts as engine turns: ``(ns, key) -> (turn id, record id)``."""
+    def _archive(self, writes: Sequence[PutOp], now: datetime,
+                 current: Mapping[tuple[str, str], str]) -> dict[tuple[str, str], tuple[str, str]]:
+        """Archive the indexed puts as engine turns: ``(ns, key) -> (turn id, record id)``. A key whose item has
+        a version in the engine (``current``: its turn id) gets a new version (``engine.update``)."""
         texts = {(join_namespace(op.namespace), op.key): index_text(
                      op.value, op.index if isinstance(op.index, list) else self.index_fields)  # type: ignore[arg-type]
                  for op in writes if op.index is not False}
         out: dict[tuple[str, str], tuple[str, str]] = {}
         for ns in dict.fromkeys(n for n, _ in texts):
             keys = [(n, k) for (n, k), text in texts.items() if n == ns and text.strip()]
-            if not keys:
+            session = self._session(ns)
+            fresh: list[tuple[str, str]] = []
+            for nk in keys:
+                if nk in current and self._update(session, current[nk], texts[nk], nk, now, out):
+                    continue
+                fresh.append(nk)
+            if not fresh:
                 continue
             turns = [Turn(role="user", content=texts[nk], timestamp=now, external_id=nk[1],
-                          metadata={META_KEY: {"namespace": list(split_namespace(ns)), "key": nk[1]}})
-                     for nk in keys]
-            added = self.engine.add_turns(turns, self._session(ns))
-            # the first len(turns) record ids are the turns' own records, in order
-            out.update(zip(keys, zip(added.turn_ids, added.record_ids[:len(turns)], strict=True), strict=True))
+                          metadata=self._meta(nk)) for nk in fresh]
+            added = self.engine.add_turns(turns, session)
+            records = iter(added.record_ids)  # the new turns' own records come first, in order
+            existing = set(added.existing_ids)
+            for nk, turn_id in zip(fresh, added.turn_ids, strict=True):
+                if turn_id in existing:  # the engine already holds a version of this key: a new version
+                    self._update(session, turn_id, texts[nk], nk, now, out)
+                else:
+                    out[nk] = (turn_id, next(records))
         return out
+
+    @staticmethod
+    def _meta(nk: tuple[str, str]) -> dict[str, Any]:
+        return {META_KEY: {"namespace": list(split_namespace(nk[0])), "key": nk[1]}}
+
+    def _update(self, session: Namespace, turn_id: str, text: str, nk: tuple[str, str], now: datetime,
+                out: dict[tuple[str, str], tuple[str, str]]) -> bool:
+        """A new version of an item in the engine (False: the engine no longer holds the item)."""
+        try:
+            added = self.engine.update(session, turn_id, content=text, metadata=self._meta(nk), timestamp=now)
+        except ValidationError:  # forgotten through the engine directly
+            return False
+        out[nk] = (added.turn_ids[0], added.record_ids[0])
+        return True
 
     def _apply_puts(self, puts: Mapping[tuple[tuple[str, ...], str], PutOp], now: datetime,
                     pre: _Embedded | None) -> None:
@@ -517,12 +542,12 @@ class MemoryStore(BaseStore):
                 raise InvalidQueryError("value", op.value, "store values are dicts (use None to delete)")
         encoded = {(op.namespace, op.key): encode_value(op.value) for op in writes}  # type: ignore[arg-type]
         vectors = self._embed(writes, pre)
-        archived = self._archive(writes, now)
-        stamp = now.isoformat()
         keys = [(self._part, join_namespace(ns), key) for ns, key in puts]
         old = [row for k in keys for row in self._db.execute(
-            "SELECT ns, turn_id, record_id FROM items WHERE part = ? AND ns = ? AND key = ? AND turn_id IS NOT NULL",
-            k)]
+            "SELECT ns, key, turn_id, record_id FROM items WHERE part = ? AND ns = ? AND key = ? AND turn_id IS NOT"
+            " NULL", k)]
+        archived = self._archive(writes, now, {(ns, key): tid for ns, key, tid, _ in old})
+        stamp = now.isoformat()
         with self._tx() as db:
             for op in writes:
                 ns = join_namespace(op.namespace)
@@ -543,42 +568,22 @@ class MemoryStore(BaseStore):
             db.executemany("DELETE FROM items WHERE part = ? AND ns = ? AND key = ?",
                            [(self._part, join_namespace(op.namespace), op.key) for op in puts.values()
                             if op.value is None])
-        self._forget_versions(old)
+        # deleted items, and items now put unindexed: their versions leave the engine (engine.delete)
+        self._forget_versions([(ns, tid, rid) for ns, key, tid, rid in old if (ns, key) not in archived])
 
     def _forget_versions(self, old: Sequence[tuple[str, str | None, str | None]]) -> None:
-        """Forget replaced or deleted versions in the engine, by record id (their own cost only)."""
-        by_ns: dict[str, list[tuple[str | None, str | None]]] = {}
-        for ns, turn_id, record_id in old:
-            by_ns.setdefault(ns, []).append((turn_id, record_id))
-        for ns, versions in by_ns.items():
-            record_ids = [r for _, r in versions if r]
-            if len(record_ids) == len(versions):  # else: written before record ids were kept
-                try:
-                    with self._forgetting_own():
-                        self.engine.forget(self._session(ns), record_ids=record_ids)
-                    continue
-                except ValidationError:  # unknown to the engine (forgotten through it directly)
-                    pass
-            self._rebuild(ns)
+        """Delete items' versions from the engine (``engine.delete``: every version of each item, at the cost of
+        what is removed)."""
+        by_ns: dict[str, list[str]] = {}
+        for ns, turn_id, _ in old:
+            if turn_id:
+                by_ns.setdefault(ns, []).append(turn_id)
+        for ns, turn_ids in by_ns.items():
+            with self._forgetting_own():
+                for turn_id in turn_ids:
+                    with suppress(ValidationError):  # unknown to the engine (forgotten through it directly)
+                        self.engine.delete(self._session(ns), [turn_id])
 
-    def _rebuild(self, ns: str) -> None:
-        """Forget a namespace's session in the engine and re-archive its live, indexed items."""
-        session = self._session(ns)
-        live = self._db.execute("SELECT key, turn_id FROM items WHERE part = ? AND ns = ? AND turn_id IS NOT NULL "
-                                "ORDER BY rowid", [self._part, ns]).fetchall()
-        old = {t.id: t for t in self.engine.get_turns(session)}
-        keep = [(key, old[tid]) for key, tid in live if tid in old]
-        with self._forgetting_own():  # the live items are re-archived below
-            self.engine.forget(session)
-        if not keep:
-            return
-        added = self.engine.add_turns([t.model_copy(update={"id": None}) for _, t in keep], session)
-        with self._tx() as db:
-            for (key, _), tid, rid in zip(keep, added.turn_ids, added.record_ids[:len(keep)], strict=True):
-                db.execute("UPDATE items SET turn_id = ?, record_id = ? WHERE part = ? AND ns = ? AND key = ?",
-                           [tid, rid, self._part, ns, key])
-
-    # -- TTL ----------------------------------------------------------------------------------------------------
     def sweep_ttl(self) -> int:
         """Remove expired items (row, vectors and engine turn); returns how many. Runs before every write batch.
 

@@ -155,6 +155,15 @@ def _add_commands(commands: Any) -> None:
     ingest.add_argument("--quiet", action="store_true", help="do not print the Markdown summary")
     ingest.set_defaults(func=run_args, bench_handler=_cmd_ingest, dataset="ingest")
 
+    store = commands.add_parser("store", help="LangGraph store put / update / delete cost at N items",
+                                description="see memory_ext.bench.store_ops")
+    store.add_argument("--items", type=_positive, default=10_000, help="items in the namespace (10000)")
+    store.add_argument("--ops", type=_positive, default=20, help="timed calls of each operation (20)")
+    store.add_argument("--embedder", default="hashing", help="hashing (default) or e5")
+    store.add_argument("--workdir", type=Path, default=None, help="where the store is built (default: a temp dir)")
+    store.add_argument("--json", type=Path, default=None, help="write the result JSON here")
+    store.add_argument("--quiet", action="store_true", help="do not print the Markdown summary")
+    store.set_defaults(func=run_args, bench_handler=_cmd_store, dataset="store")
     report = commands.add_parser("report", help="regenerate report.md and plots from a saved result JSON")
     report.add_argument("--json", type=Path, required=True, help="a result JSON written by --json")
     report.add_argument("--report", type=Path, required=True, help="output folder")
@@ -169,7 +178,7 @@ def add_bench_parser(subparsers: Any) -> argparse.ArgumentParser:
     """
     bench = subparsers.add_parser("bench", help="benchmarks on real data, side by side with baselines",
                                   description=DESCRIPTION)
-    commands = bench.add_subparsers(dest="bench_command", metavar="{locomo,madial,scale,ingest,serve,report}")
+    commands = bench.add_subparsers(dest="bench_command", metavar="{locomo,madial,scale,ingest,serve,store,report}")
     commands.required = True
     _add_commands(commands)
     return bench
@@ -178,7 +187,7 @@ def add_bench_parser(subparsers: Any) -> argparse.ArgumentParser:
 def build_parser(prog: str = "python -m memory_ext.bench") -> argparse.ArgumentParser:
     """The standalone parser (the ``bench`` subcommands at top level)."""
     parser = argparse.ArgumentParser(prog=prog, description=DESCRIPTION)
-    commands = parser.add_subparsers(dest="bench_command", metavar="{locomo,madial,scale,ingest,serve,report}")
+    commands = parser.add_subparsers(dest="bench_command", metavar="{locomo,madial,scale,ingest,serve,store,report}")
     commands.required = True
     _add_commands(commands)
     return parser
@@ -349,6 +358,24 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
                         meta={"data": str(args.data), "command": args._command_line})
     _emit(result, args)
     return _status(result)
+
+
+def _cmd_store(args: argparse.Namespace) -> int:
+    try:
+        import langchain_memory_ext  # noqa: F401
+
+        from .store_ops import format_store_markdown, run_store_ops
+    except ImportError as exc:
+        raise BenchUsageError(f"{exc}: the store benchmark needs langchain-memory-ext (langgraph)") from None
+    resolve_bench_embedder(args.embedder)
+    result = run_store_ops(items=args.items, ops=args.ops, embedder=args.embedder, workdir=args.workdir,
+                           meta={"command": args._command_line})
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    if not args.quiet:
+        sys.stdout.write(format_store_markdown(result))
+    return EXIT_OK
 
 
 def _cmd_report(args: argparse.Namespace) -> int:

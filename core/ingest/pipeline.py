@@ -26,6 +26,7 @@ embedder's output (a broken embedder fails before anything is written; the index
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
     from ..store.timeindex import TimeIndex
     from ..store.vector import VectorIndex
 
-__all__ = ["KIND_CONTEXT_TURNS", "WritePipeline", "index_records", "turn_rows"]
+__all__ = ["KIND_CONTEXT_TURNS", "WritePipeline", "dedup_rows", "index_records", "turn_rows"]
 
 KIND_CONTEXT_TURNS = 8
 """Stored turns the derivation of procedures and failure patterns may look back at."""
@@ -100,6 +101,48 @@ def index_records(records: Sequence[Mapping[str, Any]], rids: Sequence[int], anc
     return out
 
 
+def _content_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What makes two turns identical for the consecutive dedup: everything stored but ids and time."""
+    return (row["role"], row["speaker"], row["content"], row["session_id"],
+            *(json.dumps(row[k], sort_keys=True, default=str) for k in ("tool_calls", "attachments", "metadata")))
+
+
+def dedup_rows(store: TruthStore, conn: sqlite3.Connection, ns: Namespace, rows: list[dict[str, Any]],
+               consecutive: bool) -> tuple[tuple[str, ...], tuple[str, ...], list[dict[str, Any]]]:
+    """Idempotent ingest: ``(id of each turn of the call, ids already stored, rows to write)``.
+
+    A turn whose ``external_id`` the namespace already holds in the turn's session (or an earlier turn of the
+    batch) is not written: its id is the stored turn's. With ``consecutive``, a turn without ``external_id``
+    identical (role, speaker, content, session) to the turn just before it — the last stored one, or the previous
+    turn of the batch — is not written either.
+    One indexed lookup per batch (``turns(ns_id, external_id)``) and one tail read.
+    """
+    ns_id = store.namespace_id(conn, ns.key)
+    wanted = [r["external_id"] for r in rows if r["external_id"] is not None]
+    known = store.turns_with_external_ids(conn, ns_id, wanted) if ns_id is not None and wanted else {}
+    tail = store.tail_turns(conn, ns_id, 1) if ns_id is not None and consecutive else []
+    last = tail[0] if tail else None
+    prev = None if last is None else (*_content_key(last), last["id"])
+    ids: list[str] = []
+    existing: list[str] = []
+    keep: list[dict[str, Any]] = []
+    for r in rows:
+        key = _content_key(r)
+        ext = r["external_id"]
+        stored = known.get((ext, r["session_id"])) if ext is not None else \
+            prev[-1] if consecutive and prev is not None and prev[:-1] == key else None
+        if stored is not None:
+            ids.append(stored)
+            existing.append(stored)
+            continue
+        if ext is not None:
+            known[(ext, r["session_id"])] = r["id"]
+        prev = (*key, r["id"])
+        ids.append(r["id"])
+        keep.append(r)
+    return tuple(ids), tuple(dict.fromkeys(existing)), keep
+
+
 class WritePipeline:
     """Stores turns and derives and indexes their records (see the module docstring).
 
@@ -132,12 +175,15 @@ class WritePipeline:
         with store.write_lock:  # one writer at a time: the stored tail cannot change under us
             if store.read_only:
                 raise ReadOnlyStoreError("add_turns")
+            ids, existing, rows = dedup_rows(store, store.reader(), ns, rows, self._config.ingest.dedup_consecutive)
+            if not rows:
+                return AddResult(turn_ids=ids, record_ids=(), existing_ids=existing)
             prepared = self._prepare(store.reader(), rows, ns)
             with store.transaction("add_turns") as conn:
                 self._write(conn, ns, rows, prepared)
         self._kick(prepared)
-        return AddResult(turn_ids=tuple(r["id"] for r in rows),
-                         record_ids=tuple(r["id"] for r in prepared["records"]))
+        return AddResult(turn_ids=ids, record_ids=tuple(r["id"] for r in prepared["records"]),
+                         existing_ids=existing)
 
     def resume(self) -> None:
         """Start the indexer on the model work a previous writer left queued (closed early, or crashed)."""
@@ -171,7 +217,7 @@ class WritePipeline:
         return self.indexer.settle(self._store.find_namespace(ns.key), wait_s)
 
     def add_in(self, conn: sqlite3.Connection, turns: Iterable[Turn | Mapping[str, Any]],
-               ns: Namespace) -> AddResult:
+               ns: Namespace, *, dedup: bool = True) -> AddResult:
         """:meth:`add` inside the caller's open write transaction (``store.transaction(...)``), which commits or
         rolls back everything together — so a caller such as ``pre_compress`` stays one transaction. Nothing is
         committed here; on an error the indexes' caches are invalidated and the caller's rollback undoes the rest.
@@ -182,11 +228,17 @@ class WritePipeline:
             return AddResult(turn_ids=(), record_ids=())
         if self._store.read_only:
             raise ReadOnlyStoreError("add_turns")
+        ids: tuple[str, ...] = tuple(r["id"] for r in rows)
+        existing: tuple[str, ...] = ()
+        if dedup:
+            ids, existing, rows = dedup_rows(self._store, conn, ns, rows, self._config.ingest.dedup_consecutive)
+            if not rows:
+                return AddResult(turn_ids=ids, record_ids=(), existing_ids=existing)
         prepared = self._prepare(conn, rows, ns)
         self._write(conn, ns, rows, prepared)
         self._store.after_commit(lambda: self._kick(prepared))
-        return AddResult(turn_ids=tuple(r["id"] for r in rows),
-                         record_ids=tuple(r["id"] for r in prepared["records"]))
+        return AddResult(turn_ids=ids, record_ids=tuple(r["id"] for r in prepared["records"]),
+                         existing_ids=existing)
 
     def _prepare(self, conn: sqlite3.Connection, rows: list[dict[str, Any]], ns: Namespace) -> dict[str, Any]:
         """Everything derived before the write: records and their model work (``conn`` reads the stored tail)."""
@@ -265,17 +317,21 @@ class WritePipeline:
 
     def _persist(self, conn: sqlite3.Connection, ns_id: int, rows: list[dict[str, Any]],
                  records: list[dict[str, Any]], anchored: list[dict[str, Any]], context: list[dict[str, Any]],
-                 work: list[tuple[int, int]]) -> None:
+                 work: list[tuple[int, int]], *, fresh: bool = True) -> list[int]:
+        """Persist and index a batch; ``fresh=False`` (reindex): the turns and their memory files are stored
+        already, only the records and the derived indexes are written. Returns the turn records' rids."""
         store = self._store
-        seq = store.next_seq(conn, ns_id)
-        for offset, row in enumerate(rows):
-            row["seq"] = seq + offset
+        seq = store.next_seq(conn, ns_id) if fresh else rows[0]["seq"]
         try:
-            store.insert_turns(conn, ns_id, rows)
+            if fresh:
+                for offset, row in enumerate(rows):
+                    row["seq"] = seq + offset
+                store.insert_turns(conn, ns_id, rows)
         except sqlite3.IntegrityError as exc:
             raise InvalidTurnError("turns[].id", [r["id"] for r in rows], "turn ids must be unique in the store; "
                                    f"omit id to get a fresh one ({exc})") from None
         rids = store.insert_records(conn, ns_id, records)
+        turn_rids = list(rids)
         rid_of = {t["id"]: t["rid"] for t in context}
         rid_of.update({r["turn_ids"][0]: rid for r, rid in zip(records, rids, strict=True)})
         anchors: list[int | None] = [*rids, *(rid_of[w["anchor_turn_id"]] for w in anchored)]
@@ -287,11 +343,36 @@ class WritePipeline:
         for index in self._indexes:
             index.index(conn, ns_id, batch)
         life = self._config.lifecycle
-        if life.archive:
+        if life.archive and fresh:
             archive_turns(conn, ns_id, store.turns_from_seq(conn, ns_id, seq), soft_tokens=life.file_soft_tokens)
         if life.supersession:
             supersede(conn, ns_id, records, rids[:len(records)], derived=anchored,
                       derived_rids=rids[len(records):])
+        return turn_rids
+
+    def rederive(self, conn: sqlite3.Connection, ns_id: int, rows: list[dict[str, Any]],
+                 context: list[dict[str, Any]], record_ids: Mapping[str, str]) -> tuple[list[int], bool]:
+        """Reindex: derive and index the records of stored turns ``rows`` (seq order, after ``context``, the
+        turns re-derived just before them, each with its new turn record's ``rid``) inside the caller's
+        transaction; a turn record keeps its id (``record_ids``: turn id -> record id). Returns the new turn
+        records' rids and whether model work was queued (start it with :meth:`kick` after the commit)."""
+        records, anchored, windows = self._derive(rows, context)
+        for r in records:
+            r["id"] = record_ids.get(r["turn_ids"][0], r["id"])
+        work = self._work(records, anchored, windows)
+        self._check_embedder(records)
+        turn_rids = self._persist(conn, ns_id, rows, records, anchored, context, work, fresh=False)
+        return turn_rids, any(d or s for d, s in work)
+
+    @property
+    def vectors(self) -> bool:
+        """True when this pipeline makes dense vectors."""
+        return self._vector is not None and self._embedder is not None
+
+    def kick(self) -> None:
+        """Start the queued model work (in the background, or now)."""
+        if self.indexer is not None:
+            self._kick({"work": [(1, 0)]})
 
     def _turn_facets(self, conn: sqlite3.Connection, ns_id: int, records: list[dict[str, Any]],
                      rows: list[dict[str, Any]], context: list[dict[str, Any]]

@@ -1,9 +1,10 @@
 """Forgetting inside the truth store: turns, the records built from them, claims, supersession links, and the
 memory files and hooks that held them (SQL only; the engine also clears its keyword, vector and graph indexes).
 
-A file that loses turns gets its hook recomputed from what remains (so a title or abstract cannot keep forgotten
-text); a file left empty is deleted, and the ids of deleted files are removed from the ``sources`` of files
-merged from them. Verbatim context saved by ``pre_compress`` has each forgotten turn's text cut out of it.
+A file that loses turns gets its hook cleared and recomputed from what remains when next read (so a title or
+abstract cannot keep forgotten text); a file left empty is deleted, and the ids of deleted files are removed from
+the ``sources`` of files merged from them. Verbatim context saved by ``pre_compress`` has each forgotten turn's
+text cut out of it.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import re
 import sqlite3
 from collections.abc import Iterable, Sequence
 
-from .compact import refresh_hook
 from .files import get_file
 
 __all__ = ["forget_turns", "records_of_turns"]
@@ -44,6 +44,9 @@ def records_of_turns(conn: sqlite3.Connection, ns_id: int, turn_ids: Sequence[st
     wanted = set(turn_ids)
     if not wanted:
         return []
+    if len(wanted) <= 400 and conn.execute("SELECT 1 FROM records WHERE anchor_rid IS NULL AND ns_id=? LIMIT 1",
+                                           (ns_id,)).fetchone() is None:
+        return _records_by_anchor(conn, ns_id, wanted)
     if len(wanted) <= 50:
         out: set[int] = set()
         for t in wanted:
@@ -53,6 +56,28 @@ def records_of_turns(conn: sqlite3.Connection, ns_id: int, turn_ids: Sequence[st
         return sorted(out)
     return sorted(int(rid) for rid, ids in conn.execute("SELECT rid, turn_ids FROM records WHERE ns_id=?", (ns_id,))
                   if not wanted.isdisjoint(json.loads(ids)))
+
+
+ANCHOR_REACH = 10
+"""A record that holds a turn is anchored at most this many turns (seq) away from it: windows at ±1, derived
+kinds read up to ``KIND_CONTEXT_TURNS`` (8) stored turns back."""
+
+
+def _records_by_anchor(conn: sqlite3.Connection, ns_id: int, wanted: set[str]) -> list[int]:
+    """:func:`records_of_turns` through the anchors near each turn (indexed lookups: the cost of the turns, not
+    of the namespace)."""
+    out: set[int] = set()
+    for t in wanted:
+        row = conn.execute("SELECT seq FROM turns WHERE ns_id=? AND id=?", (ns_id, t)).fetchone()
+        if row is None:
+            continue
+        for rid, ids in conn.execute(
+                "SELECT r.rid, r.turn_ids FROM turns n JOIN records r ON r.anchor_rid = n.record_rid"
+                " WHERE n.ns_id=? AND n.seq BETWEEN ? AND ? AND r.ns_id=?",
+                (ns_id, row[0] - ANCHOR_REACH, row[0] + ANCHOR_REACH, ns_id)):
+            if t in json.loads(ids):
+                out.add(int(rid))
+    return sorted(out)
 
 
 def forget_turns(conn: sqlite3.Connection, ns_id: int, tids: Sequence[int], *,
@@ -130,10 +155,10 @@ def forget_turns(conn: sqlite3.Connection, ns_id: int, tids: Sequence[int], *,
     for i in range(0, len(tids), _CHUNK):
         chunk = tids[i:i + _CHUNK]
         conn.execute(f"DELETE FROM turns WHERE ns_id=? AND tid IN ({','.join('?' * len(chunk))})", (ns_id, *chunk))
-    for file_id in updated_files:  # hooks are recomputed from what remains (after the turns are gone)
-        row = get_file(conn, file_id=file_id)
-        if row is not None:
-            refresh_hook(conn, row)
+    # hooks are recomputed from what remains when next read (as after a write): their text is cleared now, so
+    # no title or abstract keeps forgotten text, and a forget costs what it removes, not the size of the file
+    conn.executemany("UPDATE files SET title='', abstract='', key_facts='[]', entities='[]', tags='[]', hook_stale=1"
+                     " WHERE id=? AND ns_id=?", [(file_id, ns_id) for file_id in updated_files])
     conn.execute("UPDATE namespaces SET generation = generation + 1 WHERE ns_id=?", (ns_id,))
     return {"turn_ids": turn_ids, "rids": rids, "record_ids": record_ids, "deleted_files": deleted_files,
             "updated_files": updated_files}

@@ -106,6 +106,7 @@ def _forget(store: TruthStore, indexes: Sequence[DerivedIndex], evidence: Eviden
                         index.remove(conn, ns_id, rids)
                 if whole:
                     store.delete_claims(conn, ns_id)
+                    store.delete_history(conn, ns_id)
                 if neighbours:
                     _reindex_evidence(store, evidence, conn, ns_id, neighbours)
         finally:

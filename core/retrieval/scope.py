@@ -42,9 +42,10 @@ class Scope:
 
 
 def flag_mask(cat: Catalog, as_of: float | None) -> np.ndarray | None:
-    """Records a search may return given ``as_of`` (None: all of them). The cold tier masks nothing."""
+    """Records a search may return given ``as_of`` (None: all of them). The cold tier masks nothing; a version
+    replaced by ``MemoryEngine.update`` is returned only by an ``as_of`` search at which it was valid."""
     if as_of is None:
-        return None
+        return ~cat.replaced if cat.replaced.any() else None
     return (np.isnan(cat.ts) | (cat.ts <= as_of)) & (np.isnan(cat.valid_to) | (cat.valid_to > as_of))
 
 

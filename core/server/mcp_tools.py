@@ -1,10 +1,11 @@
 """The MCP face of ``memext serve``: tools and a resource over one engine, with the official ``mcp`` SDK.
 
 Tools: ``search_memory``, ``save_memory``, ``memory_index``, ``open_memory_file``, ``pre_compress``, ``forget``,
-``compact``. Each takes ``user_id`` (and optional ``agent_id``, ``session_id``). Resource template:
-``memory://{user_id}/index`` (the memory index of a user). Prompt: ``with_memory(user_id)``, a system prompt with
-the memory index and how to use the tools. Bad arguments come back as tool errors that name the
-error type, the field and the fix (never the rejected value, so no memory text reaches a log).
+``compact``, ``update_memory``, ``memory_history``, ``delete_memory``. Each takes ``user_id`` (and optional
+``agent_id``, ``session_id``). Resource template: ``memory://{user_id}/index`` (the memory index of a user).
+Prompt: ``with_memory(user_id)``, a system prompt with the memory index and how to use the tools. Bad arguments
+come back as tool errors that name the error type, the field and the fix (never the rejected value, so no
+memory text reaches a log).
 """
 
 from __future__ import annotations
@@ -73,6 +74,18 @@ class ForgetOutput(BaseModel):
     records: int
     files_deleted: list[str]
     files_updated: list[str]
+
+
+class UpdateOutput(BaseModel):
+    id: str = Field(description="The new version's id (the memory keeps its external id).")
+    turn_id: str
+
+
+class HistoryEntry(BaseModel):
+    operation: str = Field(description="add, update, supersede or delete")
+    time: str
+    content: str | None = Field(description="None once deleted.")
+    current: bool
 
 
 class CompactOutput(BaseModel):
@@ -227,6 +240,41 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], *, stdio_principal: Princip
                 raise InvalidArgumentError("everything", everything, "give record_ids or hook_ids, or set "
                                            "everything=true to forget the whole session or user")
             receipt = await engine_of().aforget(ns, record_ids=record_ids or None, hook_ids=hook_ids or None)
+            return ForgetOutput(turns=receipt.turns, records=receipt.records,
+                                files_deleted=list(receipt.files_deleted), files_updated=list(receipt.files_updated))
+        return await _guard(run)
+
+    @server.tool()
+    async def update_memory(user_id: str, id: str, content: str, agent_id: str | None = None,
+                            ctx: Context | None = None) -> UpdateOutput:
+        """Correct or replace a memory: `id` is an item id from search_memory (or a turn's external id); `content`
+        its new text. The old version is kept as history (memory_history) and never returned by search again.
+        """
+        async def run() -> UpdateOutput:
+            added = await engine_of().aupdate(namespace(ctx, user_id, agent_id), id, content=content)
+            return UpdateOutput(id=added.record_ids[0], turn_id=added.turn_ids[0])
+        return await _guard(run)
+
+    @server.tool()
+    async def memory_history(user_id: str, id: str, agent_id: str | None = None,
+                             ctx: Context | None = None) -> list[HistoryEntry]:
+        """The versions of one memory (`id` from search_memory, or an external id), oldest first, with the
+        operation that made each (add, update, supersede, delete) and whether it is the current one.
+        """
+        async def run() -> list[HistoryEntry]:
+            versions = await engine_of().ahistory(namespace(ctx, user_id, agent_id), id)
+            return [HistoryEntry(operation=v.operation, time=v.timestamp.isoformat(), content=v.content,
+                                 current=v.current) for v in versions]
+        return await _guard(run)
+
+    @server.tool()
+    async def delete_memory(user_id: str, ids: list[str], agent_id: str | None = None,
+                            ctx: Context | None = None) -> ForgetOutput:
+        """Delete exactly these memories (`ids` from search_memory, or external ids), every version, from every
+        index; the history keeps that they were deleted, not what they said.
+        """
+        async def run() -> ForgetOutput:
+            receipt = await engine_of().adelete(namespace(ctx, user_id, agent_id), ids)
             return ForgetOutput(turns=receipt.turns, records=receipt.records,
                                 files_deleted=list(receipt.files_deleted), files_updated=list(receipt.files_updated))
         return await _guard(run)

@@ -14,6 +14,9 @@ POST        /v1/compact                            compact
 POST        /v1/maybe_compact                      maybe_compact
 POST        /v1/pre_compress                       pre_compress
 POST        /v1/forget                             forget
+POST        /v1/memories/update                    update
+POST        /v1/memories/history                   history
+POST        /v1/memories/delete                    delete
 GET         /v1/stats                              stats (tokens pinned to a user: 403)
 GET         /v1/namespaces                         namespaces (a pinned token sees its user's)
 GET         /v1/info                               version, engine config, embedder id, the caller's pin
@@ -32,11 +35,14 @@ from .. import __version__
 from ..engine import AddResult, ForgetReceipt, MemoryEngine, StoreStats
 from ..lifecycle.api import CompactionReport
 from ..models import IndexHook, MemoryFile, Namespace, SearchResult, Turn
+from ..results import MemoryVersion
 from .auth import PermissionDenied, principal_of
 from .schemas import (
     AddTurnsRequest,
     CompactRequest,
+    DeleteRequest,
     ForgetRequest,
+    HistoryRequest,
     HookIdResponse,
     ImportanceRequest,
     InfoResponse,
@@ -45,6 +51,7 @@ from .schemas import (
     PromptResponse,
     RenderPromptRequest,
     SearchRequest,
+    UpdateRequest,
 )
 
 __all__ = ["build_router"]
@@ -151,6 +158,25 @@ def build_router() -> APIRouter:
     async def forget(body: ForgetRequest, request: Request) -> ForgetReceipt:
         ns = _namespace(request, body.user_id, body.agent_id, body.session_id)
         return await _engine(request).aforget(ns, record_ids=body.record_ids, hook_ids=body.hook_ids)
+
+    @router.post("/memories/update", response_model=AddResult, tags=["memories"],
+                 summary="Write a new version of a memory (MemoryEngine.update)")
+    async def update(body: UpdateRequest, request: Request) -> AddResult:
+        ns = _namespace(request, body.user_id, body.agent_id, body.session_id)
+        return await _engine(request).aupdate(ns, body.id, content=body.content, metadata=body.metadata,
+                                              timestamp=body.timestamp)
+
+    @router.post("/memories/history", response_model=list[MemoryVersion], tags=["memories"],
+                 summary="The versions of a memory and the operations on it (MemoryEngine.history)")
+    async def history(body: HistoryRequest, request: Request) -> list[MemoryVersion]:
+        ns = _namespace(request, body.user_id, body.agent_id, body.session_id)
+        return await _engine(request).ahistory(ns, body.id)
+
+    @router.post("/memories/delete", response_model=ForgetReceipt, tags=["memories"],
+                 summary="Remove exactly these memories from every store (MemoryEngine.delete)")
+    async def delete(body: DeleteRequest, request: Request) -> ForgetReceipt:
+        ns = _namespace(request, body.user_id, body.agent_id, body.session_id)
+        return await _engine(request).adelete(ns, body.ids)
 
     @router.get("/stats", response_model=StoreStats, tags=["store"], summary="Counts and size of the store")
     async def stats(request: Request) -> StoreStats:

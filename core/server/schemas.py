@@ -150,6 +150,27 @@ class ForgetRequest(NamespaceFields):
     hook_ids: list[str] | None = None
 
 
+class UpdateRequest(NamespaceFields):
+    """``POST /v1/memories/update``: the arguments of ``MemoryEngine.update``."""
+
+    id: str = Field(description="The memory: a turn id, a record id (search result id) or an external_id.")
+    content: str | None = None
+    metadata: dict[str, Any] | None = None
+    timestamp: TimeValue = None
+
+
+class HistoryRequest(NamespaceFields):
+    """``POST /v1/memories/history``: the arguments of ``MemoryEngine.history``."""
+
+    id: str
+
+
+class DeleteRequest(NamespaceFields):
+    """``POST /v1/memories/delete``: the arguments of ``MemoryEngine.delete``."""
+
+    ids: list[str]
+
+
 class InfoResponse(BaseModel):
     """``GET /v1/info``: what a client needs to mirror the engine."""
 

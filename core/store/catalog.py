@@ -45,6 +45,8 @@ class Catalog:
     """records in the cold tier (moved there by the monthly eviction)"""
     valid_to: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
     """end of validity (NaN: still valid)"""
+    replaced: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    """records of a version replaced by ``MemoryEngine.update`` (only ``as_of`` searches return them)"""
     successor: dict[int, int] = field(default_factory=dict)
     """position of a superseded record -> position of the record that superseded it"""
     session_codes: dict[str | None, int] = field(default_factory=dict)
@@ -85,6 +87,8 @@ class Catalog:
         self.cold = np.concatenate([self.cold, np.fromiter((bool(r[7]) for r in rows), bool, len(rows))])
         self.valid_to = np.concatenate([self.valid_to, np.fromiter((r[8] if r[8] is not None else np.nan
                                                                     for r in rows), np.float64, len(rows))])
+        self.replaced = np.concatenate([self.replaced, np.fromiter((len(r) > 9 and bool(r[9]) for r in rows), bool,
+                                                                   len(rows))])
         anchor_rids = np.fromiter((r[2] if r[2] is not None else -1 for r in rows), np.int64, len(rows))
         self.anchor = np.concatenate([self.anchor, self.pos_of(anchor_rids)])
         self.last_rid = int(rids[-1])
@@ -122,7 +126,8 @@ class RecordCatalog(CachedIndex[Catalog]):
                 cat = Catalog(generation=generation)
                 self._cache[ns_id] = cat
             rows = conn.execute(
-                "SELECT rid, kind, anchor_rid, session_id, speaker, ref_ts, source_role, cold, valid_to FROM records"
+                "SELECT rid, kind, anchor_rid, session_id, speaker, ref_ts, source_role, cold, valid_to, replaced"
+                " FROM records"
                 " WHERE rid>? AND +ns_id=? ORDER BY rid", (cat.last_rid, ns_id)).fetchall()  # a primary-key range
             fresh = cat.last_rid == 0
             cat._append(rows)

@@ -199,7 +199,33 @@ def _v3(conn: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3]
+def _v4(conn: sqlite3.Connection) -> None:
+    """Memory versions: records replaced by an update (hidden from default searches, reachable with ``as_of``),
+    the history of updates and deletes, dedup lookups by (namespace, external id), and the indexes that keep a
+    delete proportional to what it removes (records by anchor, by what superseded them)."""
+    _run_script(
+        conn,
+        """
+        ALTER TABLE records ADD COLUMN replaced INTEGER NOT NULL DEFAULT 0;
+        CREATE TABLE IF NOT EXISTS memory_history(
+            hid INTEGER PRIMARY KEY,
+            ns_id INTEGER NOT NULL,
+            memory_key TEXT NOT NULL,
+            session_id TEXT,
+            op TEXT NOT NULL,
+            turn_id TEXT,
+            ts REAL NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS memory_history_key ON memory_history(ns_id, memory_key);
+        CREATE INDEX IF NOT EXISTS memory_history_turn ON memory_history(turn_id);
+        CREATE INDEX IF NOT EXISTS turns_ns_external ON turns(ns_id, external_id);
+        CREATE INDEX IF NOT EXISTS records_anchor ON records(anchor_rid);
+        CREATE INDEX IF NOT EXISTS records_superseded_by ON records(superseded_by)
+        """,
+    )
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3, _v4]
 """MIGRATIONS[i] upgrades a store from schema version i to i + 1. Append, never edit."""
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -563,6 +589,10 @@ class TruthStore:
     def set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
         conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)", (key, value))
 
+    @staticmethod
+    def delete_meta(conn: sqlite3.Connection, key: str) -> None:
+        conn.execute("DELETE FROM meta WHERE key=?", (key,))
+
     # -- namespaces ----------------------------------------------------------------------------------------
     def find_namespace(self, key: tuple[str, str]) -> int | None:
         return self.namespace_id(self.reader(), key)
@@ -800,6 +830,124 @@ class TruthStore:
         """``(tid, ts, content)`` of the namespace's turns from ``seq`` on, in order (what a write archives)."""
         return conn.execute("SELECT tid, ts, content FROM turns WHERE ns_id=? AND seq>=? ORDER BY seq",
                             (ns_id, seq)).fetchall()
+
+    # -- memory versions: dedup, update, history (memory_ext.lifecycle.versions) ----------------------------------
+    @staticmethod
+    def turns_with_external_ids(conn: sqlite3.Connection, ns_id: int, external_ids: Sequence[str]
+                                ) -> dict[tuple[str, str | None], str]:
+        """``(external id, session id)`` -> id of its latest stored turn, for those of ``external_ids`` the
+        namespace holds (an index lookup on ``turns(ns_id, external_id)``)."""
+        out: dict[tuple[str, str | None], str] = {}
+        for part in chunks(list(dict.fromkeys(external_ids))):
+            for ext, session, turn_id in conn.execute(
+                    f"SELECT external_id, session_id, id FROM turns WHERE ns_id=? AND external_id IN"
+                    f" {marks(len(part))} ORDER BY seq", (ns_id, *part)):
+                out[(ext, session)] = turn_id
+        return out
+
+    @staticmethod
+    def turn_lookup(conn: sqlite3.Connection, ns_id: int, ident: str, session_id: str | None) -> TurnRow | None:
+        """The turn of a namespace with this id, else the one whose record has this id, else the latest one with
+        this external id (in ``session_id`` when given) (None: no such turn)."""
+        row = conn.execute(f"SELECT {_TURN_COLS} FROM turns WHERE id=? AND +ns_id=?", (ident, ns_id)).fetchone()
+        if row is None:
+            rec = conn.execute("SELECT anchor_rid FROM records WHERE id=? AND +ns_id=?", (ident, ns_id)).fetchone()
+            if rec is not None and rec[0] is not None:
+                row = conn.execute(f"SELECT {_TURN_COLS} FROM turns WHERE record_rid=? AND +ns_id=?",
+                                   (int(rec[0]), ns_id)).fetchone()
+        if row is None:
+            row = conn.execute(f"SELECT {_TURN_COLS} FROM turns WHERE ns_id=? AND external_id=? AND (? IS NULL OR"
+                               " session_id=?) ORDER BY seq DESC LIMIT 1",
+                               (ns_id, ident, session_id, session_id)).fetchone()
+        return None if row is None else _turn_row(row)
+
+    @staticmethod
+    def turns_of_memory(conn: sqlite3.Connection, ns_id: int, key: str, session_id: str | None
+                        ) -> list[tuple[TurnRow, float | None, int]]:
+        """Every stored version of a memory (its key: an external id, within ``session_id``, or its first turn's
+        id), oldest first, each with its turn record's ``valid_to`` and ``replaced`` flag."""
+        rows = conn.execute(
+            f"SELECT {', '.join('t.' + c.strip() for c in _TURN_COLS.split(','))}, r.valid_to, r.replaced"
+            " FROM turns t LEFT JOIN records r ON r.rid = t.record_rid WHERE t.ns_id=? AND ((t.external_id=? AND"
+            " t.session_id IS ?) OR t.id=? OR t.id IN (SELECT turn_id FROM memory_history WHERE ns_id=? AND"
+            " memory_key=? AND session_id IS ?)) ORDER BY t.seq",
+            (ns_id, key, session_id, key, ns_id, key, session_id)).fetchall()
+        return [(_turn_row(r[:13]), r[13], int(r[14] or 0)) for r in rows]
+
+    @staticmethod
+    def turn_record_ids(conn: sqlite3.Connection, ns_id: int, turn_ids: Sequence[str]) -> list[str]:
+        """Ids of the turn records of these turns (what ``forget(record_ids=...)`` takes)."""
+        out: list[str] = []
+        for part in chunks(list(turn_ids)):
+            out += [r[0] for r in conn.execute(
+                f"SELECT r.id FROM turns t JOIN records r ON r.rid = t.record_rid WHERE t.id IN {marks(len(part))}"
+                " AND t.ns_id=?", (*part, ns_id))]
+        return out
+
+    @staticmethod
+    def memory_key_of(conn: sqlite3.Connection, ns_id: int, turn_id: str) -> str | None:
+        """The memory key an update recorded for this turn (None: the turn was not written by an update)."""
+        row = conn.execute("SELECT memory_key FROM memory_history WHERE turn_id=? AND ns_id=? LIMIT 1",
+                           (turn_id, ns_id)).fetchone()
+        return None if row is None else str(row[0])
+
+    @staticmethod
+    def mark_replaced(conn: sqlite3.Connection, ns_id: int, turn_id: str, ts: float, by_record_id: str) -> None:
+        """An update replaced this turn: its turn record and the records anchored to it end at ``ts``."""
+        conn.execute("UPDATE records SET valid_to=?, superseded_by=?, replaced=1 WHERE ns_id=? AND rid IN"
+                     " (SELECT r.rid FROM turns t JOIN records r ON r.rid = t.record_rid OR r.anchor_rid = t.record_rid"
+                     " WHERE t.id=? AND t.ns_id=?)", (ts, by_record_id, ns_id, turn_id, ns_id))
+        conn.execute("UPDATE namespaces SET flags_generation = flags_generation + 1 WHERE ns_id=?", (ns_id,))
+
+    @staticmethod
+    def add_history(conn: sqlite3.Connection, ns_id: int, key: str, session_id: str | None, op: str,
+                    turn_id: str | None, ts: float) -> None:
+        """Record an operation (``update`` with the new version's turn id; ``delete`` with none)."""
+        conn.execute("INSERT INTO memory_history(ns_id, memory_key, session_id, op, turn_id, ts)"
+                     " VALUES(?,?,?,?,?,?)", (ns_id, key, session_id, op, turn_id, ts))
+
+    @staticmethod
+    def history_ops(conn: sqlite3.Connection, ns_id: int, key: str, session_id: str | None
+                    ) -> list[tuple[str, str | None, float, str | None]]:
+        """``(op, turn id, ts, session id)`` of the operations recorded for a memory (in ``session_id`` when
+        given), oldest first."""
+        return [(r[0], r[1], float(r[2]), r[3]) for r in conn.execute(
+            "SELECT op, turn_id, ts, session_id FROM memory_history WHERE ns_id=? AND memory_key=? AND (? IS NULL OR"
+            " session_id IS ?) ORDER BY hid", (ns_id, key, session_id, session_id))]
+
+    @staticmethod
+    def delete_history(conn: sqlite3.Connection, ns_id: int) -> None:
+        """Forget a whole namespace's history."""
+        conn.execute("DELETE FROM memory_history WHERE ns_id=?", (ns_id,))
+
+    # -- reindex (memory_ext.ingest.reindex) --------------------------------------------------------------------
+    @staticmethod
+    def reindex_state(conn: sqlite3.Connection, ns_id: int) -> dict[str, Any]:
+        """What a reindex of a namespace keeps of its records: each turn's record id, the turns whose version
+        an update replaced (``(turn id, valid_to, superseded_by)``) and the turns (tids) in the cold tier."""
+        rows = conn.execute("SELECT t.id, r.id, r.replaced, r.valid_to, r.superseded_by, r.cold, t.tid FROM turns t"
+                            " JOIN records r ON r.rid = t.record_rid WHERE t.ns_id=?", (ns_id,)).fetchall()
+        return {"record_ids": {r[0]: r[1] for r in rows},
+                "replaced": [(r[0], float(r[3]), r[4]) for r in rows if r[2] and r[3] is not None and r[4]],
+                "cold": [int(r[6]) for r in rows if r[5]]}
+
+    @staticmethod
+    def clear_records(conn: sqlite3.Connection, ns_id: int) -> None:
+        """Delete every record of a namespace with its vectors and claims (the turns and files stay)."""
+        conn.execute("DELETE FROM embeddings WHERE ns_id=?", (ns_id,))
+        conn.execute("DELETE FROM claims WHERE ns_id=?", (ns_id,))
+        conn.execute("DELETE FROM records WHERE ns_id=?", (ns_id,))
+        conn.execute("UPDATE turns SET record_rid=NULL WHERE ns_id=?", (ns_id,))
+        conn.execute("UPDATE namespaces SET generation = generation + 1 WHERE ns_id=?", (ns_id,))
+
+    @staticmethod
+    def stored_turn_rows(conn: sqlite3.Connection, ns_id: int) -> list[dict[str, Any]]:
+        """Every turn of a namespace in seq order, as the write pipeline's rows."""
+        return [{"id": t.id, "seq": t.seq, "session_id": t.session_id, "role": t.role, "speaker": t.speaker,
+                 "content": t.content, "ts": t.ts, "external_id": t.external_id, "tool_calls": t.tool_calls,
+                 "attachments": t.attachments, "metadata": t.metadata, "token_count": t.token_count}
+                for t in (_turn_row(r) for r in conn.execute(
+                    f"SELECT {_TURN_COLS} FROM turns WHERE ns_id=? ORDER BY seq", (ns_id,)))]
 
     @staticmethod
     def delete_claims(conn: sqlite3.Connection, ns_id: int) -> None:

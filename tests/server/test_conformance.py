@@ -181,3 +181,31 @@ def test_async_twins(any_engine: EngineLike) -> None:
         assert (await any_engine.aforget("maya")).turns >= 4
 
     asyncio.run(run())
+
+
+def test_update_history_delete(any_engine: EngineLike) -> None:
+    """Issue 13's memory-level CRUD, embedded and over REST (``/v1/memories/*``)."""
+    any_engine.add_turns(STORY, "maya")
+    new = any_engine.update("maya", "m:3", content="We moved to Porto near the river.",
+                            timestamp=datetime(2026, 5, 1, 12, 0))
+    assert isinstance(new, AddResult) and len(new.turn_ids) == 1
+    items = any_engine.search("where did we move?", "maya", k=3).items
+    assert items[0].text == "We moved to Porto near the river."
+    assert not any(i.text == "We moved to Lisbon near the river." for i in items)
+    history = any_engine.history("maya", "m:3")
+    assert [(v.operation, v.current) for v in history] == [("add", False), ("update", True)]
+    receipt = any_engine.delete("maya", ["m:3"])
+    assert isinstance(receipt, ForgetReceipt) and receipt.turns == 2
+    assert [(v.operation, v.content) for v in any_engine.history("maya", "m:3")] == \
+        [("add", None), ("update", None), ("delete", None)]
+    with pytest.raises(InvalidQueryError):
+        any_engine.update("maya", "no-such-memory", content="x")
+
+    async def run() -> list[str]:
+        await any_engine.aupdate("maya", "m:1", content="I'm allergic to shellfish and peanuts.")
+        ops = [v.operation for v in await any_engine.ahistory("maya", "m:1")]
+        await any_engine.adelete("maya", ["m:1"])
+        return ops
+
+    assert asyncio.run(run()) == ["add", "update"]
+    assert [t.external_id for t in any_engine.get_turns("maya")] == ["m:2", "m:4"]

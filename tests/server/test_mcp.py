@@ -18,7 +18,8 @@ from mcp.shared.exceptions import MCPError
 
 from .conftest import ADMIN, ANA, LiveServer, serve_command, subprocess_env
 
-TOOLS = {"search_memory", "save_memory", "memory_index", "open_memory_file", "pre_compress", "forget", "compact"}
+TOOLS = {"search_memory", "save_memory", "memory_index", "open_memory_file", "pre_compress", "forget", "compact",
+         "update_memory", "memory_history", "delete_memory"}
 
 
 def _data(result: Any) -> Any:
@@ -85,6 +86,16 @@ async def exercise(session: ClientSession) -> None:
     assert forgotten["turns"] == 1
     again = _data(await session.call_tool("search_memory", {"user_id": "maya", "query": "shellfish allergy"}))
     assert all("shellfish" not in i["text"] for i in again["items"])
+
+    kyoto = _data(await session.call_tool("search_memory", {"user_id": "maya", "query": "Kyoto trip", "k": 1}))
+    updated = _data(await session.call_tool("update_memory", {"user_id": "maya", "id": kyoto["items"][0]["id"],
+                                                              "content": "We are planning a trip to Osaka in May."}))
+    history = _data(await session.call_tool("memory_history", {"user_id": "maya", "id": updated["turn_id"]}))
+    assert [(h["operation"], h["current"]) for h in history] == [("add", False), ("update", True)]
+    deleted = _data(await session.call_tool("delete_memory", {"user_id": "maya", "ids": [updated["id"]]}))
+    assert deleted["turns"] == 2
+    gone = _data(await session.call_tool("search_memory", {"user_id": "maya", "query": "Kyoto Osaka trip"}))
+    assert not any("Osaka" in i["text"] or "planning a trip" in i["text"] for i in gone["items"])
 
     bad = await session.call_tool("search_memory", {"user_id": "maya", "query": "x", "k": 0})
     assert bad.is_error

@@ -160,7 +160,10 @@ def test_after_updates_no_face_returns_a_stale_version(engine: MemoryEngine) -> 
     docs = MemoryRetriever(engine=engine, user_id="ana", k=5).invoke("where does Ana live?")
     assert [d.page_content for d in docs] == ["Ana lives in Nairobi"]
     assert [i.value["text"] for i in store.search(("profile",), query="Ana lives in Oslo")] == ["Ana lives in Nairobi"]
-    assert _engine_texts(engine, "ana") == ["Ana lives in Nairobi"]
+    # the old versions are kept as history (lossless, reachable with as_of), never returned by default
+    assert _engine_texts(engine, "ana") == ["Ana lives in Oslo", "Ana lives in Porto", "Ana lives in Nairobi"]
+    assert [(v.operation, v.current) for v in engine.history(Namespace("ana", session_id="profile"), "home")] == \
+        [("add", False), ("update", False), ("update", True)]
     store.close()
 
 
@@ -181,8 +184,8 @@ def test_delete_forgets_that_item_only_and_does_not_re_archive_the_namespace(eng
 
 
 def test_a_store_file_of_the_previous_version_still_deletes_cleanly(engine: MemoryEngine, tmp_path: Path) -> None:
-    """Items written before record ids were kept (no ``record_id``): delete falls back to rebuilding the
-    namespace's session, so the deleted text still leaves the engine."""
+    """Items written before record ids were kept (no ``record_id``): delete goes through ``engine.delete`` by
+    the item's turn id, so the deleted text still leaves the engine."""
     session = Namespace("langgraph-store", session_id="users.ana.memories")
     added = engine.add_turns([{"role": "user", "content": "Lena lives in Porto", "external_id": "m1"},
                               {"role": "user", "content": "my bank PIN is 4242", "external_id": "m2"}], session)
@@ -207,14 +210,13 @@ def test_a_store_file_of_the_previous_version_still_deletes_cleanly(engine: Memo
     store.close()
 
 
-@pytest.mark.skip(reason="needs MemoryEngine.update / MemoryEngine.history (issue 13, CRUD)")
 def test_an_update_keeps_the_old_version_as_history(engine: MemoryEngine) -> None:
     """Wanted: ``put`` on an existing key is ``engine.update``: the old version keeps its validity interval and
     is listed by ``engine.history``, reachable with ``as_of``, while no face returns it by default."""
     store = MemoryStore(engine=engine, user_id="ana")
     store.put(("profile",), "home", {"text": "Ana lives in Oslo"})
     store.put(("profile",), "home", {"text": "Ana lives in Porto"})
-    history = engine.history(Namespace("ana", session_id="profile"), "home")  # type: ignore[attr-defined]
+    history = engine.history(Namespace("ana", session_id="profile"), "home")
     assert [(v.operation, v.content) for v in history] == [("add", "Ana lives in Oslo"),
                                                            ("update", "Ana lives in Porto")]
     docs = MemoryRetriever(engine=engine, user_id="ana", k=5).invoke("where does Ana live?")
@@ -222,13 +224,12 @@ def test_an_update_keeps_the_old_version_as_history(engine: MemoryEngine) -> Non
     store.close()
 
 
-@pytest.mark.skip(reason="needs MemoryEngine.delete (issue 13, CRUD)")
 def test_delete_goes_through_the_engine_delete(engine: MemoryEngine) -> None:
     """Wanted: ``delete`` is ``engine.delete(namespace, ids)``, recorded in ``engine.history`` as a delete."""
     store = MemoryStore(engine=engine, user_id="ana")
     store.put(("profile",), "home", {"text": "Ana lives in Oslo"})
     store.delete(("profile",), "home")
-    history = engine.history(Namespace("ana", session_id="profile"), "home")  # type: ignore[attr-defined]
+    history = engine.history(Namespace("ana", session_id="profile"), "home")
     assert [v.operation for v in history] == ["add", "delete"]
     store.close()
 

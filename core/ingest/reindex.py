@@ -1,0 +1,161 @@
+"""Reindex: rebuild every derived index of a store from its truth (the stored turns).
+
+:func:`reindex` is what :meth:`memory_ext.MemoryEngine.reindex` and ``memext reindex`` run. For each namespace,
+in one transaction: every record, vector, claim and derived-index entry of the namespace is dropped; the stored
+turns are derived again in seq order, in batches, exactly as the write pipeline derives new turns — with the
+engine's *current* switches (windows, layers, derived kinds, evidence, sparse) — and indexed; a turn record keeps
+its id, a version replaced by ``update`` stays replaced and the cold tier stays cold. The memory files, the turns
+and the history are untouched. The model work (vectors with the current embedder, sparse encodings) is queued in
+the same transaction and made by the indexer; :func:`reindex` waits for it.
+
+Resumable: a whole-store reindex keeps its progress in the ``meta`` table (``reindex_progress``: the namespaces
+done), updated in each namespace's transaction; a reindex that was killed resumes where it stopped. When every
+namespace is done, the store's ``embedder_id`` becomes the current embedder's: an embedder change is a reindex
+(open the store with ``allow_embedder_change=True`` and the new embedder, then reindex).
+
+>>> import tempfile
+>>> from memory_ext import MemoryEngine, Turn
+>>> with MemoryEngine.open(tempfile.mkdtemp(), embedder="hashing") as engine:
+...     _ = engine.add_turns([Turn(role="user", content="I adopted a beagle called Toby")], "ana")
+...     engine.reindex().namespaces
+1
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict
+
+from ..errors import InvalidArgumentError, ReadOnlyStoreError
+from ..lifecycle.compact import _set_cold
+from ..models import Namespace
+from .pipeline import KIND_CONTEXT_TURNS
+
+if TYPE_CHECKING:
+    from ..embed import Embedder
+    from ..store.base import DerivedIndex
+    from ..store.sqlite import TruthStore
+    from .pipeline import WritePipeline
+
+__all__ = ["PROGRESS_KEY", "ReindexAPI", "ReindexReport", "reindex"]
+
+PROGRESS_KEY = "reindex_progress"
+"""The ``meta`` row of a whole-store reindex in progress: ``{"done": [ns_id, ...]}``."""
+
+BATCH_TURNS = 1000
+"""Stored turns derived per batch."""
+
+
+class ReindexReport(BaseModel):
+    """What :meth:`MemoryEngine.reindex` rebuilt."""
+
+    model_config = ConfigDict(frozen=True)
+    namespaces: int
+    """Namespaces rebuilt by this call."""
+    turns: int
+    """Turns derived again."""
+    resumed: bool = False
+    """True when this call continued a reindex that had stopped."""
+    embedder_id: str | None = None
+    """The embedder the vectors were made with (None: no vectors)."""
+
+
+def reindex(store: TruthStore, writer: WritePipeline, indexes: Sequence[DerivedIndex], *,
+            namespace: Namespace | None, embedder_id: str | None, progress: bool | None = None) -> ReindexReport:
+    """Rebuild the derived indexes of ``namespace`` (every namespace if None); see the module docstring.
+    ``progress``: a tqdm bar on stderr (None: only when stderr is a terminal)."""
+    if store.read_only:
+        raise ReadOnlyStoreError("reindex")
+    if namespace is not None:
+        ns_id = store.find_namespace(namespace.key)
+        targets = [] if ns_id is None else [ns_id]
+        done: list[int] = []
+        resumed = False
+    else:
+        marker = store.get_meta(PROGRESS_KEY)
+        resumed = marker is not None
+        done = list(json.loads(marker)["done"]) if marker else []
+        targets = [n for n, _, _ in store.namespaces() if n not in done]
+        if not resumed:
+            with store.transaction("reindex") as conn:
+                store.set_meta(conn, PROGRESS_KEY, json.dumps({"done": []}))
+    show = sys.stderr.isatty() if progress is None else progress
+    from tqdm import tqdm
+
+    turns = 0
+    for ns_id in tqdm(targets, desc="reindex", unit="namespace", disable=not show):
+        turns += _rebuild(store, writer, indexes, ns_id, done if namespace is None else None)
+        writer.kick()
+        writer.flush(None, None)
+    if namespace is None:
+        with store.transaction("reindex") as conn:
+            if embedder_id is not None:
+                store.set_meta(conn, "embedder_id", embedder_id)
+            store.delete_meta(conn, PROGRESS_KEY)
+    return ReindexReport(namespaces=len(targets), turns=turns, resumed=resumed, embedder_id=embedder_id)
+
+
+def _rebuild(store: TruthStore, writer: WritePipeline, indexes: Sequence[DerivedIndex], ns_id: int,
+             done: list[int] | None) -> int:
+    """Rebuild one namespace in one transaction; ``done`` (whole-store run): the progress marker to extend."""
+    try:
+        with store.transaction("reindex") as conn:
+            state = store.reindex_state(conn, ns_id)
+            rows = store.stored_turn_rows(conn, ns_id)
+            for index in indexes:
+                index.drop_namespace(conn, ns_id)
+            store.clear_records(conn, ns_id)
+            context: list[dict[str, Any]] = []
+            for start in range(0, len(rows), BATCH_TURNS):
+                batch = rows[start:start + BATCH_TURNS]
+                rids, _ = writer.rederive(conn, ns_id, batch, context, state["record_ids"])
+                context = (context + [{**r, "rid": rid} for r, rid in zip(batch, rids, strict=True)]
+                           )[-KIND_CONTEXT_TURNS:]
+            for turn_id, valid_to, by in state["replaced"]:
+                store.mark_replaced(conn, ns_id, turn_id, valid_to, by)
+            _set_cold(conn, ns_id, state["cold"], 1)
+            if done is not None:
+                done.append(ns_id)
+                store.set_meta(conn, PROGRESS_KEY, json.dumps({"done": done}))
+    finally:
+        for index in indexes:
+            index.invalidate(ns_id)
+    return len(rows)
+
+
+class ReindexAPI:
+    """The engine's ``reindex`` and ``areindex`` (``MemoryEngine`` inherits them)."""
+
+    _store: TruthStore
+    _writer: WritePipeline
+    _indexes: tuple[DerivedIndex, ...]
+    embedder: Embedder | None
+
+    def _check_open(self) -> None:  # pragma: no cover - MemoryEngine's own
+        raise NotImplementedError
+
+    def reindex(self, namespace: Namespace | str | None = None, *, progress: bool | None = None) -> ReindexReport:
+        """Rebuild every derived index of ``namespace`` (of the whole store if None) from the stored turns, with
+        the engine's current switches and embedder (:mod:`memory_ext.ingest.reindex`); resumable, one transaction
+        per namespace. ``progress``: a progress bar on stderr (default: when stderr is a terminal). A namespace
+        reindexed searches like one freshly ingested with the same switches. To change the embedder, open the
+        store with the new one and ``allow_embedder_change=True``, then reindex the whole store."""
+        self._check_open()
+        ns = None if namespace is None else Namespace.coerce(namespace)
+        embedder_id = None if self.embedder is None or not self._writer.vectors else self.embedder.id
+        stored = self._store.get_meta("embedder_id")
+        if ns is not None and embedder_id is not None and stored not in (None, embedder_id):
+            raise InvalidArgumentError("namespace", namespace, f"the store's vectors are {stored!r}: an embedder "
+                                       "change rebuilds the whole store, reindex with namespace=None")
+        return reindex(self._store, self._writer, self._indexes, namespace=ns, progress=progress,
+                       embedder_id=embedder_id)
+
+    async def areindex(self, namespace: Namespace | str | None = None, *,
+                       progress: bool | None = None) -> ReindexReport:
+        """Async twin of :meth:`reindex`."""
+        return await asyncio.to_thread(self.reindex, namespace, progress=progress)
