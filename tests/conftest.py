@@ -58,6 +58,7 @@ def engine(tmp_path: Path) -> Iterator[MemoryEngine]:
 def filled(engine: MemoryEngine) -> MemoryEngine:
     for user in CONVERSATIONS:
         engine.add_turns(make_turns(user), user)
+    engine.flush()  # fully indexed: vectors written by the background indexer
     return engine
 
 

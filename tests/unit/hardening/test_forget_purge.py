@@ -24,6 +24,7 @@ def _filled(path: Path) -> MemoryEngine:
     engine = MemoryEngine.open(path, embedder="hashing")
     engine.add_turns(_turns(f"my password hint is {SECRET}"), "ana")
     engine.add_turns(_turns("Bob likes sailing on the lake"), "bob")
+    engine.flush()  # the background indexer is idle: no reader of this process holds the log
     return engine
 
 
