@@ -32,7 +32,7 @@ from ..store.chroma_server import free_port
 from .metrics import percentile
 from .runner import machine_info
 
-__all__ = ["format_serve_markdown", "run_serve"]
+__all__ = ["format_serve_markdown", "run_serve", "wait_ready"]
 
 TOKEN_ENV = "MEMORY_EXT_TOKENS"
 
@@ -72,14 +72,17 @@ def _start_server(path: Path, embedder: str, token: str, port: int) -> subproces
     return subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
-def _wait_ready(url: str, proc: subprocess.Popen[bytes], timeout: float = 120) -> None:
+def wait_ready(url: str, proc: subprocess.Popen[Any], timeout: float = 120) -> None:
+    """Wait until the ``memext serve`` subprocess ``proc`` answers ``/readyz`` (RuntimeError if it exits or
+    ``timeout`` seconds pass first)."""
     import httpx
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            err = proc.stderr.read().decode("utf-8", "replace") if proc.stderr else ""
-            raise RuntimeError(f"memext serve exited with {proc.returncode}: {err.strip()}")
+            err = proc.stderr.read() if proc.stderr else ""
+            text = err.decode("utf-8", "replace") if isinstance(err, bytes) else err
+            raise RuntimeError(f"memext serve exited with {proc.returncode}: {text.strip()}")
         try:
             if httpx.get(url + "/readyz", timeout=2).status_code == 200:
                 return
@@ -122,7 +125,7 @@ def run_serve(*, turns: int = 2000, namespaces: int = 8, queries: int = 200, cli
         url = f"http://127.0.0.1:{port}"
         proc = _start_server(store, embedder, token, port)
         try:
-            _wait_ready(url, proc)
+            wait_ready(url, proc)
             # the same store, read-only in this process while the server writes it: the two paths alternate query
             # by query, so a noisy machine slows both alike
             with MemoryEngine.open(store, embedder=embedder, read_only=True) as local, \

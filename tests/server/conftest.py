@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+import memory_ext.bench.serve as serve_bench
 from memory_ext.store.chroma_server import free_port
 
 pytest.importorskip("fastapi")
@@ -96,15 +97,4 @@ def subprocess_env(**extra: str) -> dict[str, str]:
 
 
 def wait_ready(url: str, proc: subprocess.Popen[str], timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            err = proc.stderr.read() if proc.stderr else ""
-            raise RuntimeError(f"memext serve exited with {proc.returncode}: {err}")
-        try:
-            if httpx.get(url + "/readyz", timeout=2).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.1)
-    raise RuntimeError("memext serve did not become ready")
+    serve_bench.wait_ready(url, proc, timeout)
