@@ -231,7 +231,7 @@ class MemoryEngine(VersionsAPI, ReindexAPI):
         their place in memory files — files left empty are deleted, the others get their hooks recomputed, and
         verbatim ``pre_compress`` context has their text cut out. SQLite overwrites deleted content
         (``secure_delete``) and its write-ahead log is truncated, so the text is gone from disk too — unless
-        another process holds an older read snapshot: ``forget`` never waits for it, the receipt then says
+        another process holds an older read snapshot: ``forget`` waits at most 0.5 s for it, the receipt then says
         ``purge_complete=False`` and the purge is retried after later writes, at close and by :meth:`purge`.
         Faces registered with :meth:`register_face` (the LangGraph store) forget their own rows too.
         Unknown ids raise :class:`~memory_ext.errors.ValidationError` and nothing is removed.

@@ -32,6 +32,11 @@ if TYPE_CHECKING:
 
 __all__ = ["forget", "id_list", "purge_files"]
 
+FORGET_PURGE_WAIT_S = 0.5
+"""How long ``forget`` lets readers finish before truncating the write-ahead log: enough for this process's own
+short reads (a search, the background indexer picking its next batch), far too short for another process's long
+read snapshot to stall ``forget`` or the writers behind it — that purge stays pending and is retried."""
+
 
 def id_list(name: str, value: Iterable[str] | None) -> list[str] | None:
     """A validated list of id strings (None stays None)."""
@@ -112,7 +117,7 @@ def _forget(store: TruthStore, indexes: Sequence[DerivedIndex], evidence: Eviden
         finally:
             for index in indexes:
                 index.invalidate(ns_id)
-        pending = purge_files(store, indexes)
+        pending = purge_files(store, indexes, wait_s=FORGET_PURGE_WAIT_S)
     return ForgetReceipt(namespace=ns, turns=len(removed["turn_ids"]), records=len(rids),
                          turn_ids=tuple(removed["turn_ids"]), record_ids=tuple(removed["record_ids"]),
                          files_deleted=tuple(removed["deleted_files"]), files_updated=tuple(removed["updated_files"]),
