@@ -25,7 +25,6 @@ from .assembly import build_indexer, build_indexes, build_planner_and_reranker, 
 from .config import EngineConfig
 from .embed import Embedder
 from .errors import ValidationError
-from .filters_check import check_filter_values
 from .ingest.pipeline import WritePipeline
 from .ingest.reindex import ReindexAPI
 from .lifecycle.api import CompactionReport, Lifecycle
@@ -202,7 +201,6 @@ class MemoryEngine(VersionsAPI, ReindexAPI):
         that need no model, and :attr:`SearchResult.pending` says how many records that is.
         """
         self._check_open()
-        check_filter_values(filters)
         ns = Namespace.coerce(namespace)
         pending, waited_ms = self._writer.settle(ns, self.config.ingest.search_wait_s)
         result = self._read.search(query, ns, k=k, filters=filters, action_state=action_state, explain=explain,

@@ -9,6 +9,10 @@
 Traceback (most recent call last):
 ...
 memory_ext.errors.InvalidQueryError: filters.colour: got 'red'; valid filter keys: session_id, speaker, ...
+>>> RecordFilter.parse({"role": "robot"}, session_id=None)
+Traceback (most recent call last):
+...
+memory_ext.errors.InvalidQueryError: filters.role: got 'robot'; valid roles: assistant, system, tool, user
 """
 
 from __future__ import annotations
@@ -18,13 +22,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidQueryError, ValidationError
-from ..models import to_utc
+from ..models import Role, to_utc
+from .catalog import KIND_CODES
 from .metadata_filter import MetadataFilter, metadata_sql, parse_metadata_filter
 
-__all__ = ["FILTER_KEYS", "RecordFilter", "filter_sql"]
+__all__ = ["CLOSED_VALUES", "FILTER_KEYS", "RecordFilter", "filter_sql"]
 
 FILTER_KEYS = ("session_id", "speaker", "role", "since", "until", "kinds", "metadata")
 """The keys ``MemoryEngine.search(filters=...)`` accepts."""
+CLOSED_VALUES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "role": ("roles", tuple(sorted(r.value for r in Role))),
+    "kinds": ("kinds", tuple(sorted(KIND_CODES))),
+}
+"""Filter keys whose values come from a closed set: a typo is an error, not a filter that matches nothing."""
 
 
 def _as_list(name: str, value: Any) -> tuple[str, ...]:
@@ -71,6 +81,10 @@ class RecordFilter:
                                     "valid filter keys: " + ", ".join(FILTER_KEYS))
         lists = {key: _as_list(key, filters[key]) if filters.get(key) is not None else ()
                  for key in ("session_id", "speaker", "role", "kinds")}
+        for key, (name, valid) in CLOSED_VALUES.items():
+            bad = next((v for v in lists[key] if v not in valid), None)
+            if bad is not None:
+                raise InvalidQueryError(f"filters.{key}", bad, f"valid {name}: " + ", ".join(valid))
         bounds: dict[str, float | None] = {}
         for key in ("since", "until"):
             bounds[key] = None

@@ -60,28 +60,26 @@ def start_thread_server(path: Path, tokens: TokenTable | None) -> tuple[LiveServ
     return LiveServer(f"http://127.0.0.1:{port}", engine, path), server, thread
 
 
-@pytest.fixture
-def live_server(tmp_path: Path) -> Iterator[LiveServer]:
-    """A uvicorn server (REST + MCP) in a thread, with an admin token and a token pinned to "ana"."""
-    live, server, thread = start_thread_server(tmp_path / "store", TokenTable.parse([ADMIN, f"{ANA}:ana"]))
+def _serving(store: Path, tokens: TokenTable | None) -> Iterator[LiveServer]:
+    live, server, thread = start_thread_server(store, tokens)
     try:
         yield live
     finally:
         server.should_exit = True
         thread.join(timeout=30)
         live.engine.close()
+
+
+@pytest.fixture
+def live_server(tmp_path: Path) -> Iterator[LiveServer]:
+    """A uvicorn server (REST + MCP) in a thread, with an admin token and a token pinned to "ana"."""
+    yield from _serving(tmp_path / "store", TokenTable.parse([ADMIN, f"{ANA}:ana"]))
 
 
 @pytest.fixture
 def open_server(tmp_path: Path) -> Iterator[LiveServer]:
     """A loopback server without tokens (what a single-user desktop setup runs)."""
-    live, server, thread = start_thread_server(tmp_path / "store", None)
-    try:
-        yield live
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
-        live.engine.close()
+    yield from _serving(tmp_path / "store", None)
 
 
 def serve_command(*args: str) -> list[str]:
