@@ -36,6 +36,7 @@ def _fill(engine: MemoryEngine) -> None:
                         f"User: my locker code word is {SECRET}\nAssistant: noted, I will remember it",
                         now="2026-03-10T10:05Z")
     engine.add_turns([{"role": "user", "content": "Bob likes sailing"}], "bob")
+    engine.flush()  # every vector written: the forget below races readers only, not the background indexer
 
 
 def _forget(engine: MemoryEngine, kind: str) -> Any:
