@@ -30,6 +30,8 @@ from .store.catalog import RecordCatalog
 from .store.evidence import EvidenceIndex
 from .store.graph import EntityGraph
 from .store.keyword import KeywordIndex
+from .store.pg import vector as _pgvector  # noqa: F401  (registers the backend; psycopg loads only when used)
+from .store.pg.truth import is_dsn
 from .store.sparse import SparseIndex
 from .store.sqlite import NewDirectory, TruthStore, check_embedder_shape
 from .store.timeindex import TimeIndex
@@ -88,14 +90,18 @@ def open_store(path: str | os.PathLike[str] | None, cfg: EngineConfig, *, read_o
     embedder's fallback warning and what the open created (``undo()`` removes a new directory again).
     ``allow_embedder_change``: open a store indexed with another embedder (to reindex it). A failure
     leaves no new store directory behind."""
-    directory = Path(path).expanduser() if path is not None else Path("~/.memory_ext").expanduser()
-    new_dir = NewDirectory(directory)  # what this open creates; removed again if the open fails
-    try:
-        store = TruthStore(directory, read_only=read_only, dir_mode=cfg.storage.dir_mode,
-                           file_mode=cfg.storage.file_mode)
-    except BaseException:
-        new_dir.undo()
-        raise
+    if cfg.storage.backend == "postgres" or is_dsn(path):
+        store: TruthStore = open_postgres(path, cfg, read_only=read_only)
+        new_dir = NewDirectory(Path.cwd())  # nothing on disk to undo
+    else:
+        directory = Path(path).expanduser() if path is not None else Path("~/.memory_ext").expanduser()
+        new_dir = NewDirectory(directory)  # what this open creates; removed again if the open fails
+        try:
+            store = TruthStore(directory, read_only=read_only, dir_mode=cfg.storage.dir_mode,
+                               file_mode=cfg.storage.file_mode)
+        except BaseException:
+            new_dir.undo()
+            raise
     try:
         emb: Embedder | None = None
         warning: str | None = None
@@ -110,6 +116,20 @@ def open_store(path: str | os.PathLike[str] | None, cfg: EngineConfig, *, read_o
         new_dir.undo()
         raise
     return store, emb, warning, new_dir
+
+
+def open_postgres(path: str | os.PathLike[str] | None, cfg: EngineConfig, *, read_only: bool) -> TruthStore:
+    """The PostgreSQL truth store of ``storage.postgres_*`` (the DSN: a ``postgresql://`` path, else
+    ``storage.postgres_dsn``, else ``MEMORY_EXT_POSTGRES_DSN``)."""
+    from .store.pg.truth import DSN_ENV, PgTruthStore, dsn_from
+
+    storage = cfg.storage
+    dsn = dsn_from(path, storage.postgres_dsn)
+    if dsn is None:
+        raise ConfigError("storage.postgres_dsn", None, f"give the PostgreSQL DSN (storage.postgres_dsn, a "
+                          f"postgresql:// path, or the {DSN_ENV} environment variable)")
+    return PgTruthStore(dsn, schema=storage.postgres_schema, read_only=read_only,
+                        pool_size=storage.postgres_pool_size, rls=storage.postgres_rls)
 
 
 def embedder_for_stored_id(stored: str | None) -> Embedder | str | None:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pydantic
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .errors import ConfigError
 
@@ -211,10 +211,37 @@ class LifecycleConfig(_Section):
 
 
 class StorageConfig(_Section):
-    """Where vectors live. The truth store (turns, records, keyword index) is always SQLite in the store dir."""
+    """Where memories live: the truth store and derived indexes (SQLite in the store directory, or PostgreSQL)
+    and the vectors (numpy over the truth store, Chroma, or pgvector)."""
 
+    backend: Literal["sqlite", "postgres"] = "sqlite"
+    """``sqlite``: one database file in the store directory, one writer process (the embedded default);
+    ``postgres``: a PostgreSQL schema that any number of writer processes on any number of hosts share (needs
+    ``pip install "memory-ext[postgres]"``). Opening a ``postgresql://`` path selects it too."""
+    postgres_dsn: str | None = None
+    """libpq connection string or URI of the PostgreSQL database; when unset, the ``postgresql://`` path given to
+    ``MemoryEngine.open`` or the ``MEMORY_EXT_POSTGRES_DSN`` environment variable."""
+    postgres_schema: str = "memory_ext"
+    """PostgreSQL schema holding the tables (one store per schema: several stores can share a database)."""
+    postgres_pool_size: int = Field(default=16, ge=2, le=1024)
+    """Most pooled read connections per engine (each searching thread holds one)."""
+    postgres_rls: bool = False
+    """Enable row-level security on every table with a namespace column: a connection that sets
+    ``memory_ext.user_id`` (and is not the owner of the tables) sees only that user's rows, even with
+    hand-written SQL. Defence in depth beside the engine's own namespace scoping."""
+    pgvector_exact_max: int = Field(default=10_000, ge=0)
+    """pgvector: a namespace with at most this many vectors is searched exactly (every vector scored, the same
+    ranking as numpy); a larger one through its HNSW index."""
     vector_backend: str = "numpy"
-    """``numpy`` (exact cosine, embedded) or ``chroma``."""
+    """``numpy`` (exact cosine over the truth store's vectors, in memory), ``chroma`` (SQLite only) or
+    ``pgvector`` (vectors in PostgreSQL; the default with ``backend: postgres``)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _backend_default(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("backend") == "postgres" and "vector_backend" not in data:
+            return {**data, "vector_backend": "pgvector"}
+        return data
     chroma_mode: Literal["persistent", "http"] = "persistent"
     """``persistent``: an embedded Chroma in ``chroma_path``; ``http``: a Chroma server (``chroma run``)."""
     chroma_host: str = "localhost"

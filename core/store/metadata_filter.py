@@ -188,10 +188,44 @@ def _condition_sql(c: Condition, column: str) -> tuple[str, list[Any]]:
             [path, path, c.value])
 
 
-def metadata_sql(group: MetadataFilter, column: str) -> tuple[str, list[Any]]:
-    """A SQL condition on the JSON text ``column`` (a turn's metadata) and its arguments."""
-    parts = [metadata_sql(p, column) if isinstance(p, Group) else _condition_sql(p, column) for p in group.parts]
+def _pg_value(column: str) -> str:
+    """The JSONB value at a path (one ``?``: the path as a text array) of the JSON text ``column``."""
+    return f"(({column})::jsonb #> ?::text[])"
+
+
+def _pg_eq(x: str, path: list[str], value: Any) -> tuple[str, list[Any]]:
+    """PostgreSQL (JSONB) twin of :func:`_eq`: JSON equality of the value at ``path`` and ``value``."""
+    if value is None:
+        return f"COALESCE(jsonb_typeof({x}) = 'null', TRUE)", [path]
+    return f"COALESCE({x} = ?::jsonb, FALSE)", [path, json.dumps(value, ensure_ascii=False)]
+
+
+def _pg_condition_sql(c: Condition, column: str) -> tuple[str, list[Any]]:
+    x, path = _pg_value(column), list(c.path)
+    if c.op == "$object":
+        return f"COALESCE(jsonb_typeof({x}) = 'object', FALSE)", [path]
+    if c.op in ("$eq", "$ne"):
+        sql, args = _pg_eq(x, path, c.value)
+        return (sql, args) if c.op == "$eq" else (f"NOT {sql}", args)
+    if c.op in ("$in", "$nin"):
+        parts = [_pg_eq(x, path, v) for v in c.value]
+        sql = "(" + " OR ".join(p[0] for p in parts) + ")" if parts else "FALSE"
+        args = [a for p in parts for a in p[1]]
+        return (sql, args) if c.op == "$in" else (f"NOT {sql}", args)
+    if isinstance(c.value, str):
+        return (f"COALESCE(CASE WHEN jsonb_typeof({x}) = 'string' THEN ({x} #>> '{{}}') {_COMPARE[c.op]} ? END,"
+                " FALSE)", [path, path, c.value])
+    return (f"COALESCE(CASE WHEN jsonb_typeof({x}) = 'number' THEN ({x})::numeric {_COMPARE[c.op]} ? END, FALSE)",
+            [path, path, c.value])
+
+
+def metadata_sql(group: MetadataFilter, column: str, dialect: str = "sqlite") -> tuple[str, list[Any]]:
+    """A SQL condition on the JSON text ``column`` (a turn's metadata) and its arguments, in SQLite's dialect or
+    (``dialect="postgres"``) PostgreSQL's, where the same semantics are written with JSONB operators."""
+    condition = _pg_condition_sql if dialect == "postgres" else _condition_sql
+    parts = [metadata_sql(p, column, dialect) if isinstance(p, Group) else condition(p, column)
+             for p in group.parts]
     if not parts:
-        return "1", []
+        return ("TRUE" if dialect == "postgres" else "1"), []
     joiner = " AND " if group.mode == "and" else " OR "
     return "(" + joiner.join(p[0] for p in parts) + ")", [a for p in parts for a in p[1]]

