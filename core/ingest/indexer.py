@@ -172,6 +172,9 @@ class Indexer:
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     return False
+                # still queued: wake the thread again (work another writer process had claimed may be free now)
+                self._wake = True
+                self._cond.notify_all()
                 self._cond.wait(0.25 if remaining is None else min(remaining, 0.25))
         return True
 
@@ -242,8 +245,7 @@ class Indexer:
 
     def drain_once(self) -> int:
         """Index one batch of the oldest queued records; returns how many were done (0: the queue is empty)."""
-        with self._drain_lock:
-            items = self._store.queued(self._store.reader(), self._batch)
+        with self._drain_lock, self._store.claimed_work(self._batch) as items:
             if not items:
                 return 0
             sources = self._store.work_sources([i[0] for i in items])

@@ -987,17 +987,26 @@ class TruthStore:
         conn.execute("DELETE FROM index_queue WHERE ns_id=?", (ns_id,))
 
     @staticmethod
-    def queued(conn: sqlite3.Connection, limit: int,
-               rids: Sequence[int] | None = None) -> list[tuple[int, int, int, int]]:
-        """``(rid, ns_id, dense, sparse)`` of the oldest ``limit`` work items (of ``rids`` only when given)."""
+    def queued(conn: sqlite3.Connection, limit: int, rids: Sequence[int] | None = None,
+               ns_id: int | None = None) -> list[tuple[int, int, int, int]]:
+        """``(rid, ns_id, dense, sparse)`` of the oldest ``limit`` work items (of ``rids`` only when given; of
+        namespace ``ns_id`` only when given)."""
         if rids is None:
+            where, args = ("", (limit,)) if ns_id is None else (" WHERE ns_id=?", (ns_id, limit))
             return [(int(r[0]), int(r[1]), int(r[2]), int(r[3])) for r in conn.execute(
-                "SELECT rid, ns_id, dense, sparse FROM index_queue ORDER BY rid LIMIT ?", (limit,))]
+                f"SELECT rid, ns_id, dense, sparse FROM index_queue{where} ORDER BY rid LIMIT ?", args)]
         out = []
         for part in chunks(sorted(int(r) for r in rids)):
             out += [(int(r[0]), int(r[1]), int(r[2]), int(r[3])) for r in conn.execute(
                 f"SELECT rid, ns_id, dense, sparse FROM index_queue WHERE rid IN {marks(len(part))}", part)]
         return out
+
+    @contextmanager
+    def claimed_work(self, limit: int) -> Iterator[list[tuple[int, int, int, int]]]:
+        """The next batch of queued work for this process's indexer: the oldest ``limit`` items. Only one
+        process writes a SQLite store, so nothing else claims work; the PostgreSQL store hands each indexer one
+        namespace at a time (see :meth:`memory_ext.store.pg.truth.PgTruthStore.claimed_work`)."""
+        yield self.queued(self.reader(), limit)
 
     def pending(self, ns_id: int | None = None) -> int:
         """Records (of ``ns_id``, or of the store) whose vectors or sparse encodings are not written yet."""

@@ -26,7 +26,8 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -130,6 +131,9 @@ class PgTruthStore(TruthStore):
         self.read_only = read_only
         self.rls = rls
         self.lock_key = _lock_key(schema)
+        self.claim_key = _lock_key(schema) & 0x7FFFFFFF  # int4: the first half of (schema, namespace) claims
+        self._claim_lock = threading.Lock()
+        self._claim_conn: Any = None
         self._lock_fd = None
         self._local = threading.local()
         self._readers: list[Any] = []
@@ -223,6 +227,31 @@ class PgTruthStore(TruthStore):
             create(conn)
             self._refresh_catalog(conn)
 
+    # -- the indexers of several processes ----------------------------------------------------------------------
+    @contextmanager
+    def claimed_work(self, limit: int) -> Iterator[list[tuple[int, int, int, int]]]:
+        """The next batch for this process's indexer: the oldest ``limit`` queued items of the first namespace
+        (oldest work first) that no other indexer holds. The claim is a session advisory lock on
+        ``(schema, namespace)``, held while the batch is embedded and written: two processes never embed the same
+        records, a namespace's vectors land in rid order (what the in-memory snapshots sync by), and a process
+        that dies releases its claim with its connection."""
+        with self._claim_lock:
+            if self._claim_conn is None or self._claim_conn.closed:
+                self._claim_conn = self._psycopg.connect(self.dsn, autocommit=True)
+            claim = self._claim_conn
+            held: int | None = None
+            try:
+                for (ns_id,) in self.reader().execute(
+                        "SELECT ns_id FROM index_queue GROUP BY ns_id ORDER BY MIN(rid)").fetchall():
+                    if claim.execute("SELECT pg_try_advisory_lock(%s, %s)",
+                                     (self.claim_key, int(ns_id))).fetchone()[0]:
+                        held = int(ns_id)
+                        break
+                yield [] if held is None else self.queued(self.reader(), limit, ns_id=held)
+            finally:
+                if held is not None and not claim.closed:
+                    claim.execute("SELECT pg_advisory_unlock(%s, %s)", (self.claim_key, held))
+
     # -- schema ------------------------------------------------------------------------------------------------
     def _schema_version(self, conn: Any) -> int:  # type: ignore[override]
         row = conn.execute("SELECT to_regclass('meta') IS NOT NULL").fetchone()
@@ -292,6 +321,8 @@ class PgTruthStore(TruthStore):
                 pass
         if pool is not None:
             pool.close()
+        if self._claim_conn is not None:
+            self._claim_conn.close()
         if self._raw is not None:
             if self._purge_pending and self._writer is not None:
                 try:
