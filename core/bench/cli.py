@@ -43,6 +43,9 @@ def _csv(value: str) -> list[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
+_COMMANDS = "{locomo,madial,scale,ingest,serve,store,writers,report}"
+
+
 def _sizes(value: str) -> list[int]:
     try:
         sizes = [int(float(part)) for part in _csv(value)]
@@ -164,6 +167,18 @@ def _add_commands(commands: Any) -> None:
     store.add_argument("--json", type=Path, default=None, help="write the result JSON here")
     store.add_argument("--quiet", action="store_true", help="do not print the Markdown summary")
     store.set_defaults(func=run_args, bench_handler=_cmd_store, dataset="store")
+    writers = commands.add_parser("writers", help="several writer processes ingesting into one PostgreSQL memory",
+                                  description="see memory_ext.bench.writers")
+    writers.add_argument("--turns", type=_positive, default=4000, help="synthetic turns in all (4000)")
+    writers.add_argument("--writers", type=_sizes, default=[1, 4], help="writer process counts to compare (1,4)")
+    writers.add_argument("--namespaces", type=_positive, default=8, help="users the turns are spread over (8)")
+    writers.add_argument("--batch", type=_positive, default=50, help="turns per add_turns call (50)")
+    writers.add_argument("--embedder", default="hashing", help="hashing (default) or e5")
+    writers.add_argument("--seed", type=int, default=7, help="generator seed (7)")
+    writers.add_argument("--workdir", type=Path, default=None, help="server data folder (default: a temp dir)")
+    writers.add_argument("--json", type=Path, default=None, help="write the result JSON here")
+    writers.add_argument("--quiet", action="store_true", help="do not print the Markdown summary")
+    writers.set_defaults(func=run_args, bench_handler=_cmd_writers, dataset="writers")
     report = commands.add_parser("report", help="regenerate report.md and plots from a saved result JSON")
     report.add_argument("--json", type=Path, required=True, help="a result JSON written by --json")
     report.add_argument("--report", type=Path, required=True, help="output folder")
@@ -178,7 +193,7 @@ def add_bench_parser(subparsers: Any) -> argparse.ArgumentParser:
     """
     bench = subparsers.add_parser("bench", help="benchmarks on real data, side by side with baselines",
                                   description=DESCRIPTION)
-    commands = bench.add_subparsers(dest="bench_command", metavar="{locomo,madial,scale,ingest,serve,store,report}")
+    commands = bench.add_subparsers(dest="bench_command", metavar=_COMMANDS)
     commands.required = True
     _add_commands(commands)
     return bench
@@ -187,7 +202,7 @@ def add_bench_parser(subparsers: Any) -> argparse.ArgumentParser:
 def build_parser(prog: str = "python -m memory_ext.bench") -> argparse.ArgumentParser:
     """The standalone parser (the ``bench`` subcommands at top level)."""
     parser = argparse.ArgumentParser(prog=prog, description=DESCRIPTION)
-    commands = parser.add_subparsers(dest="bench_command", metavar="{locomo,madial,scale,ingest,serve,store,report}")
+    commands = parser.add_subparsers(dest="bench_command", metavar=_COMMANDS)
     commands.required = True
     _add_commands(commands)
     return parser
@@ -375,6 +390,21 @@ def _cmd_store(args: argparse.Namespace) -> int:
         args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     if not args.quiet:
         sys.stdout.write(format_store_markdown(result))
+    return EXIT_OK
+
+
+def _cmd_writers(args: argparse.Namespace) -> int:
+    from .writers import markdown, run_writers
+
+    resolve_bench_embedder(args.embedder)
+    result = run_writers(turns=args.turns, writers=args.writers, namespaces=args.namespaces, batch=args.batch,
+                         embedder=args.embedder, seed=args.seed, workdir=args.workdir)
+    result["meta"]["command"] = args._command_line
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    if not args.quiet:
+        sys.stdout.write(markdown(result) + "\n")
     return EXIT_OK
 
 

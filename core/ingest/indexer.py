@@ -250,7 +250,10 @@ class Indexer:
                 return 0
             sources = self._store.work_sources([i[0] for i in items])
             dense, sparse = self._compute(items, sources)
-            with self._store.transaction("index vectors") as conn:
+            namespaces = {i[1] for i in items}
+            lock = self._store.namespace_lock(self._store.namespace_key(next(iter(namespaces)))) \
+                if len(namespaces) == 1 else self._store.write_lock
+            with lock, self._store.transaction("index vectors") as conn:
                 live = {i[0]: i for i in self._store.queued(conn, len(items), [i[0] for i in items])}
                 self._write(conn, live, sources, dense, sparse)
             self.error = None

@@ -172,7 +172,7 @@ class WritePipeline:
         if not rows:
             return AddResult(turn_ids=(), record_ids=())
         store = self._store
-        with store.write_lock:  # one writer at a time: the stored tail cannot change under us
+        with store.namespace_lock(ns.key):  # one writer of the namespace at a time: its tail cannot change
             if store.read_only:
                 raise ReadOnlyStoreError("add_turns")
             ids, existing, rows = dedup_rows(store, store.reader(), ns, rows, self._config.ingest.dedup_consecutive)

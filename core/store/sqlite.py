@@ -473,6 +473,11 @@ class TruthStore:
                 if self.purge_pending:  # an earlier forget could not finish its on-disk purge: try again
                     self.purge()
 
+    def namespace_lock(self, key: tuple[str, str]) -> Any:
+        """The write lock for a write of one namespace: on SQLite the store's one write lock (a PostgreSQL store
+        lets writers of different namespaces proceed side by side)."""
+        return self.write_lock
+
     def after_commit(self, callback: Callable[[], None]) -> None:
         """Run ``callback`` once the current write transaction has committed (dropped if it rolls back).
 

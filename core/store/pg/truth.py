@@ -70,23 +70,36 @@ _PG_MIGRATIONS: list[Callable[[Any], None]] = [MIGRATIONS[0], _v2_pg, *MIGRATION
 
 
 class _WriteLock:
-    """The schema's write lock: this process's threads queue on an RLock, processes on an advisory lock."""
+    """The store's write lock. In this process, threads queue on one RLock (they share the writer connection);
+    across processes it is a PostgreSQL advisory lock on the schema — exclusive for a store-wide write (forget,
+    lifecycle steps, migrations), or, for a write of one namespace (:meth:`namespace`: ``add_turns``, the
+    indexer's batch), shared on the schema plus exclusive on that namespace: writers of different namespaces run
+    side by side, writers of one namespace one after another (so its sequence numbers and row ids grow in commit
+    order, which the in-memory snapshots sync by). Nested acquisitions take nothing more."""
 
     def __init__(self, store: PgTruthStore) -> None:
         self._store = store
         self._rlock = threading.RLock()
         self._depth = 0
+        self._held: tuple[str, ...] = ()
 
-    def acquire(self) -> bool:
+    def _take(self, *statements: tuple[str, tuple[Any, ...]]) -> None:
         self._rlock.acquire()
         self._depth += 1
         if self._depth == 1:
             try:
-                self._store._raw_writer().execute("SELECT pg_advisory_lock(%s)", (self._store.lock_key,))
+                raw = self._store._raw_writer()
+                for sql, args in statements:
+                    raw.execute(sql, args)
+                self._held = tuple(sql.replace("_lock", "_unlock") for sql, _ in statements)
+                self._held_args = [args for _, args in statements]
             except BaseException:
                 self._depth -= 1
                 self._rlock.release()
                 raise
+
+    def acquire(self) -> bool:
+        self._take(("SELECT pg_advisory_lock(%s)", (self._store.lock_key,)))
         return True
 
     def release(self) -> None:
@@ -94,7 +107,9 @@ class _WriteLock:
             if self._depth == 1:
                 writer = self._store._raw_writer_or_none()
                 if writer is not None and not writer.closed:
-                    writer.execute("SELECT pg_advisory_unlock(%s)", (self._store.lock_key,))
+                    for sql, args in reversed(list(zip(self._held, self._held_args, strict=True))):
+                        writer.execute(sql, args)
+                self._held = ()
         finally:
             self._depth -= 1
             self._rlock.release()
@@ -105,6 +120,16 @@ class _WriteLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+    @contextmanager
+    def namespace(self, key: tuple[str, str]) -> Iterator[None]:
+        """Hold the lock for a write of namespace ``key`` only."""
+        self._take(("SELECT pg_advisory_lock_shared(%s)", (self._store.lock_key,)),
+                   ("SELECT pg_advisory_lock(%s)", (_lock_key(f"{self._store.schema}:ns:{key[0]}\x00{key[1]}"),)))
+        try:
+            yield
+        finally:
+            self.release()
 
 
 class PgTruthStore(TruthStore):
@@ -226,6 +251,11 @@ class PgTruthStore(TruthStore):
         with self.transaction("create index schema") as conn:
             create(conn)
             self._refresh_catalog(conn)
+
+    def namespace_lock(self, key: tuple[str, str]) -> Any:
+        """The write lock for a write of one namespace (``add_turns``, an indexer batch): writers of other
+        namespaces, in other processes, go on meanwhile."""
+        return self.write_lock.namespace(key)  # type: ignore[attr-defined]
 
     # -- the indexers of several processes ----------------------------------------------------------------------
     @contextmanager
