@@ -294,6 +294,8 @@ def archive_turns(conn: sqlite3.Connection, ns_id: int, turns: Sequence[tuple[in
     hard = max(1, math.floor(soft_tokens * HARD_FACTOR))
     touched: set[int] = set()
     current: dict[str, list[Any]] = {}  # day -> [fid, token_count, next_pos]
+    members: list[tuple[int, int, int, int, int | None]] = []  # file_turns rows to insert
+    spans: dict[int, list[Any]] = {}  # fid -> [token_count, first ts, last ts] of what this call added
     for tid, ts, content in turns:
         day = day_key(ts)
         start = 0
@@ -328,11 +330,12 @@ def archive_turns(conn: sqlite3.Connection, ns_id: int, turns: Sequence[tuple[in
                 stop = _cut_point(content, start, max(1, len(rest) * room // max(need, 1)))
                 used += estimate_tokens(content[start:stop])
                 truncated = True
-            conn.execute("INSERT INTO file_turns(fid, pos, tid, start, stop) VALUES(?,?,?,?,?)",
-                         (fid, pos, tid, start, stop))
-            conn.execute("UPDATE files SET token_count=?, start_ts=MIN(COALESCE(start_ts, ?), ?),"
-                         " end_ts=MAX(COALESCE(end_ts, ?), ?), hook_stale=1 WHERE fid=?",
-                         (used, ts, ts, ts, ts, fid))
+            members.append((fid, pos, tid, start, stop))
+            span = spans.setdefault(fid, [used, None, None])
+            span[0] = used
+            if ts is not None:
+                span[1] = ts if span[1] is None else min(span[1], ts)
+                span[2] = ts if span[2] is None else max(span[2], ts)
             touched.add(fid)
             state[1], state[2] = used, pos + 1
             if truncated or used >= soft_tokens:
@@ -340,6 +343,11 @@ def archive_turns(conn: sqlite3.Connection, ns_id: int, turns: Sequence[tuple[in
                              (int(truncated), time.time(), fid))
                 del current[day]
             start = len(content) if stop is None else stop
+    # one statement per table, not per turn (what a file gained: its members, its size and time span)
+    conn.executemany("INSERT INTO file_turns(fid, pos, tid, start, stop) VALUES(?,?,?,?,?)", members)
+    conn.executemany("UPDATE files SET token_count=?, start_ts=MIN(COALESCE(start_ts, ?), ?),"
+                     " end_ts=MAX(COALESCE(end_ts, ?), ?), hook_stale=1 WHERE fid=?",
+                     [(used, lo, lo, hi, hi, fid) for fid, (used, lo, hi) in spans.items()])
     return touched
 
 

@@ -1025,17 +1025,28 @@ class TruthStore:
     def work_sources(self, rids: Sequence[int]) -> dict[int, tuple[str, str, list[int], int | None]]:
         """``rid -> (index_text, text, rids of its turns' turn records, anchor rid)`` of queued records."""
         conn = self.reader()
-        out: dict[int, tuple[str, str, list[int], int | None]] = {}
+        rows: list[tuple[int, int, str, str, list[str], int | None]] = []
         for part in chunks(sorted(int(r) for r in rids)):
-            for rid, ns_id, index_text, text, turn_ids, anchor in conn.execute(
-                    f"SELECT rid, ns_id, index_text, text, turn_ids, anchor_rid FROM records"
-                    f" WHERE rid IN {marks(len(part))}", part).fetchall():
-                ids = json.loads(turn_ids)
-                # "+ns_id" and sorting here: SQLite must use the id index, not scan the namespace by seq
-                members = [int(r[1]) for r in sorted(conn.execute(
-                    f"SELECT seq, record_rid FROM turns WHERE +ns_id=? AND id IN {marks(len(ids))}"
-                    " AND record_rid IS NOT NULL", (ns_id, *ids)).fetchall())] if ids else []
-                out[int(rid)] = (index_text, text, members, None if anchor is None else int(anchor))
+            rows += [(int(rid), int(ns_id), index_text, text, json.loads(turn_ids), anchor) for
+                     rid, ns_id, index_text, text, turn_ids, anchor in conn.execute(
+                         f"SELECT rid, ns_id, index_text, text, turn_ids, anchor_rid FROM records"
+                         f" WHERE rid IN {marks(len(part))}", part).fetchall()]
+        # the turns of every record at once, per namespace: (seq, turn record rid) by turn id
+        turn_of: dict[tuple[int, str], tuple[int, int]] = {}
+        wanted: dict[int, set[str]] = {}
+        for _, ns_id, _, _, ids, _ in rows:
+            wanted.setdefault(ns_id, set()).update(ids)
+        for ns_id, ids in wanted.items():
+            for part in chunks(sorted(ids)):
+                # "+ns_id": SQLite must use the id index, not scan the namespace by seq
+                for turn_id, seq, record_rid in conn.execute(
+                        f"SELECT id, seq, record_rid FROM turns WHERE +ns_id=? AND id IN {marks(len(part))}"
+                        " AND record_rid IS NOT NULL", (ns_id, *part)):
+                    turn_of[(ns_id, turn_id)] = (int(seq), int(record_rid))
+        out: dict[int, tuple[str, str, list[int], int | None]] = {}
+        for rid, ns_id, index_text, text, ids, anchor in rows:
+            members = [m[1] for m in sorted(turn_of[(ns_id, i)] for i in ids if (ns_id, i) in turn_of)]
+            out[rid] = (index_text, text, members, None if anchor is None else int(anchor))
         return out
 
     @staticmethod
