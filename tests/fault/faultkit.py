@@ -113,6 +113,25 @@ def row_counts(db: str | os.PathLike[str]) -> dict[str, int] | None:
         conn.close()
 
 
+INVARIANTS: dict[str, str] = {
+    "file without turns": "SELECT COUNT(*) FROM files f WHERE merged_into IS NULL AND NOT EXISTS"
+                          " (SELECT 1 FROM file_turns m WHERE m.fid = f.fid)",
+    "membership of a missing turn": "SELECT COUNT(*) FROM file_turns m WHERE NOT EXISTS"
+                                    " (SELECT 1 FROM turns t WHERE t.tid = m.tid)",
+    "membership of a missing file": "SELECT COUNT(*) FROM file_turns m WHERE NOT EXISTS"
+                                    " (SELECT 1 FROM files f WHERE f.fid = m.fid)",
+    "turn record without turn": "SELECT COUNT(*) FROM records r WHERE kind = 'turn' AND NOT EXISTS"
+                                " (SELECT 1 FROM turns t WHERE t.record_rid = r.rid)",
+    "turn without its record": "SELECT COUNT(*) FROM turns t WHERE NOT EXISTS"
+                               " (SELECT 1 FROM records r WHERE r.rid = t.record_rid)",
+    "vector without record": "SELECT COUNT(*) FROM embeddings e WHERE NOT EXISTS"
+                             " (SELECT 1 FROM records r WHERE r.rid = e.rid)",
+    "hook of a missing namespace": "SELECT COUNT(*) FROM files f WHERE NOT EXISTS"
+                                   " (SELECT 1 FROM namespaces n WHERE n.ns_id = f.ns_id)",
+}
+"""The structural invariants every backend's truth store keeps (name -> SQL counting the rows that break it)."""
+
+
 def invariant_violations(db: str | os.PathLike[str], chroma_ids: Iterable[int] | None = None) -> list[str]:
     """The structural invariants of a truth store; an empty list when it is sound.
 
@@ -131,22 +150,7 @@ def invariant_violations(db: str | os.PathLike[str], chroma_ids: Iterable[int] |
         ok = conn.execute("PRAGMA integrity_check").fetchone()[0]
         if ok != "ok":
             out.append(f"integrity_check: {ok}")
-        checks = {
-            "file without turns": "SELECT COUNT(*) FROM files f WHERE merged_into IS NULL AND NOT EXISTS"
-                                  " (SELECT 1 FROM file_turns m WHERE m.fid = f.fid)",
-            "membership of a missing turn": "SELECT COUNT(*) FROM file_turns m WHERE NOT EXISTS"
-                                            " (SELECT 1 FROM turns t WHERE t.tid = m.tid)",
-            "membership of a missing file": "SELECT COUNT(*) FROM file_turns m WHERE NOT EXISTS"
-                                            " (SELECT 1 FROM files f WHERE f.fid = m.fid)",
-            "turn record without turn": "SELECT COUNT(*) FROM records r WHERE kind = 'turn' AND NOT EXISTS"
-                                        " (SELECT 1 FROM turns t WHERE t.record_rid = r.rid)",
-            "turn without its record": "SELECT COUNT(*) FROM turns t WHERE NOT EXISTS"
-                                       " (SELECT 1 FROM records r WHERE r.rid = t.record_rid)",
-            "vector without record": "SELECT COUNT(*) FROM embeddings e WHERE NOT EXISTS"
-                                     " (SELECT 1 FROM records r WHERE r.rid = e.rid)",
-            "hook of a missing namespace": "SELECT COUNT(*) FROM files f WHERE NOT EXISTS"
-                                           " (SELECT 1 FROM namespaces n WHERE n.ns_id = f.ns_id)",
-        }
+        checks = INVARIANTS
         for name, sql in checks.items():
             if (n := q(sql)):
                 out.append(f"{name}: {n}")
@@ -166,4 +170,36 @@ def invariant_violations(db: str | os.PathLike[str], chroma_ids: Iterable[int] |
                 out.append(f"record without chroma vector: {len(truth - held)}")
     finally:
         conn.close()
+    return out
+
+
+def pg_invariant_violations(dsn: str, schema: str) -> list[str]:
+    """:func:`invariant_violations` for a PostgreSQL store (schema ``schema``), plus the pgvector table holding
+    exactly the truth store's vectors and its per-namespace counts being right."""
+    import psycopg
+
+    out: list[str] = []
+    with psycopg.connect(dsn) as conn:
+        conn.execute(f"SET search_path TO {schema}")
+
+        def q(sql: str) -> int:
+            return int(conn.execute(sql).fetchone()[0])
+
+        for name, sql in INVARIANTS.items():
+            if (n := q(sql)):
+                out.append(f"{name}: {n}")
+        if (n := q("SELECT COUNT(*) FROM records r WHERE NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.rid = r.rid)"
+                   " AND NOT EXISTS (SELECT 1 FROM index_queue x WHERE x.rid = r.rid)")):
+            out.append(f"record without vector and not queued: {n}")
+        dims = [int(r[0]) for r in conn.execute("SELECT value FROM meta WHERE key = 'embedder_dim'")]
+        for dim in dims:
+            table = f"pgvector_d{dim}"
+            if (n := q(f"SELECT COUNT(*) FROM {table} p FULL JOIN embeddings e ON e.rid = p.rid"
+                       " WHERE p.rid IS NULL OR e.rid IS NULL")):
+                out.append(f"pgvector rows differing from the truth store's vectors: {n}")
+            if (n := q(f"SELECT COUNT(*) FROM (SELECT ns_id, COUNT(*) AS n FROM {table} GROUP BY ns_id) v"
+                       " FULL JOIN pgvector_counts c ON c.ns_id = v.ns_id WHERE COALESCE(v.n, 0) <> COALESCE(c.n, 0)")):
+                out.append(f"pgvector_counts wrong for {n} namespaces")
+        if (n := q("SELECT COUNT(*) FROM (SELECT ns_id, seq FROM turns GROUP BY ns_id, seq HAVING COUNT(*) > 1) d")):
+            out.append(f"duplicate sequence numbers: {n}")
     return out
