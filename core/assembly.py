@@ -37,8 +37,8 @@ from .store.sqlite import NewDirectory, TruthStore, check_embedder_shape
 from .store.timeindex import TimeIndex
 from .store.vector import VectorIndex
 
-__all__ = ["Indexes", "build_indexer", "build_indexes", "build_planner_and_reranker", "embedder_for_stored_id",
-           "open_store", "validate_config"]
+__all__ = ["Indexes", "backend_for_path", "build_indexer", "build_indexes", "build_planner_and_reranker",
+           "embedder_for_stored_id", "open_store", "validate_config"]
 
 
 def validate_config(cfg: EngineConfig, *, llm: LLM | None = None, reranker: Reranker | None = None) -> None:
@@ -116,6 +116,16 @@ def open_store(path: str | os.PathLike[str] | None, cfg: EngineConfig, *, read_o
         new_dir.undo()
         raise
     return store, emb, warning, new_dir
+
+
+def backend_for_path(path: str | os.PathLike[str] | None, cfg: EngineConfig) -> EngineConfig:
+    """``cfg`` with ``storage.backend: postgres`` when ``path`` is a ``postgresql://`` DSN (and pgvector for the
+    vectors, unless ``storage.vector_backend`` was set)."""
+    if not is_dsn(path) or cfg.storage.backend == "postgres":
+        return cfg
+    storage = cfg.storage.model_dump(exclude_unset=True)
+    storage["backend"] = "postgres"
+    return cfg.model_copy(update={"storage": type(cfg.storage).model_validate(storage)})
 
 
 def open_postgres(path: str | os.PathLike[str] | None, cfg: EngineConfig, *, read_only: bool) -> TruthStore:

@@ -21,7 +21,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from .assembly import build_indexer, build_indexes, build_planner_and_reranker, open_store, validate_config
+from .assembly import (
+    backend_for_path,
+    build_indexer,
+    build_indexes,
+    build_planner_and_reranker,
+    open_store,
+    validate_config,
+)
 from .config import EngineConfig
 from .embed import Embedder
 from .errors import ValidationError
@@ -102,7 +109,8 @@ class MemoryEngine(VersionsAPI, ReindexAPI):
         cross-encoder wrapped in ``CallableReranker``) or, when none is given, by ``llm`` (``LLMReranker``); a
         failed rerank keeps the fused order and says so in ``channel_errors``.
         """
-        cfg = EngineConfig.coerce(config if not isinstance(config, os.PathLike) else Path(config))
+        cfg = backend_for_path(path, EngineConfig.coerce(config if not isinstance(config, os.PathLike)
+                                                         else Path(config)))
         validate_config(cfg, llm=llm, reranker=reranker)
         store, emb, warning, new_dir = open_store(path, cfg, read_only=read_only, embedder=embedder,
                                                   allow_embedder_change=allow_embedder_change)

@@ -73,9 +73,9 @@ def _count(dsn: str, schema: str) -> dict[str, Any]:
         turns = {u: int(n) for u, n in conn.execute(
             "SELECT n.user_id, count(t.tid) FROM namespaces n LEFT JOIN turns t ON t.ns_id = n.ns_id"
             " GROUP BY n.user_id").fetchall()}
-        unindexed = int(conn.execute("SELECT count(*) FROM records r LEFT JOIN embeddings e ON e.rid = r.rid"
-                                     " WHERE e.rid IS NULL").fetchone()[0])
-        queued = int(conn.execute("SELECT count(*) FROM index_queue").fetchone()[0])
+        unindexed = int((conn.execute("SELECT count(*) FROM records r LEFT JOIN embeddings e ON e.rid = r.rid"
+                                      " WHERE e.rid IS NULL").fetchone() or (0,))[0])
+        queued = int((conn.execute("SELECT count(*) FROM index_queue").fetchone() or (0,))[0])
     return {"turns": turns, "records_without_vector": unindexed, "queued": queued}
 
 

@@ -1036,8 +1036,8 @@ class TruthStore:
         wanted: dict[int, set[str]] = {}
         for _, ns_id, _, _, ids, _ in rows:
             wanted.setdefault(ns_id, set()).update(ids)
-        for ns_id, ids in wanted.items():
-            for part in chunks(sorted(ids)):
+        for ns_id, turn_ids in wanted.items():
+            for part in chunks(sorted(turn_ids)):
                 # "+ns_id": SQLite must use the id index, not scan the namespace by seq
                 for turn_id, seq, record_rid in conn.execute(
                         f"SELECT id, seq, record_rid FROM turns WHERE +ns_id=? AND id IN {marks(len(part))}"

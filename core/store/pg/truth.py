@@ -233,7 +233,7 @@ class PgTruthStore(TruthStore):
         self._keys.clear()
         self._keys.update({t: tuple(c) for t, c in keys.items()})
 
-    def reader(self) -> Any:  # type: ignore[override]
+    def reader(self) -> Any:
         """This thread's read connection (taken from the pool on first use, returned at close)."""
         if self._closed:
             raise StoreError("the store is closed")
@@ -292,7 +292,7 @@ class PgTruthStore(TruthStore):
         row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         return int(row[0]) if row else 0
 
-    def _migrate(self, conn: Any) -> None:  # type: ignore[override]
+    def _migrate(self, conn: Any) -> None:
         current = self._schema_version(conn)
         for version in range(current, SCHEMA_VERSION):
             with self.transaction(f"migrate to schema version {version + 1}") as tx:
@@ -376,7 +376,7 @@ class PgTruthStore(TruthStore):
         return [_turn_row(r) for r in self.reader().execute(sql, args)]
 
     @staticmethod
-    def insert_records(conn: Any, ns_id: int, rows: Sequence[dict[str, Any]],  # type: ignore[override]
+    def insert_records(conn: Any, ns_id: int, rows: Sequence[dict[str, Any]],
                        anchor_rids: Sequence[int | None] | None = None) -> list[int]:
         """:meth:`TruthStore.insert_records` in three statements, not three per record (a round trip to the
         server costs what SQLite's whole insert does): one multi-row insert returning the rids, then the turn
