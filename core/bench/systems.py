@@ -388,6 +388,7 @@ class MemoryExtSystem(System):
         self._namespace: Any = None
         self._now: datetime | None = None
         self._search_takes_now = False
+        self._schemas: list[str] = []  # PostgreSQL schemas made (storage.backend: postgres), dropped at close
 
     def _drop_engine(self) -> None:
         if self._engine is not None:
@@ -396,8 +397,10 @@ class MemoryExtSystem(System):
 
     def ingest(self, conversation_id: str, turns: Sequence[BenchTurn], now: datetime | None = None) -> None:
         self._drop_engine()
-        store = self._tmp / uuid.uuid4().hex
+        store: Any = self._tmp / uuid.uuid4().hex
         kwargs: dict[str, Any] = {"config": self._config}
+        if self._postgres_dsn() is not None:  # storage.backend: postgres — a fresh schema per conversation
+            kwargs["config"], store = self._postgres_config(f"bench_{uuid.uuid4().hex[:12]}")
         if self.embedder is not None:
             kwargs["embedder"] = self.embedder
         self._engine = self._engine_cls.open(store, **kwargs)
@@ -412,6 +415,23 @@ class MemoryExtSystem(System):
         if batch:  # timed until fully indexed (the background indexer's vectors included)
             self._engine.add_turns(batch, self._namespace, wait=True)
 
+    def _postgres_dsn(self) -> str | None:
+        from memory_ext.config import EngineConfig
+        from memory_ext.store.pg.truth import dsn_from
+
+        cfg = EngineConfig.coerce(self._config)
+        return dsn_from(None, cfg.storage.postgres_dsn) if cfg.storage.backend == "postgres" else None
+
+    def _postgres_config(self, schema: str) -> tuple[Any, str]:
+        from memory_ext.config import EngineConfig
+
+        cfg = EngineConfig.coerce(self._config)
+        storage = cfg.storage.model_dump(exclude_unset=True) | {"postgres_schema": schema}
+        self._schemas.append(schema)
+        dsn = self._postgres_dsn()
+        assert dsn is not None
+        return cfg.model_copy(update={"storage": type(cfg.storage).model_validate(storage)}), dsn
+
     def query(self, text: str, k: int) -> list[str]:
         if self._engine is None:
             return []
@@ -424,6 +444,13 @@ class MemoryExtSystem(System):
     def close(self) -> None:
         self._drop_engine()
         shutil.rmtree(self._tmp, ignore_errors=True)
+        dsn = self._postgres_dsn() if self._schemas else None
+        if dsn is not None:
+            import psycopg
+
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                for schema in self._schemas:
+                    conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
 
 
 # ---------------------------------------------------------------------------------------------------- registry
