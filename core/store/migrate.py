@@ -362,8 +362,8 @@ class _Source:
         directory = Path(self.loc.path)
         db = directory / DB_FILE
         if not db.is_file():
-            raise InvalidArgumentError("source", self.loc.path, f"no memory-ext store there (no {DB_FILE}); give "
-                                       "a store directory or a postgresql:// DSN")
+            raise InvalidArgumentError("source", self.loc.path, f"no memory-ext store in {self.loc.path} (no "
+                                       f"{DB_FILE}); give a store directory or a postgresql:// DSN")
         lock = directory / LOCK_FILE
         if lock.exists():
             import fcntl
@@ -461,8 +461,8 @@ def _not_empty(loc: StoreLocation, rows: Mapping[str, int]) -> InvalidArgumentEr
     held = ", ".join(f"{t}: {n}" for t, n in sorted(rows.items())[:6])
     where = ("another directory (a new one is created)" if loc.backend == "sqlite"
              else "another schema (--to-schema NAME; a new one is created)")
-    return InvalidArgumentError("target", str(loc), f"the target store is not empty ({held}); migrate into "
-                                f"{where}, or remove this store first")
+    return InvalidArgumentError("target", str(loc), f"the target store {loc} is not empty ({held}); migrate "
+                                f"into {where}, or remove this store first")
 
 
 def _precheck_target(loc: StoreLocation) -> bool:
@@ -473,12 +473,12 @@ def _precheck_target(loc: StoreLocation) -> bool:
         if not directory.exists():
             return False
         if not directory.is_dir():
-            raise InvalidArgumentError("target", loc.path, "a file, not a directory; give a new directory")
+            raise InvalidArgumentError("target", loc.path, f"{loc.path} is a file; give a new directory")
         db = directory / DB_FILE
         if not db.is_file():
             if any(directory.iterdir()):
-                raise InvalidArgumentError("target", loc.path, "the directory holds other files and no store; "
-                                           "give a new or empty directory")
+                raise InvalidArgumentError("target", loc.path, f"{loc.path} holds other files and no store; give "
+                                           "a new or empty directory")
             return True
         conn = sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True)
         try:
@@ -609,8 +609,8 @@ def migrate_store(source: str | os.PathLike[str] | StoreLocation, target: str | 
     src = source if isinstance(source, StoreLocation) else locate(source, source_schema, field="source", config=cfg)
     dst = target if isinstance(target, StoreLocation) else locate(target, target_schema, field="target", config=cfg)
     if src.identity() == dst.identity():
-        raise InvalidArgumentError("target", str(dst), "the target is the source store; give another directory "
-                                   "or PostgreSQL schema (--to / --to-schema)")
+        raise InvalidArgumentError("target", str(dst), f"the target is the source store ({src}); give another "
+                                   "directory or PostgreSQL schema (--to / --to-schema)")
     if batch_rows <= 0:
         raise InvalidArgumentError("batch_rows", batch_rows, "give a positive number of rows per batch")
     if samples < 0:
@@ -627,11 +627,11 @@ def migrate_store(source: str | os.PathLike[str] | StoreLocation, target: str | 
             raise SchemaVersionError(f"source {src} has schema version {version}, newer than this memory-ext "
                                      f"understands ({SCHEMA_VERSION}); upgrade memory-ext")
         if version < SCHEMA_VERSION:
-            raise InvalidArgumentError("source", str(src), f"schema version {version}, older than this "
+            raise InvalidArgumentError("source", str(src), f"{src} has schema version {version}, older than this "
                                        f"memory-ext's ({SCHEMA_VERSION}); open it once for writing with this "
                                        "memory-ext (that upgrades it), then migrate")
         if "reindex_progress" in meta:
-            raise InvalidArgumentError("source", str(src), "a reindex of this store has not finished; run "
+            raise InvalidArgumentError("source", str(src), f"a reindex of {src} has not finished; run "
                                        "`memext reindex` on it to the end, then migrate")
         source_engine: MemoryEngine | None = None
         if samples:  # opened before anything is written: a wrong embedder or a broken config fails here
