@@ -49,7 +49,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict
 
@@ -491,10 +491,11 @@ def _precheck_target(loc: StoreLocation) -> bool:
     import psycopg
 
     try:
-        with psycopg.connect(loc.path, autocommit=True) as conn:
-            exists = conn.execute("SELECT to_regnamespace(%s) IS NOT NULL", (loc.schema,)).fetchone()[0]
-            side = _Side("postgres", conn, loc.schema)
-            if exists and conn.execute("SELECT to_regclass(%s) IS NOT NULL", (f"{loc.schema}.meta",)).fetchone()[0]:
+        with psycopg.connect(loc.path, autocommit=True) as raw:
+            pg = cast(Any, raw)
+            exists = pg.execute("SELECT to_regnamespace(%s) IS NOT NULL", (loc.schema,)).fetchone()[0]
+            side = _Side("postgres", pg, loc.schema)
+            if exists and pg.execute("SELECT to_regclass(%s) IS NOT NULL", (f"{loc.schema}.meta",)).fetchone()[0]:
                 rows = _data_rows(side)
                 if rows:
                     raise _not_empty(loc, rows)
@@ -683,7 +684,7 @@ def migrate_store(source: str | os.PathLike[str] | StoreLocation, target: str | 
         sequences: dict[str, int] = {}
         with store.transaction("migrate") as tconn, \
                 tqdm(total=sum(counts.values()), unit="row", desc="migrate", file=sys.stderr, disable=not show) as bar:
-            out = _Side(dst.backend, tconn.raw if dst.backend == "postgres" else tconn, dst.schema)
+            out = _Side(dst.backend, cast(Any, tconn).raw if dst.backend == "postgres" else tconn, dst.schema)
             held = _data_rows(out)
             if held:
                 raise _not_empty(dst, held)
