@@ -33,7 +33,7 @@ after it) and embedder.
 >>> source, target = tempfile.mkdtemp(), tempfile.mkdtemp()
 >>> with MemoryEngine.open(source, embedder="hashing") as engine:
 ...     _ = engine.add_turns([Turn(role="user", content="I adopted a beagle called Toby")], "ana")
-...     engine.flush()
+...     _ = engine.flush()
 >>> report = migrate_store(source, target, progress=False)   # a directory, or a postgresql:// DSN
 >>> report.verified, report.rows["turns"], report.searches
 (True, 1, 1)
@@ -537,14 +537,21 @@ def _sample_queries(side: _Side, n: int) -> list[tuple[str, str, str]]:
         return []
     step = max(1, len(spaces) / n)
     chosen = [spaces[int(i * step)] for i in range(min(n, len(spaces)))]
-    per: dict[int, int] = {}
-    for i in range(n):
-        ns = chosen[i % len(chosen)]
-        per[ns[0]] = per.get(ns[0], 0) + 1
+    per = {int(ns[0]): 0 for ns in chosen}
+    total = 0
+    while total < n:  # round robin; a namespace gives at most one query per turn
+        grew = False
+        for ns_id, _, _, turns in chosen:
+            if total < n and per[int(ns_id)] < int(turns):
+                per[int(ns_id)] += 1
+                total += 1
+                grew = True
+        if not grew:
+            break
     mark = "?" if side.backend == "sqlite" else "%s"
     out: list[tuple[str, str, str]] = []
     for ns_id, user, agent, turns in chosen:
-        want = per[ns_id]
+        want = per[int(ns_id)]
         for j in range(want):
             offset = (j * int(turns)) // want + int(turns) // (2 * want)
             row = side.conn.execute(f"SELECT content FROM {side._q('turns')} WHERE ns_id={mark} ORDER BY seq"

@@ -270,3 +270,9 @@ def test_memext_postgres_start_dsn_stop(tmp_path: Path) -> None:
     gone = _memext("postgres", "dsn", "--dir", str(data))
     assert gone.returncode == 2 and "memext postgres start" in gone.stderr
     assert _memext("postgres", "stop", "--dir", str(tmp_path / "nothing")).returncode == 2
+
+
+def test_the_module_example_runs() -> None:
+    import doctest
+
+    assert doctest.testmod(migrate_module, raise_on_error=False).failed == 0
