@@ -135,8 +135,9 @@ def locate(spec: str | os.PathLike[str], schema: str | None = None, *, field: st
         raise InvalidArgumentError(field, text, "give a store directory or a postgresql:// DSN")
     if is_dsn(text):
         name = schema or (config.storage.postgres_schema if config is not None else "memory_ext")
-        if not name.isidentifier():
-            raise InvalidArgumentError(f"{field}_schema", name, "use a plain identifier such as memory_ext")
+        if not name.isidentifier() or name != name.lower():
+            raise InvalidArgumentError(f"{field}_schema", name, "use a plain lower-case identifier such as "
+                                                               "memory_ext (PostgreSQL folds unquoted names)")
         return StoreLocation("postgres", text, name)
     if schema is not None:
         raise InvalidArgumentError(f"{field}_schema", schema, f"a schema names a PostgreSQL store; the {field} "
@@ -292,6 +293,16 @@ class _Side:
                 copy.write_row(row)
 
 
+def _psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError:
+        from ..errors import MissingDependencyError
+
+        raise MissingDependencyError("psycopg", "postgres", "the PostgreSQL backend") from None
+    return psycopg
+
+
 def _converter(pg_type: str, table: str, column: str) -> Callable[[Any], Any] | None:
     """How a SQLite value becomes a value of a PostgreSQL column (None: as it is). SQLite types loosely: an
     integral float in an INTEGER column is an integer; anything else that does not fit is an error."""
@@ -385,12 +396,7 @@ class _Source:
         self.conn.execute("BEGIN")  # one snapshot for every read (established by the first SELECT)
 
     def _open_postgres(self) -> None:
-        try:
-            import psycopg
-        except ImportError:
-            from ..errors import MissingDependencyError
-
-            raise MissingDependencyError("psycopg", "postgres", "the PostgreSQL backend") from None
+        psycopg = _psycopg()
         from .pg.truth import _lock_key, _redact
 
         try:
@@ -488,8 +494,7 @@ def _precheck_target(loc: StoreLocation) -> bool:
         if rows:
             raise _not_empty(loc, rows)
         return True
-    import psycopg
-
+    psycopg = _psycopg()
     try:
         with psycopg.connect(loc.path, autocommit=True) as raw:
             pg = cast(Any, raw)

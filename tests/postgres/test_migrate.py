@@ -105,7 +105,7 @@ def test_sqlite_to_postgres_to_sqlite_keeps_every_row_and_every_search(
     assert report.searches == 20 and report.searches_same == 20 and report.namespaces_searched == 4
     assert report.rows == {t: len(rows) for t, rows in before.items() if t in report.rows}
     assert set(before) - set(report.rows) == set()
-    assert report.vectors_built == {"pgvector_d256": len(before["embeddings"])}
+    assert report.vectors_built == {"pgvector_d256": len(before["embeddings"])} and report.warnings == []
     assert report.rows["files"] > 0 and report.rows["memory_history"] > 0 and report.rows["claims"] > 0
 
     with MemoryEngine.open(postgres_dsn, config=pg_config(postgres_dsn, pg_schema), embedder="hashing",
@@ -232,10 +232,12 @@ def test_a_failed_copy_leaves_no_target_behind(tmp_path: Path, postgres_dsn: str
 def test_json_report_and_counts_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     source = tmp_path / "source"
     build_store(source)
+    (source / "langgraph_store.sqlite3").write_bytes(b"")  # a face's own file beside the store
     code = main(["migrate", "--from", str(source), "--to", str(tmp_path / "copy"), "--samples", "0", "--json",
                  "--no-progress"])
     report = json.loads(capsys.readouterr().out)
     assert code == 0 and report["verified"] and report["searches"] == 0 and report["rows"]["turns"] > 0
+    assert len(report["warnings"]) == 1 and "langgraph_store.sqlite3" in report["warnings"][0]
 
 
 def _memext(*args: str) -> subprocess.CompletedProcess[str]:
