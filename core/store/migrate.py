@@ -811,6 +811,8 @@ class _VectorFill:
             storage = cfg.storage.model_copy(update={"backend": "postgres"})
             self.index = PgVectorIndex(storage=storage, dim=self.dim)
             self.index.create_schema(conn)
+            # the HNSW index is built once over the whole table at the end (far faster than row by row)
+            conn.raw.execute(f"DROP INDEX IF EXISTS {self.index.table}_hnsw")
 
     def add(self, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
         import numpy as np
@@ -838,6 +840,8 @@ class _VectorFill:
         if self.index is None:
             return {}
         table = self.index.table
+        self.conn.raw.execute("SET LOCAL maintenance_work_mem = '256MB'")
+        self.index.create_schema(self.conn)  # IF NOT EXISTS: builds the HNSW index dropped at the start
         self.conn.raw.execute(f"INSERT INTO pgvector_counts(ns_id, n) SELECT ns_id, count(*) FROM {table}"
                               " GROUP BY ns_id")
         n = self.conn.raw.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
