@@ -118,8 +118,8 @@ class StoreLocation:
         if self.backend == "sqlite":
             storage.update(backend="sqlite", vector_backend="numpy")
         else:
-            storage.update(backend="postgres", vector_backend="pgvector", postgres_dsn=self.path,
-                           postgres_schema=self.schema)
+            storage.update(backend="postgres", vector_backend="pgvector" if base.globals.vector_enabled else "numpy",
+                           postgres_dsn=self.path, postgres_schema=self.schema)
         data["storage"] = storage
         return EngineConfig.coerce(data)
 

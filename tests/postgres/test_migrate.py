@@ -278,3 +278,12 @@ def test_the_module_example_runs() -> None:
     import doctest
 
     assert doctest.testmod(migrate_module, raise_on_error=False).failed == 0
+
+
+def test_without_vectors_the_other_channels_are_compared(tmp_path: Path, postgres_dsn: str, pg_schema: str) -> None:
+    source = tmp_path / "source"
+    build_store(source)
+    config = {"globals": {"vector_enabled": False}}
+    report = migrate_store(source, postgres_dsn, target_schema=pg_schema, config=config, progress=False)
+    assert report.verified and report.searches == 20, report.mismatches
+    assert report.rows["embeddings"] > 0 and report.vectors_built  # the vectors are copied all the same
