@@ -287,3 +287,22 @@ def test_without_vectors_the_other_channels_are_compared(tmp_path: Path, postgre
     report = migrate_store(source, postgres_dsn, target_schema=pg_schema, config=config, progress=False)
     assert report.verified and report.searches == 20, report.mismatches
     assert report.rows["embeddings"] > 0 and report.vectors_built  # the vectors are copied all the same
+
+
+def test_a_postgres_source_being_written_is_waited_for_then_refused(tmp_path: Path, postgres_dsn: str,
+                                                                    pg_schema: str,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    import psycopg
+
+    from memory_ext.errors import StoreError
+    from memory_ext.store.pg.truth import _lock_key
+
+    source = tmp_path / "source"
+    build_store(source)
+    assert migrate_store(source, postgres_dsn, target_schema=pg_schema, samples=0, progress=False).verified
+    monkeypatch.setattr(migrate_module, "LOCK_WAIT_S", 0.2)
+    with psycopg.connect(postgres_dsn, autocommit=True) as writer:  # a writer of another process mid-transaction
+        writer.execute("SELECT pg_advisory_lock(%s)", (_lock_key(pg_schema),))
+        with pytest.raises(StoreError, match="stayed locked by a writer"):
+            migrate_store(postgres_dsn, tmp_path / "copy", source_schema=pg_schema, progress=False)
+    assert not (tmp_path / "copy").exists()
