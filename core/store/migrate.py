@@ -337,7 +337,13 @@ def _converter(pg_type: str, table: str, column: str) -> Callable[[Any], Any] | 
             raise bad(v)
         return to_bytes
     if pg_type == "text":
-        return lambda v: v if v is None or isinstance(v, str) else str(v)
+        def to_text(v: Any) -> Any:
+            if v is None or isinstance(v, str):
+                return v
+            if isinstance(v, (int, float)):
+                return str(v)
+            raise bad(v)
+        return to_text
     return None
 
 

