@@ -11,6 +11,7 @@ import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import CONVERSATIONS, make_turns
@@ -306,3 +307,20 @@ def test_a_postgres_source_being_written_is_waited_for_then_refused(tmp_path: Pa
         with pytest.raises(StoreError, match="stayed locked by a writer"):
             migrate_store(postgres_dsn, tmp_path / "copy", source_schema=pg_schema, progress=False)
     assert not (tmp_path / "copy").exists()
+
+
+def test_a_search_that_differs_fails_the_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    source = tmp_path / "source"
+    build_store(source)
+    compare = migrate_module._compare_searches
+
+    def one_differs(*args: Any) -> tuple[int, list[str]]:
+        same, mismatches = compare(*args)
+        return same - 1, [*mismatches, "search 'x' in ana/-: source ['a'], target ['b']"]
+
+    monkeypatch.setattr(migrate_module, "_compare_searches", one_differs)
+    code = main(["migrate", "--from", str(source), "--to", str(tmp_path / "copy"), "--no-progress"])
+    captured = capsys.readouterr()
+    assert code == 1
+    assert "19/20 searches" in captured.out and "differs: search 'x'" in captured.err
