@@ -13,6 +13,8 @@
     memext reindex --embedder e5                  # rebuild every derived index (and the vectors) from the turns
     memext bench locomo --data locomo.json       # side-by-side benchmarks (see docs/benchmarks.md)
     memext serve --port 8765                      # one store, many clients: MCP (/mcp, --stdio) and REST (/v1)
+    memext migrate --from ~/.memory_ext --to postgresql://host/db   # copy a store between backends, verified
+    memext postgres start --dir ~/memext-pg       # a local PostgreSQL with pgvector (and stop, dsn)
 
 Global options: ``--path`` (store directory, default ``~/.memory_ext``), ``--embedder`` (``e5`` or ``hashing``),
 ``--config`` (a YAML/TOML/JSON EngineConfig).
@@ -332,6 +334,10 @@ def build_parser() -> argparse.ArgumentParser:
     from .server.cli import add_serve_parser  # fastapi, uvicorn and mcp are imported only when it runs
 
     add_serve_parser(sub)
+    from .store.cli import add_migrate_parser, add_postgres_parser
+
+    add_migrate_parser(sub)
+    add_postgres_parser(sub)
     return parser
 
 
