@@ -8,7 +8,7 @@ tids, seqs...), so every cross reference, the in-process snapshots' counters and
 after it) and embedder.
 
 * **Vectors.** The ``embeddings`` rows are the truth. A PostgreSQL target gets its pgvector table
-  (``pgvector_d<dim>`` and ``pgvector_counts``) built from them in the same transaction; going to SQLite the
+  (``pgvector_d<dim>`` and ``pgvector_d<dim>_counts``) built from them in the same transaction; going to SQLite the
   pgvector tables are left behind (numpy reads the ``embeddings`` rows; a Chroma collection is rebuilt from them by
   the first engine that opens the store with ``vector_backend: chroma``).
 * **All or nothing.** The whole copy is one transaction on the target, in batches (a tqdm bar on stderr); the
@@ -42,6 +42,7 @@ after it) and embedder.
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import sys
 import time
@@ -76,7 +77,7 @@ _META_KEYS_OF_AN_EMPTY_STORE = {"schema_version", "store_id"}
 
 def _derived_vector_table(table: str) -> bool:
     """pgvector's tables: built from the ``embeddings`` rows, never copied."""
-    return table == "pgvector_counts" or (table.startswith("pgvector_d") and table[10:].isdigit())
+    return bool(re.fullmatch(r"pgvector_d\d+(_counts)?", table))
 
 
 # -- where a store is -------------------------------------------------------------------------------------------
@@ -848,7 +849,7 @@ class _VectorFill:
         table = self.index.table
         self.conn.raw.execute("SET LOCAL maintenance_work_mem = '256MB'")
         self.index.create_schema(self.conn)  # IF NOT EXISTS: builds the HNSW index dropped at the start
-        self.conn.raw.execute(f"INSERT INTO pgvector_counts(ns_id, n) SELECT ns_id, count(*) FROM {table}"
+        self.conn.raw.execute(f"INSERT INTO {self.index.counts}(ns_id, n) SELECT ns_id, count(*) FROM {table}"
                               " GROUP BY ns_id")
         n = self.conn.raw.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
         return {table: int(n)}

@@ -198,8 +198,8 @@ def pg_invariant_violations(dsn: str, schema: str) -> list[str]:
                        " WHERE p.rid IS NULL OR e.rid IS NULL")):
                 out.append(f"pgvector rows differing from the truth store's vectors: {n}")
             if (n := q(f"SELECT COUNT(*) FROM (SELECT ns_id, COUNT(*) AS n FROM {table} GROUP BY ns_id) v"
-                       " FULL JOIN pgvector_counts c ON c.ns_id = v.ns_id WHERE COALESCE(v.n, 0) <> COALESCE(c.n, 0)")):
-                out.append(f"pgvector_counts wrong for {n} namespaces")
+                       f" FULL JOIN {table}_counts c ON c.ns_id = v.ns_id WHERE COALESCE(v.n, 0) <> COALESCE(c.n, 0)")):
+                out.append(f"{table}_counts wrong for {n} namespaces")
         if (n := q("SELECT COUNT(*) FROM (SELECT ns_id, seq FROM turns GROUP BY ns_id, seq HAVING COUNT(*) > 1) d")):
             out.append(f"duplicate sequence numbers: {n}")
     return out

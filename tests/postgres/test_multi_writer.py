@@ -63,5 +63,5 @@ def test_four_writer_processes_share_one_memory(postgres_dsn: str, pg_schema: st
         dim = conn.execute("SELECT value FROM meta WHERE key='embedder_dim'").fetchone()[0]
         n_vec = conn.execute(f"SELECT count(*) FROM pgvector_d{int(dim)}").fetchone()[0]
         n_emb = conn.execute("SELECT count(*) FROM embeddings").fetchone()[0]
-        counted = conn.execute("SELECT COALESCE(SUM(n), 0) FROM pgvector_counts").fetchone()[0]
+        counted = conn.execute(f"SELECT COALESCE(SUM(n), 0) FROM pgvector_d{int(dim)}_counts").fetchone()[0]
         assert n_vec == n_emb == counted

@@ -122,6 +122,8 @@ class LocalPostgres:
 
     def stop(self) -> None:
         """Stop the server (fast shutdown); the data directory stays."""
+        if self._run_as is None and os.name == "posix" and os.geteuid() == 0:
+            self._run_as = RUN_AS  # pg_ctl refuses root: stop as the user the server runs as
         if (self.data_dir / "postmaster.pid").exists():
             self._run("pg_ctl", "-D", str(self.data_dir), "-m", "fast", "-w", "stop")
 

@@ -149,8 +149,9 @@ class PgTruthStore(TruthStore):
             from psycopg_pool import ConnectionPool
         except ImportError:
             raise MissingDependencyError("psycopg", "postgres", "the PostgreSQL backend") from None
-        if not schema.isidentifier():
-            raise ConfigError("storage.postgres_schema", schema, "use a plain identifier such as memory_ext")
+        if not (schema.isidentifier() and schema.isascii() and schema == schema.lower()):
+            raise ConfigError("storage.postgres_schema", schema, "use a lower-case ASCII identifier such as "
+                              "memory_ext (PostgreSQL folds unquoted names to lower case)")
         self.dsn = dsn
         self.schema = schema
         self.directory = Path(f"postgres-{schema}")

@@ -1,7 +1,8 @@
 """Vectors in PostgreSQL with pgvector: cosine distance, an HNSW index, filtered by namespace.
 
 ``storage.vector_backend: pgvector`` (the default with ``storage.backend: postgres``). The vectors live in one
-table per dimension, ``pgvector_d<dim>(rid, ns_id, embedding vector(dim))``, beside the truth store's
+table per dimension, ``pgvector_d<dim>(rid, ns_id, embedding vector(dim))`` (with ``pgvector_d<dim>_counts``,
+vectors per namespace), beside the truth store's
 ``embeddings`` rows, written in the same transaction. A namespace holding at most
 ``storage.pgvector_exact_max`` vectors is scored exactly (every vector, as numpy does: identical rankings); a
 larger one is searched through the HNSW index with pgvector's iterative scan, so the namespace filter cannot
@@ -43,6 +44,7 @@ class PgVectorIndex:
                               "storage.backend: postgres, or use numpy / chroma with SQLite")
         self.dim = int(dim)
         self.table = f"pgvector_d{self.dim}"
+        self.counts = f"{self.table}_counts"  # vectors per namespace (the exact/HNSW choice)
         self.exact_max = int(storage.pgvector_exact_max)
         self._reader = reader
 
@@ -52,7 +54,7 @@ class PgVectorIndex:
         conn.execute(f"CREATE INDEX IF NOT EXISTS {self.table}_ns ON {self.table}(ns_id, rid)")
         conn.execute(f"CREATE INDEX IF NOT EXISTS {self.table}_hnsw ON {self.table}"
                      " USING hnsw (embedding vector_cosine_ops)")
-        conn.execute("CREATE TABLE IF NOT EXISTS pgvector_counts(ns_id BIGINT PRIMARY KEY, n BIGINT NOT NULL)")
+        conn.execute(f"CREATE TABLE IF NOT EXISTS {self.counts}(ns_id BIGINT PRIMARY KEY, n BIGINT NOT NULL)")
 
     def index(self, conn: Any, ns_id: int, batch: RecordBatch) -> None:
         if batch.vectors is not None:
@@ -67,8 +69,8 @@ class PgVectorIndex:
                          " ON CONFLICT (rid) DO UPDATE SET embedding = EXCLUDED.embedding", rows)
         added = len(set(int(r) for r in rids)) - before
         if added:
-            conn.execute("INSERT INTO pgvector_counts(ns_id, n) VALUES(?, ?) ON CONFLICT (ns_id)"
-                         " DO UPDATE SET n = pgvector_counts.n + EXCLUDED.n", (ns_id, added))
+            conn.execute(f"INSERT INTO {self.counts}(ns_id, n) VALUES(?, ?) ON CONFLICT (ns_id)"
+                         f" DO UPDATE SET n = {self.counts}.n + EXCLUDED.n", (ns_id, added))
 
     def _count_rows(self, conn: Any, ns_id: int, rids: Sequence[int]) -> int:
         row = conn.execute(f"SELECT count(*) FROM {self.table} WHERE ns_id=? AND rid = ANY(?)",
@@ -81,17 +83,17 @@ class PgVectorIndex:
         gone = self._count_rows(conn, ns_id, rids)
         conn.execute(f"DELETE FROM {self.table} WHERE ns_id=? AND rid = ANY(?)", (ns_id, [int(r) for r in rids]))
         if gone:
-            conn.execute("UPDATE pgvector_counts SET n = n - ? WHERE ns_id=?", (gone, ns_id))
+            conn.execute(f"UPDATE {self.counts} SET n = n - ? WHERE ns_id=?", (gone, ns_id))
 
     def drop_namespace(self, conn: Any, ns_id: int) -> None:
         conn.execute(f"DELETE FROM {self.table} WHERE ns_id=?", (ns_id,))
-        conn.execute("DELETE FROM pgvector_counts WHERE ns_id=?", (ns_id,))
+        conn.execute(f"DELETE FROM {self.counts} WHERE ns_id=?", (ns_id,))
 
     def invalidate(self, ns_id: int | None = None) -> None:
         """Nothing is cached in memory."""
 
     def count(self, conn: Any, ns_id: int) -> int:
-        row = conn.execute("SELECT n FROM pgvector_counts WHERE ns_id=?", (ns_id,)).fetchone()
+        row = conn.execute(f"SELECT n FROM {self.counts} WHERE ns_id=?", (ns_id,)).fetchone()
         return int(row[0]) if row else 0
 
     def score_all(self, conn: Any, ns_id: int, query: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
