@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 import tempfile
@@ -60,10 +61,33 @@ def _open(args: argparse.Namespace, path: str | None = None, read_only: bool = F
     from .store.sqlite import DB_FILE
 
     target = path or args.path
-    if not create and not (Path(target) / DB_FILE).is_file():
+    postgres = _postgres_target(target, args.config)
+    if postgres is not None:
+        from .store.pg.truth import store_exists
+
+        dsn, schema = postgres
+        if not create and not store_exists(dsn, schema):
+            raise StoreError(f"no memory-ext store in PostgreSQL schema {schema!r}; check --path and "
+                             "storage.postgres_schema (`memext ingest` creates a store)")
+    elif not create and not (Path(target) / DB_FILE).is_file():
         raise StoreError(f"no memory-ext store at {target!r}; check --path (`memext ingest` creates a store)")
     return MemoryEngine.open(target, config=args.config, embedder=args.embedder, read_only=read_only,
                              allow_embedder_change=allow_embedder_change)
+
+
+def _postgres_target(target: str, config: Any) -> tuple[str, str] | None:
+    """``(DSN, schema)`` when the store is a PostgreSQL one (a ``postgresql://`` path, or ``storage.backend:
+    postgres`` in the configuration), else None."""
+    from .assembly import backend_for_path
+    from .config import EngineConfig
+    from .store.pg.truth import dsn_from
+
+    cfg = backend_for_path(target, EngineConfig.coerce(config if not isinstance(config, os.PathLike)
+                                                       else Path(config)))
+    if cfg.storage.backend != "postgres":
+        return None
+    dsn = dsn_from(target, cfg.storage.postgres_dsn)
+    return (dsn, cfg.storage.postgres_schema) if dsn is not None else None
 
 
 def _namespace(args: argparse.Namespace) -> Namespace:
@@ -348,7 +372,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.argv = list(argv) if argv is not None else None
     if hasattr(args, "path"):
         args.path_given = args.path is not None
-        args.path = str(Path(args.path or "~/.memory_ext").expanduser())
+        if not str(args.path or "").startswith(("postgresql://", "postgres://")):  # a DSN is not a file path
+            args.path = str(Path(args.path or "~/.memory_ext").expanduser())
     try:
         return int(args.func(args) or 0)
     except MemoryExtError as exc:  # one line, never a traceback

@@ -55,6 +55,19 @@ def is_dsn(path: str | os.PathLike[str] | None) -> bool:
     return path is not None and str(path).startswith(("postgresql://", "postgres://"))
 
 
+def store_exists(dsn: str, schema: str) -> bool:
+    """Whether ``schema`` of the database at ``dsn`` holds a memory-ext store (True when the server cannot be
+    asked: the open that follows reports why)."""
+    try:
+        import psycopg
+
+        with psycopg.connect(dsn, connect_timeout=10) as conn:
+            row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (f"{schema}.meta",)).fetchone()
+            return bool(row and row[0])
+    except Exception:  # noqa: BLE001  unreachable or no psycopg: the open that follows reports why
+        return True
+
+
 def _lock_key(schema: str) -> int:
     """The advisory-lock key of a schema's write lock (a signed 64-bit number)."""
     return int.from_bytes(hashlib.blake2b(f"memory_ext:write:{schema}".encode(), digest_size=8).digest(),
