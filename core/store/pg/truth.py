@@ -221,6 +221,10 @@ class PgTruthStore(TruthStore):
             return
         with self.transaction("create index schema") as conn:
             create(conn)
+            if self.rls:  # the index's new tables get their policies before anyone can read them
+                from .rls import enable_rls
+
+                enable_rls(conn, self.schema)
             self._refresh_catalog(conn)
 
     # -- schema ------------------------------------------------------------------------------------------------
@@ -239,11 +243,13 @@ class PgTruthStore(TruthStore):
                 self._refresh_catalog(tx)
                 tx.execute("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)", (str(version + 1),))
                 tx.execute("INSERT OR IGNORE INTO meta(key, value) VALUES('store_id', ?)", (os.urandom(16).hex(),))
-        if self.rls:
-            from .rls import enable_rls
+        from .rls import enable_rls, rls_enabled
 
+        self.rls = self.rls or rls_enabled(conn, self.schema)  # once on, on for every process (disable_rls)
+        if self.rls:
             with self.transaction("row-level security") as tx:
                 enable_rls(tx, self.schema)
+                self._refresh_catalog(tx)
 
     # -- purge -------------------------------------------------------------------------------------------------
     def purge(self, *, wait_s: float = 0.0) -> bool:
