@@ -20,7 +20,6 @@ from ..ingest.evidence_keys import window_keys
 from ..models import Namespace
 from ..results import ForgetReceipt
 from ..store.faces import forget_in_faces
-from ..store.sqlite import DB_FILE
 from .forget import forget_turns
 
 if TYPE_CHECKING:
@@ -130,12 +129,13 @@ def purge_files(store: TruthStore, indexes: Sequence[DerivedIndex] = (), *, wait
     """Try (waiting at most ``wait_s`` for other processes' readers) to remove every leftover byte of forgotten
     data from the store's files.
 
-    Returns the files (relative to the store directory) that may still hold some: ``memory.sqlite3-wal`` while
-    another process holds a read snapshot from before the forget, and whatever an index reports through an
+    Returns the files (relative to the store directory) that may still hold some: the store's ``PURGE_TARGET``
+    (``memory.sqlite3-wal`` on SQLite, ``postgres:dead-row-versions`` on PostgreSQL) while another process holds a
+    read snapshot from before the forget, and whatever an index reports through an
     optional ``purge() -> tuple[str, ...]`` method (e.g. Chroma's own log). Pending purges are retried after
     every later write, at close, at the next open, and by ``memext forget --purge``.
     """
-    pending: list[str] = [] if store.purge(wait_s=wait_s) else [DB_FILE + "-wal"]
+    pending: list[str] = [] if store.purge(wait_s=wait_s) else [store.PURGE_TARGET]
     for index in indexes:
         purge = getattr(index, "purge", None)
         if callable(purge):
