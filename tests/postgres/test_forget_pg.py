@@ -193,3 +193,39 @@ def test_a_snapshot_taken_after_the_forget_does_not_hold_it(engine: MemoryEngine
         other.execute("COMMIT")
     for mark in marks.all:
         assert files_with(admin, pg_schema, mark) == []
+
+
+def test_a_lock_held_elsewhere_delays_the_rewrite_without_stalling_forget(engine: MemoryEngine, admin: Any,
+                                                                         postgres_dsn: str, pg_schema: str) -> None:
+    """A transaction that holds a table's lock (but no old snapshot) makes the rewrite wait at most its bounded
+    lock wait: forget returns, the purge stays pending, and completes once the lock is gone."""
+    marks = _fill(engine)
+    with psycopg.connect(postgres_dsn, autocommit=True) as other:
+        other.execute("BEGIN")  # read committed: no snapshot is kept between statements, the lock is
+        other.execute(f"LOCK TABLE {pg_schema}.turns IN ACCESS SHARE MODE")
+        receipt = engine.forget(Namespace("ana", session_id=f"{marks.session}-{marks.short}"))
+        assert receipt.turns == 2 and not receipt.purge_complete
+        assert engine.search("beagle Toby", "ana", k=1).items  # readers are not queued behind the rewrite
+        other.execute("COMMIT")
+    assert engine.purge() == ()
+    for mark in marks.all:
+        assert files_with(admin, pg_schema, mark) == []
+
+
+def test_any_process_of_the_store_finishes_a_pending_purge(engine: MemoryEngine, admin: Any, postgres_dsn: str,
+                                                           pg_schema: str) -> None:
+    marks = _fill(engine)
+    with psycopg.connect(postgres_dsn, autocommit=True) as other:
+        other.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        other.execute(f"SELECT count(*) FROM {pg_schema}.turns").fetchone()
+        assert not engine.forget("ana").purge_complete
+        other.execute("COMMIT")
+    assert admin.execute(f"SELECT count(*) FROM {pg_schema}.meta WHERE key = 'pg_purge_pending'").fetchone()[0] == 1
+    # another engine on the same schema (another host, or the next start) finishes it when it opens
+    with MemoryEngine.open(postgres_dsn, config={"storage": {"backend": "postgres", "postgres_schema": pg_schema}},
+                           embedder="hashing") as second:
+        assert not second._store.purge_pending
+    assert admin.execute(f"SELECT count(*) FROM {pg_schema}.meta WHERE key = 'pg_purge_pending'").fetchone()[0] == 0
+    for mark in marks.all:
+        assert files_with(admin, pg_schema, mark) == []
+    assert engine.purge() == ()

@@ -277,9 +277,13 @@ class PgTruthStore(TruthStore):
         and the tables it deleted from or updated (merged with a pending earlier forget, of any process)."""
         raw = conn.raw
         xid = int(raw.execute("SELECT pg_current_xact_id()::text").fetchone()[0])
-        tables = {t for (t,) in raw.execute(
-            "SELECT relname FROM pg_stat_xact_user_tables WHERE schemaname = %s AND n_tup_del + n_tup_upd > 0",
-            (self.schema,)).fetchall()}
+        if raw.execute("SELECT current_setting('track_counts')::bool").fetchone()[0]:
+            tables = {t for (t,) in raw.execute(
+                "SELECT relname FROM pg_stat_xact_user_tables WHERE schemaname = %s AND n_tup_del + n_tup_upd > 0",
+                (self.schema,)).fetchall()}
+        else:  # no per-transaction counts on this server: every table of the store
+            tables = {t for (t,) in raw.execute("SELECT tablename FROM pg_tables WHERE schemaname = %s",
+                                                (self.schema,)).fetchall()}
         earlier = self._pending_record(conn)
         if earlier is not None:
             xid, tables = max(xid, earlier[0]), tables | earlier[1]
