@@ -113,6 +113,15 @@ def _kind(table: str, columns: set[str]) -> str | None:
     return None
 
 
+def _owner(raw: Any, schema: str) -> str:
+    """The schema's owner (the engine's role, which creates the tables of later indexes), quoted."""
+    row = raw.execute("SELECT quote_ident(pg_get_userbyid(nspowner)) FROM pg_namespace WHERE nspname = %s",
+                      (schema,)).fetchone()
+    if row is None:
+        raise ConfigError("storage.postgres_schema", schema, "no such schema: open the store once first")
+    return str(row[0])
+
+
 def rls_enabled(conn: Any, schema: str) -> bool:
     """True when :func:`enable_rls` ran on this schema (its ``rls_roles`` table exists)."""
     schema = _schema_name(schema)
@@ -164,7 +173,8 @@ def grant_reader(conn: Any, schema: str, role: str, *, user_id: str | None = Non
 
     ``user_id``: pin the role to that user (it reads that user's rows and nothing else, whatever it sets); None:
     the role reads the user its session names in ``memory_ext.user_id`` (nothing when unset), and an earlier
-    pin is removed. Tables created later by the owner (a new index) are granted too. Run as the tables' owner.
+    pin is removed. Tables the schema's owner creates later (a new index) are granted too. Run as the owner (or a
+    superuser).
     """
     schema = _schema_name(schema)
     name = _role_name(role)
@@ -184,7 +194,8 @@ def grant_reader(conn: Any, schema: str, role: str, *, user_id: str | None = Non
     enable_rls(raw, schema)
     raw.execute(f"GRANT USAGE ON SCHEMA {schema} TO {name}")
     raw.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO {name}")
-    raw.execute(f"ALTER DEFAULT PRIVILEGES IN SCHEMA {schema} GRANT SELECT ON TABLES TO {name}")
+    raw.execute(f"ALTER DEFAULT PRIVILEGES FOR ROLE {_owner(raw, schema)} IN SCHEMA {schema}"
+                f" GRANT SELECT ON TABLES TO {name}")
     if user_id is None:
         raw.execute(f"DELETE FROM {schema}.{ROLES_TABLE} WHERE role_name = %s", (name,))
     else:
@@ -197,7 +208,8 @@ def revoke_reader(conn: Any, schema: str, role: str) -> None:
     schema = _schema_name(schema)
     name = _role_name(role)
     raw = _raw(conn)
-    raw.execute(f"ALTER DEFAULT PRIVILEGES IN SCHEMA {schema} REVOKE SELECT ON TABLES FROM {name}")
+    raw.execute(f"ALTER DEFAULT PRIVILEGES FOR ROLE {_owner(raw, schema)} IN SCHEMA {schema}"
+                f" REVOKE SELECT ON TABLES FROM {name}")
     raw.execute(f"REVOKE ALL ON ALL TABLES IN SCHEMA {schema} FROM {name}")
     raw.execute(f"REVOKE USAGE ON SCHEMA {schema} FROM {name}")
     if rls_enabled(raw, schema):
