@@ -17,7 +17,8 @@ load in one repeatable-read transaction.
 Forgetting deletes the rows in one transaction, which also records what is left to purge (its transaction id
 and the tables it changed, in ``meta``); :meth:`PgTruthStore.purge` then rewrites the tables among them that can
 hold text (``VACUUM (FULL, ANALYZE)``: a plain ``VACUUM`` frees the dead row versions but leaves their bytes in
-the pages until the space is reused) and vacuums the others. A session holding a snapshot older than the forget
+the pages until the space is reused); the others (numbers: postings, statistics, the pgvector table) are left to
+autovacuum. A session holding a snapshot older than the forget
 keeps the rows alive: the purge is then reported pending and retried, as on SQLite — by any process of the
 store. What PostgreSQL itself keeps beyond that (the write-ahead log until its segments are recycled, backups,
 replicas, statistics) is described in ``docs/operations.md``.
@@ -304,10 +305,10 @@ class PgTruthStore(TruthStore):
         process's purge finishes it). Once no session can still see the forgotten rows — none holds a snapshot
         or runs a transaction older than the forget (waiting at most ``wait_s``) — the tables with a text, bytea
         or json column are rewritten (``VACUUM (FULL, ANALYZE)``: a plain ``VACUUM`` frees dead row versions but
-        leaves their bytes in the page until the space is reused), the others vacuumed (their dead rows and
-        index entries removed). A rewrite waits for its table's lock at most ``max(wait_s, 0.2)`` seconds. Else
-        the purge stays pending and is retried after later writes, at close, at the next open and by
-        ``engine.purge``.
+        leaves their bytes in the page until the space is reused); the others hold numbers only (postings,
+        statistics, the pgvector table, whose HNSW index is slow to vacuum) and are left to autovacuum. A
+        rewrite waits for its table's lock at most ``max(wait_s, 0.2)`` seconds. Else the purge stays pending and
+        is retried after later writes, at close, at the next open and by ``engine.purge``.
         """
         if self._writer is None or self._raw is None:
             return not self._purge_pending
@@ -329,8 +330,8 @@ class PgTruthStore(TruthStore):
             return not blocked
 
     def _vacuum(self, raw: Any, touched: set[str], lock_wait_s: float) -> bool:
-        """Rewrite the touched tables that can hold text, vacuum the other touched ones; False when a table's
-        lock was not granted in time (nothing is lost: the purge is retried)."""
+        """Rewrite the touched tables that can hold text; False when a table's lock was not granted in time
+        (nothing is lost: the purge is retried)."""
         columns: dict[str, set[str]] = {}
         for table, kind in raw.execute(
                 "SELECT c.relname, format_type(a.atttypid, NULL) FROM pg_class c"
@@ -338,12 +339,8 @@ class PgTruthStore(TruthStore):
                 " AND a.attnum > 0 AND NOT a.attisdropped WHERE n.nspname = %s AND c.relkind = 'r'",
                 (self.schema,)).fetchall():
             columns.setdefault(table, set()).add(kind)
-        present = touched & set(columns)
-        rewrite = sorted(t for t in present if columns[t] & _TEXT_TYPES)
-        vacuum = sorted(present - set(rewrite))
+        rewrite = sorted(t for t in touched & set(columns) if columns[t] & _TEXT_TYPES)
         try:
-            if vacuum:
-                raw.execute("VACUUM " + ", ".join(f"{self.schema}.{t}" for t in vacuum))
             raw.execute(f"SET lock_timeout = {int(lock_wait_s * 1000)}")
             for table in rewrite:  # one at a time: each holds its table's lock only for its own rewrite
                 raw.execute(f"VACUUM (FULL, ANALYZE) {self.schema}.{table}")
