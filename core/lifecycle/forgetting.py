@@ -6,7 +6,8 @@ the source turns of record ids, or the turns of memory files), deletes them and 
 the truth store (:func:`~memory_ext.lifecycle.forget.forget_turns`), then loops over the engine's derived
 indexes — ``drop_namespace`` when a whole namespace goes, ``remove`` of the records otherwise — re-derives the
 evidence keys of the forgotten turns' neighbours (their event frames named the forgotten turns' entities), and
-truncates SQLite's write-ahead log so the text is gone from disk too.
+purges the store's files so the text is gone from disk too (SQLite: truncates the write-ahead log; PostgreSQL:
+rewrites the changed tables, see :meth:`memory_ext.store.pg.truth.PgTruthStore.purge`).
 """
 
 from __future__ import annotations

@@ -229,3 +229,40 @@ def test_any_process_of_the_store_finishes_a_pending_purge(engine: MemoryEngine,
     for mark in marks.all:
         assert files_with(admin, pg_schema, mark) == []
     assert engine.purge() == ()
+
+
+@pytest.fixture
+def plain_owner(postgres_dsn: str) -> Iterator[str]:
+    """The DSN of a new login role that is no superuser but may create schemas: the engine's role in production."""
+    import uuid
+
+    name = "eng_" + uuid.uuid4().hex[:10]
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE ROLE {name} LOGIN NOSUPERUSER")
+        conn.execute(f"GRANT CREATE ON DATABASE {conn.info.dbname} TO {name}")
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    yield psycopg.conninfo.make_conninfo(postgres_dsn, user=name)
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute(f"DROP OWNED BY {name} CASCADE")
+        conn.execute(f"DROP ROLE {name}")
+
+
+def test_a_plain_engine_role_sees_the_snapshots_of_other_roles(plain_owner: str, admin: Any, postgres_dsn: str,
+                                                                pg_schema: str) -> None:
+    """PostgreSQL hides most of another role's session from a role without ``pg_read_all_stats``; the purge
+    must still see that the session holds an old snapshot."""
+    with MemoryEngine.open(config={"storage": {"backend": "postgres", "postgres_schema": pg_schema,
+                                               "postgres_dsn": plain_owner}}, embedder="hashing") as engine:
+        marks = _fill(engine)
+        with psycopg.connect(postgres_dsn, autocommit=True) as other:  # the superuser: another role
+            other.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+            other.execute("SELECT 1").fetchone()  # a snapshot, and no lock on any table of the store
+            receipt = engine.forget("ana")
+            assert not receipt.purge_complete
+            assert other.execute(f"SELECT count(*) FROM {pg_schema}.turns WHERE strpos(content, %s) > 0",
+                                 (marks.short,)).fetchone()[0] == 1  # why the rows had to stay
+            other.execute("COMMIT")
+        assert engine.purge() == ()
+    for mark in marks.all:
+        assert rows_with(admin, pg_schema, mark) == []
+        assert files_with(admin, pg_schema, mark) == []

@@ -19,8 +19,8 @@ psycopg = pytest.importorskip("psycopg")
 
 
 def _open(dsn: str, schema: str, **storage: Any) -> MemoryEngine:
-    return MemoryEngine.open(dsn, config={"storage": {"backend": "postgres", "postgres_schema": schema,
-                                                      "postgres_rls": True, **storage}}, embedder="hashing")
+    return MemoryEngine.open(config={"storage": {"backend": "postgres", "postgres_dsn": dsn, "postgres_schema": schema,
+                                                 "postgres_rls": True, **storage}}, embedder="hashing")
 
 
 @pytest.fixture
@@ -49,8 +49,8 @@ def make_role(postgres_dsn: str) -> Iterator[Any]:
 
     yield make
     with psycopg.connect(postgres_dsn, autocommit=True) as conn:
-        for name in made:
-            conn.execute(f"DROP OWNED BY {name}")
+        for name in reversed(made):
+            conn.execute(f"DROP OWNED BY {name} CASCADE")
             conn.execute(f"DROP ROLE {name}")
 
 
@@ -236,3 +236,30 @@ def test_grant_reader_refuses_roles_that_bypass_policies(filled_rls: MemoryEngin
         assert not rls_enabled(owner, pg_schema)
         assert not owner.execute("SELECT count(*) FROM pg_policies WHERE schemaname = %s",
                                  (pg_schema,)).fetchone()[0]
+
+
+def test_an_engine_role_without_superuser_is_exempt_as_the_owner(postgres_dsn: str, pg_schema: str,
+                                                                 make_role: Any) -> None:
+    """In production the engine is a plain role that owns the schema: the policies must not hide its own rows."""
+    from memory_ext.store.pg.rls import grant_reader
+
+    owner = make_role()
+    with psycopg.connect(postgres_dsn, autocommit=True) as admin:
+        admin.execute(f"GRANT CREATE ON DATABASE {admin.info.dbname} TO {owner}")
+        admin.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    dsn = psycopg.conninfo.make_conninfo(postgres_dsn, user=owner)
+    with _open(dsn, pg_schema) as engine:
+        for user in CONVERSATIONS:
+            engine.add_turns(make_turns(user), user)
+        engine.flush()
+        assert engine.search("beagle Toby", "ana", k=2).items
+        assert engine.forget("ben").turns == len(CONVERSATIONS["ben"])
+        assert engine.search("Porto bakery", "ana", k=2).items
+        reader = make_role()
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            grant_reader(conn, pg_schema, reader, user_id="ana")   # the engine's role runs it, as the owner
+        engine.add_turns([Turn(role="user", speaker="Ana", content="Toby learned to sit")], "ana")
+        engine.flush()
+    with _as(postgres_dsn, reader, pg_schema) as conn:
+        assert conn.execute("SELECT count(*) FROM turns").fetchone()[0] == len(CONVERSATIONS["ana"]) + 1
+        assert {u for (u,) in conn.execute("SELECT user_id FROM namespaces")} == {"ana"}

@@ -357,12 +357,17 @@ class PgTruthStore(TruthStore):
     @staticmethod
     def _holders(raw: Any, xid: int) -> int:
         """Sessions, prepared transactions and replication slots that keep rows deleted by transaction ``xid``
-        alive: a snapshot (or a running transaction) at least as old as it."""
+        alive: a snapshot (or a running transaction) at least as old as it.
+
+        ``backend_xmin`` and ``backend_xid`` are shown for every session, but ``backend_type`` only for the
+        engine's own role's (unless it has ``pg_read_all_stats``): another role's session of this database
+        counts whatever its type (an autovacuum worker too, which only delays the purge)."""
         return int(raw.execute(
             "WITH f AS (SELECT age(xid(%s::text::xid8)) AS a)"
             " SELECT (SELECT count(*) FROM pg_stat_activity, f WHERE pid <> pg_backend_pid()"
             "         AND (datname = current_database() OR datname IS NULL)"
-            "         AND backend_type IN ('client backend', 'walsender')"
+            "         AND (backend_type IN ('client backend', 'walsender')"
+            "              OR (backend_type IS NULL AND datname = current_database()))"
             "         AND (age(backend_xmin) >= f.a OR age(backend_xid) > f.a))"
             " + (SELECT count(*) FROM pg_prepared_xacts, f WHERE database = current_database()"
             "    AND age(transaction) > f.a)"
