@@ -6,7 +6,8 @@ the source turns of record ids, or the turns of memory files), deletes them and 
 the truth store (:func:`~memory_ext.lifecycle.forget.forget_turns`), then loops over the engine's derived
 indexes — ``drop_namespace`` when a whole namespace goes, ``remove`` of the records otherwise — re-derives the
 evidence keys of the forgotten turns' neighbours (their event frames named the forgotten turns' entities), and
-truncates SQLite's write-ahead log so the text is gone from disk too.
+purges the store's files so the text is gone from disk too (SQLite: truncates the write-ahead log; PostgreSQL:
+rewrites the changed tables, see :meth:`memory_ext.store.pg.truth.PgTruthStore.purge`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from ..ingest.evidence_keys import window_keys
 from ..models import Namespace
 from ..results import ForgetReceipt
 from ..store.faces import forget_in_faces
-from ..store.sqlite import DB_FILE
 from .forget import forget_turns
 
 if TYPE_CHECKING:
@@ -130,12 +130,13 @@ def purge_files(store: TruthStore, indexes: Sequence[DerivedIndex] = (), *, wait
     """Try (waiting at most ``wait_s`` for other processes' readers) to remove every leftover byte of forgotten
     data from the store's files.
 
-    Returns the files (relative to the store directory) that may still hold some: ``memory.sqlite3-wal`` while
-    another process holds a read snapshot from before the forget, and whatever an index reports through an
+    Returns the files (relative to the store directory) that may still hold some: the store's ``PURGE_TARGET``
+    (``memory.sqlite3-wal`` on SQLite, ``postgres:dead-row-versions`` on PostgreSQL) while another process holds a
+    read snapshot from before the forget, and whatever an index reports through an
     optional ``purge() -> tuple[str, ...]`` method (e.g. Chroma's own log). Pending purges are retried after
     every later write, at close, at the next open, and by ``memext forget --purge``.
     """
-    pending: list[str] = [] if store.purge(wait_s=wait_s) else [DB_FILE + "-wal"]
+    pending: list[str] = [] if store.purge(wait_s=wait_s) else [store.PURGE_TARGET]
     for index in indexes:
         purge = getattr(index, "purge", None)
         if callable(purge):

@@ -337,6 +337,9 @@ class TruthStore:
     A directory it creates gets ``dir_mode`` (default ``0o700``) and the database ``file_mode`` (``0o600``).
     """
 
+    PURGE_TARGET = DB_FILE + "-wal"
+    """What a forget's receipt names in ``pending_purge`` while :meth:`purge` has not completed."""
+
     def __init__(self, directory: str | os.PathLike[str], *, read_only: bool = False, dir_mode: int = 0o700,
                  file_mode: int = 0o600) -> None:
         self.directory = Path(directory).expanduser()

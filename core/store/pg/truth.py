@@ -14,11 +14,14 @@ and every in-process snapshot (keyword, graph, time, evidence, catalog, sparse, 
 counters exactly as on SQLite. Readers never take it: a search runs on its thread's connection, each snapshot
 load in one repeatable-read transaction.
 
-Forgetting deletes the rows in one transaction; :meth:`PgTruthStore.purge` then runs ``VACUUM`` on the engine's
-tables so the dead row versions (and their index entries) are removed from the data files. A session of another
-process holding an older snapshot keeps them alive: the purge is then reported pending and retried, as on
-SQLite. What PostgreSQL itself keeps beyond that (the write-ahead log until its segments are recycled, backups,
-replicas) is described in ``docs/operations.md``.
+Forgetting deletes the rows in one transaction, which also records what is left to purge (its transaction id
+and the tables it changed, in ``meta``); :meth:`PgTruthStore.purge` then rewrites the tables among them that can
+hold text (``VACUUM (FULL, ANALYZE)``: a plain ``VACUUM`` frees the dead row versions but leaves their bytes in
+the pages until the space is reused); the others (numbers: postings, statistics, the pgvector table) are left to
+autovacuum. A session holding a snapshot older than the forget
+keeps the rows alive: the purge is then reported pending and retried, as on SQLite — by any process of the
+store. What PostgreSQL itself keeps beyond that (the write-ahead log until its segments are recycled, backups,
+replicas, statistics) is described in ``docs/operations.md``.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import json
 import os
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -42,6 +46,10 @@ __all__ = ["DSN_ENV", "PgTruthStore", "dsn_from"]
 
 DSN_ENV = "MEMORY_EXT_POSTGRES_DSN"
 """Environment variable read when ``storage.postgres_dsn`` is not set."""
+PURGE_META = "pg_purge_pending"
+"""``meta`` key of a forget whose purge has not completed: ``{"xid": <its transaction>, "tables": [...]}``."""
+_TEXT_TYPES = {"text", "character varying", "character", "bytea", "json", "jsonb"}
+"""Column types that can hold a copy of a memory's text: tables with one are rewritten by a purge."""
 
 
 def dsn_from(path: str | os.PathLike[str] | None, dsn: str | None) -> str | None:
@@ -218,6 +226,9 @@ class PgTruthStore(TruthStore):
             self.close()
             raise SchemaVersionError(f"PostgreSQL schema {schema!r} has schema version {version}, newer than this "
                                      f"memory-ext understands ({SCHEMA_VERSION}); upgrade memory-ext")
+        if self._writer is not None and self._pending_record(self._writer) is not None:
+            self._purge_pending = True  # a forget of an earlier process could not finish its purge: try now
+            self.purge()
 
     # -- connections -------------------------------------------------------------------------------------
     def _raw_writer(self) -> Any:
@@ -266,6 +277,10 @@ class PgTruthStore(TruthStore):
             return
         with self.transaction("create index schema") as conn:
             create(conn)
+            if self.rls:  # the index's new tables get their policies before anyone can read them
+                from .rls import enable_rls
+
+                enable_rls(conn, self.schema)
             self._refresh_catalog(conn)
 
     def namespace_lock(self, key: tuple[str, str]) -> Any:
@@ -314,39 +329,122 @@ class PgTruthStore(TruthStore):
                 self._refresh_catalog(tx)
                 tx.execute("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)", (str(version + 1),))
                 tx.execute("INSERT OR IGNORE INTO meta(key, value) VALUES('store_id', ?)", (os.urandom(16).hex(),))
-        if self.rls:
-            from .rls import enable_rls
+        from .rls import enable_rls, rls_enabled
 
+        self.rls = self.rls or rls_enabled(conn, self.schema)  # once on, on for every process (disable_rls)
+        if self.rls:
             with self.transaction("row-level security") as tx:
                 enable_rls(tx, self.schema)
+                self._refresh_catalog(tx)
 
     # -- purge -------------------------------------------------------------------------------------------------
+    @contextmanager
+    def transaction(self, operation: str) -> Iterator[Any]:
+        with super().transaction(operation) as conn:
+            yield conn
+            if operation == "forget":
+                self._note_forget(conn)
+
+    def _note_forget(self, conn: Any) -> None:
+        """Record, in the forget's own transaction, what :meth:`purge` must finish: the forget's transaction id
+        and the tables it deleted from or updated (merged with a pending earlier forget, of any process)."""
+        raw = conn.raw
+        xid = int(raw.execute("SELECT pg_current_xact_id()::text").fetchone()[0])
+        if raw.execute("SELECT current_setting('track_counts')::bool").fetchone()[0]:
+            tables = {t for (t,) in raw.execute(
+                "SELECT relname FROM pg_stat_xact_user_tables WHERE schemaname = %s AND n_tup_del + n_tup_upd > 0",
+                (self.schema,)).fetchall()}
+        else:  # no per-transaction counts on this server: every table of the store
+            tables = {t for (t,) in raw.execute("SELECT tablename FROM pg_tables WHERE schemaname = %s",
+                                                (self.schema,)).fetchall()}
+        earlier = self._pending_record(conn)
+        if earlier is not None:
+            xid, tables = max(xid, earlier[0]), tables | earlier[1]
+        conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)",
+                     (PURGE_META, json.dumps({"xid": xid, "tables": sorted(tables)})))
+
+    def _pending_record(self, conn: Any) -> tuple[int, set[str]] | None:
+        row = conn.execute("SELECT value FROM meta WHERE key = ?", (PURGE_META,)).fetchone()
+        if row is None:
+            return None
+        data = json.loads(row[0])
+        return int(data["xid"]), set(data["tables"])
+
     def purge(self, *, wait_s: float = 0.0) -> bool:
-        """``VACUUM`` the engine's tables so forgotten row versions leave the data files; True when no other
-        session held a snapshot that could keep them (else the purge stays pending and is retried)."""
+        """Remove forgotten rows from the data files; True when complete (nothing of a forget left to purge).
+
+        A forget records its transaction id and the tables it changed (``meta``, key ``pg_purge_pending``: any
+        process's purge finishes it). Once no session can still see the forgotten rows — none holds a snapshot
+        or runs a transaction older than the forget (waiting at most ``wait_s``) — the tables with a text, bytea
+        or json column are rewritten (``VACUUM (FULL, ANALYZE)``: a plain ``VACUUM`` frees dead row versions but
+        leaves their bytes in the page until the space is reused); the others hold numbers only (postings,
+        statistics, the pgvector table, whose HNSW index is slow to vacuum) and are left to autovacuum. A
+        rewrite waits for its table's lock at most ``max(wait_s, 0.2)`` seconds. Else the purge stays pending and
+        is retried after later writes, at close, at the next open and by ``engine.purge``.
+        """
         if self._writer is None or self._raw is None:
             return not self._purge_pending
         with self.write_lock:
             raw = self._raw
-            tables = [r[0] for r in raw.execute(
-                "SELECT tablename FROM pg_tables WHERE schemaname=%s ORDER BY tablename", (self.schema,)).fetchall()]
-            blocked = self._other_snapshots(raw)
-            if blocked and wait_s > 0:
-                deadline = time.monotonic() + wait_s
-                while blocked and time.monotonic() < deadline:
-                    time.sleep(0.02)
-                    blocked = self._other_snapshots(raw)
-            if tables:
-                raw.execute("VACUUM " + ", ".join(f"{self.schema}.{t}" for t in tables))
-            self._purge_pending = bool(blocked)
-            return not self._purge_pending
+            pending = self._pending_record(self._writer)
+            if pending is None:
+                self._purge_pending = False
+                return True
+            xid, touched = pending
+            deadline = time.monotonic() + wait_s
+            while (blocked := bool(self._holders(raw, xid))) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            if not blocked:
+                blocked = not self._vacuum(raw, touched, max(0.2, deadline - time.monotonic()))
+            if not blocked:
+                raw.execute(f"DELETE FROM {self.schema}.meta WHERE key = %s", (PURGE_META,))
+            self._purge_pending = blocked
+            return not blocked
+
+    def _vacuum(self, raw: Any, touched: set[str], lock_wait_s: float) -> bool:
+        """Rewrite the touched tables that can hold text; False when a table's lock was not granted in time
+        (nothing is lost: the purge is retried)."""
+        columns: dict[str, set[str]] = {}
+        for table, kind in raw.execute(
+                "SELECT c.relname, format_type(a.atttypid, NULL) FROM pg_class c"
+                " JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_attribute a ON a.attrelid = c.oid"
+                " AND a.attnum > 0 AND NOT a.attisdropped WHERE n.nspname = %s AND c.relkind = 'r'",
+                (self.schema,)).fetchall():
+            columns.setdefault(table, set()).add(kind)
+        rewrite = sorted(t for t in touched & set(columns) if columns[t] & _TEXT_TYPES)
+        try:
+            raw.execute(f"SET lock_timeout = {int(lock_wait_s * 1000)}")
+            for table in rewrite:  # one at a time: each holds its table's lock only for its own rewrite
+                raw.execute(f"VACUUM (FULL, ANALYZE) {self.schema}.{table}")
+        except self._psycopg.errors.LockNotAvailable:
+            return False
+        except self._psycopg.Error as exc:  # the forget has committed: report, retry later
+            warnings.warn(f"purge of forgotten rows failed ({type(exc).__name__}: {str(exc).strip()}); it stays "
+                          "pending and is retried", RuntimeWarning, stacklevel=4)
+            return False
+        finally:
+            raw.execute("RESET lock_timeout")
+        return True
 
     @staticmethod
-    def _other_snapshots(raw: Any) -> int:
-        """Sessions of other clients holding a snapshot (they may still see forgotten row versions)."""
+    def _holders(raw: Any, xid: int) -> int:
+        """Sessions, prepared transactions and replication slots that keep rows deleted by transaction ``xid``
+        alive: a snapshot (or a running transaction) at least as old as it.
+
+        ``backend_xmin`` and ``backend_xid`` are shown for every session, but ``backend_type`` only for the
+        engine's own role's (unless it has ``pg_read_all_stats``): another role's session of this database
+        counts whatever its type (an autovacuum worker too, which only delays the purge)."""
         return int(raw.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE backend_xmin IS NOT NULL AND pid <> pg_backend_pid()"
-            " AND datname = current_database() AND backend_type = 'client backend'").fetchone()[0])
+            "WITH f AS (SELECT age(xid(%s::text::xid8)) AS a)"
+            " SELECT (SELECT count(*) FROM pg_stat_activity, f WHERE pid <> pg_backend_pid()"
+            "         AND (datname = current_database() OR datname IS NULL)"
+            "         AND (backend_type IN ('client backend', 'walsender')"
+            "              OR (backend_type IS NULL AND datname = current_database()))"
+            "         AND (age(backend_xmin) >= f.a OR age(backend_xid) > f.a))"
+            " + (SELECT count(*) FROM pg_prepared_xacts, f WHERE database = current_database()"
+            "    AND age(transaction) > f.a)"
+            " + (SELECT count(*) FROM pg_replication_slots, f WHERE age(xmin) >= f.a)",
+            (str(xid),)).fetchone()[0])
 
     def close(self) -> None:
         if self._closed:
