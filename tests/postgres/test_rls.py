@@ -89,7 +89,7 @@ def test_every_user_table_has_row_level_security(filled_rls: MemoryEngine, postg
         # the truth store and every derived index: the check below covers them all
         for expected in ("namespaces", "turns", "records", "embeddings", "files", "claims", "memory_history",
                          "kw_docs", "kw_stats", "graph_entities", "graph_postings", "graph_edges", "time_spans",
-                         "evidence_nodes", "sparse_vectors", "index_queue", "pgvector_d256", "pgvector_counts"):
+                         "evidence_nodes", "sparse_vectors", "index_queue", "pgvector_d256", "pgvector_d256_counts"):
             assert expected in tables
         secured = {t for (t,) in conn.execute(
             "SELECT c.relname FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace"
