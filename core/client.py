@@ -315,12 +315,16 @@ class RemoteEngine:
 
     # -- requests (pure) ---------------------------------------------------------------------------------------
     @staticmethod
-    def _add_turns_call(turns: Iterable[Turn | Mapping[str, Any]], namespace: Namespace | str) -> _Call:
+    def _add_turns_call(turns: Iterable[Turn | Mapping[str, Any]], namespace: Namespace | str,
+                        wait: bool = False) -> _Call:
         fields = _ns_fields(namespace)
         if isinstance(turns, (Turn, Mapping, str, bytes)):
             raise _errors.InvalidTurnError("turns", turns, "pass a list of turns, even for a single turn")
         items = [Turn.coerce(t, i) for i, t in enumerate(turns)]  # type: ignore[arg-type]  # same errors, locally
-        return _Call("POST", "/v1/turns", body={**fields, "turns": items}, model=AddResult)
+        body: dict[str, Any] = {**fields, "turns": items}
+        if wait:
+            body["wait"] = True
+        return _Call("POST", "/v1/turns", body=body, model=AddResult)
 
     @staticmethod
     def _search_call(query: str, namespace: Namespace | str, k: int, filters: Mapping[str, Any] | None,
@@ -412,9 +416,11 @@ class RemoteEngine:
     _NAMESPACES_CALL = _Call("GET", "/v1/namespaces", model=_NAMESPACES)
 
     # -- the engine API (sync) ---------------------------------------------------------------------------------
-    def add_turns(self, turns: Iterable[Turn | Mapping[str, Any]], namespace: Namespace | str) -> AddResult:
-        """Store turns (see :meth:`MemoryEngine.add_turns`); turns are validated locally first."""
-        result: AddResult = self._send(self._add_turns_call(turns, namespace))
+    def add_turns(self, turns: Iterable[Turn | Mapping[str, Any]], namespace: Namespace | str, *,
+                  wait: bool = False) -> AddResult:
+        """Store turns (see :meth:`MemoryEngine.add_turns`); turns are validated locally first. ``wait``: return
+        once the server has them fully indexed."""
+        result: AddResult = self._send(self._add_turns_call(turns, namespace, wait))
         return result
 
     def search(self, query: str, namespace: Namespace | str, *, k: int = 10,
@@ -503,9 +509,10 @@ class RemoteEngine:
         return hook_id
 
     # -- async twins (httpx.AsyncClient; never block the event loop) ---------------------------------------------
-    async def aadd_turns(self, turns: Iterable[Turn | Mapping[str, Any]], namespace: Namespace | str) -> AddResult:
+    async def aadd_turns(self, turns: Iterable[Turn | Mapping[str, Any]], namespace: Namespace | str, *,
+                         wait: bool = False) -> AddResult:
         """Async twin of :meth:`add_turns`."""
-        result: AddResult = await self._asend(self._add_turns_call(list(turns), namespace))
+        result: AddResult = await self._asend(self._add_turns_call(list(turns), namespace, wait))
         return result
 
     async def asearch(self, query: str, namespace: Namespace | str, *, k: int = 10,

@@ -66,7 +66,8 @@ class EngineLike(Protocol, metaclass=_StaticProtocolMeta):
 
     def close(self) -> None: ...
 
-    def add_turns(self, turns: Iterable[Turn | Mapping[str, Any]], namespace: Namespace | str) -> AddResult: ...
+    def add_turns(self, turns: Iterable[Turn | Mapping[str, Any]], namespace: Namespace | str, *,
+                  wait: bool = False) -> AddResult: ...
 
     def search(self, query: str, namespace: Namespace | str, *, k: int = 10,
                filters: Mapping[str, Any] | None = None, action_state: ActionState | Mapping[str, Any] | None = None,
@@ -109,7 +110,8 @@ class EngineLike(Protocol, metaclass=_StaticProtocolMeta):
 
     async def aclose(self) -> None: ...
 
-    async def aadd_turns(self, turns: Iterable[Turn | Mapping[str, Any]], namespace: Namespace | str) -> AddResult: ...
+    async def aadd_turns(self, turns: Iterable[Turn | Mapping[str, Any]], namespace: Namespace | str, *,
+                         wait: bool = False) -> AddResult: ...
 
     async def asearch(self, query: str, namespace: Namespace | str, *, k: int = 10,
                       filters: Mapping[str, Any] | None = None,

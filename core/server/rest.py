@@ -98,7 +98,7 @@ def build_router() -> APIRouter:
     @router.post("/turns", response_model=AddResult, tags=["turns"], summary="Store turns (MemoryEngine.add_turns)")
     async def add_turns(body: AddTurnsRequest, request: Request) -> AddResult:
         ns = _namespace(request, body.user_id, body.agent_id, body.session_id)
-        return await _engine(request).aadd_turns(body.turns, ns)
+        return await _engine(request).aadd_turns(body.turns, ns, wait=body.wait)
 
     @router.get("/turns", response_model=list[Turn], tags=["turns"],
                 summary="The stored turns of a namespace, oldest first (MemoryEngine.get_turns)")

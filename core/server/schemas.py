@@ -95,6 +95,8 @@ class AddTurnsRequest(NamespaceFields):
     turns: list[dict[str, Any]] = Field(description="Turn objects: role (user|assistant|system|tool), content, and "
                                                     "optionally speaker, timestamp, session_id, external_id, "
                                                     "tool_calls, attachments, metadata.")
+    wait: bool = Field(default=False, description="Return only once the turns are fully indexed (vectors too), "
+                                                  "as MemoryEngine.add_turns(wait=True).")
 
 
 class RenderPromptRequest(NamespaceFields):

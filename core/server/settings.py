@@ -190,7 +190,9 @@ class ServerSettings:
             if file:
                 table.merge(TokenTable.from_file(file))
         store = pick("path", path, section, "~/.memory_ext")
-        return cls(path=str(Path(store).expanduser()), embedder=pick("embedder", embedder, section),
+        if not str(store).startswith(("postgresql://", "postgres://")):  # a DSN is not a file path
+            store = str(Path(store).expanduser())
+        return cls(path=str(store), embedder=pick("embedder", embedder, section),
                    engine_config=engine_config or None, host=str(pick("host", host, section, DEFAULT_HOST)),
                    port=port_number, tokens=table, log_level=str(pick("log_level", log_level, section, "info")).lower())
 
