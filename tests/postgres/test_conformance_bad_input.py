@@ -1,0 +1,97 @@
+"""Conformance, bad input: the fault suite's table of wrong arguments (``tests/fault/test_bad_inputs.py``, over 200
+calls) run against a SQLite store and a PostgreSQL store — each raises a typed ``memory_ext.errors`` error naming
+the field, and nothing is half-written: every row of every table of the store is the same before and after.
+Plus writes that fail inside their transaction (a bad turn after good ones, a face of the same batch)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from memory_ext import MemoryEngine, Turn
+from memory_ext.errors import MemoryExtError, ValidationError
+from tests.conftest import CONVERSATIONS, StoreTarget, make_turns
+from tests.fault.test_bad_inputs import CASES, Call, _error_names, turn
+from tests.postgres.conformance_kit import store_rows
+
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def filled(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[MemoryEngine]:
+    """One store per backend for the whole table (written once, fully indexed, with a pre-compressed file)."""
+    schema = None
+    if request.param == "sqlite":
+        target = StoreTarget("sqlite", str(tmp_path_factory.mktemp("bad-input") / "store"), {})
+    else:
+        dsn = request.getfixturevalue("postgres_dsn")
+        schema = "t_" + uuid.uuid4().hex[:12]
+        target = StoreTarget("postgres", dsn, {"storage": {"backend": "postgres", "postgres_schema": schema}})
+    engine = target.open()
+    try:
+        engine.add_turns([turn(), {"role": "assistant", "content": "Lisbon is lovely in spring"}], "ana", wait=True)
+        engine.pre_compress("ana", "User: remind me of the flight\nAssistant: TAP 123 at 9:40")
+        engine.hooks("ana")  # an open file's hook is refreshed on read: once, before the table runs
+        engine.flush()
+        yield engine
+    finally:
+        engine.close()
+        if schema is not None:
+            import psycopg
+
+            with psycopg.connect(request.getfixturevalue("postgres_dsn"), autocommit=True) as conn:
+                conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
+@pytest.mark.parametrize(("name", "call", "field"), CASES, ids=[c[0] for c in CASES])
+def test_bad_input_is_a_typed_error_and_writes_nothing(filled: MemoryEngine, name: str, call: Call,
+                                                       field: str) -> None:
+    before = store_rows(filled)
+    with pytest.raises(MemoryExtError) as info:
+        call(filled)
+    assert _error_names(info.value, field), f"{name}: {type(info.value).__name__}: {info.value}"
+    assert store_rows(filled) == before
+    assert "secret words secret words" not in str(info.value)
+
+
+def test_a_bad_turn_after_good_ones_writes_none_of_them(store_target: StoreTarget) -> None:
+    with store_target.open() as engine:
+        engine.add_turns(make_turns("ben"), "ben", wait=True)
+        before = store_rows(engine)
+        batch: list[Any] = [*make_turns("ana"), {"role": "user", "content": "a\x00b"}]
+        with pytest.raises(ValidationError) as info:
+            engine.add_turns(batch, "ana")
+        assert "content" in info.value.field
+        with pytest.raises(ValidationError):
+            engine.add_turns([*make_turns("ana"), Turn(role="user", content="x", id="dup"),
+                              Turn(role="user", content="y", id="dup")], "ana")
+        assert store_rows(engine) == before
+        assert engine.get_turns("ana") == [] and engine.search("beagle", "ana", k=3).items == ()
+        # the store still takes good writes afterwards
+        engine.add_turns(make_turns("ana"), "ana", wait=True)
+        assert len(engine.get_turns("ana")) == len(CONVERSATIONS["ana"])
+
+
+def test_a_write_failing_inside_its_transaction_leaves_nothing(store_target: StoreTarget,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """An index that fails in the middle of ``add_turns`` (after the turns and records were inserted in the
+    transaction) rolls the whole write back, on both backends; the next write works."""
+    with store_target.open() as engine:
+        engine.add_turns(make_turns("ben"), "ben", wait=True)
+        before = store_rows(engine)
+        graph = next(i for i in engine._indexes if type(i).__name__ == "EntityGraph")
+
+        def broken(*args: Any, **kwargs: Any) -> None:
+            raise RuntimeError("disk full")
+
+        monkeypatch.setattr(graph, "index", broken)
+        with pytest.raises(RuntimeError, match="disk full"):
+            engine.add_turns(make_turns("ana"), "ana")
+        assert store_rows(engine) == before
+        monkeypatch.undo()
+        result = engine.add_turns(make_turns("ana"), "ana", wait=True)
+        assert result.existing_ids == () and len(engine.get_turns("ana")) == len(CONVERSATIONS["ana"])
+        assert "beagle" in engine.search("What dog did Ana adopt?", "ana", k=1).items[0].text
