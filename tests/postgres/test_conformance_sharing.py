@@ -1,0 +1,157 @@
+"""Conformance, one store and several engines: a read-only opener sees the writer's data as it changes (both
+backends), and — PostgreSQL only, where there is no process lock — two writer engines on one schema see each
+other's writes, updates and forgets through their in-process caches, which stay in sync by the stored counters.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from memory_ext import MemoryEngine, Namespace, Turn
+from memory_ext.errors import ReadOnlyStoreError
+from tests.conftest import CONVERSATIONS, StoreTarget, make_turns
+from tests.postgres.conformance_kit import assert_same_ranking, texts
+
+pytestmark = pytest.mark.postgres
+
+T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
+QUESTIONS = [("ana", "What dog did Ana adopt?"), ("ana", "Lena Porto bakery"), ("ben", "marathon training"),
+             ("ben", "cat coffee laptop"), ("chen", "peanut allergy")]
+
+
+def test_a_read_only_opener_sees_the_writers_data_as_it_changes(store_target: StoreTarget) -> None:
+    with store_target.open() as writer:
+        for user in CONVERSATIONS:
+            writer.add_turns(make_turns(user, T0), user)
+        writer.flush()
+        with store_target.open(read_only=True) as reader:
+            for user, q in QUESTIONS:  # warms the reader's caches
+                assert_same_ranking(writer.search(q, user, k=6), reader.search(q, user, k=6), what=q)
+            assert [t.id for t in reader.get_turns("ana")] == [t.id for t in writer.get_turns("ana")]
+            assert [h.id for h in reader.hooks("ana")] == [h.id for h in writer.hooks("ana")]
+            assert reader.stats().turns == writer.stats().turns
+            # the writer moves on: a new turn, an update, a forget — the open reader follows
+            writer.add_turns([Turn(role="user", speaker="Ana", content="We named the kitten Pimenta yesterday.",
+                                   timestamp=T0 + timedelta(days=2), session_id="ana-s2")], "ana", wait=True)
+            writer.update("ana", "ana:2", content="My sister Lena is moving to Nairobi in June.",
+                          timestamp=T0 + timedelta(days=3))
+            writer.forget("ben", record_ids=[writer.search("marathon", "ben", k=1).items[0].id])
+            writer.flush()
+            assert "Pimenta" in reader.search("kitten name", "ana", k=1).items[0].text
+            lena = reader.search("Where is Lena moving?", "ana", k=5).items
+            assert "Nairobi" in lena[0].text and not any("Lena is moving to Porto" in i.text for i in lena)
+            assert not any("marathon" in t for t in texts(reader.search("marathon training", "ben", k=10)))
+            assert [v.operation for v in reader.history("ana", "ana:2")] == ["add", "update"]
+            for user, q in [*QUESTIONS, ("ana", "kitten name")]:
+                assert_same_ranking(writer.search(q, user, k=6), reader.search(q, user, k=6), what=q)
+            for call in (lambda: reader.add_turns(make_turns("chen"), "chen"),
+                         lambda: reader.update("ana", "ana:0", content="x"),
+                         lambda: reader.delete("ana", ["ana:0"]),
+                         lambda: reader.forget("ana"),
+                         lambda: reader.compact("ana", "weekly"),
+                         lambda: reader.pre_compress("ana", "User: hi\nAssistant: hello")):
+                with pytest.raises(ReadOnlyStoreError):
+                    call()
+        assert len(writer.get_turns("ana")) == len(CONVERSATIONS["ana"]) + 2
+
+
+@pytest.fixture
+def two_writers(postgres_dsn: str, pg_schema: str) -> Iterator[tuple[MemoryEngine, MemoryEngine]]:
+    target = StoreTarget("postgres", postgres_dsn, {"storage": {"backend": "postgres", "postgres_schema": pg_schema}})
+    a = target.open()
+    b = target.open()
+    try:
+        yield a, b
+    finally:
+        b.close()
+        a.close()
+
+
+def test_two_writer_engines_on_one_schema_see_each_others_writes(
+        two_writers: tuple[MemoryEngine, MemoryEngine]) -> None:
+    a, b = two_writers
+    a.add_turns(make_turns("ana", T0), "ana", wait=True)
+    b.add_turns(make_turns("ben", T0), "ben", wait=True)
+    for engine in (a, b):  # each warms its caches on both namespaces
+        assert "beagle" in engine.search("What dog did Ana adopt?", "ana", k=1).items[0].text
+        assert "60 kilometres" in " ".join(texts(engine.search("How far does Ben run?", "ben", k=3)))
+    # interleaved writes to one namespace: one sequence, in commit order
+    a.add_turns([Turn(role="user", content="First: the plumber comes on Monday.", session_id="s2")], "ana")
+    b.add_turns([Turn(role="user", content="Second: the piano tuner comes on Tuesday.", session_id="s2")], "ana")
+    a.add_turns([Turn(role="user", content="Third: the window cleaner comes on Wednesday.", session_id="s2")], "ana")
+    a.flush()
+    b.flush()
+    order = [t.content.split(":")[0] for t in a.get_turns(Namespace("ana", session_id="s2"))]
+    assert order == ["First", "Second", "Third"] == \
+        [t.content.split(":")[0] for t in b.get_turns(Namespace("ana", session_id="s2"))]
+    for engine in (a, b):
+        assert "piano tuner" in engine.search("piano tuner", "ana", k=1).items[0].text
+        assert "window cleaner" in engine.search("window cleaner", "ana", k=1).items[0].text
+    for user, q in [*QUESTIONS[:4], ("ana", "who comes on which day")]:
+        assert_same_ranking(a.search(q, user, k=8), b.search(q, user, k=8), what=q)
+    # idempotent ingest across engines: B knows A's external ids
+    again = b.add_turns(make_turns("ana", T0), "ana")
+    assert again.new_ids == () and len(again.existing_ids) == len(CONVERSATIONS["ana"])
+    # an update by one, the history and the search of the other
+    b.update("ana", "ana:2", content="My sister Lena is moving to Nairobi in June.", timestamp=T0 + timedelta(days=9))
+    lena = a.search("Where is Lena moving?", "ana", k=5).items
+    assert "Nairobi" in lena[0].text and not any("Lena is moving to Porto" in i.text for i in lena)
+    assert [v.operation for v in a.history("ana", "ana:2")] == ["add", "update"]
+    # a forget by one: gone for the other's warm caches too
+    hit = b.search("piano tuner", "ana", k=1).items[0]
+    receipt = a.forget("ana", record_ids=[hit.id])
+    assert receipt.turns == 1
+    assert not any("piano" in t for t in texts(b.search("piano tuner Tuesday", "ana", k=20)))
+    a.forget("ben")
+    assert b.search("marathon kilometres", "ben", k=5).items == () and b.get_turns("ben") == []
+    assert_same_ranking(a.search("beagle Toby", "ana", k=8), b.search("beagle Toby", "ana", k=8))
+    # the memory files are shared too
+    assert sorted(h.id for h in a.hooks("ana", include_merged=True)) == \
+        sorted(h.id for h in b.hooks("ana", include_merged=True))
+
+
+def test_two_writer_engines_writing_at_once_lose_nothing(two_writers: tuple[MemoryEngine, MemoryEngine],
+                                                         tmp_path: Path) -> None:
+    a, b = two_writers
+    errors: list[BaseException] = []
+
+    def write(engine: MemoryEngine, who: str) -> None:
+        try:
+            for i in range(12):
+                engine.add_turns([Turn(role="user", content=f"{who} note {i}: the train to city {i} leaves at {i}:15",
+                                       external_id=f"{who}-{i}", session_id=f"s{i % 2}")],
+                                 "shared" if i % 3 else f"own-{who}")
+        except BaseException as exc:  # noqa: BLE001  reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(a, "alpha")), threading.Thread(target=write, args=(b, "beta")),
+               threading.Thread(target=write, args=(a, "gamma"))]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert errors == []
+    a.flush()
+    b.flush()
+    shared = [t.external_id for t in b.get_turns("shared")]
+    assert len(shared) == len(set(shared)) == 3 * 8
+    assert len(a.get_turns("own-beta")) == 4 and len(b.get_turns("own-alpha")) == 4
+    assert a.stats().turns == b.stats().turns == 36 and a.stats().vectors == a.stats().records
+    # what they wrote searches like one SQLite store given the same turns in the same (commit) order: windows
+    # span the writers' interleaved turns, so that order — not who wrote — decides the rankings
+    with MemoryEngine.open(tmp_path / "replay", embedder="hashing") as replay:
+        for turn in b.get_turns("shared"):
+            replay.add_turns([turn.model_copy(update={"id": None})], "shared")
+        replay.flush()
+        for who in ("alpha", "beta", "gamma"):
+            query = f"{who} note 5 city 5"
+            top = b.search(query, "shared", k=3)
+            assert f"{who}-5" in [i.external_ids[0] for i in top.items]
+            assert_same_ranking(top, replay.search(query, "shared", k=3), what=query)
+            assert_same_ranking(a.search(f"{who} train city", "shared", k=10),
+                                replay.search(f"{who} train city", "shared", k=10), what=who)
