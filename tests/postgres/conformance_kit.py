@@ -69,9 +69,11 @@ def ranking(result: SearchResult) -> list[tuple[tuple[Any, ...], float]]:
 def assert_same_ranking(a: SearchResult, b: SearchResult, *, what: str = "") -> None:
     """``a`` and ``b`` rank the same items with the same scores, up to ties: the scores agree position by
     position, every item both return has the same score in both, and where the items at one position differ
-    their scores tie (equal within :data:`SCORE_TOL`) — including an item cut off at ``k`` by a tie."""
+    their scores tie (equal within :data:`SCORE_TOL`) — including an item cut off at ``k`` by a tie. Neither may
+    be degraded (a channel that failed on one backend is a difference even when the rankings happen to agree)."""
     ra, rb = ranking(a), ranking(b)
     label = f"{what}: " if what else ""
+    assert not a.channel_errors and not b.channel_errors, f"{label}degraded: {a.channel_errors} {b.channel_errors}"
     assert len(ra) == len(rb), f"{label}{len(ra)} items vs {len(rb)}:\n{ra}\n{rb}"
     for i, ((ka, sa), (kb, sb)) in enumerate(zip(ra, rb, strict=True)):
         assert abs(sa - sb) <= SCORE_TOL, f"{label}score at {i}: {sa} vs {sb}\n{ra}\n{rb}"

@@ -326,3 +326,35 @@ def test_as_of_and_supersession_rank_the_same(both_targets: tuple[StoreTarget, S
             results.append((now, then))
     assert_same_ranking(results[0][0], results[1][0], what="now")
     assert_same_ranking(results[0][1], results[1][1], what="as_of")
+
+
+# -- every channel, another fusion, the HNSW path --------------------------------------------------------------------
+ALL_ON: dict[str, Any] = {"globals": {"graph_enabled": True, "evidence_enabled": True, "turns_channel_enabled": True,
+                                      "layers_index_enabled": True}, "ingest": {"layer_min_chars": 50}}
+CONFIGS: dict[str, dict[str, Any]] = {
+    "every-channel": ALL_ON,
+    "rrf": {"recall": {"fusion": "rrf"}, "globals": {"graph_enabled": True}},
+    "hnsw": {"storage": {"pgvector_exact_max": 0}},  # PostgreSQL searches its HNSW index instead of every vector
+}
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_every_channel_and_fusion_rank_the_same(both_targets: tuple[StoreTarget, StoreTarget], name: str) -> None:
+    config = CONFIGS[name]
+    results = []
+    for target in both_targets:
+        cfg = {k: v for k, v in config.items() if k != "storage" or target.backend == "postgres"}
+        with target.open(config=cfg) as engine:
+            for user in CONVERSATIONS:
+                engine.add_turns(make_turns(user), user)
+            engine.flush()
+            now = datetime(2026, 3, 2, tzinfo=UTC)
+            results.append([engine.search(q, u, k=8, now=now) for u, q in QUESTIONS] +
+                           [engine.search("What did Ana say about Lena last weekend?", "ana", k=8, now=now,
+                                          filters={"since": "2026-03-01", "speaker": "Ana"}),
+                            engine.search("beagle", "ana", k=3, now=now, filters={"kinds": ["turn"]})])
+            if name == "every-channel":
+                channels = {c for r in results[-1] for i in r.items for c in i.channels}
+                assert {"keyword", "vector"} < channels and len(channels) >= 4, channels
+    for a, b in zip(results[0], results[1], strict=True):
+        assert_same_ranking(a, b, what=f"{name}: {a.query}")

@@ -113,7 +113,7 @@ class PgVectorIndex:
             return []
         q = vector_literal(query)
         if allowed is not None:  # a filtered search: score the allowed records exactly
-            if not allowed:
+            if len(allowed) == 0:  # (a set, or the recall request's numpy array: no truth value)
                 return []
             rows = conn.execute(f"SELECT rid, 1 - (embedding <=> ?::vector) AS s FROM {self.table} WHERE ns_id=?"
                                 " AND rid = ANY(?) ORDER BY s DESC, rid LIMIT ?",
