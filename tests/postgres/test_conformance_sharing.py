@@ -5,6 +5,10 @@ other's writes, updates and forgets through their in-process caches, which stay 
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -155,3 +159,64 @@ def test_two_writer_engines_writing_at_once_lose_nothing(two_writers: tuple[Memo
             assert_same_ranking(top, replay.search(query, "shared", k=3), what=query)
             assert_same_ranking(a.search(f"{who} train city", "shared", k=10),
                                 replay.search(f"{who} train city", "shared", k=10), what=who)
+
+
+CHILD = r"""
+import json, sys
+from memory_ext import MemoryEngine, Turn
+dsn, schema, start, n = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+config = {"storage": {"backend": "postgres", "postgres_schema": schema}}
+with MemoryEngine.open(dsn, config=config, embedder="hashing") as engine:
+    for i in range(start, start + n):
+        engine.add_turns([Turn(role="user", content=f"child note {i}: the ferry to island {i} leaves at {i}:40",
+                               external_id=f"child-{i}", session_id="ferries")], "ana")
+    if start == 0:
+        engine.update("ana", "ana:2", content="My sister Lena is moving to Nairobi in June.")
+        engine.forget("ana", record_ids=[engine.search("cello practice", "ana", k=1).items[0].id])
+    engine.flush()
+    print(json.dumps({"turns": len(engine.get_turns("ana"))}), flush=True)
+"""
+
+
+def _child(dsn: str, schema: str, start: int, n: int) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    return subprocess.Popen([sys.executable, "-c", CHILD, dsn, schema, str(start), str(n)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+
+
+def test_another_process_writes_and_this_engines_warm_caches_follow(postgres_dsn: str, pg_schema: str) -> None:
+    """Caches stay correct when another *process* writes (issue 17: "prove it across processes"): a child engine
+    adds turns, updates a memory and forgets one while this engine holds warm snapshots of the namespace; then
+    both write at once. This engine's answers equal those of an engine opened afterwards (cold caches)."""
+    target = StoreTarget("postgres", postgres_dsn, {"storage": {"backend": "postgres", "postgres_schema": pg_schema}})
+    with target.open() as engine:
+        engine.add_turns(make_turns("ana", T0), "ana", wait=True)
+        questions = ["ferry to island 3", "Where is Lena moving?", "cello practice evening", "beagle Toby"]
+        warm = [engine.search(q, "ana", k=6) for q in questions]  # every cache of the namespace loaded
+        assert not any("ferry" in t for t in texts(warm[0]))
+        child = _child(postgres_dsn, pg_schema, 0, 6)
+        out, err = child.communicate(timeout=300)
+        assert child.returncode == 0, err
+        assert json.loads(out)["turns"] == len(CONVERSATIONS["ana"]) + 6 - 1 + 1  # +6 ferries, -cello, +update
+        assert "ferry to island 3" in engine.search("ferry to island 3", "ana", k=1).items[0].text
+        lena = engine.search("Where is Lena moving?", "ana", k=5).items
+        assert "Nairobi" in lena[0].text and not any("Lena is moving to Porto" in i.text for i in lena)
+        assert not any("cello" in t for t in texts(engine.search("cello practice evening", "ana", k=20)))
+        # both processes write at once: nothing lost, one sequence
+        child = _child(postgres_dsn, pg_schema, 100, 10)
+        for i in range(10):
+            engine.add_turns([Turn(role="user", content=f"parent note {i}: the bus to town {i} leaves at {i}:05",
+                                   external_id=f"parent-{i}", session_id="buses")], "ana")
+        out, err = child.communicate(timeout=300)
+        assert child.returncode == 0, err
+        engine.flush()
+        stored = engine.get_turns("ana")
+        ids = [t.external_id for t in stored]
+        assert len(ids) == len(CONVERSATIONS["ana"]) + 6 + 10 + 10  # -cello, +the update's new version
+        assert len(set(ids)) == len(ids) - 1  # the update's two versions share ana:2
+        assert {f"child-{i}" for i in range(100, 110)} | {f"parent-{i}" for i in range(10)} <= set(ids)
+        final = [*questions, "bus to town 7", "ferry to island 104", "parent note child note"]
+        answers = [engine.search(q, "ana", k=8) for q in final]
+    with target.open(read_only=True) as cold:
+        for q, a in zip(final, answers, strict=True):
+            assert_same_ranking(a, cold.search(q, "ana", k=8), what=q)
