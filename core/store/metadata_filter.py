@@ -147,7 +147,14 @@ def parse_metadata_filter(filters: Any) -> MetadataFilter:
 
 
 def _path(path: Sequence[str]) -> str:
-    return "$" + "".join(f'."{k}"' for k in path)
+    r"""SQLite's JSON path of ``path``. Each key is written as the stored metadata spells it — JSON-escaped
+    (``json.dumps``' default ``ensure_ascii``: ``城市`` is stored as ``\u57ce\u5e02``) — because SQLite
+    compares a path's label with a key's raw text: ``$."城市"`` would never match.
+
+    >>> _path(["place", "城市"])
+    '$."place"."\\u57ce\\u5e02"'
+    """
+    return "$" + "".join(f'."{json.dumps(k)[1:-1]}"' for k in path)
 
 
 def _eq(column: str, path: str, value: Any) -> tuple[str, list[Any]]:
@@ -212,9 +219,9 @@ def _pg_condition_sql(c: Condition, column: str) -> tuple[str, list[Any]]:
         sql = "(" + " OR ".join(p[0] for p in parts) + ")" if parts else "FALSE"
         args = [a for p in parts for a in p[1]]
         return (sql, args) if c.op == "$in" else (f"NOT {sql}", args)
-    if isinstance(c.value, str):
-        return (f"COALESCE(CASE WHEN jsonb_typeof({x}) = 'string' THEN ({x} #>> '{{}}') {_COMPARE[c.op]} ? END,"
-                " FALSE)", [path, path, c.value])
+    if isinstance(c.value, str):  # by code point, as SQLite does — whatever collation the database has
+        return (f"COALESCE(CASE WHEN jsonb_typeof({x}) = 'string' THEN ({x} #>> '{{}}') COLLATE \"C\" "
+                f"{_COMPARE[c.op]} ? END, FALSE)", [path, path, c.value])
     return (f"COALESCE(CASE WHEN jsonb_typeof({x}) = 'number' THEN ({x})::numeric {_COMPARE[c.op]} ? END, FALSE)",
             [path, path, c.value])
 

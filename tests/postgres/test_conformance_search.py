@@ -115,6 +115,13 @@ MEMORIES: list[tuple[str, str, str, dict[str, Any]]] = [  # (role, speaker, text
      {"topic": "family", "priority": 4, "due": "2026-06-03", "place": "Lyon"}),
     ("user", "Maya", "Ich nehme den Zug nach Lyon am Freitag.", {"topic": "travel", "lang": "de", "priority": 0}),
     ("user", "Maya", "旅行保险要在出发前续保。", {"topic": "admin", "lang": "zh", "priority": -1}),
+    ("user", "Maya", "The 100% refund policy applies? Ask O'Brien.",
+     {"topic": "money", "a.b": "dotted", "o'brien": "quote", "城市": "里斯本", "with space": 1, "pct": "100%?",
+      "big": 9007199254740993, "ratio": 0.30000000000000004, "name": "apple", "nested": {"list": [1, {"k": "v"}]}}),
+    ("user", "Maya", "Zebra crossings near the hotel are busy.",
+     {"topic": "safety", "name": "Zebra", "ratio": 0.3, "big": 9007199254740992, "empty": "", "zero": 0}),
+    ("user", "Maya", "The Ábaco bar serves late dinners.",
+     {"topic": "food", "name": "Ábaco", "empty": [], "zero": False}),
 ]
 
 METADATA_FILTERS: list[dict[str, Any]] = [
@@ -158,6 +165,26 @@ METADATA_FILTERS: list[dict[str, Any]] = [
     {"$or": [{"place": {"city": "Lyon"}}, {"place": "Lyon"}, {"lang": "de"}]},
     {"$and": [{"$or": [{"topic": "family"}, {"topic": "health"}]}, {"due": {"$lt": "2026-06-01"}}]},
     {"topic": "nothing-like-this"},
+    {"a.b": "dotted"},  # a key with a dot is one key, not a path
+    {"o'brien": "quote"},
+    {"城市": "里斯本"},
+    {"with space": {"$gte": 1}},
+    {"pct": "100%?"},  # placeholder and format characters inside a value
+    {"pct": {"$in": ["100%?", "?"]}},
+    {"big": 9007199254740993},  # beyond double precision: the exact integer
+    {"big": {"$gt": 9007199254740992}},
+    {"ratio": 0.30000000000000004},
+    {"ratio": {"$lt": 0.30000000000000004}},
+    {"name": {"$gt": "Z"}},  # strings compare by code point: "apple" and "Ábaco" sort after "Z"
+    {"name": {"$lt": "a"}},
+    {"name": {"$gte": "Zebra", "$lte": "apple"}},
+    {"empty": ""},
+    {"empty": []},
+    {"zero": 0},
+    {"zero": False},  # False is not 0
+    {"nested": {"list": [1, {"k": "v"}]}},
+    {"topic": {"$in": []}},
+    {"topic": {"$nin": []}},
 ]
 
 RECORD_FILTERS: list[dict[str, Any]] = [
