@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ import pytest
 from memory_ext import MemoryEngine, Turn
 from memory_ext.errors import MemoryExtError, ValidationError
 from tests.conftest import CONVERSATIONS, StoreTarget, make_turns
-from tests.fault.test_bad_inputs import CASES, Call, _error_names, turn
+from tests.fault.test_bad_inputs import CASES, OPEN_CASES, Call, _error_names, turn
 from tests.postgres.conformance_kit import store_rows
 
 pytestmark = pytest.mark.postgres
@@ -95,3 +96,48 @@ def test_a_write_failing_inside_its_transaction_leaves_nothing(store_target: Sto
         result = engine.add_turns(make_turns("ana"), "ana", wait=True)
         assert result.existing_ids == () and len(engine.get_turns("ana")) == len(CONVERSATIONS["ana"])
         assert "beagle" in engine.search("What dog did Ana adopt?", "ana", k=1).items[0].text
+
+
+# -- opens that fail leave nothing behind --------------------------------------------------------------------------
+def _exists(target: StoreTarget) -> bool:
+    """Whether the store's directory (SQLite) or schema (PostgreSQL) exists."""
+    if target.backend == "sqlite":
+        return Path(target.path).exists()
+    import psycopg
+
+    with psycopg.connect(target.path, autocommit=True) as conn:
+        row = conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname = %s",
+                           (target.config["storage"]["postgres_schema"],)).fetchone()
+    return bool(row and row[0])
+
+
+@pytest.mark.parametrize(("name", "kwargs", "field"), [c for c in OPEN_CASES if c[0] != "read-only-missing"],
+                         ids=[c[0] for c in OPEN_CASES if c[0] != "read-only-missing"])
+def test_a_failed_open_creates_nothing(store_target: StoreTarget, name: str, kwargs: dict[str, Any],
+                                       field: str) -> None:
+    kwargs = dict(kwargs)
+    config = kwargs.pop("config", None)
+    with pytest.raises(MemoryExtError) as info:
+        if isinstance(config, dict) or config is None:
+            store_target.open(config=config, **kwargs)
+        else:  # a config file or a wrong type, instead of the backend's mapping
+            MemoryEngine.open(store_target.path, config=config, embedder="hashing", **kwargs)
+    assert _error_names(info.value, field), str(info.value)
+    assert "sk-live" not in str(info.value)
+    assert not _exists(store_target), f"{name}: the failed open left the store behind"
+
+
+def test_a_read_only_open_of_a_missing_store_is_a_typed_error(store_target: StoreTarget) -> None:
+    with pytest.raises(MemoryExtError):
+        store_target.open(read_only=True)
+    assert not _exists(store_target)
+
+
+def test_a_failed_open_of_an_existing_store_keeps_it(store_target: StoreTarget) -> None:
+    with store_target.open() as engine:
+        engine.add_turns(make_turns("chen"), "chen", wait=True)
+    with pytest.raises(MemoryExtError):
+        store_target.open(embedder="bert")
+    with store_target.open() as engine:
+        assert len(engine.get_turns("chen")) == len(CONVERSATIONS["chen"])
+        assert "peanuts" in engine.search("peanut allergy", "chen", k=1).items[0].text

@@ -32,10 +32,10 @@ from typing import Any
 
 from ...errors import ConfigError, MissingDependencyError, SchemaVersionError, StoreError
 from ..filters import RecordFilter
-from ..sqlite import _TURN_COLS, MIGRATIONS, SCHEMA_VERSION, TruthStore, TurnRow, _turn_row
+from ..sqlite import _TURN_COLS, MIGRATIONS, SCHEMA_VERSION, NewDirectory, TruthStore, TurnRow, _turn_row
 from .connection import PgConnection
 
-__all__ = ["DSN_ENV", "PgTruthStore", "dsn_from"]
+__all__ = ["DSN_ENV", "NewSchema", "PgTruthStore", "dsn_from"]
 
 DSN_ENV = "MEMORY_EXT_POSTGRES_DSN"
 """Environment variable read when ``storage.postgres_dsn`` is not set."""
@@ -148,10 +148,14 @@ class PgTruthStore(TruthStore):
         except psycopg.Error as exc:
             raise StoreError(f"cannot connect to PostgreSQL ({_redact(dsn)}): {str(exc).strip()}; check "
                              f"storage.postgres_dsn / {DSN_ENV} and that the server runs") from None
+        self.created_schema = False
+        """True when this open created the schema (a failed open drops it again: :class:`NewSchema`)."""
         try:
             if not read_only:
                 with self._raw.transaction():
                     self._raw.execute("SELECT pg_advisory_xact_lock(%s)", (self.lock_key,))
+                    self.created_schema = self._raw.execute(
+                        "SELECT NOT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = %s)", (schema,)).fetchone()[0]
                     self._raw.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
                     self._raw.execute("CREATE EXTENSION IF NOT EXISTS vector")
             self._raw.execute(f"SET search_path TO {schema}, public")
@@ -168,6 +172,7 @@ class PgTruthStore(TruthStore):
                 raise StoreError(f"no store in PostgreSQL schema {schema!r}: open it once without read_only")
         except BaseException:
             self.close()
+            NewSchema(dsn, schema, self.created_schema).undo()
             raise
         if version > SCHEMA_VERSION:
             self.close()
@@ -202,7 +207,7 @@ class PgTruthStore(TruthStore):
         self._keys.clear()
         self._keys.update({t: tuple(c) for t, c in keys.items()})
 
-    def reader(self) -> Any:  # type: ignore[override]
+    def reader(self) -> Any:
         """This thread's read connection (taken from the pool on first use, returned at close)."""
         if self._closed:
             raise StoreError("the store is closed")
@@ -231,7 +236,7 @@ class PgTruthStore(TruthStore):
         row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         return int(row[0]) if row else 0
 
-    def _migrate(self, conn: Any) -> None:  # type: ignore[override]
+    def _migrate(self, conn: Any) -> None:
         current = self._schema_version(conn)
         for version in range(current, SCHEMA_VERSION):
             with self.transaction(f"migrate to schema version {version + 1}") as tx:
@@ -330,6 +335,34 @@ class PgTruthStore(TruthStore):
         """Delete the whole schema (every namespace, every index) — what removing a SQLite store directory is."""
         with self.write_lock:
             self._raw.execute(f"DROP SCHEMA IF EXISTS {self.schema} CASCADE")
+
+
+class NewSchema(NewDirectory):
+    """What an open on PostgreSQL created — the schema, when it did not exist before — for the open to undo if it
+    fails after the store was opened (a bad embedder, say): :meth:`undo` drops the schema again unless a turn was
+    written to it meanwhile. The PostgreSQL twin of :class:`~memory_ext.store.sqlite.NewDirectory`."""
+
+    def __init__(self, dsn: str, schema: str, created: bool) -> None:
+        self.top = None
+        self.dsn, self.schema, self.created = dsn, schema, created
+
+    def undo(self) -> None:
+        if not self.created:
+            return
+        self.created = False
+        import psycopg
+
+        try:
+            with psycopg.connect(self.dsn, autocommit=True) as conn, conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(self.schema),))
+                table = conn.execute("SELECT to_regclass(%s)", (f"{self.schema}.turns",)).fetchone()
+                used = table is not None and table[0] is not None and \
+                    conn.execute(f"SELECT EXISTS (SELECT 1 FROM {self.schema}.turns)").fetchone() == (True,)
+                if used:
+                    return  # another engine opened the new store and wrote to it: it is not ours to remove
+                conn.execute(f"DROP SCHEMA IF EXISTS {self.schema} CASCADE")
+        except psycopg.Error:  # the open already failed: its error is the one to report
+            pass
 
 
 def _redact(dsn: str) -> str:
