@@ -13,8 +13,8 @@ from typing import Any
 
 from memory_ext import MemoryEngine, SearchResult, Turn
 
-__all__ = ["SCORE_TOL", "assert_same_ranking", "locomo_path", "ranking", "store_rows", "store_tables",
-           "table_counts", "texts"]
+__all__ = ["KEPT_AFTER_FORGET", "SCORE_TOL", "assert_same_ranking", "locomo_path", "namespace_rows", "ranking",
+           "store_rows", "store_tables", "table_counts", "texts"]
 
 SCORE_TOL = 1e-4
 """Two scores closer than this are a tie (pgvector computes cosine in PostgreSQL, numpy in float32)."""
@@ -30,6 +30,31 @@ def store_tables(engine: MemoryEngine) -> list[str]:
     else:
         rows = conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = ?", (schema,))
     return sorted(r[0] for r in rows)
+
+
+KEPT_AFTER_FORGET = frozenset({"namespaces", "kw_stats", "graph_stats", "time_stats"})
+"""Tables that keep a forgotten namespace's row: its id and the version counters other engines' caches compare
+(numbers only — a counter that restarted could match a stale snapshot)."""
+
+
+def namespace_rows(engine: MemoryEngine, ns_id: int) -> dict[str, int]:
+    """Rows per table that belong to namespace ``ns_id`` (tables with an ``ns_id`` column), where there are any;
+    without the :data:`KEPT_AFTER_FORGET` tables."""
+    store = engine._store
+    conn = store.reader()
+    schema = getattr(store, "schema", None)
+    out: dict[str, int] = {}
+    for table in store_tables(engine):
+        if schema is None:
+            columns = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+        else:
+            columns = {r[0] for r in conn.execute("SELECT column_name FROM information_schema.columns"
+                                                  " WHERE table_schema = ? AND table_name = ?", (schema, table))}
+        if "ns_id" in columns and table not in KEPT_AFTER_FORGET:
+            n = int(conn.execute(f"SELECT COUNT(*) FROM {table} WHERE ns_id = ?", (ns_id,)).fetchone()[0])
+            if n:
+                out[table] = n
+    return out
 
 
 def table_counts(engine: MemoryEngine) -> dict[str, int]:

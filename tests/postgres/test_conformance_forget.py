@@ -12,7 +12,7 @@ import pytest
 from memory_ext import MemoryEngine, Namespace, Turn
 from memory_ext.errors import HookNotFoundError, InvalidQueryError
 from tests.conftest import CONVERSATIONS, StoreTarget, make_turns
-from tests.postgres.conformance_kit import assert_same_ranking, store_rows, table_counts, texts
+from tests.postgres.conformance_kit import assert_same_ranking, namespace_rows, store_rows, table_counts, texts
 
 pytestmark = pytest.mark.postgres
 
@@ -86,6 +86,8 @@ def test_forget_a_whole_namespace(engine: MemoryEngine) -> None:
     before = _others(engine)
     stored = engine.get_turns("ana")
     hooks = [h.id for h in engine.hooks("ana", include_merged=True)]
+    ns_id = engine._store.find_namespace(("ana", ""))
+    assert ns_id is not None and {"turns", "records"} <= set(namespace_rows(engine, ns_id))
     receipt = engine.forget("ana")
     assert receipt.turns == len(stored) == len(CONVERSATIONS["ana"]) + 2
     assert sorted(receipt.turn_ids) == sorted(t.id for t in stored)
@@ -103,6 +105,7 @@ def test_forget_a_whole_namespace(engine: MemoryEngine) -> None:
     for a, b in zip(before, _others(engine), strict=True):
         assert_same_ranking(a, b)
     assert _nowhere(engine, ["quokkalantern", *(t.id for t in stored)]) == []
+    assert namespace_rows(engine, ns_id) == {}  # no row of the namespace in any table
     # the namespace can be written again and is searchable like a new one
     engine.add_turns(make_turns("ana", T0), "ana", wait=True)
     assert "beagle" in engine.search("What dog did Ana adopt?", "ana", k=1).items[0].text

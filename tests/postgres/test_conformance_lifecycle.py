@@ -16,7 +16,7 @@ from memory_ext import HashingEmbedder, MemoryEngine, Turn
 from memory_ext.errors import HookNotFoundError, InvalidArgumentError, InvalidTurnError
 from memory_ext.ingest.reindex import PROGRESS_KEY
 from tests.conftest import CONVERSATIONS, StoreTarget, make_turns
-from tests.postgres.conformance_kit import assert_same_ranking, store_rows, texts
+from tests.postgres.conformance_kit import assert_same_ranking, namespace_rows, store_rows, texts
 
 pytestmark = pytest.mark.postgres
 
@@ -353,3 +353,6 @@ def test_an_embedder_change_is_a_reindex(store_target: StoreTarget) -> None:
     with store_target.open(embedder=HashingEmbedder(dim=128)) as e:
         assert "peanuts" in e.search("allergic to peanuts", "chen", k=1).items[0].text
         assert e.stats().embedder_id == "hashing-v1:128" and e.stats().vectors == e.stats().records
+        ns_id = e._store.find_namespace(("chen", ""))
+        e.forget("chen")  # nothing of the namespace is left: not the new vectors, not the old embedder's
+        assert namespace_rows(e, ns_id) == {}

@@ -75,16 +75,29 @@ class PgVectorIndex:
                            (ns_id, [int(r) for r in rids])).fetchone()
         return int(row[0]) if row else 0
 
+    def _older_tables(self, conn: Any) -> list[str]:
+        """The vector tables of other dimensions: what the store's earlier embedders wrote (an embedder change
+        reindexes into a new table; the old one still holds those vectors until each namespace is rebuilt)."""
+        rows = conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+                            " AND tablename LIKE 'pgvector^_d%' ESCAPE '^' ORDER BY tablename").fetchall()
+        return [r[0] for r in rows if r[0] != self.table and r[0][len("pgvector_d"):].isdigit()]
+
     def remove(self, conn: Any, ns_id: int, rids: Sequence[int]) -> None:
         if not len(rids):
             return
+        wanted = [int(r) for r in rids]
         gone = self._count_rows(conn, ns_id, rids)
-        conn.execute(f"DELETE FROM {self.table} WHERE ns_id=? AND rid = ANY(?)", (ns_id, [int(r) for r in rids]))
+        conn.execute(f"DELETE FROM {self.table} WHERE ns_id=? AND rid = ANY(?)", (ns_id, wanted))
+        for table in self._older_tables(conn):  # forgetting reaches an earlier embedder's vectors too
+            conn.execute(f"DELETE FROM {table} WHERE ns_id=? AND rid = ANY(?)", (ns_id, wanted))
         if gone:
             conn.execute("UPDATE pgvector_counts SET n = n - ? WHERE ns_id=?", (gone, ns_id))
 
     def drop_namespace(self, conn: Any, ns_id: int) -> None:
-        conn.execute(f"DELETE FROM {self.table} WHERE ns_id=?", (ns_id,))
+        """Every vector of the namespace, of every dimension (a reindex after an embedder change drops the old
+        embedder's vectors here; a forget of the namespace leaves none)."""
+        for table in (self.table, *self._older_tables(conn)):
+            conn.execute(f"DELETE FROM {table} WHERE ns_id=?", (ns_id,))
         conn.execute("DELETE FROM pgvector_counts WHERE ns_id=?", (ns_id,))
 
     def invalidate(self, ns_id: int | None = None) -> None:
