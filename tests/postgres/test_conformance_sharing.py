@@ -13,6 +13,7 @@ import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -220,3 +221,65 @@ def test_another_process_writes_and_this_engines_warm_caches_follow(postgres_dsn
     with target.open(read_only=True) as cold:
         for q, a in zip(final, answers, strict=True):
             assert_same_ranking(a, cold.search(q, "ana", k=8), what=q)
+
+
+def test_many_threads_search_one_engine_at_once(store_target: StoreTarget) -> None:
+    """A web server's worker threads share one engine: 40 threads (more than storage.postgres_pool_size) search
+    at once while a writer adds turns; every search answers, none degraded, each as the engine answers alone."""
+    with store_target.open(config={"globals": {"graph_enabled": True, "evidence_enabled": True}}) as engine:
+        for user in CONVERSATIONS:
+            engine.add_turns(make_turns(user, T0), user, wait=True)
+        expected = {(u, q): engine.search(q, u, k=5) for u, q in QUESTIONS}
+        start = threading.Barrier(41)
+        failures: list[str] = []
+
+        def search(i: int) -> None:
+            user, q = QUESTIONS[i % len(QUESTIONS)]
+            start.wait(timeout=60)
+            try:
+                for _ in range(3):
+                    got = engine.search(q, user, k=5)
+                    if got.channel_errors:
+                        failures.append(f"{q}: degraded {got.channel_errors}")
+                    elif [x.text for x in got.items] != [x.text for x in expected[user, q].items]:
+                        failures.append(f"{q}: {[x.text for x in got.items]}")
+            except Exception as exc:  # noqa: BLE001  collected and reported below
+                failures.append(f"{q}: {type(exc).__name__}: {exc}")
+
+        def write() -> None:
+            start.wait(timeout=60)
+            for i in range(5):
+                engine.add_turns([Turn(role="user", content=f"Dana's note {i} about the peanut-free garden party")],
+                                 "dana")
+
+        threads = [threading.Thread(target=search, args=(i,)) for i in range(40)] + [threading.Thread(target=write)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(timeout=300)
+        assert not any(th.is_alive() for th in threads)
+        assert failures == []
+        assert len(engine.get_turns("dana")) == 5
+
+
+def test_threads_that_come_and_go_do_not_use_up_the_connections(store_target: StoreTarget) -> None:
+    """A thread per request: 60 short-lived threads, one after another, each search once and end. Each thread's
+    read connection goes back when it ends (on PostgreSQL the pool holds 16), so the last one answers as the
+    first did."""
+    with store_target.open() as engine:
+        engine.add_turns(make_turns("ana", T0), "ana", wait=True)
+        expected = [i.text for i in engine.search("What dog did Ana adopt?", "ana", k=3).items]
+        answers: list[Any] = []
+
+        def request() -> None:
+            try:
+                got = engine.search("What dog did Ana adopt?", "ana", k=3)
+                answers.append("degraded" if got.channel_errors else [i.text for i in got.items])
+            except Exception as exc:  # noqa: BLE001  collected and compared below
+                answers.append(f"{type(exc).__name__}: {exc}")
+
+        for _ in range(60):
+            th = threading.Thread(target=request)
+            th.start()
+            th.join(timeout=120)
+        assert answers == [expected] * 60

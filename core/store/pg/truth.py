@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,23 @@ def _v2_pg(conn: Any) -> None:
 
 
 _PG_MIGRATIONS: list[Callable[[Any], None]] = [MIGRATIONS[0], _v2_pg, *MIGRATIONS[2:]]
+
+
+POOL_WAIT_S = 0.5
+"""How long a thread's first read waits for a pooled connection before it opens one beside the pool."""
+
+
+class _Lease:
+    """One thread's reader connection. The thread-local slot holding it is cleared when the thread ends, and
+    the connection goes back then (the store's set of leases holds them weakly), or at the store's close."""
+
+    __slots__ = ("__weakref__", "conn", "done", "pooled", "store")
+
+    def __init__(self, store: PgTruthStore, conn: PgConnection, pooled: bool) -> None:
+        self.store, self.conn, self.pooled, self.done = store, conn, pooled, False
+
+    def __del__(self) -> None:
+        self.store._give_back(self)
 
 
 class _WriteLock:
@@ -132,7 +150,7 @@ class PgTruthStore(TruthStore):
         self.lock_key = _lock_key(schema)
         self._lock_fd = None
         self._local = threading.local()
-        self._readers: list[Any] = []
+        self._leases: weakref.WeakSet[_Lease] = weakref.WeakSet()
         self._readers_lock = threading.Lock()
         self._closed = False
         self._purge_pending = False
@@ -161,9 +179,10 @@ class PgTruthStore(TruthStore):
             self._raw.execute(f"SET search_path TO {schema}, public")
             self._refresh_catalog()
             self._writer = None if read_only else PgConnection(self._raw, identity=self._identity, keys=self._keys)
+            self._conn_kwargs: dict[str, Any] = {"autocommit": True, "cursor_factory": psycopg.ClientCursor,
+                                 "options": f"-c search_path={schema},public"}
             self._pool = ConnectionPool(dsn, min_size=0, max_size=max(2, pool_size), open=True,
-                                        kwargs={"autocommit": True, "cursor_factory": psycopg.ClientCursor,
-                                                "options": f"-c search_path={schema},public"})
+                                        kwargs=self._conn_kwargs)
             if not read_only:
                 with self.write_lock:
                     self._migrate(self._writer)
@@ -208,18 +227,43 @@ class PgTruthStore(TruthStore):
         self._keys.update({t: tuple(c) for t, c in keys.items()})
 
     def reader(self) -> Any:
-        """This thread's read connection (taken from the pool on first use, returned at close)."""
+        """This thread's read connection: taken from the pool on first use — or, when every pooled connection is
+        held by another thread, opened beside it (a thread never waits for another one to end) — and given back
+        when the thread ends, or at close."""
         if self._closed:
             raise StoreError("the store is closed")
-        conn = getattr(self._local, "conn", None)
-        if conn is None or conn.raw.closed:
-            raw = self._pool.getconn()
-            conn = PgConnection(raw, identity=self._identity, keys=self._keys,
-                                begin="BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            self._local.conn = conn
+        lease = getattr(self._local, "lease", None)
+        if lease is None or lease.conn.raw.closed:
+            from psycopg_pool import PoolTimeout
+
+            pooled = True
+            try:
+                raw = self._pool.getconn(timeout=POOL_WAIT_S)
+            except PoolTimeout:
+                pooled = False
+                raw = self._psycopg.connect(self.dsn, **self._conn_kwargs)
+            lease = _Lease(self, PgConnection(raw, identity=self._identity, keys=self._keys,
+                                              begin="BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"), pooled)
+            self._local.lease = lease
             with self._readers_lock:
-                self._readers.append(conn)
-        return conn
+                self._leases.add(lease)
+        return lease.conn
+
+    def _give_back(self, lease: _Lease) -> None:
+        """Return a reader connection to the pool (close it if it was opened beside the pool). Idempotent."""
+        with self._readers_lock:
+            if lease.done:
+                return
+            lease.done = True
+            self._leases.discard(lease)
+        pool = getattr(self, "_pool", None)
+        try:
+            if lease.pooled and pool is not None and not pool.closed:
+                pool.putconn(lease.conn.raw)
+            else:
+                lease.conn.raw.close()
+        except Exception:  # noqa: BLE001  giving back: a broken connection is dropped
+            pass
 
     def add_schema(self, create: Callable[[Any], None]) -> None:
         if self._writer is None:
@@ -285,16 +329,10 @@ class PgTruthStore(TruthStore):
             return
         self._closed = True
         with self._readers_lock:
-            readers, self._readers = self._readers, []
+            leases = list(self._leases)
+        for lease in leases:
+            self._give_back(lease)
         pool = getattr(self, "_pool", None)
-        for conn in readers:
-            try:
-                if pool is not None:
-                    pool.putconn(conn.raw)
-                else:
-                    conn.raw.close()
-            except Exception:  # noqa: BLE001  closing: a broken connection is dropped
-                pass
         if pool is not None:
             pool.close()
         if self._raw is not None:
