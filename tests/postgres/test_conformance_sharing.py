@@ -283,3 +283,28 @@ def test_threads_that_come_and_go_do_not_use_up_the_connections(store_target: St
             th.start()
             th.join(timeout=120)
         assert answers == [expected] * 60
+
+
+OPENER = r"""
+import sys
+from memory_ext import MemoryEngine, Turn
+config = {"storage": {"backend": "postgres", "postgres_schema": sys.argv[2]}}
+with MemoryEngine.open(sys.argv[1], config=config, embedder="hashing") as engine:
+    engine.add_turns([Turn(role="user", content=f"process {sys.argv[3]} booked the train to Lyon",
+                           external_id=f"p{sys.argv[3]}")], "ana", wait=True)
+print("ok", flush=True)
+"""
+
+
+def test_four_processes_create_one_store_at_once(postgres_dsn: str, pg_schema: str) -> None:
+    """The first opens of a new schema race (schema, tables, migrations, store id): one store comes out."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    procs = [subprocess.Popen([sys.executable, "-c", OPENER, postgres_dsn, pg_schema, str(i)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=env) for i in range(4)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [(p.returncode, out.strip()) for p, (out, _) in zip(procs, outs, strict=True)] == [(0, "ok")] * 4, outs
+    target = StoreTarget("postgres", postgres_dsn, {"storage": {"backend": "postgres", "postgres_schema": pg_schema}})
+    with target.open(read_only=True) as engine:
+        assert sorted(t.external_id or "" for t in engine.get_turns("ana")) == ["p0", "p1", "p2", "p3"]
+        assert engine.stats().vectors == engine.stats().records
+        assert len(engine.search("train to Lyon", "ana", k=10).items) == 4
