@@ -30,6 +30,7 @@ memory_ext.errors.InvalidQueryError: filters.metadata.priority: got {'$near': 2}
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -78,6 +79,17 @@ def _json_value(field: str, value: Any) -> None:
         json.dumps(value, allow_nan=False)
     except (TypeError, ValueError):
         raise _fail(field, value, "give a JSON value (string, number, bool, None, list or mapping)") from None
+    _number(field, value)
+
+
+def _number(field: str, value: Any) -> None:
+    """A number compared on its own must be finite and, if an integer, fit 64 bits (SQLite binds it as one)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return
+    if isinstance(value, float) and not math.isfinite(value):
+        raise _fail(field, value, "give a finite number")
+    if isinstance(value, int) and not -(2**63) <= value < 2**63:
+        raise _fail(field, value, "integers in a filter must fit 64 bits (-2**63 to 2**63 - 1)")
 
 
 def _conditions(field: str, path: tuple[str, ...], spec: Any) -> list[Condition | Group]:
@@ -90,9 +102,12 @@ def _conditions(field: str, path: tuple[str, ...], spec: Any) -> list[Condition 
             if op in ("$in", "$nin"):
                 if not isinstance(value, (list, tuple)) or not all(_scalar(v) for v in value):
                     raise _fail(f"{field}.{op}", value, "give a list of strings, numbers, bools or None")
+                for v in value:
+                    _number(f"{field}.{op}", v)
             elif op in ("$gt", "$gte", "$lt", "$lte"):
                 if isinstance(value, bool) or not isinstance(value, (int, float, str)):
                     raise _fail(f"{field}.{op}", value, "compare with a number or a string (an ISO date sorts)")
+                _number(f"{field}.{op}", value)
             else:
                 _json_value(f"{field}.{op}", value)
             out.append(Condition(path, op, value))

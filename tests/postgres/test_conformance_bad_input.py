@@ -58,6 +58,38 @@ def test_bad_input_is_a_typed_error_and_writes_nothing(filled: MemoryEngine, nam
     assert "secret words secret words" not in str(info.value)
 
 
+MORE_CASES: list[tuple[str, Call, str]] = [  # found by this suite: accepted before, then broke later reads
+    *((f"metadata-{name}", lambda e, m=meta: e.add_turns([turn(metadata=m)], "ana"), "metadata")
+      for name, meta in (("nan", {"score": float("nan")}), ("inf", {"ratio": float("inf")}),
+                         ("nested-nan", {"usage": {"cost": [1.0, float("-inf")]}}))),
+    ("tool_calls-nan", lambda e: e.add_turns([turn(tool_calls=({"name": "f", "args": {"x": float("nan")}},))],
+                                             "ana"), "tool_calls"),
+    ("attachments-inf", lambda e: e.add_turns([turn(attachments=({"type": "file", "size": float("inf")},))],
+                                              "ana"), "attachments"),
+    ("update-metadata-nan", lambda e: e.update("ana", e.get_turns("ana")[0].id, metadata={"x": float("nan")}),
+     "metadata"),
+    *((f"filter-{name}", lambda e, f=flt: e.search("Lisbon", "ana", filters={"metadata": f}), field)
+      for name, flt, field in (("huge-int", {"n": 10**30}, "filters.metadata.n"),
+                               ("huge-int-gt", {"n": {"$gt": -(10**20)}}, "filters.metadata.n.$gt"),
+                               ("huge-int-in", {"n": {"$in": [1, 2**64]}}, "filters.metadata.n.$in"),
+                               ("nan-gt", {"n": {"$gt": float("nan")}}, "filters.metadata.n.$gt"),
+                               ("inf-eq", {"n": float("inf")}, "filters.metadata.n"))),
+]
+
+
+@pytest.mark.parametrize(("name", "call", "field"), MORE_CASES, ids=[c[0] for c in MORE_CASES])
+def test_more_bad_input_is_a_typed_error_and_writes_nothing(filled: MemoryEngine, name: str, call: Call,
+                                                            field: str) -> None:
+    before = store_rows(filled)
+    with pytest.raises(MemoryExtError) as info:
+        call(filled)
+    assert _error_names(info.value, field), f"{name}: {type(info.value).__name__}: {info.value}"
+    assert store_rows(filled) == before
+    # every metadata filter of the namespace still runs (no stored row it cannot read)
+    result = filled.search("Lisbon", "ana", k=5, filters={"metadata": {"topic": {"$ne": "x"}}})
+    assert result.items and not result.channel_errors
+
+
 def test_a_bad_turn_after_good_ones_writes_none_of_them(store_target: StoreTarget) -> None:
     with store_target.open() as engine:
         engine.add_turns(make_turns("ben"), "ben", wait=True)
