@@ -308,3 +308,35 @@ def test_four_processes_create_one_store_at_once(postgres_dsn: str, pg_schema: s
         assert sorted(t.external_id or "" for t in engine.get_turns("ana")) == ["p0", "p1", "p2", "p3"]
         assert engine.stats().vectors == engine.stats().records
         assert len(engine.search("train to Lyon", "ana", k=10).items) == 4
+
+
+def test_two_engines_compacting_at_once_merge_each_week_once(two_writers: tuple[MemoryEngine, MemoryEngine]) -> None:
+    """A cron on each of two hosts runs ``maybe_compact`` at the same moment: each week is merged once."""
+    a, b = two_writers
+    monday = datetime(2026, 3, 2, 9, tzinfo=UTC)
+    for week in range(3):
+        for day in range(3):
+            ts = monday + timedelta(weeks=week, days=day)
+            a.add_turns([Turn(role="user", content=f"Week {week} day {day}: the plumber fixed sink number {day}.",
+                              timestamp=ts, session_id=f"w{week}"),
+                         Turn(role="assistant", content=f"Noted the repair of sink {day} in week {week}.",
+                              timestamp=ts + timedelta(minutes=1), session_id=f"w{week}")], "ana")
+    now = monday + timedelta(weeks=3, days=1)
+    reports: list[Any] = []
+    go = threading.Barrier(2)
+
+    def compact(engine: MemoryEngine) -> None:
+        go.wait(timeout=60)
+        reports.append(engine.maybe_compact("ana", now=now))
+
+    threads = [threading.Thread(target=compact, args=(e,)) for e in (a, b)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=300)
+    assert len(reports) == 2
+    weeklies = [h for h in b.hooks("ana", include_merged=True) if h.period == "weekly"]
+    assert sorted(h.period_key for h in weeklies) == ["2026-W10", "2026-W11", "2026-W12"]
+    assert sum(1 for r in reports for s in r.steps if s.get("changed") and "W" in s["period"]) == 3
+    assert {h.id for h in a.hooks("ana")} == {h.id for h in weeklies}
+    assert all(h.status == "merged" for h in a.hooks("ana", include_merged=True) if h.period == "daily")
