@@ -123,3 +123,21 @@ def test_ids_of_another_tenant_are_unknown(store_target: StoreTarget) -> None:
         assert [t.content for t in engine.get_turns("ana")] == [f"{tag(('ana', None))} my locker code is 4471"]
         assert engine.hooks("ana")[0].importance != 90
         assert "4471" in engine.search("locker code", "ana", k=1).items[0].text
+
+
+@pytest.mark.parametrize("user", ["o'brien", "用户-7", "a%b?c", "x\\y", "tenant x", "UPPER", "upper"])
+def test_user_ids_with_quotes_placeholders_and_unicode_stay_apart(store_target: StoreTarget, user: str) -> None:
+    with store_target.open() as engine:
+        neighbour = "upper" if user == "UPPER" else "UPPER" if user == "upper" else "plain"
+        engine.add_turns([Turn(role="user", content=f"{neighbour} keeps the spare key under the blue pot")], neighbour)
+        engine.add_turns([Turn(role="user", content=f"{user} keeps the spare key in the mailbox",
+                               session_id="s'1%")], Namespace(user, agent_id=f"{user}-bot"))
+        mine = engine.search("where is the spare key?", Namespace(user, agent_id=f"{user}-bot"), k=5)
+        assert [i.text for i in mine.items] == [f"{user} keeps the spare key in the mailbox"]
+        assert engine.search("spare key", user, k=5).items == ()  # the user without that agent: nothing
+        assert [t.session_id for t in engine.get_turns(Namespace(user, agent_id=f"{user}-bot"))] == ["s'1%"]
+        assert (user, f"{user}-bot") in [(n.user_id, n.agent_id) for n in engine.namespaces()]
+        receipt = engine.forget(Namespace(user, agent_id=f"{user}-bot", session_id="s'1%"))
+        assert receipt.turns == 1
+        assert [i.text for i in engine.search("spare key", neighbour, k=5).items] == [
+            f"{neighbour} keeps the spare key under the blue pot"]
