@@ -340,3 +340,25 @@ def test_two_engines_compacting_at_once_merge_each_week_once(two_writers: tuple[
     assert sum(1 for r in reports for s in r.steps if s.get("changed") and "W" in s["period"]) == 3
     assert {h.id for h in a.hooks("ana")} == {h.id for h in weeklies}
     assert all(h.status == "merged" for h in a.hooks("ana", include_merged=True) if h.period == "daily")
+
+
+def test_an_eviction_by_one_engine_reaches_the_others_ranking(two_writers: tuple[MemoryEngine, MemoryEngine],
+                                                               postgres_dsn: str, pg_schema: str) -> None:
+    """The monthly eviction moves records to the cold tier (a ranking prior): an engine with warm caches ranks
+    with the new flags, like the engine that evicted and like one opened afterwards."""
+    from tests.postgres.test_conformance_lifecycle import PLAIN, build_february
+
+    a, b = two_writers
+    build_february(a)
+    a.compact("ana", "weekly", now=datetime(2026, 3, 10, tzinfo=UTC))
+    before = [b.search(p, "ana", k=8) for p in PLAIN]  # b's caches: every record warm
+    step = a.compact("ana", "monthly", key="2026-02", now=datetime(2026, 3, 10, tzinfo=UTC)).steps[0]
+    assert step["cold_turns"] > 0
+    after_a, after_b = [a.search(p, "ana", k=8) for p in PLAIN], [b.search(p, "ana", k=8) for p in PLAIN]
+    target = StoreTarget("postgres", postgres_dsn, {"storage": {"backend": "postgres", "postgres_schema": pg_schema}})
+    with target.open(read_only=True) as c:
+        after_c = [c.search(p, "ana", k=8) for p in PLAIN]
+    raw = [[(i.text, round(i.raw_score or 0.0, 6)) for i in r.items] for r in (*after_a, *after_b, *after_c)]
+    n = len(PLAIN)
+    assert raw[:n] == raw[n:2 * n] == raw[2 * n:]
+    assert raw[:n] != [[(i.text, round(i.raw_score or 0.0, 6)) for i in r.items] for r in before]
