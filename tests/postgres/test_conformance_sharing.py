@@ -362,3 +362,42 @@ def test_an_eviction_by_one_engine_reaches_the_others_ranking(two_writers: tuple
     n = len(PLAIN)
     assert raw[:n] == raw[n:2 * n] == raw[2 * n:]
     assert raw[:n] != [[(i.text, round(i.raw_score or 0.0, 6)) for i in r.items] for r in before]
+
+
+def test_two_engines_racing_on_the_same_memories(two_writers: tuple[MemoryEngine, MemoryEngine]) -> None:
+    """The same message delivered to two hosts at once is stored once (external_id); two updates of one memory
+    at once give two versions after the first, the later one current."""
+    a, b = two_writers
+    go = threading.Barrier(2)
+    results: dict[str, Any] = {}
+
+    def ingest(name: str, engine: MemoryEngine) -> None:
+        go.wait(timeout=60)
+        results[name] = engine.add_turns(make_turns("ana", T0), "ana")
+
+    threads = [threading.Thread(target=ingest, args=(n, e)) for n, e in (("a", a), ("b", b))]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=300)
+    assert results["a"].turn_ids == results["b"].turn_ids
+    assert sorted([len(results["a"].new_ids), len(results["b"].new_ids)]) == [0, len(CONVERSATIONS["ana"])]
+    assert len(b.get_turns("ana")) == len(CONVERSATIONS["ana"])
+
+    def update(name: str, engine: MemoryEngine, city: str) -> None:
+        go.wait(timeout=60)
+        results[name] = engine.update("ana", "ana:2", content=f"My sister Lena is moving to {city} in June.")
+
+    threads = [threading.Thread(target=update, args=("ua", a, "Nairobi")),
+               threading.Thread(target=update, args=("ub", b, "Quito"))]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=300)
+    history = a.history("ana", "ana:2")
+    assert [v.operation for v in history] == ["add", "update", "update"]
+    assert [v.current for v in history] == [False, False, True]
+    last = history[-1].content or ""
+    top = b.search("Where is Lena moving?", "ana", k=5).items
+    assert top[0].text == last and not any(("Nairobi" in i.text or "Quito" in i.text) and i.text != last
+                                           for i in top)
