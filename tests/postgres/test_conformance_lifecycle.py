@@ -137,8 +137,13 @@ def test_daily_files_hooks_prompt_and_retrieve(store_target: StoreTarget) -> Non
         hook = e.set_importance(files[0].id, 90, "ana")
         assert hook.importance == 90 and e.hooks("ana")[0].importance in (90, files[1].importance)
         assert e.retrieve(files[0].id).hook.access_count >= 2
+        # a prefix is matched as SQLite's LIKE does, ignoring the case of ASCII letters; a whole id is exact
+        assert e.retrieve(files[0].id[:8].upper(), "ana").id == files[0].id
+        assert e.retrieve(files[0].id.upper(), "ana").id == files[0].id
         with pytest.raises(HookNotFoundError):
             e.retrieve("zzzzzzzz", "ana")
+        with pytest.raises(HookNotFoundError):
+            e.retrieve(files[0].id[:5] + "%", "ana")  # LIKE's wildcards are plain characters in a prefix
         with pytest.raises(InvalidArgumentError):
             e.set_importance(files[0].id, 101, "ana")
 
