@@ -244,3 +244,27 @@ def test_a_superseded_statement_shows_in_its_history(engine: MemoryEngine) -> No
     history = engine.history("ana", added.turn_ids[0])
     assert [(v.operation, v.timestamp) for v in history] == [("add", T0), ("supersede", T0 + timedelta(days=31))]
     assert history[0].valid_to == T0 + timedelta(days=31) and history[0].current
+
+
+def test_the_same_writes_store_the_same_records_on_both(both_targets: tuple[StoreTarget, StoreTarget]) -> None:
+    """Every derived record (windows, facts, preferences, events, layers...) comes out of the same turns the same
+    way: kinds, texts, counts and AddResults agree between the backends."""
+    config = {"globals": {"layers_index_enabled": True, "evidence_enabled": True, "graph_enabled": True}}
+    out = []
+    for target in both_targets:
+        with target.open(config=config) as engine:
+            results = [engine.add_turns(make_turns(user), user) for user in CONVERSATIONS]
+            results.append(engine.add_turns(make_turns("ana"), "ana"))  # idempotent: nothing new
+            engine.add_turns([Turn(role="user", speaker="Ana", content="I moved to Berlin last week.",
+                                   timestamp=T0 + timedelta(days=40), session_id="ana-s2")], "ana")
+            engine.flush()
+            records = sorted(engine._store.reader().execute(
+                "SELECT kind, text, session_id, speaker, valid_to IS NULL FROM records").fetchall(), key=repr)
+            stats = engine.stats()
+            out.append(([(len(r.turn_ids), len(r.record_ids), len(r.existing_ids)) for r in results],
+                        [tuple(bool(v) if i == 4 else v for i, v in enumerate(r)) for r in records],
+                        (stats.namespaces, stats.turns, stats.records, stats.vectors)))
+    assert out[0][0] == out[1][0]
+    assert out[0][2] == out[1][2]
+    assert out[0][1] == out[1][1]
+    assert {r[0] for r in out[0][1]} > {"turn", "window"}  # derived kinds too
