@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -20,7 +21,7 @@ import pytest
 from memory_ext import MemoryEngine, Namespace, Turn
 from memory_ext.errors import ReadOnlyStoreError
 from tests.conftest import CONVERSATIONS, StoreTarget, make_turns
-from tests.postgres.conformance_kit import assert_same_ranking, texts
+from tests.postgres.conformance_kit import assert_same_ranking, store_rows, texts
 
 pytestmark = pytest.mark.postgres
 
@@ -401,3 +402,51 @@ def test_two_engines_racing_on_the_same_memories(two_writers: tuple[MemoryEngine
     top = b.search("Where is Lena moving?", "ana", k=5).items
     assert top[0].text == last and not any(("Nairobi" in i.text or "Quito" in i.text) and i.text != last
                                            for i in top)
+
+
+def _terminate(dsn: str, pids: list[int] | None = None) -> int:
+    """End server sessions, as a server restart or an administrator does (every other client's, or ``pids``)."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        if pids is None:
+            row = conn.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE pid <>"
+                               " pg_backend_pid() AND backend_type = 'client backend'").fetchone()
+        else:
+            row = conn.execute("SELECT count(pg_terminate_backend(pid)) FROM unnest(%s::int[]) AS pid",
+                               (pids,)).fetchone()
+    return int(row[0]) if row else 0
+
+
+def test_the_engine_carries_on_after_its_connections_are_lost(postgres_dsn: str, pg_schema: str,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server restarts (every session ends) between calls: the next search and write simply work. A write
+    whose connection is lost mid-transaction fails, leaves nothing, and the next one works."""
+    target = StoreTarget("postgres", postgres_dsn, {"storage": {"backend": "postgres", "postgres_schema": pg_schema}})
+    with target.open() as engine:
+        engine.add_turns(make_turns("ana", T0), "ana", wait=True)
+        expected = [i.text for i in engine.search("What dog did Ana adopt?", "ana", k=3).items]
+        for round_ in range(2):
+            assert _terminate(postgres_dsn) >= 2  # the writer and at least one reader
+            got = engine.search("What dog did Ana adopt?", "ana", k=3)
+            assert not got.channel_errors and [i.text for i in got.items] == expected
+            thing = ("the kettle whistles", "the radiator hums")[round_]
+            engine.add_turns([Turn(role="user", content=f"After the restart {thing} again.")], "ana", wait=True)
+            assert thing in engine.search(thing, "ana", k=1).items[0].text
+        # lost in the middle of a write
+        before = store_rows(engine)
+        graph = next(i for i in engine._indexes if type(i).__name__ == "EntityGraph")
+        real = graph.index
+
+        def dies(conn: Any, ns_id: int, batch: Any) -> None:
+            _terminate(postgres_dsn, [engine._store._raw.info.backend_pid])
+            real(conn, ns_id, batch)
+
+        monkeypatch.setattr(graph, "index", dies)
+        with pytest.raises(sqlite3.Error):
+            engine.add_turns([Turn(role="user", content="The ferry to Tróia leaves at noon.")], "ana")
+        monkeypatch.undo()
+        assert store_rows(engine) == before
+        engine.add_turns([Turn(role="user", content="The ferry to Tróia leaves at noon.")], "ana", wait=True)
+        assert "Tróia" in engine.search("ferry Tróia", "ana", k=1).items[0].text
+        assert engine.forget("ana", record_ids=[engine.search("kettle", "ana", k=1).items[0].id]).turns == 1

@@ -23,6 +23,7 @@ replicas) is described in ``docs/operations.md``.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import threading
@@ -34,7 +35,7 @@ from typing import Any
 from ...errors import ConfigError, MissingDependencyError, SchemaVersionError, StoreError
 from ..filters import RecordFilter
 from ..sqlite import _TURN_COLS, MIGRATIONS, SCHEMA_VERSION, NewDirectory, TruthStore, TurnRow, _turn_row
-from .connection import PgConnection
+from .connection import PgConnection, as_sqlite_error
 
 __all__ = ["DSN_ENV", "NewSchema", "PgTruthStore", "dsn_from"]
 
@@ -85,6 +86,23 @@ class _Lease:
     def __del__(self) -> None:
         self.store._give_back(self)
 
+    def reopener(self) -> Callable[[Any], Any]:
+        """``reopen`` of this lease's connection (it holds the lease weakly: the thread's end still frees it)."""
+        ref = weakref.ref(self)
+
+        def reopen(lost: Any) -> Any:
+            lease = ref()
+            if lease is None:
+                raise StoreError("the connection was given back")
+            store = lease.store
+            if lease.pooled:  # the pool discards a lost connection it is given back
+                lease.pooled = False
+                with contextlib.suppress(Exception):  # a broken connection is dropped either way
+                    store._pool.putconn(lost)
+            return store._psycopg.connect(store.dsn, **store._conn_kwargs)
+
+        return reopen
+
 
 class _WriteLock:
     """The schema's write lock: this process's threads queue on an RLock, processes on an advisory lock."""
@@ -94,12 +112,24 @@ class _WriteLock:
         self._rlock = threading.RLock()
         self._depth = 0
 
+    held = False
+    """True while this process holds the advisory lock (a reconnected writer takes it again)."""
+
     def acquire(self) -> bool:
         self._rlock.acquire()
         self._depth += 1
         if self._depth == 1:
             try:
-                self._store._raw_writer().execute("SELECT pg_advisory_lock(%s)", (self._store.lock_key,))
+                for attempt in (0, 1):
+                    raw = self._store._raw_writer()  # (a lost connection is replaced here)
+                    try:
+                        raw.execute("SELECT pg_advisory_lock(%s)", (self._store.lock_key,))
+                        break
+                    except self._store._psycopg.Error as exc:
+                        if attempt == 0 and raw.closed:
+                            continue  # lost since the last write: once more, on a new connection
+                        raise as_sqlite_error(exc) from exc
+                self.held = True
             except BaseException:
                 self._depth -= 1
                 self._rlock.release()
@@ -109,9 +139,11 @@ class _WriteLock:
     def release(self) -> None:
         try:
             if self._depth == 1:
+                self.held = False
                 writer = self._store._raw_writer_or_none()
-                if writer is not None and not writer.closed:
-                    writer.execute("SELECT pg_advisory_unlock(%s)", (self._store.lock_key,))
+                if writer is not None and not writer.closed:  # (a lost session's locks went with it)
+                    with contextlib.suppress(self._store._psycopg.Error):
+                        writer.execute("SELECT pg_advisory_unlock(%s)", (self._store.lock_key,))
         finally:
             self._depth -= 1
             self._rlock.release()
@@ -159,7 +191,8 @@ class PgTruthStore(TruthStore):
         self._keys: dict[str, tuple[str, ...]] = {}
         self._raw: Any = None
         self._writer: Any = None
-        self.write_lock = _WriteLock(self)  # type: ignore[assignment]
+        self._lock = _WriteLock(self)
+        self.write_lock = self._lock  # type: ignore[assignment]
         self._psycopg = psycopg
         try:
             self._raw = psycopg.connect(dsn, autocommit=True, cursor_factory=psycopg.ClientCursor)
@@ -178,7 +211,8 @@ class PgTruthStore(TruthStore):
                     self._raw.execute("CREATE EXTENSION IF NOT EXISTS vector")
             self._raw.execute(f"SET search_path TO {schema}, public")
             self._refresh_catalog()
-            self._writer = None if read_only else PgConnection(self._raw, identity=self._identity, keys=self._keys)
+            self._writer = None if read_only else PgConnection(self._raw, identity=self._identity, keys=self._keys,
+                                                               reopen=self._reconnect)
             self._conn_kwargs: dict[str, Any] = {"autocommit": True, "cursor_factory": psycopg.ClientCursor,
                                  "options": f"-c search_path={schema},public"}
             self._pool = ConnectionPool(dsn, min_size=0, max_size=max(2, pool_size), open=True,
@@ -202,7 +236,24 @@ class PgTruthStore(TruthStore):
     def _raw_writer(self) -> Any:
         if self._raw is None:
             raise StoreError("the store is closed")
+        if self._raw.closed and not self._closed:
+            self._reconnect()
         return self._raw
+
+    def _reconnect(self, lost: Any = None) -> Any:
+        """A new writer connection for one that was lost (a server restart, an idle timeout, an administrator's
+        kill); the advisory write lock is taken again when this process held it."""
+        try:
+            raw = self._psycopg.connect(self.dsn, **self._conn_kwargs)
+        except self._psycopg.Error as exc:
+            raise StoreError(f"lost the connection to PostgreSQL and cannot reconnect ({_redact(self.dsn)}): "
+                             f"{str(exc).strip()}") from None
+        if self._lock.held:
+            raw.execute("SELECT pg_advisory_lock(%s)", (self.lock_key,))
+        self._raw = raw
+        if self._writer is not None:
+            self._writer.raw = raw
+        return raw
 
     def _raw_writer_or_none(self) -> Any:
         return self._raw
@@ -244,6 +295,7 @@ class PgTruthStore(TruthStore):
                 raw = self._psycopg.connect(self.dsn, **self._conn_kwargs)
             lease = _Lease(self, PgConnection(raw, identity=self._identity, keys=self._keys,
                                               begin="BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"), pooled)
+            lease.conn.reopen = lease.reopener()
             self._local.lease = lease
             with self._readers_lock:
                 self._leases.add(lease)
@@ -301,7 +353,7 @@ class PgTruthStore(TruthStore):
         if self._writer is None or self._raw is None:
             return not self._purge_pending
         with self.write_lock:
-            raw = self._raw
+            raw = self._raw_writer()
             tables = [r[0] for r in raw.execute(
                 "SELECT tablename FROM pg_tables WHERE schemaname=%s ORDER BY tablename", (self.schema,)).fetchall()]
             blocked = self._other_snapshots(raw)
