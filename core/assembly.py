@@ -130,7 +130,8 @@ def open_postgres(path: str | os.PathLike[str] | None, cfg: EngineConfig, *, rea
         raise ConfigError("storage.postgres_dsn", None, f"give the PostgreSQL DSN (storage.postgres_dsn, a "
                           f"postgresql:// path, or the {DSN_ENV} environment variable)")
     return PgTruthStore(dsn, schema=storage.postgres_schema, read_only=read_only,
-                        pool_size=storage.postgres_pool_size, rls=storage.postgres_rls)
+                        pool_size=storage.postgres_pool_size, rls=storage.postgres_rls,
+                        lock_timeout_s=storage.postgres_lock_timeout_s)
 
 
 def embedder_for_stored_id(stored: str | None) -> Embedder | str | None:

@@ -450,3 +450,27 @@ def test_the_engine_carries_on_after_its_connections_are_lost(postgres_dsn: str,
         engine.add_turns([Turn(role="user", content="The ferry to Tróia leaves at noon.")], "ana", wait=True)
         assert "Tróia" in engine.search("ferry Tróia", "ana", k=1).items[0].text
         assert engine.forget("ana", record_ids=[engine.search("kettle", "ana", k=1).items[0].id]).turns == 1
+
+
+def test_a_stuck_writer_elsewhere_cannot_hang_this_engine(postgres_dsn: str, pg_schema: str) -> None:
+    """Another host's engine holds the write lock and hangs: searches go on, and a write gives up after
+    ``storage.postgres_lock_timeout_s`` with a typed error and writes nothing; once the lock is free it works."""
+    import psycopg
+
+    from memory_ext.errors import StoreError
+
+    config = {"storage": {"backend": "postgres", "postgres_schema": pg_schema, "postgres_lock_timeout_s": 0.5}}
+    target = StoreTarget("postgres", postgres_dsn, config)
+    with target.open() as engine:
+        engine.add_turns(make_turns("ana", T0), "ana", wait=True)
+        before = store_rows(engine)
+        with psycopg.connect(postgres_dsn, autocommit=True) as stuck:
+            stuck.execute("SELECT pg_advisory_lock(%s)", (engine._store.lock_key,))
+            assert "beagle" in engine.search("What dog did Ana adopt?", "ana", k=1).items[0].text
+            with pytest.raises(StoreError, match="postgres_lock_timeout_s"):
+                engine.add_turns([Turn(role="user", content="The plumber comes on Monday.")], "ana")
+            with pytest.raises(StoreError):
+                engine.forget("ana")
+            assert store_rows(engine) == before
+        engine.add_turns([Turn(role="user", content="The plumber comes on Monday.")], "ana", wait=True)
+        assert "plumber" in engine.search("plumber", "ana", k=1).items[0].text

@@ -125,6 +125,13 @@ class _WriteLock:
                     try:
                         raw.execute("SELECT pg_advisory_lock(%s)", (self._store.lock_key,))
                         break
+                    except self._store._psycopg.errors.LockNotAvailable:
+                        store = self._store
+                        raise StoreError(
+                            f"another engine held the write lock of PostgreSQL schema {store.schema!r} for more "
+                            f"than {store.lock_timeout_s:g} s (storage.postgres_lock_timeout_s); retry, or look for "
+                            "a stuck writer: SELECT pid, client_addr, state FROM pg_stat_activity JOIN pg_locks "
+                            "USING (pid) WHERE locktype = 'advisory'") from None
                     except self._store._psycopg.Error as exc:
                         if attempt == 0 and raw.closed:
                             continue  # lost since the last write: once more, on a new connection
@@ -165,7 +172,7 @@ class PgTruthStore(TruthStore):
     PURGE_TARGET = "postgres:dead-row-versions"
 
     def __init__(self, dsn: str, *, schema: str = "memory_ext", read_only: bool = False, pool_size: int = 16,
-                 rls: bool = False) -> None:
+                 rls: bool = False, lock_timeout_s: float = 30.0) -> None:
         try:
             import psycopg
             from psycopg_pool import ConnectionPool
@@ -180,6 +187,7 @@ class PgTruthStore(TruthStore):
         self.read_only = read_only
         self.rls = rls
         self.lock_key = _lock_key(schema)
+        self.lock_timeout_s = lock_timeout_s
         self._lock_fd = None
         self._local = threading.local()
         self._leases: weakref.WeakSet[_Lease] = weakref.WeakSet()
@@ -210,11 +218,13 @@ class PgTruthStore(TruthStore):
                     self._raw.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
                     self._raw.execute("CREATE EXTENSION IF NOT EXISTS vector")
             self._raw.execute(f"SET search_path TO {schema}, public")
+            self._raw.execute(f"SET lock_timeout = {max(1, round(lock_timeout_s * 1000))}")
             self._refresh_catalog()
             self._writer = None if read_only else PgConnection(self._raw, identity=self._identity, keys=self._keys,
                                                                reopen=self._reconnect)
-            self._conn_kwargs: dict[str, Any] = {"autocommit": True, "cursor_factory": psycopg.ClientCursor,
-                                 "options": f"-c search_path={schema},public"}
+            self._conn_kwargs: dict[str, Any] = {
+                "autocommit": True, "cursor_factory": psycopg.ClientCursor,
+                "options": f"-c search_path={schema},public -c lock_timeout={max(1, round(lock_timeout_s * 1000))}"}
             self._pool = ConnectionPool(dsn, min_size=0, max_size=max(2, pool_size), open=True,
                                         kwargs=self._conn_kwargs)
             if not read_only:
