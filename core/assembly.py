@@ -31,7 +31,7 @@ from .store.evidence import EvidenceIndex
 from .store.graph import EntityGraph
 from .store.keyword import KeywordIndex
 from .store.pg import vector as _pgvector  # noqa: F401  (registers the backend; psycopg loads only when used)
-from .store.pg.truth import is_dsn
+from .store.pg.truth import NewSchema, PgTruthStore, is_dsn
 from .store.sparse import SparseIndex
 from .store.sqlite import NewDirectory, TruthStore, check_embedder_shape
 from .store.timeindex import TimeIndex
@@ -91,8 +91,9 @@ def open_store(path: str | os.PathLike[str] | None, cfg: EngineConfig, *, read_o
     ``allow_embedder_change``: open a store indexed with another embedder (to reindex it). A failure
     leaves no new store directory behind."""
     if cfg.storage.backend == "postgres" or is_dsn(path):
-        store: TruthStore = open_postgres(path, cfg, read_only=read_only)
-        new_dir = NewDirectory(Path.cwd())  # nothing on disk to undo
+        pg = open_postgres(path, cfg, read_only=read_only)
+        store: TruthStore = pg
+        new_dir: NewDirectory = NewSchema(pg.dsn, pg.schema, pg.created_schema)  # a new schema is dropped again
     else:
         directory = Path(path).expanduser() if path is not None else Path("~/.memory_ext").expanduser()
         new_dir = NewDirectory(directory)  # what this open creates; removed again if the open fails
@@ -128,10 +129,10 @@ def backend_for_path(path: str | os.PathLike[str] | None, cfg: EngineConfig) -> 
     return cfg.model_copy(update={"storage": type(cfg.storage).model_validate(storage)})
 
 
-def open_postgres(path: str | os.PathLike[str] | None, cfg: EngineConfig, *, read_only: bool) -> TruthStore:
+def open_postgres(path: str | os.PathLike[str] | None, cfg: EngineConfig, *, read_only: bool) -> PgTruthStore:
     """The PostgreSQL truth store of ``storage.postgres_*`` (the DSN: a ``postgresql://`` path, else
     ``storage.postgres_dsn``, else ``MEMORY_EXT_POSTGRES_DSN``)."""
-    from .store.pg.truth import DSN_ENV, PgTruthStore, dsn_from
+    from .store.pg.truth import DSN_ENV, dsn_from
 
     storage = cfg.storage
     dsn = dsn_from(path, storage.postgres_dsn)
@@ -139,7 +140,8 @@ def open_postgres(path: str | os.PathLike[str] | None, cfg: EngineConfig, *, rea
         raise ConfigError("storage.postgres_dsn", None, f"give the PostgreSQL DSN (storage.postgres_dsn, a "
                           f"postgresql:// path, or the {DSN_ENV} environment variable)")
     return PgTruthStore(dsn, schema=storage.postgres_schema, read_only=read_only,
-                        pool_size=storage.postgres_pool_size, rls=storage.postgres_rls)
+                        pool_size=storage.postgres_pool_size, rls=storage.postgres_rls,
+                        lock_timeout_s=storage.postgres_lock_timeout_s)
 
 
 def embedder_for_stored_id(stored: str | None) -> Embedder | str | None:

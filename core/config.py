@@ -225,6 +225,9 @@ class StorageConfig(_Section):
     """PostgreSQL schema holding the tables (one store per schema: several stores can share a database)."""
     postgres_pool_size: int = Field(default=16, ge=2, le=1024)
     """Most pooled read connections per engine (each searching thread holds one)."""
+    postgres_lock_timeout_s: float = Field(default=30.0, gt=0, le=86_400)
+    """How long a write waits for the schema's write lock while another engine writes, before it fails with a
+    ``StoreError`` (so a writer stuck on another host cannot hang this one; SQLite's busy timeout is 30 s too)."""
     postgres_rls: bool = False
     """Enable row-level security on every table with a namespace column: a connection that sets
     ``memory_ext.user_id`` (and is not the owner of the tables) sees only that user's rows, even with

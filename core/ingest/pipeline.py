@@ -73,6 +73,12 @@ def turn_rows(turns: Iterable[Turn | Mapping[str, Any]], ns: Namespace, limits: 
             raise InvalidTurnError(f"turns[{i}].content", t.content,
                                    f"content has {len(t.content)} characters; the limit is "
                                    f"{limits.max_content_chars} (limits.max_content_chars): split the turn")
+        for name in ("metadata", "tool_calls", "attachments"):
+            try:  # stored as JSON text: NaN or Infinity would be stored as invalid JSON that no filter can read
+                json.dumps(getattr(t, name), allow_nan=False, default=str)
+            except ValueError:
+                raise InvalidTurnError(f"turns[{i}].{name}", getattr(t, name), "numbers must be finite (JSON has no "
+                                       "NaN or Infinity): store such a value as a string or None") from None
     given_ids = [t.id for t in items if t.id is not None]
     if len(given_ids) != len(set(given_ids)):
         dup = next(i for i in given_ids if given_ids.count(i) > 1)

@@ -315,7 +315,7 @@ class EvidenceSnapshot:
         """A mask over ridxs of the records among ``rids``."""
         n = len(self.rids)
         mask = np.zeros(n, bool)
-        if not n or not rids:
+        if not n or len(rids) == 0:  # (``rids`` may be a numpy array: no truth value)
             return mask
         wanted = np.fromiter((int(r) for r in rids), np.int64, len(rids))
         pos = np.minimum(np.searchsorted(self.rids, wanted), n - 1)

@@ -30,6 +30,7 @@ memory_ext.errors.InvalidQueryError: filters.metadata.priority: got {'$near': 2}
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -78,6 +79,17 @@ def _json_value(field: str, value: Any) -> None:
         json.dumps(value, allow_nan=False)
     except (TypeError, ValueError):
         raise _fail(field, value, "give a JSON value (string, number, bool, None, list or mapping)") from None
+    _number(field, value)
+
+
+def _number(field: str, value: Any) -> None:
+    """A number compared on its own must be finite and, if an integer, fit 64 bits (SQLite binds it as one)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return
+    if isinstance(value, float) and not math.isfinite(value):
+        raise _fail(field, value, "give a finite number")
+    if isinstance(value, int) and not -(2**63) <= value < 2**63:
+        raise _fail(field, value, "integers in a filter must fit 64 bits (-2**63 to 2**63 - 1)")
 
 
 def _conditions(field: str, path: tuple[str, ...], spec: Any) -> list[Condition | Group]:
@@ -90,9 +102,12 @@ def _conditions(field: str, path: tuple[str, ...], spec: Any) -> list[Condition 
             if op in ("$in", "$nin"):
                 if not isinstance(value, (list, tuple)) or not all(_scalar(v) for v in value):
                     raise _fail(f"{field}.{op}", value, "give a list of strings, numbers, bools or None")
+                for v in value:
+                    _number(f"{field}.{op}", v)
             elif op in ("$gt", "$gte", "$lt", "$lte"):
                 if isinstance(value, bool) or not isinstance(value, (int, float, str)):
                     raise _fail(f"{field}.{op}", value, "compare with a number or a string (an ISO date sorts)")
+                _number(f"{field}.{op}", value)
             else:
                 _json_value(f"{field}.{op}", value)
             out.append(Condition(path, op, value))
@@ -147,7 +162,14 @@ def parse_metadata_filter(filters: Any) -> MetadataFilter:
 
 
 def _path(path: Sequence[str]) -> str:
-    return "$" + "".join(f'."{k}"' for k in path)
+    r"""SQLite's JSON path of ``path``. Each key is written as the stored metadata spells it — JSON-escaped
+    (``json.dumps``' default ``ensure_ascii``: ``城市`` is stored as ``\u57ce\u5e02``) — because SQLite
+    compares a path's label with a key's raw text: ``$."城市"`` would never match.
+
+    >>> _path(["place", "城市"])
+    '$."place"."\\u57ce\\u5e02"'
+    """
+    return "$" + "".join(f'."{json.dumps(k)[1:-1]}"' for k in path)
 
 
 def _eq(column: str, path: str, value: Any) -> tuple[str, list[Any]]:
@@ -212,9 +234,9 @@ def _pg_condition_sql(c: Condition, column: str) -> tuple[str, list[Any]]:
         sql = "(" + " OR ".join(p[0] for p in parts) + ")" if parts else "FALSE"
         args = [a for p in parts for a in p[1]]
         return (sql, args) if c.op == "$in" else (f"NOT {sql}", args)
-    if isinstance(c.value, str):
-        return (f"COALESCE(CASE WHEN jsonb_typeof({x}) = 'string' THEN ({x} #>> '{{}}') {_COMPARE[c.op]} ? END,"
-                " FALSE)", [path, path, c.value])
+    if isinstance(c.value, str):  # by code point, as SQLite does — whatever collation the database has
+        return (f"COALESCE(CASE WHEN jsonb_typeof({x}) = 'string' THEN ({x} #>> '{{}}') COLLATE \"C\" "
+                f"{_COMPARE[c.op]} ? END, FALSE)", [path, path, c.value])
     return (f"COALESCE(CASE WHEN jsonb_typeof({x}) = 'number' THEN ({x})::numeric {_COMPARE[c.op]} ? END, FALSE)",
             [path, path, c.value])
 

@@ -14,7 +14,7 @@ a missing table or a lost server a ``sqlite3.OperationalError`` (the psycopg err
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -84,11 +84,35 @@ class PgConnection:
     """
 
     def __init__(self, raw: Any, *, identity: dict[str, str], keys: dict[str, tuple[str, ...]],
-                 begin: str = "BEGIN") -> None:
+                 begin: str = "BEGIN", reopen: Callable[[Any], Any] | None = None) -> None:
         self.raw = raw
         self.identity = identity
         self.keys = keys
         self._begin = begin
+        self.reopen = reopen
+        """``reopen(lost_raw) -> new_raw``: a fresh connection for one that was lost (a server restart, an idle
+        timeout, an administrator's kill). None: a lost connection stays lost."""
+        self._tx = False  # inside a BEGIN ... COMMIT/ROLLBACK this object issued
+
+    def _usable(self, head: str) -> bool:
+        """Get the connection ready for a statement starting with ``head``; False: nothing to run (the ROLLBACK
+        of a transaction whose connection was lost — the server rolled it back already)."""
+        if not self.raw.closed or self.reopen is None:
+            return True
+        if self._tx:
+            self._tx = False
+            if head.startswith("ROLLBACK"):
+                return False
+            raise sqlite3.OperationalError("the connection to PostgreSQL was lost inside a transaction; the "
+                                           "transaction was rolled back")
+        self.raw = self.reopen(self.raw)
+        return True
+
+    def _track(self, head: str) -> None:
+        if head.startswith("BEGIN"):
+            self._tx = True
+        elif head.startswith(("COMMIT", "ROLLBACK", "END")):
+            self._tx = False
 
     @property
     def in_transaction(self) -> bool:
@@ -106,20 +130,32 @@ class PgConnection:
         text = self._sql(sql)
         if text is None:
             return PgCursor([])
+        head = sql.lstrip()[:16].upper()
+        if not self._usable(head):
+            return PgCursor([])
         table = identity_table(text)
         key = self.identity.get(table) if table is not None else None
         returning = key is not None and " RETURNING " not in text.upper()
         if returning:
             text += f" RETURNING {key}"
-        try:
-            with self.raw.cursor() as cur:
-                cur.execute(text, _params(params))
-                rows = cur.fetchall() if cur.description is not None else []
-                count = cur.rowcount
-        except Exception as exc:
-            if _is_pg_error(exc):
+        standalone = not self._tx and not head.startswith(("COMMIT", "ROLLBACK", "END"))
+        for attempt in (0, 1):
+            try:
+                with self.raw.cursor() as cur:
+                    cur.execute(text, _params(params))
+                    rows = cur.fetchall() if cur.description is not None else []
+                    count = cur.rowcount
+                break
+            except Exception as exc:
+                if not _is_pg_error(exc):
+                    raise
+                if head.startswith(("COMMIT", "ROLLBACK", "END")):
+                    self._tx = False  # a failed COMMIT ends the transaction too (the server rolled it back)
+                if attempt == 0 and standalone and self.raw.closed and self.reopen is not None:
+                    self.raw = self.reopen(self.raw)  # the connection was lost before this statement ran: again
+                    continue
                 raise as_sqlite_error(exc) from exc
-            raise
+        self._track(head)
         if returning:
             return PgCursor([], count, int(rows[0][0]) if rows else None)
         return PgCursor(rows, count)
@@ -128,6 +164,7 @@ class PgConnection:
         text = self._sql(sql)
         if text is None:
             return PgCursor([])
+        self._usable(sql.lstrip()[:16].upper())
         batch = [_params(p) for p in seq]
         if not batch:
             return PgCursor([], 0)

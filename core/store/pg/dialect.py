@@ -10,14 +10,15 @@ differences between the two databases live here:
   ``BLOB`` -> ``BYTEA``; ``INTEGER PRIMARY KEY [AUTOINCREMENT]`` -> an identity column; ``WITHOUT ROWID`` dropped;
 * ``INSERT OR IGNORE`` -> ``ON CONFLICT DO NOTHING``; ``INSERT OR REPLACE`` -> an upsert on the table's primary
   key (``conflict_keys`` says which columns that is);
-* ``x IS ?`` -> ``x IS NOT DISTINCT FROM %s``; ``IFNULL`` -> ``COALESCE``;
+* ``x IS ?`` -> ``x IS NOT DISTINCT FROM %s``; ``IFNULL`` -> ``COALESCE``; ``LIKE`` -> ``ILIKE`` (SQLite's LIKE
+  ignores the case of ASCII letters: a hook id prefix matches in any case on both);
 * ``json_extract(col, '$[0]')`` -> ``(col::jsonb ->> 0)``; ``json_each(col) j`` -> ``jsonb_array_elements_text``;
 * ``+col`` (SQLite's "do not use an index on this column" hint) -> ``col``.
 
 Statements that only SQLite needs (``PRAGMA``) translate to ``None``: the caller skips them.
 
 >>> translate("SELECT rid FROM records WHERE +ns_id=? AND kind LIKE 'a%'")
-"SELECT rid FROM records WHERE ns_id=%s AND kind LIKE 'a%%'"
+"SELECT rid FROM records WHERE ns_id=%s AND kind ILIKE 'a%%'"
 >>> translate("UPDATE s SET m = max(m, ?), n = (SELECT MAX(x) FROM t)")
 'UPDATE s SET m = GREATEST(m, %s), n = (SELECT MAX(x) FROM t)'
 >>> translate("UPDATE g SET count = count + excluded.count WHERE a IS ?")
@@ -88,6 +89,7 @@ def _code(text: str) -> str:
 
 
 _MINMAX = re.compile(r"\b(max|min)\s*\(", re.I)
+_LIKE = re.compile(r"\bLIKE\b", re.I)
 
 
 def _scalar_minmax(text: str) -> str:
@@ -111,6 +113,7 @@ def _scalar_minmax(text: str) -> str:
 
 def _placeholders(text: str) -> str:
     text = _scalar_minmax(text)
+    text = _LIKE.sub("ILIKE", text)
     text = _IS_NOT_PARAM.sub("IS DISTINCT FROM ?", text)
     text = _IS_PARAM.sub("IS NOT DISTINCT FROM ?", text)
     text = re.sub(r"\bIFNULL\(", "COALESCE(", text, flags=re.I)

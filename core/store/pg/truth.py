@@ -26,12 +26,14 @@ replicas, statistics) is described in ``docs/operations.md``.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import threading
 import time
 import warnings
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -39,10 +41,10 @@ from typing import Any
 
 from ...errors import ConfigError, MissingDependencyError, SchemaVersionError, StoreError
 from ..filters import RecordFilter
-from ..sqlite import _TURN_COLS, MIGRATIONS, SCHEMA_VERSION, TruthStore, TurnRow, _turn_row
-from .connection import PgConnection
+from ..sqlite import _TURN_COLS, MIGRATIONS, SCHEMA_VERSION, NewDirectory, TruthStore, TurnRow, _turn_row
+from .connection import PgConnection, as_sqlite_error
 
-__all__ = ["DSN_ENV", "PgTruthStore", "dsn_from"]
+__all__ = ["DSN_ENV", "NewSchema", "PgTruthStore", "dsn_from"]
 
 DSN_ENV = "MEMORY_EXT_POSTGRES_DSN"
 """Environment variable read when ``storage.postgres_dsn`` is not set."""
@@ -92,30 +94,95 @@ def _v2_pg(conn: Any) -> None:
 _PG_MIGRATIONS: list[Callable[[Any], None]] = [MIGRATIONS[0], _v2_pg, *MIGRATIONS[2:]]
 
 
+POOL_WAIT_S = 0.5
+"""How long a thread's first read waits for a pooled connection before it opens one beside the pool."""
+
+
+class _Lease:
+    """One thread's reader connection. The thread-local slot holding it is cleared when the thread ends, and
+    the connection goes back then (the store's set of leases holds them weakly), or at the store's close."""
+
+    __slots__ = ("__weakref__", "conn", "done", "pooled", "store")
+
+    def __init__(self, store: PgTruthStore, conn: PgConnection, pooled: bool) -> None:
+        self.store, self.conn, self.pooled, self.done = store, conn, pooled, False
+
+    def __del__(self) -> None:
+        self.store._give_back(self)
+
+    def reopener(self) -> Callable[[Any], Any]:
+        """``reopen`` of this lease's connection (it holds the lease weakly: the thread's end still frees it)."""
+        ref = weakref.ref(self)
+
+        def reopen(lost: Any) -> Any:
+            lease = ref()
+            if lease is None:
+                raise StoreError("the connection was given back")
+            store = lease.store
+            if lease.pooled:  # the pool discards a lost connection it is given back
+                lease.pooled = False
+                with contextlib.suppress(Exception):  # a broken connection is dropped either way
+                    store._pool.putconn(lost)
+            return store._psycopg.connect(store.dsn, **store._conn_kwargs)
+
+        return reopen
+
+
 class _WriteLock:
     """The store's write lock. In this process, threads queue on one RLock (they share the writer connection);
     across processes it is a PostgreSQL advisory lock on the schema — exclusive for a store-wide write (forget,
     lifecycle steps, migrations), or, for a write of one namespace (:meth:`namespace`: ``add_turns``, the
     indexer's batch), shared on the schema plus exclusive on that namespace: writers of different namespaces run
     side by side, writers of one namespace one after another (so its sequence numbers and row ids grow in commit
-    order, which the in-memory snapshots sync by). Nested acquisitions take nothing more."""
+    order, which the in-memory snapshots sync by). Nested acquisitions take nothing more. A wait longer than
+    ``storage.postgres_lock_timeout_s`` fails with a StoreError; a writer connection lost while holding the lock
+    takes it again on its new connection."""
 
     def __init__(self, store: PgTruthStore) -> None:
         self._store = store
         self._rlock = threading.RLock()
         self._depth = 0
-        self._held: tuple[str, ...] = ()
+        self._held: list[tuple[str, tuple[Any, ...]]] = []
+
+    @property
+    def held(self) -> bool:
+        """True while this process holds the advisory lock(s)."""
+        return bool(self._held)
+
+    def retake(self, raw: Any) -> None:
+        """Take the held advisory locks again on a new writer connection (the lost session's went with it)."""
+        for sql, args in self._held:
+            raw.execute(sql, args)
 
     def _take(self, *statements: tuple[str, tuple[Any, ...]]) -> None:
         self._rlock.acquire()
         self._depth += 1
         if self._depth == 1:
             try:
-                raw = self._store._raw_writer()
-                for sql, args in statements:
-                    raw.execute(sql, args)
-                self._held = tuple(sql.replace("_lock", "_unlock") for sql, _ in statements)
-                self._held_args = [args for _, args in statements]
+                psycopg = self._store._psycopg
+                for attempt in (0, 1):
+                    raw = self._store._raw_writer()  # (a lost connection is replaced here)
+                    done: list[tuple[str, tuple[Any, ...]]] = []
+                    try:
+                        for sql, args in statements:
+                            raw.execute(sql, args)
+                            done.append((sql, args))
+                        break
+                    except psycopg.errors.LockNotAvailable:
+                        for sql, args in reversed(done):
+                            with contextlib.suppress(psycopg.Error):
+                                raw.execute(_unlock(sql), args)
+                        store = self._store
+                        raise StoreError(
+                            f"another engine held the write lock of PostgreSQL schema {store.schema!r} for more "
+                            f"than {store.lock_timeout_s:g} s (storage.postgres_lock_timeout_s); retry, or look for "
+                            "a stuck writer: SELECT pid, client_addr, state FROM pg_stat_activity JOIN pg_locks "
+                            "USING (pid) WHERE locktype = 'advisory'") from None
+                    except psycopg.Error as exc:
+                        if attempt == 0 and raw.closed:
+                            continue  # lost since the last write: once more, on a new connection
+                        raise as_sqlite_error(exc) from exc
+                self._held = list(statements)
             except BaseException:
                 self._depth -= 1
                 self._rlock.release()
@@ -128,11 +195,12 @@ class _WriteLock:
     def release(self) -> None:
         try:
             if self._depth == 1:
+                held, self._held = self._held, []
                 writer = self._store._raw_writer_or_none()
-                if writer is not None and not writer.closed:
-                    for sql, args in reversed(list(zip(self._held, self._held_args, strict=True))):
-                        writer.execute(sql, args)
-                self._held = ()
+                if writer is not None and not writer.closed:  # (a lost session's locks went with it)
+                    with contextlib.suppress(self._store._psycopg.Error):
+                        for sql, args in reversed(held):
+                            writer.execute(_unlock(sql), args)
         finally:
             self._depth -= 1
             self._rlock.release()
@@ -155,6 +223,11 @@ class _WriteLock:
             self.release()
 
 
+def _unlock(lock_sql: str) -> str:
+    """The statement releasing what ``lock_sql`` took (``pg_advisory_lock[_shared]`` -> ``..._unlock...``)."""
+    return lock_sql.replace("pg_advisory_lock", "pg_advisory_unlock")
+
+
 class PgTruthStore(TruthStore):
     """The truth store in a PostgreSQL schema. Use through :class:`memory_ext.MemoryEngine`::
 
@@ -164,7 +237,7 @@ class PgTruthStore(TruthStore):
     PURGE_TARGET = "postgres:dead-row-versions"
 
     def __init__(self, dsn: str, *, schema: str = "memory_ext", read_only: bool = False, pool_size: int = 16,
-                 rls: bool = False) -> None:
+                 rls: bool = False, lock_timeout_s: float = 30.0) -> None:
         try:
             import psycopg
             from psycopg_pool import ConnectionPool
@@ -183,9 +256,10 @@ class PgTruthStore(TruthStore):
         self.claim_key = _lock_key(schema) & 0x7FFFFFFF  # int4: the first half of (schema, namespace) claims
         self._claim_lock = threading.Lock()
         self._claim_conn: Any = None
+        self.lock_timeout_s = lock_timeout_s
         self._lock_fd = None
         self._local = threading.local()
-        self._readers: list[Any] = []
+        self._leases: weakref.WeakSet[_Lease] = weakref.WeakSet()
         self._readers_lock = threading.Lock()
         self._closed = False
         self._purge_pending = False
@@ -194,25 +268,34 @@ class PgTruthStore(TruthStore):
         self._keys: dict[str, tuple[str, ...]] = {}
         self._raw: Any = None
         self._writer: Any = None
-        self.write_lock = _WriteLock(self)  # type: ignore[assignment]
+        self._lock = _WriteLock(self)
+        self.write_lock = self._lock  # type: ignore[assignment]
         self._psycopg = psycopg
         try:
             self._raw = psycopg.connect(dsn, autocommit=True, cursor_factory=psycopg.ClientCursor)
         except psycopg.Error as exc:
             raise StoreError(f"cannot connect to PostgreSQL ({_redact(dsn)}): {str(exc).strip()}; check "
                              f"storage.postgres_dsn / {DSN_ENV} and that the server runs") from None
+        self.created_schema = False
+        """True when this open created the schema (a failed open drops it again: :class:`NewSchema`)."""
         try:
             if not read_only:
                 with self._raw.transaction():
                     self._raw.execute("SELECT pg_advisory_xact_lock(%s)", (self.lock_key,))
+                    self.created_schema = self._raw.execute(
+                        "SELECT NOT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = %s)", (schema,)).fetchone()[0]
                     self._raw.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
                     self._raw.execute("CREATE EXTENSION IF NOT EXISTS vector")
             self._raw.execute(f"SET search_path TO {schema}, public")
+            self._raw.execute(f"SET lock_timeout = {max(1, round(lock_timeout_s * 1000))}")
             self._refresh_catalog()
-            self._writer = None if read_only else PgConnection(self._raw, identity=self._identity, keys=self._keys)
+            self._writer = None if read_only else PgConnection(self._raw, identity=self._identity, keys=self._keys,
+                                                               reopen=self._reconnect)
+            self._conn_kwargs: dict[str, Any] = {
+                "autocommit": True, "cursor_factory": psycopg.ClientCursor,
+                "options": f"-c search_path={schema},public -c lock_timeout={max(1, round(lock_timeout_s * 1000))}"}
             self._pool = ConnectionPool(dsn, min_size=0, max_size=max(2, pool_size), open=True,
-                                        kwargs={"autocommit": True, "cursor_factory": psycopg.ClientCursor,
-                                                "options": f"-c search_path={schema},public"})
+                                        kwargs=self._conn_kwargs)
             if not read_only:
                 with self.write_lock:
                     self._migrate(self._writer)
@@ -221,6 +304,7 @@ class PgTruthStore(TruthStore):
                 raise StoreError(f"no store in PostgreSQL schema {schema!r}: open it once without read_only")
         except BaseException:
             self.close()
+            NewSchema(dsn, schema, self.created_schema).undo()
             raise
         if version > SCHEMA_VERSION:
             self.close()
@@ -234,7 +318,23 @@ class PgTruthStore(TruthStore):
     def _raw_writer(self) -> Any:
         if self._raw is None:
             raise StoreError("the store is closed")
+        if self._raw.closed and not self._closed:
+            self._reconnect()
         return self._raw
+
+    def _reconnect(self, lost: Any = None) -> Any:
+        """A new writer connection for one that was lost (a server restart, an idle timeout, an administrator's
+        kill); the advisory write lock is taken again when this process held it."""
+        try:
+            raw = self._psycopg.connect(self.dsn, **self._conn_kwargs)
+        except self._psycopg.Error as exc:
+            raise StoreError(f"lost the connection to PostgreSQL and cannot reconnect ({_redact(self.dsn)}): "
+                             f"{str(exc).strip()}") from None
+        self._lock.retake(raw)
+        self._raw = raw
+        if self._writer is not None:
+            self._writer.raw = raw
+        return raw
 
     def _raw_writer_or_none(self) -> Any:
         return self._raw
@@ -259,18 +359,44 @@ class PgTruthStore(TruthStore):
         self._keys.update({t: tuple(c) for t, c in keys.items()})
 
     def reader(self) -> Any:
-        """This thread's read connection (taken from the pool on first use, returned at close)."""
+        """This thread's read connection: taken from the pool on first use — or, when every pooled connection is
+        held by another thread, opened beside it (a thread never waits for another one to end) — and given back
+        when the thread ends, or at close."""
         if self._closed:
             raise StoreError("the store is closed")
-        conn = getattr(self._local, "conn", None)
-        if conn is None or conn.raw.closed:
-            raw = self._pool.getconn()
-            conn = PgConnection(raw, identity=self._identity, keys=self._keys,
-                                begin="BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            self._local.conn = conn
+        lease = getattr(self._local, "lease", None)
+        if lease is None or lease.conn.raw.closed:
+            from psycopg_pool import PoolTimeout
+
+            pooled = True
+            try:
+                raw = self._pool.getconn(timeout=POOL_WAIT_S)
+            except PoolTimeout:
+                pooled = False
+                raw = self._psycopg.connect(self.dsn, **self._conn_kwargs)
+            lease = _Lease(self, PgConnection(raw, identity=self._identity, keys=self._keys,
+                                              begin="BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"), pooled)
+            lease.conn.reopen = lease.reopener()
+            self._local.lease = lease
             with self._readers_lock:
-                self._readers.append(conn)
-        return conn
+                self._leases.add(lease)
+        return lease.conn
+
+    def _give_back(self, lease: _Lease) -> None:
+        """Return a reader connection to the pool (close it if it was opened beside the pool). Idempotent."""
+        with self._readers_lock:
+            if lease.done:
+                return
+            lease.done = True
+            self._leases.discard(lease)
+        pool = getattr(self, "_pool", None)
+        try:
+            if lease.pooled and pool is not None and not pool.closed:
+                pool.putconn(lease.conn.raw)
+            else:
+                lease.conn.raw.close()
+        except Exception:  # noqa: BLE001  giving back: a broken connection is dropped
+            pass
 
     def add_schema(self, create: Callable[[Any], None]) -> None:
         if self._writer is None:
@@ -385,7 +511,7 @@ class PgTruthStore(TruthStore):
         if self._writer is None or self._raw is None:
             return not self._purge_pending
         with self.write_lock:
-            raw = self._raw
+            raw = self._raw_writer()
             pending = self._pending_record(self._writer)
             if pending is None:
                 self._purge_pending = False
@@ -423,7 +549,7 @@ class PgTruthStore(TruthStore):
                           "pending and is retried", RuntimeWarning, stacklevel=4)
             return False
         finally:
-            raw.execute("RESET lock_timeout")
+            raw.execute(f"SET lock_timeout = {max(1, round(self.lock_timeout_s * 1000))}")  # the write lock's
         return True
 
     @staticmethod
@@ -451,16 +577,10 @@ class PgTruthStore(TruthStore):
             return
         self._closed = True
         with self._readers_lock:
-            readers, self._readers = self._readers, []
+            leases = list(self._leases)
+        for lease in leases:
+            self._give_back(lease)
         pool = getattr(self, "_pool", None)
-        for conn in readers:
-            try:
-                if pool is not None:
-                    pool.putconn(conn.raw)
-                else:
-                    conn.raw.close()
-            except Exception:  # noqa: BLE001  closing: a broken connection is dropped
-                pass
         if pool is not None:
             pool.close()
         if self._claim_conn is not None:
@@ -537,6 +657,34 @@ class PgTruthStore(TruthStore):
         """Delete the whole schema (every namespace, every index) — what removing a SQLite store directory is."""
         with self.write_lock:
             self._raw.execute(f"DROP SCHEMA IF EXISTS {self.schema} CASCADE")
+
+
+class NewSchema(NewDirectory):
+    """What an open on PostgreSQL created — the schema, when it did not exist before — for the open to undo if it
+    fails after the store was opened (a bad embedder, say): :meth:`undo` drops the schema again unless a turn was
+    written to it meanwhile. The PostgreSQL twin of :class:`~memory_ext.store.sqlite.NewDirectory`."""
+
+    def __init__(self, dsn: str, schema: str, created: bool) -> None:
+        self.top = None
+        self.dsn, self.schema, self.created = dsn, schema, created
+
+    def undo(self) -> None:
+        if not self.created:
+            return
+        self.created = False
+        import psycopg
+
+        try:
+            with psycopg.connect(self.dsn, autocommit=True) as conn, conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(self.schema),))
+                table = conn.execute("SELECT to_regclass(%s)", (f"{self.schema}.turns",)).fetchone()
+                used = table is not None and table[0] is not None and \
+                    conn.execute(f"SELECT EXISTS (SELECT 1 FROM {self.schema}.turns)").fetchone() == (True,)
+                if used:
+                    return  # another engine opened the new store and wrote to it: it is not ours to remove
+                conn.execute(f"DROP SCHEMA IF EXISTS {self.schema} CASCADE")
+        except psycopg.Error:  # the open already failed: its error is the one to report
+            pass
 
 
 def _redact(dsn: str) -> str:

@@ -77,17 +77,30 @@ class PgVectorIndex:
                            (ns_id, [int(r) for r in rids])).fetchone()
         return int(row[0]) if row else 0
 
+    def _older_tables(self, conn: Any) -> list[str]:
+        """The vector tables of other dimensions: what the store's earlier embedders wrote (an embedder change
+        reindexes into a new table; the old one still holds those vectors until each namespace is rebuilt)."""
+        rows = conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+                            " AND tablename LIKE 'pgvector^_d%' ESCAPE '^' ORDER BY tablename").fetchall()
+        return [r[0] for r in rows if r[0] != self.table and r[0][len("pgvector_d"):].isdigit()]
+
     def remove(self, conn: Any, ns_id: int, rids: Sequence[int]) -> None:
         if not len(rids):
             return
+        wanted = [int(r) for r in rids]
         gone = self._count_rows(conn, ns_id, rids)
-        conn.execute(f"DELETE FROM {self.table} WHERE ns_id=? AND rid = ANY(?)", (ns_id, [int(r) for r in rids]))
+        conn.execute(f"DELETE FROM {self.table} WHERE ns_id=? AND rid = ANY(?)", (ns_id, wanted))
+        for table in self._older_tables(conn):  # forgetting reaches an earlier embedder's vectors too
+            conn.execute(f"DELETE FROM {table} WHERE ns_id=? AND rid = ANY(?)", (ns_id, wanted))
         if gone:
             conn.execute(f"UPDATE {self.counts} SET n = n - ? WHERE ns_id=?", (gone, ns_id))
 
     def drop_namespace(self, conn: Any, ns_id: int) -> None:
-        conn.execute(f"DELETE FROM {self.table} WHERE ns_id=?", (ns_id,))
-        conn.execute(f"DELETE FROM {self.counts} WHERE ns_id=?", (ns_id,))
+        """Every vector of the namespace, of every dimension (a reindex after an embedder change drops the old
+        embedder's vectors here; a forget of the namespace leaves none)."""
+        for table in (self.table, *self._older_tables(conn)):
+            conn.execute(f"DELETE FROM {table} WHERE ns_id=?", (ns_id,))
+            conn.execute(f"DELETE FROM {table}_counts WHERE ns_id=?", (ns_id,))
 
     def invalidate(self, ns_id: int | None = None) -> None:
         """Nothing is cached in memory."""
@@ -115,7 +128,7 @@ class PgVectorIndex:
             return []
         q = vector_literal(query)
         if allowed is not None:  # a filtered search: score the allowed records exactly
-            if not allowed:
+            if len(allowed) == 0:  # (a set, or the recall request's numpy array: no truth value)
                 return []
             rows = conn.execute(f"SELECT rid, 1 - (embedding <=> ?::vector) AS s FROM {self.table} WHERE ns_id=?"
                                 " AND rid = ANY(?) ORDER BY s DESC, rid LIMIT ?",
