@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CONVERSATIONS, make_turns
 
 from memory_ext import MemoryEngine, Namespace, Turn
 from memory_ext.cli import main
@@ -22,6 +21,7 @@ from memory_ext.embed import HashingEmbedder
 from memory_ext.errors import EmbedderMismatchError, InvalidArgumentError, StoreLockedError
 from memory_ext.store import migrate as migrate_module
 from memory_ext.store.migrate import migrate_store
+from tests.conftest import CONVERSATIONS, make_turns
 
 pytestmark = pytest.mark.postgres
 

@@ -423,21 +423,31 @@ class PgTruthStore(TruthStore):
         records, a namespace's vectors land in rid order (what the in-memory snapshots sync by), and a process
         that dies releases its claim with its connection."""
         with self._claim_lock:
-            if self._claim_conn is None or self._claim_conn.closed:
-                self._claim_conn = self._psycopg.connect(self.dsn, autocommit=True)
-            claim = self._claim_conn
             held: int | None = None
+            claim: Any = None
             try:
                 for (ns_id,) in self.reader().execute(
                         "SELECT ns_id FROM index_queue GROUP BY ns_id ORDER BY MIN(rid)").fetchall():
-                    if claim.execute("SELECT pg_try_advisory_lock(%s, %s)",
-                                     (self.claim_key, int(ns_id))).fetchone()[0]:
+                    for attempt in (0, 1):
+                        if self._claim_conn is None or self._claim_conn.closed:  # (a lost one is replaced)
+                            self._claim_conn = self._psycopg.connect(self.dsn, autocommit=True)
+                        claim = self._claim_conn
+                        try:
+                            got = claim.execute("SELECT pg_try_advisory_lock(%s, %s)",
+                                                (self.claim_key, int(ns_id))).fetchone()[0]
+                            break
+                        except self._psycopg.Error as exc:
+                            if attempt == 0 and claim.closed:
+                                continue  # the connection was lost (its claims went with it): once more
+                            raise as_sqlite_error(exc) from exc
+                    if got:
                         held = int(ns_id)
                         break
                 yield [] if held is None else self.queued(self.reader(), limit, ns_id=held)
             finally:
-                if held is not None and not claim.closed:
-                    claim.execute("SELECT pg_advisory_unlock(%s, %s)", (self.claim_key, held))
+                if held is not None and claim is not None and not claim.closed:
+                    with contextlib.suppress(self._psycopg.Error):  # (a lost session's claims went with it)
+                        claim.execute("SELECT pg_advisory_unlock(%s, %s)", (self.claim_key, held))
 
     # -- schema ------------------------------------------------------------------------------------------------
     def _schema_version(self, conn: Any) -> int:  # type: ignore[override]
