@@ -74,7 +74,7 @@ from langgraph.store.base import (
 )
 
 from memory_ext import EngineLike, Namespace, Turn
-from memory_ext.errors import InvalidQueryError, ValidationError
+from memory_ext.errors import ConfigError, InvalidQueryError, ValidationError
 
 from ._store_data import (
     check_op,
@@ -299,6 +299,11 @@ class MemoryStore(BaseStore):
         self._sweeper: tuple[threading.Thread, threading.Event, Future[None]] | None = None
         self._own_forget = False
         self._closed = False
+        if getattr(engine.config.storage, "backend", "sqlite") == "postgres":
+            raise ConfigError("engine", "storage.backend: postgres",
+                              "MemoryStore keeps its key/value table in a SQLite file beside a store directory, "
+                              "which a PostgreSQL store does not have; open the engine on a SQLite store for "
+                              "MemoryStore (MemoryRetriever and the chat histories work on PostgreSQL)")
         self._db = _connect(engine.path / DB_NAME, engine.config.storage.file_mode)
         self._migrate()
         register = getattr(engine, "register_face", None)  # an embedded engine; a RemoteEngine's server cannot
