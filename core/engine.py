@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .assembly import build_indexer, build_indexes, build_planner_and_reranker, open_store, validate_config
+from .blas import limit_blas_threads
 from .config import EngineConfig
 from .embed import Embedder
 from .errors import ValidationError
@@ -104,6 +105,7 @@ class MemoryEngine(VersionsAPI, ReindexAPI):
         """
         cfg = EngineConfig.coerce(config if not isinstance(config, os.PathLike) else Path(config))
         validate_config(cfg, llm=llm, reranker=reranker)
+        limit_blas_threads(cfg.globals.blas_threads)
         store, emb, warning, new_dir = open_store(path, cfg, read_only=read_only, embedder=embedder,
                                                   allow_embedder_change=allow_embedder_change)
         try:
