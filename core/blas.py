@@ -3,9 +3,10 @@
 A search multiplies small matrices (the query against a namespace's vectors, MMR's pool against itself). OpenBLAS
 splits even those over all cores, and its threads hand work over by spinning and sleeping: on a machine whose
 cores are busy (the background indexer, other processes) one such product then waits for a core for milliseconds
-instead of taking microseconds. Measured on LoCoMo dev questions with the hashing embedder on 2 loaded cores
-(load average 7): search p50 33 ms with OpenBLAS's default threads, 4.6 ms with one. Bulk work does not need
-BLAS threads either: the embedder brings its own, and the indexer runs its batches on threads of its own.
+instead of taking microseconds. Measured on LoCoMo dev questions with the hashing embedder on 2 cores: search
+p50 / p95 3.2 / 16.2 ms with OpenBLAS's default threads, 2.6 / 4.0 ms with one (load average 0.6); under a load
+of 7, p50 33 vs 4.6 ms. Bulk work does not need BLAS threads either: the embedder brings its own, and the
+indexer runs its batches on threads of its own.
 
 The setting is process-wide (OpenBLAS has one thread count per process), like the embedder's OpenMP threads; a
 BLAS other than OpenBLAS (MKL, Accelerate) is left alone.

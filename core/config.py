@@ -72,8 +72,8 @@ class GlobalsConfig(_Section):
     blas_threads: int | None = Field(default=1, ge=1, le=1024)
     """Threads of numpy's BLAS (OpenBLAS), set for the whole process when an engine opens (``None``: left as
     it is). One keeps a search's small matrix products (query x vectors, MMR) from waiting for OpenBLAS threads
-    on a busy machine (LoCoMo dev, 2 loaded cores: search p50 33 ms with OpenBLAS's default, 4.6 ms with one);
-    see :mod:`memory_ext.blas`."""
+    on a busy machine (LoCoMo dev, hashing embedder: search p95 16 ms with OpenBLAS's default, 4 ms with one;
+    under a load of 7, p50 33 vs 4.6 ms); see :mod:`memory_ext.blas`."""
 
 
 class RecallConfig(_Section):
