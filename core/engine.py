@@ -29,6 +29,7 @@ from .assembly import (
     open_store,
     validate_config,
 )
+from .blas import limit_blas_threads
 from .config import EngineConfig
 from .embed import Embedder
 from .errors import ValidationError
@@ -112,6 +113,7 @@ class MemoryEngine(VersionsAPI, ReindexAPI):
         cfg = backend_for_path(path, EngineConfig.coerce(config if not isinstance(config, os.PathLike)
                                                          else Path(config)))
         validate_config(cfg, llm=llm, reranker=reranker)
+        limit_blas_threads(cfg.globals.blas_threads)
         store, emb, warning, new_dir = open_store(path, cfg, read_only=read_only, embedder=embedder,
                                                   allow_embedder_change=allow_embedder_change)
         try:

@@ -83,6 +83,9 @@ def _add_common(parser: argparse.ArgumentParser, data_help: str) -> None:
                         help="ask only the first N questions of each conversation")
     parser.add_argument("--conversations", type=_positive, default=None, metavar="N",
                         help="use only the first N conversations (MADial: users)")
+    parser.add_argument("--interleave", action="store_true",
+                        help="systems take turns (per conversation, then per question) instead of running one after "
+                             "the other: same-run ratios that hold on a machine whose load drifts")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.add_argument("--quiet", action="store_true", help="do not print the Markdown summary")
 
@@ -305,7 +308,7 @@ def _cmd_dataset(args: argparse.Namespace) -> int:
 
     try:
         result = run_benchmark(spec, conversations, args.systems, embedder, progress=not args.no_progress,
-                               system_options=options, rankings_sink=sink,
+                               system_options=options, rankings_sink=sink, interleave=args.interleave,
                                meta={"data": str(args.data), "command": args._command_line,
                                      "engine_config": str(args.config) if args.config else None})
     finally:

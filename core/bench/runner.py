@@ -3,7 +3,10 @@
 All systems run in this process, one after the other, on the same conversations with the same embedder. For
 each system: build it, warm it up on a tiny untimed conversation (model loading and lazy imports are not
 charged to the first conversation), then per conversation ingest every turn and ask every question, timing
-each call with :func:`time.perf_counter`.
+each call with :func:`time.perf_counter`. With ``interleave=True`` (``--interleave``) the systems take turns
+instead: per conversation each system ingests it, then each question is asked of every system in turn (the
+first system rotating), so a machine whose load drifts during a run (other jobs) slows every system alike and
+the same-run ratios stay comparable.
 
 **Peak RSS** is ``resource.getrusage(RUSAGE_SELF).ru_maxrss`` read after a system finished: it is the
 process-wide high-water mark so far, so it never goes down and a system run after a hungrier one inherits that
@@ -41,6 +44,7 @@ __all__ = [
     "SystemRun",
     "peak_rss_mb",
     "run_benchmark",
+    "run_interleaved",
     "run_system",
 ]
 
@@ -129,17 +133,75 @@ def run_system(system: System, conversations: Sequence[Conversation], spec: Data
             run.ingested_turns += len(conv.turns)
             bar.update(len(conv.turns))
             for question in conv.questions:
-                start = time.perf_counter()
-                ranking = system.query(question.text, spec.depth)
-                elapsed_ms = (time.perf_counter() - start) * 1000.0
-                ranking = ranking[: spec.depth]
-                run.results.append(QuestionResult(
-                    conversation_id=conv.id, question=question, ranking=tuple(ranking),
-                    metrics=spec.question_metrics(ranking, question.gold), latency_ms=elapsed_ms,
-                ))
+                run.results.append(_ask(system, conv, question, spec))
                 bar.update(1)
     run.peak_rss_mb = peak_rss_mb()
     return run
+
+
+def _ask(system: System, conv: Conversation, question: BenchQuestion, spec: DatasetSpec) -> QuestionResult:
+    start = time.perf_counter()
+    ranking = system.query(question.text, spec.depth)
+    elapsed_ms = (time.perf_counter() - start) * 1000.0
+    ranking = ranking[: spec.depth]
+    return QuestionResult(conversation_id=conv.id, question=question, ranking=tuple(ranking),
+                          metrics=spec.question_metrics(ranking, question.gold), latency_ms=elapsed_ms)
+
+
+def run_interleaved(systems: Sequence[System], conversations: Sequence[Conversation], spec: DatasetSpec, *,
+                    progress: bool = False, warmup: bool = True) -> tuple[dict[str, SystemRun], dict[str, str]]:
+    """:func:`run_system` for several systems taking turns (see the module docstring): per conversation every
+    system ingests it (the first one rotating), then each question is asked of every system in turn. A system
+    that raises is dropped from the rest of the run (its traceback printed); returns the runs and, by system,
+    the failures. Peak RSS is the same process-wide mark for all of them."""
+    runs = {s.name: SystemRun(name=s.name) for s in systems}
+    failures: dict[str, str] = {}
+    live = list(systems)
+
+    def attempt(system: System, step: Callable[..., object], *args: Any) -> None:
+        try:
+            step(system, *args)
+        except Exception as exc:  # noqa: BLE001  reported in the JSON, the others go on
+            traceback.print_exc(file=sys.stderr)
+            _warn(f"system {system.name} failed: {type(exc).__name__}: {exc}")
+            failures[system.name] = f"failed: {type(exc).__name__}: {exc}"
+            live.remove(system)
+
+    def warm(system: System) -> None:
+        system.ingest("warmup", WARMUP_TURNS, WARMUP_TURNS[-1].timestamp)
+        system.query("What is the puppy called?", spec.depth)
+
+    def ingest(system: System, conv: Conversation) -> None:
+        start = time.perf_counter()
+        system.ingest(conv.id, conv.turns, conv.now)
+        runs[system.name].ingest_seconds += time.perf_counter() - start
+        runs[system.name].ingested_turns += len(conv.turns)
+
+    def ask(system: System, conv: Conversation, question: BenchQuestion) -> None:
+        runs[system.name].results.append(_ask(system, conv, question, spec))
+
+    def turn_order(i: int) -> list[System]:
+        return live[i % len(live):] + live[: i % len(live)] if live else []
+
+    if warmup:
+        for system in list(live):
+            attempt(system, warm)
+    total = sum(len(c.turns) + len(c.questions) for c in conversations)
+    step = 0
+    with _progress(total, "interleaved", progress) as bar:
+        for conv in conversations:
+            for system in turn_order(step):
+                attempt(system, ingest, conv)
+            step += 1
+            bar.update(len(conv.turns))
+            for question in conv.questions:
+                for system in turn_order(step):
+                    attempt(system, ask, conv, question)
+                step += 1
+                bar.update(1)
+    for run in runs.values():
+        run.peak_rss_mb = peak_rss_mb()
+    return {name: run for name, run in runs.items() if name not in failures}, failures
 
 
 def _category_order(categories: Sequence[str]) -> list[str]:
@@ -209,6 +271,7 @@ def run_benchmark(
     meta: Mapping[str, Any] | None = None,
     rankings_sink: Callable[[str, QuestionResult], None] | None = None,
     warmup: bool = True,
+    interleave: bool = False,
 ) -> dict[str, Any]:
     """Run each named system on the conversations and return the bench JSON.
 
@@ -235,6 +298,21 @@ def run_benchmark(
         },
     }
     options = system_options or {}
+
+    def record(name: str, system: System, run: SystemRun) -> None:
+        if not _close(system):
+            out["meta"].setdefault("close_errors", []).append(name)
+        out["systems"][name] = summarize_run(run, spec)
+        if rankings_sink is not None:
+            for result in run.results:
+                rankings_sink(name, result)
+        summary = out["systems"][name]
+        headline = "evid_recall@5" if spec.name == "locomo" else "recall@5"
+        _warn(f"{name}: {headline}={summary['micro'].get(headline, float('nan')):.3f} "
+              f"p50={summary['latency_ms']['search_p50'] or 0:.2f}ms "
+              f"p95={summary['latency_ms']['search_p95'] or 0:.2f}ms")
+
+    built: list[System] = []
     for name in systems:
         try:
             system = build_system(name, embedder, spec.depth, **dict(options.get(name, {})))
@@ -247,6 +325,9 @@ def run_benchmark(
             _warn(f"system {name} could not be built: {type(exc).__name__}: {exc}")
             out["skipped"][name] = f"failed: {type(exc).__name__}: {exc}"
             continue
+        if interleave:
+            built.append(system)
+            continue
         try:
             run = run_system(system, conversations, spec, progress=progress, warmup=warmup)
         except Exception as exc:  # noqa: BLE001  a failing system is reported (with its traceback), never hidden
@@ -255,15 +336,14 @@ def run_benchmark(
             out["skipped"][name] = f"failed: {type(exc).__name__}: {exc}"
             _close(system)
             continue
-        if not _close(system):
-            out["meta"].setdefault("close_errors", []).append(name)
-        out["systems"][name] = summarize_run(run, spec)
-        if rankings_sink is not None:
-            for result in run.results:
-                rankings_sink(name, result)
-        summary = out["systems"][name]
-        headline = "evid_recall@5" if spec.name == "locomo" else "recall@5"
-        _warn(f"{name}: {headline}={summary['micro'].get(headline, float('nan')):.3f} "
-              f"p50={summary['latency_ms']['search_p50'] or 0:.2f}ms "
-              f"p95={summary['latency_ms']['search_p95'] or 0:.2f}ms")
+        record(name, system, run)
+    if interleave:
+        out["meta"]["interleaved"] = True
+        runs, failures = run_interleaved(built, conversations, spec, progress=progress, warmup=warmup)
+        for system in built:
+            if system.name in failures:
+                out["skipped"][system.name] = failures[system.name]
+                _close(system)
+            else:
+                record(system.name, system, runs[system.name])
     return out

@@ -7,7 +7,8 @@ how its dense vector is made (:data:`EMBED` its text, :data:`MEAN` of its turns'
 their turn) and whether it gets a sparse encoding (turn records, when the sparse channel is on).
 
 :class:`Indexer` drains that queue, oldest records first, in batches of ``ingest.indexer_batch``: it embeds the
-batch's texts outside any lock (dense and sparse work side by side on ``ingest.indexer_threads`` threads), then
+batch's texts outside any lock (dense and sparse work side by side on ``ingest.indexer_threads`` threads, at a
+lower priority unless a caller waits for the queue: :data:`BACKGROUND_NICE`), then
 writes vectors, the vector index and the sparse index and deletes the done rows in one transaction. Writes are
 keyed by rid (``INSERT OR REPLACE``/upsert), so a batch cut short by a crash is simply done again after the
 next open: no vector is lost or written twice. Records forgotten while their work was in flight are skipped
@@ -60,7 +61,10 @@ CHUNK = 16
 """Texts per embedding job (jobs are spread over the indexer's threads)."""
 BACKGROUND_NICE = 5
 """The background threads' nice value (Linux: per thread): a write or a search in the foreground gets the CPU
-first (about 3 times an indexer thread's share), while an idle machine still gives the indexer every core."""
+first (about 3 times an indexer thread's share), while an idle machine still gives the indexer every core. While a
+caller waits for the queue (``flush``, ``add_turns(wait=True)``, a search settling its namespace) the work is that
+caller's, so the batches embed on threads at normal priority instead (an unprivileged thread cannot take back a
+nice value it gave up: these are other threads)."""
 
 
 def _lower_priority() -> None:
@@ -130,6 +134,9 @@ class Indexer:
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="memory-ext-embed",
                                         initializer=_lower_priority if background else None) \
             if threads > 1 else None
+        self._waiting = 0  # callers in wait(): batches then embed on _urgent_pool (normal priority)
+        self._urgent_pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="memory-ext-embed-waited") \
+            if background else None
         self._known: dict[str, np.ndarray] = {}  # vectors made in the foreground (the embedder check)
         self.error: BaseException | None = None
         """The last batch's failure (cleared by the next successful batch); :meth:`wait` raises it."""
@@ -162,20 +169,25 @@ class Indexer:
             self.drain()
             return self._store.pending(ns_id) == 0
         deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            self._waiting += 1  # the work is now this caller's: it runs at the caller's priority
         self.notify()
         with self._cond:
-            while self._store.pending(ns_id) > 0:
-                if self.error is not None:
-                    raise self.error
-                if self._stop and (self._thread is None or not self._thread.is_alive()):
-                    return False
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
-                    return False
-                # still queued: wake the thread again (work another writer process had claimed may be free now)
-                self._wake = True
-                self._cond.notify_all()
-                self._cond.wait(0.25 if remaining is None else min(remaining, 0.25))
+            try:
+                while self._store.pending(ns_id) > 0:
+                    if self.error is not None:
+                        raise self.error
+                    if self._stop and (self._thread is None or not self._thread.is_alive()):
+                        return False
+                    remaining = None if deadline is None else deadline - time.monotonic()
+                    if remaining is not None and remaining <= 0:
+                        return False
+                    # still queued: wake the thread again (work another writer process had claimed may be free)
+                    self._wake = True
+                    self._cond.notify_all()
+                    self._cond.wait(0.25 if remaining is None else min(remaining, 0.25))
+            finally:
+                self._waiting -= 1
         return True
 
     def settle(self, ns_id: int | None, wait_s: float) -> tuple[int, float | None]:
@@ -206,8 +218,9 @@ class Indexer:
             self._cond.notify_all()
         if self._thread is not None:
             self._thread.join()
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
+        for pool in (self._pool, self._urgent_pool):
+            if pool is not None:
+                pool.shutdown(wait=True)
         return done
 
     def _run(self) -> None:
@@ -304,8 +317,10 @@ class Indexer:
         jobs: list[tuple[Callable[[list[str]], tuple[str, Any]], list[str]]] = \
             [(dense_job, texts[i: i + CHUNK]) for i in range(0, len(texts), CHUNK)] + \
             [(sparse_job, sparse_texts[i: i + CHUNK]) for i in range(0, len(sparse_texts), CHUNK)]
-        results = list(self._pool.map(lambda job: job[0](job[1]), jobs)) if self._pool is not None and len(jobs) > 1 \
-            else [fn(part) for fn, part in jobs]
+        # a caller waiting for the queue gets its work at normal priority; otherwise it runs in the background
+        pool = self._urgent_pool if self._waiting and self._urgent_pool is not None else self._pool
+        results = list(pool.map(lambda job: job[0](job[1]), jobs)) \
+            if pool is not None and (len(jobs) > 1 or pool is self._urgent_pool) else [fn(part) for fn, part in jobs]
         dense_rows = [r[1] for r in results if r[0] == "dense"]
         if rids:
             assert self._embedder is not None

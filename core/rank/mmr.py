@@ -27,16 +27,20 @@ def mmr(relevance: np.ndarray, similarity: np.ndarray, *, k: int, lam: float) ->
         return []
     lo, hi = float(relevance.min()), float(relevance.max())
     rel = (relevance - lo) / (hi - lo) if hi > lo else np.ones(n)
+    base = lam * rel
+    score = base - (1.0 - lam) * 0.0  # nothing chosen yet: no penalty
     chosen: list[int] = []
-    max_sim = np.full(n, -np.inf)
-    available = np.ones(n, dtype=bool)
+    max_sim: np.ndarray | None = None  # each candidate's highest similarity to a chosen one
     for _ in range(min(k, n)):
-        penalty = np.where(np.isfinite(max_sim), max_sim, 0.0)
-        score = np.where(available, lam * rel - (1.0 - lam) * penalty, -np.inf)
+        if max_sim is not None:
+            score = base - (1.0 - lam) * max_sim
+        score[chosen] = -np.inf
         best = int(np.argmax(score))
         chosen.append(best)
-        available[best] = False
-        max_sim = np.maximum(max_sim, similarity[best])
+        if max_sim is None:
+            max_sim = np.array(similarity[best], dtype=np.float64)
+        else:
+            np.maximum(max_sim, similarity[best], out=max_sim)
     return chosen
 
 

@@ -264,3 +264,24 @@ def test_the_recorded_command_is_the_one_given_to_main(tmp_path) -> None:  # typ
                         "--json", str(out), "--no-progress", "--quiet"])
     assert code == 0
     assert _json.loads(out.read_text())["meta"]["command"].startswith("memext bench locomo --data ")
+
+
+def test_interleaved_run_scores_like_one_system_after_the_other(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    data = _locomo_file(tmp_path)
+    monkeypatch.setitem(SYSTEMS, "broken", _Broken)
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for mode in ("sequential", "interleaved"):
+        out = tmp_path / f"{mode}.json"
+        status = main(["locomo", "--data", str(data), "--systems", SMOKE_SYSTEMS + ",broken", "--embedder", "hashing",
+                       "--json", str(out), "--no-progress", "--quiet", "--rankings", str(tmp_path / f"{mode}.jsonl"),
+                       *(["--interleave"] if mode == "interleaved" else [])])
+        assert status == 1  # the broken system is reported; the others ran to the end
+        result = json.loads(out.read_text(encoding="utf-8"))
+        assert "disk on fire" in result["skipped"]["broken"]
+        _check_result(result, "locomo", set(result["systems"]["bm25"]["micro"]), {"1", "2", "3", "4", "5"})
+        assert result["meta"].get("interleaved", False) is (mode == "interleaved")
+        rows[mode] = sorted(({k: r[k] for k in ("system", "qid", "ranking", "metrics")}
+                             for r in map(json.loads, (tmp_path / f"{mode}.jsonl").read_text("utf-8").splitlines())),
+                            key=lambda r: (r["system"], r["qid"]))
+    assert rows["sequential"] == rows["interleaved"]

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -256,3 +257,30 @@ def test_async_twins(tmp_path: Path) -> None:
             return eng.pending()
 
     assert asyncio.run(run()) == 0
+
+
+class ThreadRecordingEmbedder(HashingEmbedder):
+    """The hashing embedder, noting the thread each batch was embedded on."""
+
+    def __init__(self, dim: int = 64) -> None:
+        super().__init__(dim)
+        self.threads: list[str] = []
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        self.threads.append(threading.current_thread().name)
+        return super().embed_documents(texts)
+
+
+def test_work_a_caller_waits_for_runs_on_normal_priority_threads(tmp_path: Path) -> None:
+    emb = ThreadRecordingEmbedder(64)
+    with MemoryEngine.open(tmp_path / "s", embedder=emb, config={"ingest": {"indexer_batch": 2}}) as eng:
+        eng.add_turns(turns(), "ana", wait=True)
+        background = [n for n in emb.threads if n.startswith("memory-ext-embed")]
+        assert background and all(n.startswith("memory-ext-embed-waited") for n in background)
+        emb.threads.clear()
+        eng.add_turns(turns(10, 4), "ana")  # nobody waits: the background threads (lower priority) embed it
+        deadline = time.monotonic() + 30
+        while eng.pending("ana") and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert eng.pending("ana") == 0
+        assert emb.threads and not any(n.startswith("memory-ext-embed-waited") for n in emb.threads)
