@@ -35,9 +35,10 @@ How it works, and why:
 * **Scrubbing the HNSW files' slack.** Chroma's hnswlib allocates an index's element memory with ``malloc``
   (uninitialised) and, when it first writes the segment (the collection's first vectors), writes that memory's
   whole capacity to ``data_level0.bin`` and ``length.bin`` — slots past the index's element count included. Those
-  bytes are whatever this process freed last: SQLite page buffers holding a just-forgotten turn's text, say. So
-  after a write into a fresh collection, after every purge and at open, :meth:`ChromaVectorIndex.scrub` zeroes every
-  segment's bytes past the element count its ``header.bin`` records (embedded mode only; never the live slots).
+  bytes are whatever this process freed last: SQLite page buffers holding a just-forgotten turn's text, say (seen
+  after a purge's rebuild, with or without vectors pending). So after any write that created a segment's files,
+  after every purge and at open, :meth:`ChromaVectorIndex.scrub` zeroes every segment's bytes past the element
+  count its ``header.bin`` records (embedded mode only; never the live slots).
 * **Search** filters with ``where={"ns_id": ...}``. An ``allowed`` set of up to :data:`MAX_IN_FILTER` rids is
   pushed into Chroma as ``{"rid": {"$in": [...]}}`` under ``$and``; a larger one would make every query a
   huge request, so Chroma is asked for more of the namespace's neighbours (growing ×4) and the set is applied in
@@ -173,7 +174,7 @@ class ChromaVectorIndex(VectorBatches):
         self._on_commit = on_commit  # TruthStore.after_commit: deletions wait for the SQLite commit
         self._reader = reader  # the truth store's reader: reconcile and purge rebuild from it
         self._dirty = False  # something was deleted since the last purge
-        self._fresh = True  # the collection may have no HNSW files yet: its first write creates them (see scrub)
+        self._scrubbed: set[str] = set()  # segment folders scrubbed since they appeared (see scrub)
         self._rebuilding = threading.RLock()
         try:
             import chromadb
@@ -301,7 +302,7 @@ class ChromaVectorIndex(VectorBatches):
                 + (f"cleaning up also failed ({problem}); the stale entries are ignored by search and "
                    f"`memext reindex` removes them" if problem else "nothing was written")
             ) from exc
-        self._scrub_if_fresh()
+        self._scrub_new()
 
     def _undo(self, ids: Sequence[str], previous: dict[str, tuple[Any, Any]]) -> str | None:
         try:
@@ -364,13 +365,20 @@ class ChromaVectorIndex(VectorBatches):
                        embeddings=np.stack([np.frombuffer(truth[r][1], dtype=np.float32) for r in chunk]),
                        metadatas=[{"ns_id": truth[r][0], "rid": r} for r in chunk])
         if rids:
-            self._scrub_if_fresh()
+            self._scrub_new()
 
-    def _scrub_if_fresh(self) -> None:
-        """After the first write into a collection that had no HNSW files: scrub the files it created."""
-        if self._fresh and self.mode != "http":
+    def _segments(self) -> list[Path]:
+        """The HNSW segment folders (with a ``header.bin``) of the embedded store."""
+        root = Path(self.location)
+        if self.mode == "http" or not root.is_dir():
+            return []
+        return [c for c in root.iterdir() if c.is_dir() and _SEGMENT_DIR.match(c.name) and (c / "header.bin").is_file()]
+
+    def _scrub_new(self) -> None:
+        """After a write: scrub the segment folders that appeared since the last scrub (a fresh collection's first
+        write creates its HNSW files; one directory listing otherwise)."""
+        if self.mode != "http" and any(c.name not in self._scrubbed for c in self._segments()):
             self.scrub()
-            self._fresh = False
 
     def scrub(self) -> int:
         """Zero the slack of every HNSW segment under the embedded store: the bytes of ``data_level0.bin`` and
@@ -378,17 +386,11 @@ class ChromaVectorIndex(VectorBatches):
         memory (see the module docstring). Returns how many non-zero bytes were overwritten; a segment whose
         header is not hnswlib's known layout is left alone. Chroma writes a slot (at its offset, from memory it
         has initialised) only when the slot gets an element, so zeroes past the count stay correct."""
-        if self.mode == "http":
-            return 0
-        root = Path(self.location)
         cleared = 0
-        if not root.is_dir():
-            return 0
-        for child in root.iterdir():
-            header = child / "header.bin"
-            if not (child.is_dir() and _SEGMENT_DIR.match(child.name) and header.is_file()):
-                continue
-            raw = header.read_bytes()
+        segments = self._segments()
+        self._scrubbed = {c.name for c in segments}
+        for child in segments:
+            raw = (child / "header.bin").read_bytes()
             if len(raw) < _HNSW_HEADER.size:
                 continue
             version, _, max_elements, count, slot = _HNSW_HEADER.unpack_from(raw)
@@ -432,7 +434,6 @@ class ChromaVectorIndex(VectorBatches):
             self._collection.target = self._call("purge (create collection)", self._client.create_collection,
                                                  self.collection_name, embedding_function=None,
                                                  configuration={"hnsw": {"space": "cosine"}}, metadata=metadata)
-            self._fresh = True  # no HNSW files yet: the first write (here or by the indexer) creates them
             self._add_truth(truth, list(truth))
         self._remove_orphan_segments()
         self.scrub()
