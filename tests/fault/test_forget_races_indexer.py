@@ -159,3 +159,25 @@ def test_a_forget_racing_the_indexer_leaves_no_vector_and_no_byte(tmp_path: Path
     for rnd in range(ROUNDS):
         assert scan_bytes(tmp_path, [f"zebrafinch{rnd}vault".encode()]) == {}
     assert invariant_violations(db) == []
+
+
+@pytest.mark.timeout(120)
+def test_the_first_write_after_a_purge_that_emptied_the_collection_leaves_no_slack(tmp_path: Path) -> None:
+    """A purge that leaves no vector recreates an empty collection: its HNSW files appear with the next write
+    (the indexer's), from memory that may hold the forgotten text; that write scrubs them too."""
+    pytest.importorskip("chromadb")
+    engine = _open(tmp_path, "chroma", GatedEmbedder())
+    try:
+        for rnd in range(ROUNDS):
+            secret = f"zebrafinch{rnd}vault"
+            engine.add_turns([{"role": "user", "content": f"my locker code word is {secret}"}], "ana", wait=True)
+            assert engine.forget(Namespace("ana")).purge_complete
+            engine.forget(Namespace("bob"))
+            assert hnsw_slack(tmp_path) == {}
+            engine.add_turns([{"role": "user", "content": f"Bob trims the jib {i}"} for i in range(5)], "bob",
+                             wait=True)
+            assert hnsw_slack(tmp_path) == {}, f"round {rnd}"
+            assert scan_bytes(tmp_path, [secret.encode()]) == {}, f"round {rnd}"
+            assert engine.search("Bob trims the jib", "bob").items
+    finally:
+        engine.close()
