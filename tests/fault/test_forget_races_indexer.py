@@ -5,8 +5,11 @@ A fake embedder (the hashing interface, with text-determined dense vectors) bloc
 batch is in flight (``engine.pending() > 0``); then the indexer is released and the store flushed. Each round
 checks that no index holds a vector of a forgotten record (the Chroma collection's ids against the truth store's
 ``embeddings``), that the released batch did not add one afterwards, and that after the purge no file of the
-store holds the forgotten text or the bytes of the vectors the embedder made for it. Several rounds run on one
-store, the secret landing at different places of its batch, on the Chroma backend and on numpy for comparison.
+store holds the forgotten text or the bytes of the vectors the embedder made for it, nor any non-zero byte in the
+slack of Chroma's HNSW files (hnswlib writes a new segment's capacity from uninitialised memory). Several rounds
+run on one store, the secret landing at different places of its batch, on the Chroma backend and on numpy for
+comparison. Two more: the indexer's first write after a purge that emptied the collection (it creates the HNSW
+files), and ``engine.purge()`` racing a batch the indexer commits while the collection is rebuilt.
 """
 
 from __future__ import annotations
@@ -180,4 +183,46 @@ def test_the_first_write_after_a_purge_that_emptied_the_collection_leaves_no_sla
             assert scan_bytes(tmp_path, [secret.encode()]) == {}, f"round {rnd}"
             assert engine.search("Bob trims the jib", "bob").items
     finally:
+        engine.close()
+
+
+@pytest.mark.timeout(120)
+def test_a_purge_racing_the_indexer_loses_no_vector(tmp_path: Path) -> None:
+    """``engine.purge()`` rebuilds the Chroma collection from the truth store's vectors: a batch the indexer
+    commits between that read and the rebuild would be missing from the new collection. The purge holds the
+    store's write lock, so the batch lands before the read or after the rebuild, never in between."""
+    pytest.importorskip("chromadb")
+    embedder = GatedEmbedder()
+    engine = _open(tmp_path, "chroma", embedder)
+    index = engine._vector
+    indexer = engine._writer.indexer
+    assert indexer is not None
+    try:
+        engine.add_turns([{"role": "user", "content": "Bob likes sailing"}], "bob", wait=True)
+        embedder.armed = "racing"
+        engine.add_turns([{"role": "user", "content": f"Bob is racing dinghy {i}"} for i in range(3)], "bob")
+        assert embedder.entered.wait(GATE_S)
+        read_truth = index._truth  # type: ignore[union-attr]
+        batches = indexer.batches
+
+        def truth_then_let_the_indexer_write() -> Any:
+            truth = read_truth()
+            embedder.release.set()
+            deadline = threading.Event()
+            for _ in range(20):  # give the batch its chance to land inside the window (it must not be able to)
+                if indexer.batches > batches:
+                    break
+                deadline.wait(0.05)
+            return truth
+
+        index._truth = truth_then_let_the_indexer_write  # type: ignore[union-attr]
+        try:
+            assert engine.purge() == ()
+        finally:
+            index._truth = read_truth  # type: ignore[union-attr]
+        assert engine.flush(timeout=GATE_S)
+        held = {int(i) for i in index.collection.get(include=[])["ids"]}  # type: ignore[union-attr]
+        assert invariant_violations(tmp_path / "memory.sqlite3", held) == []
+    finally:
+        embedder.release.set()
         engine.close()
