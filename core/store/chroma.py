@@ -38,7 +38,9 @@ How it works, and why:
   bytes are whatever this process freed last: SQLite page buffers holding a just-forgotten turn's text, say (seen
   after a purge's rebuild, with or without vectors pending). So after any write that created a segment's files,
   after every purge and at open, :meth:`ChromaVectorIndex.scrub` zeroes every segment's bytes past the element
-  count its ``header.bin`` records (embedded mode only; never the live slots).
+  count its ``header.bin`` records (embedded mode only; never the live slots). A purge that leaves the collection
+  empty makes its HNSW files itself (:meth:`ChromaVectorIndex._make_segment`), so they are scrubbed before the
+  receipt, not made later from memory that may still hold the forgotten text.
 * **Search** filters with ``where={"ns_id": ...}``. An ``allowed`` set of up to :data:`MAX_IN_FILTER` rids is
   pushed into Chroma as ``{"rid": {"$in": [...]}}`` under ``$and``; a larger one would make every query a
   huge request, so Chroma is asked for more of the namespace's neighbours (growing ×4) and the set is applied in
@@ -400,6 +402,14 @@ class ChromaVectorIndex(VectorBatches):
                 cleared += _zero_tail(child / name, count * size)
         return cleared
 
+    def _make_segment(self) -> None:
+        """Make an empty collection write its HNSW files now (one placeholder entry, id ``0``, which no record has,
+        added and deleted), so the scrub that follows covers them: left to the indexer's next write, they would
+        hold this moment's freed memory — the just-forgotten text included — until that write's own scrub."""
+        self._call("purge (create segment)", self._collection.upsert, ids=["0"],
+                   embeddings=np.eye(1, self.dim, dtype=np.float32), metadatas=[{"ns_id": -1, "rid": 0}])
+        self._call("purge (create segment)", self._collection.delete, ids=["0"])
+
     def reconcile(self) -> dict[str, int]:
         """Make the collection hold exactly the truth store's vectors (run at open; cheap when counts agree).
 
@@ -435,6 +445,8 @@ class ChromaVectorIndex(VectorBatches):
                                                  self.collection_name, embedding_function=None,
                                                  configuration={"hnsw": {"space": "cosine"}}, metadata=metadata)
             self._add_truth(truth, list(truth))
+            if not truth:
+                self._make_segment()
         self._remove_orphan_segments()
         self.scrub()
         pending = self._vacuum()
