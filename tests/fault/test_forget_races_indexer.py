@@ -166,8 +166,9 @@ def test_a_forget_racing_the_indexer_leaves_no_vector_and_no_byte(tmp_path: Path
 
 @pytest.mark.timeout(120)
 def test_the_first_write_after_a_purge_that_emptied_the_collection_leaves_no_slack(tmp_path: Path) -> None:
-    """A purge that leaves no vector recreates an empty collection: its HNSW files appear with the next write
-    (the indexer's), from memory that may hold the forgotten text; that write scrubs them too."""
+    """A purge that leaves no vector recreates an empty collection whose HNSW files would appear with the next
+    write (the indexer's), from memory that may hold the forgotten text: the purge makes them (and scrubs them)
+    itself, and a write that makes a segment scrubs it too."""
     pytest.importorskip("chromadb")
     engine = _open(tmp_path, "chroma", GatedEmbedder())
     try:
@@ -176,6 +177,8 @@ def test_the_first_write_after_a_purge_that_emptied_the_collection_leaves_no_sla
             engine.add_turns([{"role": "user", "content": f"my locker code word is {secret}"}], "ana", wait=True)
             assert engine.forget(Namespace("ana")).purge_complete
             engine.forget(Namespace("bob"))
+            assert not engine._vector.collection.get(include=[])["ids"]  # type: ignore[union-attr]
+            assert list((tmp_path / "chroma").glob("*/header.bin")), "the purge made the empty collection's files"
             assert hnsw_slack(tmp_path) == {}
             engine.add_turns([{"role": "user", "content": f"Bob trims the jib {i}"} for i in range(5)], "bob",
                              wait=True)
