@@ -137,10 +137,13 @@ def purge_files(store: TruthStore, indexes: Sequence[DerivedIndex] = (), *, wait
     every later write, at close, at the next open, and by ``memext forget --purge``.
     """
     pending: list[str] = [] if store.purge(wait_s=wait_s) else [store.PURGE_TARGET]
-    for index in indexes:
-        purge = getattr(index, "purge", None)
-        if callable(purge):
-            pending += list(purge(force=True) if force else purge())
+    purges = [purge for index in indexes if callable(purge := getattr(index, "purge", None))]
+    if purges:
+        # under the write lock: an index rebuilt from the truth store's vectors (Chroma) must not miss a batch the
+        # background indexer commits between the rebuild's read and its new collection (forget already holds it)
+        with store.write_lock:
+            for purge in purges:
+                pending += list(purge(force=True) if force else purge())
     return tuple(pending)
 
 

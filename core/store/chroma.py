@@ -32,6 +32,15 @@ How it works, and why:
   the store) per forget. A Chroma *server*'s files are out of reach: the receipt then lists
   ``chroma-server:<collection>`` in ``pending_purge`` and ``purge_complete`` is False; run ``chroma utils
   vacuum`` on the server's data directory (docs/operations.md).
+* **Scrubbing the HNSW files' slack.** Chroma's hnswlib allocates an index's element memory with ``malloc``
+  (uninitialised) and, when it first writes the segment (the collection's first vectors), writes that memory's
+  whole capacity to ``data_level0.bin`` and ``length.bin`` — slots past the index's element count included. Those
+  bytes are whatever this process freed last: SQLite page buffers holding a just-forgotten turn's text, say (seen
+  after a purge's rebuild, with or without vectors pending). So after any write that created a segment's files,
+  after every purge and at open, :meth:`ChromaVectorIndex.scrub` zeroes every segment's bytes past the element
+  count its ``header.bin`` records (embedded mode only; never the live slots). A purge that leaves the collection
+  empty makes its HNSW files itself (:meth:`ChromaVectorIndex._make_segment`), so they are scrubbed before the
+  receipt, not made later from memory that may still hold the forgotten text.
 * **Search** filters with ``where={"ns_id": ...}``. An ``allowed`` set of up to :data:`MAX_IN_FILTER` rids is
   pushed into Chroma as ``{"rid": {"$in": [...]}}`` under ``$and``; a larger one would make every query a
   huge request, so Chroma is asked for more of the namespace's neighbours (growing ×4) and the set is applied in
@@ -43,7 +52,9 @@ How it works, and why:
 from __future__ import annotations
 
 import contextlib
+import os
 import re
+import struct
 import threading
 import warnings
 import zlib
@@ -74,6 +85,8 @@ _PREFIX_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9_-]{0,30}[A-Za-z0-9])?$")
 _SQL_CHUNK = 500
 _SEGMENT_DIR = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _SCORE_TOLERANCE = 1e-3  # Chroma's float32 cosine vs ours; a foreign vector differs by far more
+_HNSW_HEADER = struct.Struct("<iQQQQ")  # hnswlib header.bin: version, offsetLevel0, max_elements, count, slot size
+_HNSW_VERSION = 1  # hnswlib's PERSISTENCE_VERSION: the only layout scrub() knows
 T = TypeVar("T")
 
 
@@ -100,6 +113,23 @@ def collection_name(prefix: str, embedder_id: str, dim: int, store_id: str | Non
 def _batches(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
+
+
+def _zero_tail(path: Path, start: int) -> int:
+    """Overwrite the non-zero bytes of ``path`` from offset ``start`` to its end with zeroes (in place: the file
+    keeps its size and Chroma's open handles stay valid); returns how many were non-zero."""
+    if not path.is_file() or path.stat().st_size <= start:
+        return 0
+    with path.open("r+b") as fh:
+        fh.seek(start)
+        tail = fh.read()
+        nonzero = len(tail) - tail.count(0)
+        if nonzero:
+            fh.seek(start)
+            fh.write(bytes(len(tail)))
+            fh.flush()
+            os.fsync(fh.fileno())
+    return nonzero
 
 
 def _too_many_results(exc: Exception) -> bool:
@@ -146,6 +176,7 @@ class ChromaVectorIndex(VectorBatches):
         self._on_commit = on_commit  # TruthStore.after_commit: deletions wait for the SQLite commit
         self._reader = reader  # the truth store's reader: reconcile and purge rebuild from it
         self._dirty = False  # something was deleted since the last purge
+        self._scrubbed: set[str] = set()  # segment folders scrubbed since they appeared (see scrub)
         self._rebuilding = threading.RLock()
         try:
             import chromadb
@@ -206,6 +237,8 @@ class ChromaVectorIndex(VectorBatches):
                 f"another storage.chroma_collection_prefix"
             )
         self._closed = False
+        if self.mode != "http":
+            self.scrub()  # files a crashed or older process wrote
 
     # -- helpers -------------------------------------------------------------------------------------------
     @property
@@ -271,6 +304,7 @@ class ChromaVectorIndex(VectorBatches):
                 + (f"cleaning up also failed ({problem}); the stale entries are ignored by search and "
                    f"`memext reindex` removes them" if problem else "nothing was written")
             ) from exc
+        self._scrub_new()
 
     def _undo(self, ids: Sequence[str], previous: dict[str, tuple[Any, Any]]) -> str | None:
         try:
@@ -332,6 +366,49 @@ class ChromaVectorIndex(VectorBatches):
             self._call("repair (add)", self._collection.upsert, ids=[str(r) for r in chunk],
                        embeddings=np.stack([np.frombuffer(truth[r][1], dtype=np.float32) for r in chunk]),
                        metadatas=[{"ns_id": truth[r][0], "rid": r} for r in chunk])
+        if rids:
+            self._scrub_new()
+
+    def _segments(self) -> list[Path]:
+        """The HNSW segment folders (with a ``header.bin``) of the embedded store."""
+        root = Path(self.location)
+        if self.mode == "http" or not root.is_dir():
+            return []
+        return [c for c in root.iterdir() if c.is_dir() and _SEGMENT_DIR.match(c.name) and (c / "header.bin").is_file()]
+
+    def _scrub_new(self) -> None:
+        """After a write: scrub the segment folders that appeared since the last scrub (a fresh collection's first
+        write creates its HNSW files; one directory listing otherwise)."""
+        if self.mode != "http" and any(c.name not in self._scrubbed for c in self._segments()):
+            self.scrub()
+
+    def scrub(self) -> int:
+        """Zero the slack of every HNSW segment under the embedded store: the bytes of ``data_level0.bin`` and
+        ``length.bin`` past the element count ``header.bin`` records, which hnswlib wrote from uninitialised
+        memory (see the module docstring). Returns how many non-zero bytes were overwritten; a segment whose
+        header is not hnswlib's known layout is left alone. Chroma writes a slot (at its offset, from memory it
+        has initialised) only when the slot gets an element, so zeroes past the count stay correct."""
+        cleared = 0
+        segments = self._segments()
+        self._scrubbed = {c.name for c in segments}
+        for child in segments:
+            raw = (child / "header.bin").read_bytes()
+            if len(raw) < _HNSW_HEADER.size:
+                continue
+            version, _, max_elements, count, slot = _HNSW_HEADER.unpack_from(raw)
+            if version != _HNSW_VERSION or slot <= 0 or count > max_elements:
+                continue
+            for name, size in (("data_level0.bin", slot), ("length.bin", 4)):
+                cleared += _zero_tail(child / name, count * size)
+        return cleared
+
+    def _make_segment(self) -> None:
+        """Make an empty collection write its HNSW files now (one placeholder entry, id ``0``, which no record has,
+        added and deleted), so the scrub that follows covers them: left to the indexer's next write, they would
+        hold this moment's freed memory — the just-forgotten text included — until that write's own scrub."""
+        self._call("purge (create segment)", self._collection.upsert, ids=["0"],
+                   embeddings=np.eye(1, self.dim, dtype=np.float32), metadatas=[{"ns_id": -1, "rid": 0}])
+        self._call("purge (create segment)", self._collection.delete, ids=["0"])
 
     def reconcile(self) -> dict[str, int]:
         """Make the collection hold exactly the truth store's vectors (run at open; cheap when counts agree).
@@ -368,7 +445,10 @@ class ChromaVectorIndex(VectorBatches):
                                                  self.collection_name, embedding_function=None,
                                                  configuration={"hnsw": {"space": "cosine"}}, metadata=metadata)
             self._add_truth(truth, list(truth))
+            if not truth:
+                self._make_segment()
         self._remove_orphan_segments()
+        self.scrub()
         pending = self._vacuum()
         self._dirty = bool(pending)
         return pending

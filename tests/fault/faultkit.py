@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
 
-__all__ = ["SnapshotReader", "file_listing", "invariant_violations", "row_counts", "scan_bytes"]
+__all__ = ["SnapshotReader", "file_listing", "hnsw_slack", "invariant_violations", "row_counts", "scan_bytes"]
 
 _READER = r"""
 import sqlite3, sys
@@ -86,6 +86,30 @@ def scan_bytes(directory: str | os.PathLike[str], needles: Iterable[bytes]) -> d
         hits = sum(data.count(n) for n in needles)
         if hits:
             found[str(path.relative_to(root))] = hits
+    return found
+
+
+def hnsw_slack(directory: str | os.PathLike[str]) -> dict[str, int]:
+    """``{relative file: non-zero bytes}`` past the element count of every Chroma HNSW segment under ``directory``:
+    the capacity hnswlib writes from uninitialised memory (``data_level0.bin``, ``length.bin``), which must hold
+    nothing. Segments whose ``header.bin`` is not hnswlib's version-1 layout are skipped."""
+    import struct
+
+    root = Path(directory)
+    found: dict[str, int] = {}
+    for header in sorted(root.rglob("header.bin")):
+        raw = header.read_bytes()
+        if len(raw) < 36:
+            continue
+        version, _, _, count, slot = struct.unpack_from("<iQQQQ", raw)
+        if version != 1:
+            continue
+        for name, size in (("data_level0.bin", slot), ("length.bin", 4)):
+            path = header.parent / name
+            if path.is_file():
+                tail = path.read_bytes()[count * size:]
+                if (n := len(tail) - tail.count(0)):
+                    found[str(path.relative_to(root))] = n
     return found
 
 

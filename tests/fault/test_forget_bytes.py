@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from memory_ext import MemoryEngine, Namespace
-from tests.fault.faultkit import SnapshotReader, invariant_violations, scan_bytes
+from tests.fault.faultkit import SnapshotReader, hnsw_slack, invariant_violations, scan_bytes
 
 BACKENDS = ["numpy", pytest.param("chroma", marks=pytest.mark.fault)]
 KINDS = ["namespace", "session", "record", "hook"]
@@ -37,6 +37,8 @@ def _fill(engine: MemoryEngine) -> None:
                         now="2026-03-10T10:05Z")
     engine.add_turns([{"role": "user", "content": "Bob likes sailing"}], "bob")
     engine.flush()  # every vector written: the forget below races readers only, not the background indexer
+    # (forgetting while vectors are pending: test_forget_races_indexer.py; the one CI find here, the text in
+    # Chroma's data_level0.bin, was hnswlib's uninitialised slack and happened with a flushed store too)
 
 
 def _forget(engine: MemoryEngine, kind: str) -> Any:
@@ -63,6 +65,7 @@ def test_no_byte_of_the_forgotten_text_is_left(tmp_path: Path, backend: str, kin
         receipt = _forget(engine, kind)
         assert receipt.purge_complete, receipt.pending_purge
         assert scan_bytes(tmp_path, [SECRET.encode()]) == {}
+        assert hnsw_slack(tmp_path) == {}  # no uninitialised memory in Chroma's HNSW files (ChromaVectorIndex.scrub)
         assert SECRET not in engine.render_prompt("ana") and engine.search("Bob sailing", "bob").items
     finally:
         engine.close()

@@ -403,3 +403,36 @@ def test_engine_end_to_end_with_chroma(tmp_path: Path) -> None:
         assert not result.channel_errors
         assert "vector" in result.items[0].channels
     assert any(p.name == "chroma" for p in (tmp_path / "store").iterdir())
+
+
+def _segment_files(index: ChromaVectorIndex) -> tuple[Path, int, int]:
+    """(the segment folder, its element count, its slot size) as ``header.bin`` says."""
+    import struct
+
+    (header,) = Path(index.location).glob("*/header.bin")
+    _, _, _, count, slot = struct.unpack_from("<iQQQQ", header.read_bytes())
+    return header.parent, count, slot
+
+
+def test_scrub_zeroes_the_hnsw_slack_and_keeps_the_live_slots(store: TruthStore, index: ChromaVectorIndex) -> None:
+    """hnswlib writes a new segment's whole capacity from uninitialised memory; scrub zeroes what lies past the
+    element count (here planted by hand) and leaves the elements alone."""
+    rng = np.random.default_rng(7)
+    vectors = unit_rows(rng, 3)
+    write(store, index, "ana", vectors)
+    segment, count, slot = _segment_files(index)
+    planted = b"zebrafinchvault!" * 8
+    for name, start in (("data_level0.bin", count * slot), ("length.bin", count * 4)):
+        path = segment / name
+        data = bytearray(path.read_bytes())
+        assert len(data) > start + len(planted)
+        data[start: start + len(planted)] = planted
+        path.write_bytes(bytes(data))
+    live = (segment / "data_level0.bin").read_bytes()[: count * slot]
+    assert index.scrub() == 2 * len(planted) - 2 * planted.count(0)
+    for name, start in (("data_level0.bin", count * slot), ("length.bin", count * 4)):
+        assert not any((segment / name).read_bytes()[start:])
+    assert (segment / "data_level0.bin").read_bytes()[: count * slot] == live
+    hits = index.search(store.reader(), ns(store, "ana"), vectors[1], k=1)
+    assert hits and hits[0][1] == pytest.approx(1.0, abs=1e-5)
+    assert index.scrub() == 0
