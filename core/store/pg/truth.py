@@ -7,12 +7,14 @@ readers, one writer connection), the schema (a PostgreSQL schema, ``storage.post
 concurrency and purging.
 
 Concurrency: any number of engine processes on any number of hosts open the same schema; there is no process
-lock. A write (``add_turns``, ``forget``, an update, the indexer's batch) holds the schema's *write lock*, a
-PostgreSQL advisory lock, from its first read of the stored tail to its commit — the same exclusion SQLite's
-``BEGIN IMMEDIATE`` gives one directory, now across hosts — so sequence numbers and row ids grow in commit order
-and every in-process snapshot (keyword, graph, time, evidence, catalog, sparse, vectors) keeps syncing by its
-counters exactly as on SQLite. Readers never take it: a search runs on its thread's connection, each snapshot
-load in one repeatable-read transaction.
+lock. A write holds a PostgreSQL advisory lock from its first read of the stored tail to its commit: a write of
+one namespace (``add_turns``, the indexer's batch) holds the schema's lock *shared* and that namespace's lock
+exclusively, a store-wide step (forget, an update, compaction, reindex, migrations) the schema's lock exclusively
+— the exclusion SQLite's ``BEGIN IMMEDIATE`` gives one directory, now per namespace and across hosts. Within a
+namespace, sequence numbers and row ids therefore grow in commit order, and every in-process snapshot (keyword,
+graph, time, evidence, catalog, sparse, vectors) keeps syncing by its counters exactly as on SQLite. Each
+process's indexer claims one namespace at a time (:meth:`PgTruthStore.claimed_work`). Readers never take a lock:
+a search runs on its thread's connection, each snapshot load in one repeatable-read transaction.
 
 Forgetting deletes the rows in one transaction, which also records what is left to purge (its transaction id
 and the tables it changed, in ``meta``); :meth:`PgTruthStore.purge` then rewrites the tables among them that can
