@@ -103,7 +103,7 @@ class LocalPostgres:
             self.port = free_port()
         log = self.data_dir / "server.log"
         options = (f"-h 127.0.0.1 -p {self.port} -k '' -c fsync=off -c synchronous_commit=off"
-                   " -c full_page_writes=off -c max_connections=300")
+                   " -c full_page_writes=off -c max_connections=300 -c shared_buffers=512MB")
         done = self._run("pg_ctl", "-D", str(self.data_dir), "-l", str(log), "-o", options, "-w", "-t",
                          str(int(timeout)), "start", timeout=timeout + 10)
         if done.returncode != 0:

@@ -653,6 +653,17 @@ class PgTruthStore(TruthStore):
                          ([t[0] for t in turns], [t[1] for t in turns], ns_id))
         return rids
 
+    def turns_by_seq_ranges(self, ns_id: int, ranges: Sequence[tuple[int, int]]) -> list[TurnRow]:
+        """Turns whose seq falls in any of the inclusive ``ranges``, in seq order, each once — in one round trip
+        (:meth:`TruthStore.turns_by_seq_ranges` reads one range per statement)."""
+        out: dict[int, TurnRow] = {}
+        for part in (ranges[i:i + 200] for i in range(0, len(ranges), 200)):
+            where = " OR ".join("seq BETWEEN ? AND ?" for _ in part)
+            out.update((row.seq, row) for row in (_turn_row(r) for r in self.reader().execute(
+                f"SELECT {_TURN_COLS} FROM turns WHERE ns_id=? AND ({where})",
+                (ns_id, *(v for lo_hi in part for v in lo_hi)))))
+        return [out[seq] for seq in sorted(out)]
+
     def rids_matching(self, ns_id: int, record_filter: RecordFilter) -> set[int]:
         from ..filters import filter_sql
 
