@@ -372,7 +372,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.argv = list(argv) if argv is not None else None
     if hasattr(args, "path"):
         args.path_given = args.path is not None
-        if not str(args.path or "").startswith(("postgresql://", "postgres://")):  # a DSN is not a file path
+        from .store.pg.truth import is_dsn
+
+        if not is_dsn(args.path):  # a DSN is not a file path
             args.path = str(Path(args.path or "~/.memory_ext").expanduser())
     try:
         return int(args.func(args) or 0)

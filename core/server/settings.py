@@ -26,6 +26,7 @@ from typing import Any
 
 from ..config import read_config_file
 from ..errors import ConfigError
+from ..store.pg.truth import is_dsn
 
 __all__ = ["ENV_PREFIX", "Principal", "ServerSettings", "TokenTable", "is_loopback", "load_config_file"]
 
@@ -190,7 +191,7 @@ class ServerSettings:
             if file:
                 table.merge(TokenTable.from_file(file))
         store = pick("path", path, section, "~/.memory_ext")
-        if not str(store).startswith(("postgresql://", "postgres://")):  # a DSN is not a file path
+        if not is_dsn(store):  # a DSN is not a file path
             store = str(Path(store).expanduser())
         return cls(path=str(store), embedder=pick("embedder", embedder, section),
                    engine_config=engine_config or None, host=str(pick("host", host, section, DEFAULT_HOST)),

@@ -54,7 +54,7 @@ with MemoryEngine.open(dsn, config=config, embedder="hashing") as engine:
             engine.pre_compress(Namespace(user, session_id=session),
                                 f"User: {user} context {step}\nAssistant: {user} noted")
         done += 1
-    assert engine.flush(timeout=300)
+    assert engine.flush()
 print("ok", done, flush=True)
 """
 

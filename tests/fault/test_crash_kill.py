@@ -64,11 +64,9 @@ def _run(tmp_path: Path, kills: int, chroma: bool) -> dict[str, int]:
         child = subprocess.Popen([sys.executable, str(CHILD), str(store), str(log), str(rng.randrange(10**6)),
                                   *(["chroma"] if chroma else [])], env=env, stdout=subprocess.DEVNULL)
         lines = len(log.read_text().splitlines())
-        deadline = time.monotonic() + 120
-        while "ready" not in log.read_text().splitlines()[lines:]:  # the child opened the store
-            assert child.poll() is None, f"child exited with {child.returncode} before it was ready"
-            assert time.monotonic() < deadline, "the child did not start"
-            time.sleep(0.01)
+        while "ready" not in log.read_text().splitlines()[lines:]:  # the child opened the store (a child that
+            assert child.poll() is None, f"child exited with {child.returncode} before it was ready"  # hangs:
+            time.sleep(0.01)  # pytest-timeout ends the test)
         time.sleep(rng.uniform(0.0, 0.7))  # a seeded random moment: mid-write, mid-forget, mid-compaction...
         child.send_signal(signal.SIGKILL)
         child.wait()
@@ -80,7 +78,7 @@ def _run(tmp_path: Path, kills: int, chroma: bool) -> dict[str, int]:
             assert not missing, f"kill {round_}: {len(missing)} committed turns lost"
             # the reopened writer resumes the queue the killed one left: let it finish, so the two stores are
             # compared at rest (a vector lands in SQLite and Chroma one after the other)
-            assert engine.flush(timeout=120)
+            assert engine.flush()
             ids = None
             if chroma:
                 ids = [int(i) for i in engine._vector.collection.get(include=[])["ids"]]  # type: ignore[union-attr]

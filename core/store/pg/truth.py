@@ -58,12 +58,13 @@ _TEXT_TYPES = {"text", "character varying", "character", "bytea", "json", "jsonb
 
 def dsn_from(path: str | os.PathLike[str] | None, dsn: str | None) -> str | None:
     """The DSN a store opens: a ``postgresql://`` path, else ``storage.postgres_dsn``, else :data:`DSN_ENV`."""
-    if path is not None and str(path).startswith(("postgresql://", "postgres://")):
+    if is_dsn(path):
         return str(path)
     return dsn or os.environ.get(DSN_ENV) or None
 
 
 def is_dsn(path: str | os.PathLike[str] | None) -> bool:
+    """Whether a store path is a PostgreSQL connection URI rather than a directory."""
     return path is not None and str(path).startswith(("postgresql://", "postgres://"))
 
 

@@ -115,7 +115,7 @@ def test_queue_resumes_after_a_crash_with_exactly_one_vector_per_record(tmp_path
     records, embedded, queued = vector_rows(store)
     assert len(records) > 12 and queued > 0 and len(embedded) < len(records)  # killed mid-way
     with MemoryEngine.open(store, embedder=HashingEmbedder(64)) as eng:  # the queue resumes on open
-        assert eng.flush(timeout=60)
+        assert eng.flush()
         assert eng.pending() == 0
         assert len(eng.get_turns("ana")) == 12
     records, embedded, queued = vector_rows(store)
@@ -150,7 +150,7 @@ def test_close_hands_the_queue_over_when_the_indexer_cannot_finish(tmp_path: Pat
     records, embedded, queued = vector_rows(tmp_path / "s")
     assert queued > 0 and len(embedded) < len(records)  # still queued, on disk
     with MemoryEngine.open(tmp_path / "s", embedder=HashingEmbedder(64)) as again:
-        assert again.flush("ana", timeout=60)
+        assert again.flush("ana")
     records, embedded, queued = vector_rows(tmp_path / "s")
     assert embedded == records and queued == 0
 
@@ -279,8 +279,6 @@ def test_work_a_caller_waits_for_runs_on_normal_priority_threads(tmp_path: Path)
         assert background and all(n.startswith("memory-ext-embed-waited") for n in background)
         emb.threads.clear()
         eng.add_turns(turns(10, 4), "ana")  # nobody waits: the background threads (lower priority) embed it
-        deadline = time.monotonic() + 30
-        while eng.pending("ana") and time.monotonic() < deadline:
+        while eng.pending("ana"):  # not flush(): that would make it waited-for work (a hang: pytest-timeout)
             time.sleep(0.01)
-        assert eng.pending("ana") == 0
         assert emb.threads and not any(n.startswith("memory-ext-embed-waited") for n in emb.threads)
