@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .config import EngineConfig
-from .embed import Embedder, HashingEmbedder, resolve_embedder
-from .errors import ConfigError
+from .embed import E5Embedder, Embedder, HashingEmbedder, resolve_embedder
+from .errors import ConfigError, MissingDependencyError
 from .ingest.indexer import Indexer, IndexQueue
 from .llm import LLM
 from .plan.llm_planner import HeuristicPlanner, LLMPlanner, Planner
@@ -150,6 +150,11 @@ def embedder_for_stored_id(stored: str | None) -> Embedder | str | None:
         return None
     if stored.startswith("hashing-v1:"):
         return HashingEmbedder(dim=int(stored.split(":")[1]))
+    if stored in E5Embedder.IDS.values():
+        try:
+            return E5Embedder.for_id(stored)
+        except MissingDependencyError:
+            return None  # resolve_embedder reports the fallback
     return None
 
 

