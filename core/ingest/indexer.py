@@ -42,10 +42,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..embed import Embedder, check_vectors
+from ..embed import Embedder, SegmentEmbedder, SparseEmbedder, check_vectors
 from ..store.base import RecordBatch
 from ..store.sparse import normalise
 from ..text import tokenize
+from .contextual import encode_in_context
 
 if TYPE_CHECKING:
     from ..store.base import DerivedIndex
@@ -117,7 +118,8 @@ class Indexer:
     """
 
     def __init__(self, store: TruthStore, embedder: Embedder | None, indexes: Sequence[DerivedIndex], *,
-                 vectors: bool, sparse: bool, batch: int = 64, threads: int = 2, background: bool = True) -> None:
+                 vectors: bool, sparse: bool, batch: int = 64, threads: int = 2, background: bool = True,
+                 window_vectors: str = "embed") -> None:
         self._store = store
         self._embedder = embedder
         self._indexes = tuple(indexes)
@@ -125,6 +127,9 @@ class Indexer:
         self._sparse = sparse and embedder is not None
         self._batch = batch
         self._threads = threads
+        # with an embedder that shows its token states, turns, windows and sparse encodings share passes
+        self._context = window_vectors in ("embed", "context") and isinstance(embedder, SegmentEmbedder)
+        self._run_turns = 8 if window_vectors == "context" else 3
         self.background = background
         self._cond = threading.Condition()
         self._drain_lock = threading.Lock()
@@ -261,6 +266,13 @@ class Indexer:
         with self._drain_lock, self._store.claimed_work(self._batch) as items:
             if not items:
                 return 0
+            if self._context:
+                # a turn's window joins its batch (a write queues its turns before their windows): both come
+                # out of one pass over the run of turns
+                have = {i[0] for i in items}
+                items = list(items) + [w for w in self._store.queued_windows(self._store.reader(),
+                                                                             [i[0] for i in items if i[2]])
+                                       if w[0] not in have]
             sources = self._store.work_sources([i[0] for i in items])
             dense, sparse = self._compute(items, sources)
             namespaces = {i[1] for i in items}
@@ -294,6 +306,8 @@ class Indexer:
                 if not any(s is not None and (s in stored or s in in_batch) for s in src):
                     to_embed.append(rid)  # no source vector (turns written without vectors): embed it
         to_sparse = [rid for rid, _, _, sp in items if sp and rid in sources and self._sparse]
+        if self._context and self._vectors:
+            return self._compute_in_context(sources, to_embed, to_sparse)
         dense: dict[int, np.ndarray] = {}
         texts: list[str] = []
         rids: list[int] = []
@@ -329,6 +343,48 @@ class Indexer:
             dense.update(zip(rids, vectors, strict=True))
         pairs = [p for r in results if r[0] == "sparse" for p in r[1]]
         sparse = dict(zip(to_sparse, normalise(pairs), strict=True)) if to_sparse else {}
+        return dense, sparse
+
+    def _compute_in_context(self, sources: dict[int, tuple[str, str, list[int], int | None]], to_embed: list[int],
+                            to_sparse: list[int]
+                            ) -> tuple[dict[int, np.ndarray], dict[int, tuple[np.ndarray, np.ndarray]]]:
+        """With an embedder that shows its token states: each window's text is encoded once and its turn's
+        vector read from that pass (``window_vectors: context``: runs of consecutive turns instead), see
+        :mod:`memory_ext.ingest.contextual`; derived records that are not copies are embedded as usual."""
+        embedder = self._embedder
+        assert isinstance(embedder, SegmentEmbedder)
+        all_windows = {rid: sources[rid][2] for rid in to_embed if len(sources[rid][2]) >= 2}
+        turn_rids = {rid for rid in to_embed + to_sparse if sources[rid][2] == [rid]}
+        others = [rid for rid in to_embed if rid not in all_windows and rid not in turn_rids]
+        missing = sorted({m for members in all_windows.values() for m in members} - set(sources))
+        texts = {rid: (src[0], src[1]) for rid, src in {**sources, **self._store.work_sources(missing)}.items()}
+        # a window whose member turn is gone (forgotten meanwhile) is embedded from its own text below
+        windows = {w: members for w, members in all_windows.items() if all(m in texts for m in members)}
+        pool = self._urgent_pool if self._waiting and self._urgent_pool is not None else self._pool
+
+        def map_fn(fn: Callable[[Any], Any], parts: list[Any]) -> list[Any]:
+            return list(pool.map(fn, parts)) if pool is not None else [fn(p) for p in parts]
+
+        sparse_fn = embedder.embed_sparse if isinstance(embedder, SparseEmbedder) else None
+        wanted = set(to_embed)
+        result = encode_in_context(embedder, windows=windows, turns=texts,
+                                   want_dense={r for r in turn_rids if r in wanted},
+                                   want_sparse={r for r in to_sparse if r in turn_rids}, sparse_fn=sparse_fn,
+                                   max_turns=self._run_turns, map_fn=map_fn)
+        dense = result.dense
+        rest = others + [w for w in all_windows if w not in dense]
+        if rest:
+            vectors = check_vectors(embedder, embedder.embed_documents([sources[r][0] for r in rest]), len(rest))
+            dense.update(zip(rest, vectors, strict=True))
+        sparse_pairs = [(rid, result.sparse[rid]) for rid in to_sparse if rid in result.sparse]
+        left = [rid for rid in to_sparse if rid not in result.sparse]
+        if left and sparse_fn is not None:
+            sparse_pairs += list(zip(left, sparse_fn([sources[r][1] for r in left]), strict=True))
+        rids = list(dense)
+        if rids:
+            dense = dict(zip(rids, check_vectors(embedder, np.stack([dense[r] for r in rids]), len(rids)),
+                             strict=True))
+        sparse = dict(zip([r for r, _ in sparse_pairs], normalise([p for _, p in sparse_pairs]), strict=True))
         return dense, sparse
 
     def _write(self, conn: sqlite3.Connection, live: dict[int, tuple[int, int, int, int]],

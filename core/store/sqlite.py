@@ -1009,6 +1009,17 @@ class TruthStore:
                 f"SELECT rid, ns_id, dense, sparse FROM index_queue WHERE rid IN {marks(len(part))}", part)]
         return out
 
+    @staticmethod
+    def queued_windows(conn: sqlite3.Connection, turn_rids: Sequence[int]) -> list[tuple[int, int, int, int]]:
+        """Work items (as :meth:`queued`) of the queued windows anchored to these turn records: the indexer
+        encodes a turn and its window in one pass of the run of turns around them."""
+        out = []
+        for part in chunks(sorted(int(r) for r in turn_rids)):
+            out += [(int(r[0]), int(r[1]), int(r[2]), int(r[3])) for r in conn.execute(
+                "SELECT q.rid, q.ns_id, q.dense, q.sparse FROM index_queue q JOIN records r ON r.rid = q.rid"
+                f" WHERE r.anchor_rid IN {marks(len(part))} AND r.kind = 'window'", part)]
+        return out
+
     @contextmanager
     def claimed_work(self, limit: int) -> Iterator[list[tuple[int, int, int, int]]]:
         """The next batch of queued work for this process's indexer: the oldest ``limit`` items. Only one

@@ -1,0 +1,146 @@
+"""Encode a batch's turns and windows in context: each run of consecutive turns goes through the model once.
+
+With an embedder that exposes its token states (:class:`memory_ext.embed.SegmentEmbedder`, the default e5), the
+indexer does not embed every ±1 window's text (three turns of text, so about three passes per turn) next to every
+turn. It strings the turns of overlapping windows together into *runs* of at most ``max_turns`` turns, encodes
+each run once, and reads off
+
+- each window's vector: the mean of its member turns' token states (in the run's context),
+- each turn's vector: the mean of its own token states (``turns="context"``), or a pass of its own
+  (``turns="own"``),
+- each turn's sparse encoding: the SAE head over the tokens of its text (the turn without the speaker prefix).
+
+A run starts again (two turns back) when it would pass ``max_turns``, so every window sees its neighbours. Turns
+that belong to no window in the batch (the newest turn of a namespace waits for its successor before it gets
+one) are encoded on their own.
+
+>>> runs = plan_runs([[1, 2], [1, 2, 3], [2, 3, 4], [3, 4, 5], [9, 10]], max_turns=4)
+>>> runs
+[[1, 2, 3, 4], [3, 4, 5], [9, 10]]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..embed import SegmentEmbedder
+
+__all__ = ["ContextResult", "encode_in_context", "plan_runs"]
+
+
+def plan_runs(windows: Sequence[Sequence[int]], max_turns: int) -> list[list[int]]:
+    """Group windows (each its member turns' ids, in conversation order) into runs of consecutive turns.
+
+    A window joins the current run when its members other than the newest are the run's last turns; the run
+    then grows by the newest member. Each window's members end up together in one run.
+    """
+    runs: list[list[int]] = []
+    for members in sorted(windows, key=lambda m: (m[-1], m[0])):
+        run = runs[-1] if runs else None
+        if run is not None and set(members) <= set(run):
+            continue
+        head = list(members[:-1])
+        if run is not None and len(run) < max_turns and run[len(run) - len(head):] == head:
+            run.append(members[-1])
+        else:
+            runs.append(list(members))
+    return runs
+
+
+@dataclass
+class ContextResult:
+    """Vectors (L2-normalised) and sparse encodings made by :func:`encode_in_context`, by record id."""
+
+    dense: dict[int, np.ndarray] = field(default_factory=dict)
+    sparse: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    norm = float(np.linalg.norm(v))
+    return (v / norm if norm > 0 else v).astype(np.float32)
+
+
+def encode_in_context(embedder: SegmentEmbedder, *, windows: dict[int, list[int]],
+                      turns: dict[int, tuple[str, str]], want_dense: set[int], want_sparse: set[int],
+                      sparse_fn: Callable[[list[str]], list[tuple[np.ndarray, np.ndarray]]] | None = None,
+                      max_turns: int = 3,
+                      map_fn: Callable[[Callable[[Any], ContextResult], list[Any]], list[ContextResult]] | None = None
+                      ) -> ContextResult:
+    """Encode ``windows`` (window rid -> member turn rids in order) and the turns of ``want_dense`` (turn rids),
+    given every turn's ``(index_text, text)`` in ``turns``; ``sparse_fn`` encodes the raw texts of
+    ``want_sparse``.
+
+    ``max_turns`` 3 (``window_vectors: embed``) encodes each window's text on its own: its vector is exactly the
+    embedder's vector of that text. More (``window_vectors: context``) strings overlapping windows into runs.
+    A turn's vector is the mean of its tokens in the pass where it has the most context (its own window); a turn
+    in no window of the batch is embedded alone. ``map_fn`` (like ``ThreadPoolExecutor.map``) runs the passes as
+    two halves of about equal text plus the sparse encodings and the lone turns as a third job: numpy and the
+    C engine release the GIL, so they share the cores."""
+    exact = max_turns <= 3
+    runs = [list(m) for m in windows.values()] if exact else plan_runs(list(windows.values()), max_turns)
+    home: dict[int, tuple[int, int]] = {}  # turn rid -> (run, margin): the run where it has the most context
+    for r, run in enumerate(runs):
+        for pos, rid in enumerate(run):
+            margin = min(pos, len(run) - 1 - pos)
+            if rid not in home or margin > home[rid][1]:
+                home[rid] = (r, margin)
+    run_of = dict(zip(windows, range(len(runs)), strict=True)) if exact else \
+        {w: next(i for i, run in enumerate(runs) if set(members) <= set(run)) for w, members in windows.items()}
+    alone = sorted(rid for rid in want_dense if rid not in home)
+
+    def run_job(rs: list[int]) -> ContextResult:
+        res = ContextResult()
+        docs: list[list[str]] = []
+        layout: dict[int, dict[int, list[int]]] = {}  # run -> turn rid -> its segments
+        for r in rs:
+            segs: list[str] = []
+            where: dict[int, list[int]] = {}
+            for rid in runs[r]:
+                index_text = turns[rid][0]
+                where[rid] = [len(segs)]
+                segs.append(index_text)
+            docs.append(segs)
+            layout[r] = where
+        encoded = dict(zip(rs, embedder.encode(docs), strict=True)) if docs else {}
+        for w, r in run_of.items():
+            if r in encoded:
+                res.dense[w] = _unit(encoded[r].mean() if exact else
+                                     encoded[r].mean([s for m in windows[w] for s in layout[r][m]]))
+        for rid in want_dense:
+            if rid in home and home[rid][0] in encoded:
+                r = home[rid][0]
+                res.dense[rid] = _unit(encoded[r].mean(layout[r][rid]))
+        return res
+
+    def side_job(_: list[int]) -> ContextResult:
+        res = ContextResult()
+        if alone:
+            vecs = embedder.embed_documents([turns[rid][0] for rid in alone])
+            res.dense.update((rid, _unit(np.asarray(v, dtype=np.float32))) for rid, v in zip(alone, vecs, strict=True))
+        if want_sparse and sparse_fn is not None:
+            rids = sorted(want_sparse)
+            res.sparse.update(zip(rids, sparse_fn([turns[r][1] for r in rids]), strict=True))
+        return res
+
+    sizes = [sum(len(turns[rid][0]) for rid in run) for run in runs]
+    half, acc, cut = sum(sizes) / 2, 0, len(runs)
+    for i, size in enumerate(sizes):
+        acc += size
+        if acc >= half:
+            cut = i + 1
+            break
+    jobs: list[tuple[Callable[[list[int]], ContextResult], list[int]]] = \
+        [(run_job, part) for part in (list(range(cut)), list(range(cut, len(runs)))) if part]
+    if alone or (want_sparse and sparse_fn is not None):
+        jobs.append((side_job, []))
+    results = map_fn(lambda job: job[0](job[1]), jobs) if map_fn is not None and len(jobs) > 1 else \
+        [fn(arg) for fn, arg in jobs]
+    out = ContextResult()
+    for res in results:
+        out.dense.update(res.dense)
+        out.sparse.update(res.sparse)
+    return out
