@@ -77,9 +77,9 @@ def encode_in_context(embedder: SegmentEmbedder, *, windows: dict[int, list[int]
     ``max_turns`` 3 (``window_vectors: embed``) encodes each window's text on its own: its vector is exactly the
     embedder's vector of that text. More (``window_vectors: context``) strings overlapping windows into runs.
     A turn's vector is the mean of its tokens in the pass where it has the most context (its own window); a turn
-    in no window of the batch is embedded alone. ``map_fn`` (like ``ThreadPoolExecutor.map``) runs the passes as
-    two halves of about equal text plus the sparse encodings and the lone turns as a third job: numpy and the
-    C engine release the GIL, so they share the cores."""
+    in no window of the batch is embedded alone. ``map_fn`` (like ``ThreadPoolExecutor.map``) runs the work as
+    two jobs of about equal size (half the runs, half the sparse encodings and lone turns each): numpy and the C
+    engine release the GIL, so the jobs share the cores."""
     exact = max_turns <= 3
     runs = [list(m) for m in windows.values()] if exact else plan_runs(list(windows.values()), max_turns)
     home: dict[int, tuple[int, int]] = {}  # turn rid -> (run, margin): the run where it has the most context
@@ -116,16 +116,25 @@ def encode_in_context(embedder: SegmentEmbedder, *, windows: dict[int, list[int]
                 res.dense[rid] = _unit(encoded[r].mean(layout[r][rid]))
         return res
 
-    def side_job(_: list[int]) -> ContextResult:
+    def side_job(part: tuple[list[int], list[int]]) -> ContextResult:
+        lone, sparse_rids = part
         res = ContextResult()
-        if alone:
-            vecs = embedder.embed_documents([turns[rid][0] for rid in alone])
-            res.dense.update((rid, _unit(np.asarray(v, dtype=np.float32))) for rid, v in zip(alone, vecs, strict=True))
-        if want_sparse and sparse_fn is not None:
-            rids = sorted(want_sparse)
-            res.sparse.update(zip(rids, sparse_fn([turns[r][1] for r in rids]), strict=True))
+        if lone:
+            vecs = embedder.embed_documents([turns[rid][0] for rid in lone])
+            res.dense.update((rid, _unit(np.asarray(v, dtype=np.float32))) for rid, v in zip(lone, vecs, strict=True))
+        if sparse_rids and sparse_fn is not None:
+            res.sparse.update(zip(sparse_rids, sparse_fn([turns[r][1] for r in sparse_rids]), strict=True))
         return res
 
+    def job(part: tuple[list[int], list[int], list[int]]) -> ContextResult:
+        rs, lone, sparse_rids = part
+        res = run_job(rs) if rs else ContextResult()
+        side = side_job((lone, sparse_rids))
+        res.dense.update(side.dense)
+        res.sparse.update(side.sparse)
+        return res
+
+    # two jobs of about equal work: half the runs (by text) and half the sparse encodings and lone turns each
     sizes = [sum(len(turns[rid][0]) for rid in run) for run in runs]
     half, acc, cut = sum(sizes) / 2, 0, len(runs)
     for i, size in enumerate(sizes):
@@ -133,12 +142,11 @@ def encode_in_context(embedder: SegmentEmbedder, *, windows: dict[int, list[int]
         if acc >= half:
             cut = i + 1
             break
-    jobs: list[tuple[Callable[[list[int]], ContextResult], list[int]]] = \
-        [(run_job, part) for part in (list(range(cut)), list(range(cut, len(runs)))) if part]
-    if alone or (want_sparse and sparse_fn is not None):
-        jobs.append((side_job, []))
-    results = map_fn(lambda job: job[0](job[1]), jobs) if map_fn is not None and len(jobs) > 1 else \
-        [fn(arg) for fn, arg in jobs]
+    sparse_rids = sorted(want_sparse) if sparse_fn is not None else []
+    parts = [(list(range(cut)), alone[::2], sparse_rids[::2]),
+             (list(range(cut, len(runs))), alone[1::2], sparse_rids[1::2])]
+    jobs = [p for p in parts if any(p)]
+    results = list(map_fn(job, jobs)) if map_fn is not None and len(jobs) > 1 else [job(p) for p in jobs]
     out = ContextResult()
     for res in results:
         out.dense.update(res.dense)
