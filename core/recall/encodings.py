@@ -1,0 +1,133 @@
+"""A search's query encodings made together: every route text's dense vector and sparse encoding in one call.
+
+A conversation excerpt is searched by three routes (the whole excerpt, its ``opening`` and its ``focus``), and
+each route text needs a dense query vector (the vector channels) and a sparse encoding (the sparse channel): six
+encodings, which the channels would otherwise ask the embedder for one at a time. When the embedder can make
+both at once (:class:`~memory_ext.embed.DenseSparseEmbedder`), :class:`RouteEncodings` asks it for all of them
+with ``embed_with_sparse([(text, text), ...], query=True)``, split into at most ``ENCODING_GROUPS`` calls that run
+side by side. No thread of its own does the work: the first channel call that needs a group's encodings makes
+them (inside the call, so ``recall.channel_timeout_s`` covers it), the others wait for it, and the results go
+into the cache the channels read (:func:`~memory_ext.recall.vector.cached_encoding`). A failed call fails every
+channel call waiting for it, with the embedder's own error, as a channel failure.
+
+Searches with one route text (a question) or without the sparse channel keep the channels' own encodings: a
+question gets one dense ``embed_query`` and no sparse encoding.
+
+>>> from memory_ext.recall.encodings import split_texts
+>>> split_texts(["a long conversation excerpt ...", "its opening", "its focus"], 2)
+[['a long conversation excerpt ...'], ['its opening', 'its focus']]
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+import numpy as np
+
+from ..embed import DenseSparseEmbedder, check_vectors
+from ..errors import EmbedderError
+from ..store.sparse import normalise
+from .base import RecallContext
+from .sparse import sparse_key
+from .vector import dense_key, has_encoding, put_encoding
+
+__all__ = ["ENCODING_GROUPS", "RouteEncodings", "route_encodings", "split_texts"]
+
+ENCODING_GROUPS = 2
+"""At most this many ``embed_with_sparse`` calls per search, run by different channel calls at the same time
+(the longest text in one, the others in the other: numpy's matrix products release the GIL)."""
+
+T = TypeVar("T")
+
+
+def split_texts(texts: Sequence[str], groups: int) -> list[list[str]]:
+    """``texts`` in at most ``groups`` non-empty groups of similar total length (longest first, each to the
+    lightest group), each group in the order of ``texts``."""
+    bins: list[list[str]] = [[] for _ in range(max(1, min(groups, len(texts))))]
+    load = [0] * len(bins)
+    for text in sorted(texts, key=len, reverse=True):
+        i = load.index(min(load))
+        bins[i].append(text)
+        load[i] += len(text)
+    order = {t: i for i, t in enumerate(texts)}
+    return [sorted(b, key=order.__getitem__) for b in bins if b]
+
+
+class _Group:
+    __slots__ = ("claimed", "done", "error", "texts")
+
+    def __init__(self, texts: list[str]) -> None:
+        self.texts = texts
+        self.claimed = False
+        self.done = threading.Event()
+        self.error: BaseException | None = None
+
+
+class RouteEncodings:
+    """The dense vectors and sparse encodings of one search's route texts, made by the first channel call that
+    needs them (see the module docstring). Build it with :func:`route_encodings`; wrap each channel call that
+    reads an encoding of ``text`` with :meth:`before`."""
+
+    def __init__(self, ctx: RecallContext, texts: Sequence[str], groups: int = ENCODING_GROUPS) -> None:
+        if not isinstance(ctx.embedder, DenseSparseEmbedder):
+            raise TypeError("RouteEncodings needs an embedder with embed_with_sparse (a DenseSparseEmbedder)")
+        self.ctx = ctx
+        self.embedder: DenseSparseEmbedder = ctx.embedder
+        self.texts = tuple(dict.fromkeys(texts))
+        self._groups = [_Group(g) for g in split_texts(self.texts, groups)]
+        self._group_of = {t: g for g in self._groups for t in g.texts}
+        self._lock = threading.Lock()
+
+    def ensure(self, text: str) -> None:
+        """Make sure the cache holds ``text``'s encodings: make its group's (when no other call is making them)
+        or wait for them. Raises what the embedder raised."""
+        group = self._group_of.get(text)
+        if group is None:
+            return
+        with self._lock:
+            mine, group.claimed = not group.claimed, True
+        if mine:
+            try:
+                self._encode(group.texts)
+            except BaseException as exc:
+                group.error = exc
+                raise
+            finally:
+                group.done.set()
+        group.done.wait()
+        if group.error is not None:
+            raise group.error
+
+    def before(self, text: str, call: Callable[[], T]) -> Callable[[], T]:
+        """``call`` preceded by :meth:`ensure` of ``text``."""
+        def run() -> T:
+            self.ensure(text)
+            return call()
+        return run
+
+    def _encode(self, texts: list[str]) -> None:
+        ctx, embedder = self.ctx, self.embedder
+        todo = [t for t in texts if not (has_encoding(ctx, dense_key(embedder, t))
+                                         and has_encoding(ctx, sparse_key(embedder, t)))]
+        if not todo:  # a recent search made them
+            return
+        vectors, sparse = embedder.embed_with_sparse([(t, t) for t in todo], query=True)
+        dense = check_vectors(embedder, vectors, len(todo))
+        if len(sparse) != len(todo):
+            raise EmbedderError(embedder.id, f"embed_with_sparse gave {len(sparse)} sparse encodings for "
+                                             f"{len(todo)} texts", "return one (indices, weights) pair per text")
+        for text, vector, pair in zip(todo, dense, normalise(sparse), strict=True):
+            put_encoding(ctx, dense_key(embedder, text), np.array(vector))
+            put_encoding(ctx, sparse_key(embedder, text), [pair])
+
+
+def route_encodings(ctx: RecallContext | None, dense_texts: Sequence[str], sparse_texts: Sequence[str],
+                    groups: int | None = None) -> RouteEncodings | None:
+    """The batch of a search whose channel calls need the dense encodings of ``dense_texts`` and the sparse ones
+    of ``sparse_texts``; None when the channels should encode on their own: the embedder cannot make both at
+    once, or the search needs no sparse or no dense encoding (a question, the sparse channel switched off)."""
+    if ctx is None or not isinstance(ctx.embedder, DenseSparseEmbedder) or not dense_texts or not sparse_texts:
+        return None
+    return RouteEncodings(ctx, [*dense_texts, *sparse_texts], ENCODING_GROUPS if groups is None else groups)
