@@ -10,6 +10,11 @@ them (inside the call, so ``recall.channel_timeout_s`` covers it), the others wa
 into the cache the channels read (:func:`~memory_ext.recall.vector.cached_encoding`). A failed call fails every
 channel call waiting for it, with the embedder's own error, as a channel failure.
 
+With e5 on numpy and ``sparse_pass="shared"`` (sparse terms from the dense pass's token states), an excerpt is
+encoded in ONE forward pass: the opening and the focus are sentences of the excerpt, so their dense vectors are
+the means of their tokens' states in the excerpt's pass and their sparse terms come from those states
+(:func:`excerpt_spans` finds them; ``E5Embedder.encode`` gives every token's state).
+
 Searches with one route text (a question) or without the sparse channel keep the channels' own encodings: a
 question gets one dense ``embed_query`` and no sparse encoding.
 
@@ -22,18 +27,20 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from itertools import pairwise
 from typing import TypeVar
 
 import numpy as np
 
-from ..embed import DenseSparseEmbedder, check_vectors
+from ..embed import DenseSparseEmbedder, E5Embedder, check_vectors
 from ..errors import EmbedderError
 from ..store.sparse import normalise
+from ..text.sentences import split_sentences
 from .base import RecallContext
 from .sparse import sparse_key
 from .vector import dense_key, has_encoding, put_encoding
 
-__all__ = ["ENCODING_GROUPS", "RouteEncodings", "route_encodings", "split_texts"]
+__all__ = ["ENCODING_GROUPS", "RouteEncodings", "excerpt_spans", "route_encodings", "split_texts"]
 
 ENCODING_GROUPS = 2
 """At most this many ``embed_with_sparse`` calls per search, run by different channel calls at the same time
@@ -53,6 +60,42 @@ def split_texts(texts: Sequence[str], groups: int) -> list[list[str]]:
         load[i] += len(text)
     order = {t: i for i, t in enumerate(texts)}
     return [sorted(b, key=order.__getitem__) for b in bins if b]
+
+
+def excerpt_spans(full: str, part: str) -> tuple[int, int] | None:
+    """Where ``part`` stands in ``full`` when it is some of ``full``'s consecutive sentences joined by spaces (as
+    the planner makes an excerpt's opening and focus): ``(start, stop)``, or None.
+
+    >>> excerpt_spans("我今天去了公园！你喜欢公园吗？喜欢。", "你喜欢公园吗？ 喜欢。")
+    (8, 18)
+    >>> excerpt_spans("我今天去了公园！你喜欢公园吗？", "我昨天去了公园！") is None
+    True
+    """
+    sentences = split_sentences(part)
+    start = full.find(sentences[0]) if sentences else -1
+    if start < 0:
+        return None
+    stop = start
+    for sentence in sentences:
+        at = full.find(sentence, stop)
+        if at < 0 or full[stop:at].strip():
+            return None
+        stop = at + len(sentence)
+    return start, stop
+
+
+def _span_plan(embedder: DenseSparseEmbedder, texts: Sequence[str]) -> dict[str, tuple[int, int]] | None:
+    """The route texts as spans of the longest one, when the embedder can encode them in its one pass (e5 on
+    numpy, sparse terms from the same pass) and every other text is sentences of it; None otherwise."""
+    if not (isinstance(embedder, E5Embedder) and embedder.backend == "numpy" and embedder.sparse_pass == "shared"):
+        return None
+    if len(texts) < 2:
+        return None
+    full = max(texts, key=len)
+    spans = {t: excerpt_spans(full, t) for t in texts if t != full}
+    if any(span is None for span in spans.values()):
+        return None
+    return {full: (0, len(full))} | {t: span for t, span in spans.items() if span is not None}
 
 
 class _Group:
@@ -76,7 +119,9 @@ class RouteEncodings:
         self.ctx = ctx
         self.embedder: DenseSparseEmbedder = ctx.embedder
         self.texts = tuple(dict.fromkeys(texts))
-        self._groups = [_Group(g) for g in split_texts(self.texts, groups)]
+        self._spans = _span_plan(self.embedder, self.texts)
+        self._groups = [_Group(g) for g in ([list(self.texts)] if self._spans is not None
+                                            else split_texts(self.texts, groups))]
         self._group_of = {t: g for g in self._groups for t in g.texts}
         self._lock = threading.Lock()
 
@@ -113,7 +158,11 @@ class RouteEncodings:
                                          and has_encoding(ctx, sparse_key(embedder, t)))]
         if not todo:  # a recent search made them
             return
-        vectors, sparse = embedder.embed_with_sparse([(t, t) for t in todo], query=True)
+        if self._spans is not None:
+            todo = list(texts)
+            vectors, sparse = self._one_pass(todo)
+        else:
+            vectors, sparse = embedder.embed_with_sparse([(t, t) for t in todo], query=True)
         dense = check_vectors(embedder, vectors, len(todo))
         if len(sparse) != len(todo):
             raise EmbedderError(embedder.id, f"embed_with_sparse gave {len(sparse)} sparse encodings for "
@@ -121,6 +170,34 @@ class RouteEncodings:
         for text, vector, pair in zip(todo, dense, normalise(sparse), strict=True):
             put_encoding(ctx, dense_key(embedder, text), np.array(vector))
             put_encoding(ctx, sparse_key(embedder, text), [pair])
+
+    def _one_pass(self, texts: list[str]) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
+        """Every text's dense vector and sparse terms from one pass of the longest (see :func:`_span_plan`); a
+        text cut off by the model's length limit gets a pass of its own."""
+        embedder, spans = self.embedder, self._spans
+        assert isinstance(embedder, E5Embedder) and spans is not None
+        full = max(spans, key=lambda t: spans[t][1] - spans[t][0])
+        cuts = sorted({0, len(full), *(x for span in spans.values() for x in span)})
+        [enc] = embedder.encode([[full[a:b] for a, b in pairwise(cuts)]], query=True)
+        vectors: list[np.ndarray] = []
+        sparse: list[tuple[np.ndarray, np.ndarray]] = []
+        cut_off: list[int] = []
+        for i, text in enumerate(texts):
+            a, b = spans[text]
+            segments = [j for j, start in enumerate(cuts[:-1]) if a <= start < b]
+            states = enc.states(segments)
+            if not len(states):
+                cut_off.append(i)
+                vectors.append(np.zeros(embedder.dim, np.float32))
+                sparse.append((np.zeros(0, np.int32), np.zeros(0, np.float32)))
+                continue
+            vectors.append(enc.mean() if text == full else enc.mean(segments))  # e5 pools the whole sequence
+            sparse.append(embedder.sparse_of(states))
+        if cut_off:
+            own_vectors, own_sparse = embedder.embed_with_sparse([(texts[i], texts[i]) for i in cut_off], query=True)
+            for i, vector, pair in zip(cut_off, own_vectors, own_sparse, strict=True):
+                vectors[i], sparse[i] = vector, pair
+        return np.stack(vectors), sparse
 
 
 def route_encodings(ctx: RecallContext | None, dense_texts: Sequence[str], sparse_texts: Sequence[str],

@@ -4,6 +4,7 @@ were (one dense query encoding, no sparse one)."""
 
 from __future__ import annotations
 
+import doctest
 import threading
 import zlib
 from collections.abc import Sequence
@@ -222,3 +223,8 @@ def test_texts_are_split_by_length_into_at_most_the_groups_asked() -> None:
     assert split_texts(texts, 1) == [texts]
     assert split_texts(texts, 5) == [[t] for t in [EXCERPT, texts[2], texts[1]]]
     assert split_texts(texts[:1], 2) == [texts[:1]]
+
+
+def test_the_module_examples_hold() -> None:
+    result = doctest.testmod(encodings)
+    assert result.attempted >= 4 and result.failed == 0
