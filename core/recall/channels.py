@@ -222,6 +222,8 @@ class ChannelSet:
     recallers: dict[str, Recaller]
     specs: dict[str, ChannelSpec]
     unavailable: dict[str, str] = field(default_factory=dict)
+    context: RecallContext | None = None
+    """What the channels were built with (a search batches its query encodings through its cache)."""
 
 
 def build_channels(config: EngineConfig, ctx: RecallContext) -> ChannelSet:
@@ -249,4 +251,5 @@ def build_channels(config: EngineConfig, ctx: RecallContext) -> ChannelSet:
                 raise
             raise ConfigError(f"recall.channel_options.{spec.name}", dict(options),
                               f"the {spec.name} recaller refused them: {exc}") from None
-    return ChannelSet(recallers=built, specs={name: _SPECS[name] for name in built}, unavailable=unavailable)
+    return ChannelSet(recallers=built, specs={name: _SPECS[name] for name in built}, unavailable=unavailable,
+                      context=ctx)

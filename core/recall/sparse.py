@@ -16,11 +16,18 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..embed import Embedder
 from ..store.sparse import SparseIndex, normalise
 from .base import Hits, RecallContext, RecallRequest
 from .vector import cached_encoding
 
-__all__ = ["SparseIndex", "SparseRecaller", "normalise"]
+__all__ = ["SparseIndex", "SparseRecaller", "normalise", "sparse_key"]
+
+
+def sparse_key(embedder: Embedder, text: str) -> tuple[str, str, str]:
+    """The cache key of ``text``'s sparse query encoding (what the sparse channel reads): a one-item list of an
+    L2-normalised ``(indices, values)`` pair."""
+    return ("sparse", embedder.id, text)
 
 
 class SparseRecaller:
@@ -44,7 +51,7 @@ class SparseRecaller:
         embedder = self.ctx.embedder
         assert embedder is not None
         # once per text, shared with the search's other calls; runs in parallel with the dense encodings
-        (q_idx, q_val), = cached_encoding(self.ctx, ("sparse", embedder.id, request.query),
+        (q_idx, q_val), = cached_encoding(self.ctx, sparse_key(embedder, request.query),
                                           lambda: normalise(embedder.embed_sparse([request.query])))  # type: ignore[attr-defined]
         dim = int(max(q_idx.max(initial=-1), m.idx.max(initial=-1))) + 1
         q = np.zeros(dim, np.float32)

@@ -139,7 +139,8 @@ class ReadPipeline:
         calls = plan_calls(plan, cat, ns_id, self.channels, limit=limit,
                            layer_min_chars=self.config.ingest.layer_min_chars,
                            evidence_is_empty=lambda: evidence is not None
-                           and evidence.record_count(store.reader(), ns_id) == 0, allowed=scope.allowed)
+                           and evidence.record_count(store.reader(), ns_id) == 0, allowed=scope.allowed,
+                           pool=self.pool)
         warnings = (*warnings, *calls.warnings)
         recalled = recall(self.pool, calls, cfg.channel_timeout_s)
         errors += recalled.errors

@@ -3,7 +3,9 @@
 Every route of the plan asks every built channel (:class:`~memory_ext.recall.channels.ChannelSet`) unless the
 channel's row says otherwise: a channel restricted to one record kind gets those records' ids (and is skipped
 when there are none), a time channel needs a route with a time filter, a conversation channel a plan with
-conversation routes. Routes with the same query text share one call per channel. A failing channel becomes a
+conversation routes. Routes with the same query text share one call per channel; when the embedder makes dense and
+sparse encodings together, the route texts' query encodings are made in one batch that the channel calls share
+(:mod:`memory_ext.recall.encodings`). A failing channel becomes a
 :class:`~memory_ext.models.ChannelError`; only when every call fails is :class:`~memory_ext.errors.RetrievalError`
 raised.
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 
@@ -20,6 +23,7 @@ from ..errors import RetrievalError
 from ..models import ChannelError, EvidenceRoute, RouteGoal, SearchPlan
 from ..recall.base import Hits, RecallRequest
 from ..recall.channels import CHANNEL_SPECS, ChannelSet
+from ..recall.encodings import route_encodings
 from ..recall.runner import run_channels
 from ..store.catalog import KIND_CODES, Catalog
 
@@ -52,11 +56,12 @@ class ChannelCalls:
 
 def plan_calls(plan: SearchPlan, cat: Catalog, ns_id: int, channels: ChannelSet, *, limit: int,
                layer_min_chars: int, evidence_is_empty: Callable[[], bool],
-               allowed: np.ndarray | None = None) -> ChannelCalls:
+               allowed: np.ndarray | None = None, pool: Executor | None = None) -> ChannelCalls:
     """The channel calls ``plan`` needs (``limit`` candidates each) and the warnings about channels that can
     find nothing in this namespace. ``evidence_is_empty`` says whether the namespace has evidence nodes;
     ``allowed`` (the scope's filter mask over the catalog) restricts every channel to the records passing the
-    search's filters, so the channels rank inside the filtered set (nothing is over-fetched and dropped)."""
+    search's filters, so the channels rank inside the filtered set (nothing is over-fetched and dropped).
+    ``pool`` (the one the calls will run on) may lend the query encodings a worker."""
     specs = channels.specs
     kind_rids: dict[str, np.ndarray] = {}
 
@@ -92,13 +97,13 @@ def plan_calls(plan: SearchPlan, cat: Catalog, ns_id: int, channels: ChannelSet,
             continue  # this search would not have called it
         warnings.append(f"{channel} channel: switched on (globals.{spec.switch}) but it cannot run: {reason}; "
                         "it found nothing")
-    calls: dict[str, Callable[[], Hits | list[tuple[int, float]]]] = {}
+    requests: dict[str, tuple[str, RecallRequest]] = {}  # call name -> (channel, request)
     call_of: dict[tuple[str, str], str] = {}  # (channel, query text) -> call: routes sharing a text share it
     route_calls: list[dict[str, str]] = []
     for r_index, route in enumerate(plan.routes):
         text = " ".join(route.queries)
         names = {}
-        for channel, recaller in channels.recallers.items():
+        for channel in channels.recallers:
             spec = specs[channel]
             only = filtered
             if spec.needs_time_filter and route.time_filter is None:
@@ -111,10 +116,22 @@ def plan_calls(plan: SearchPlan, cat: Catalog, ns_id: int, channels: ChannelSet,
                 continue
             if (channel, text) not in call_of:
                 name = call_of[(channel, text)] = call_name(channel, route, r_index)
-                request = RecallRequest(query=text, ns_id=ns_id, limit=limit, allowed=only, route=route)
-                calls[name] = (lambda r=recaller, q=request: r.recall(q))  # type: ignore[misc]
+                requests[name] = (channel, RecallRequest(query=text, ns_id=ns_id, limit=limit, allowed=only,
+                                                         route=route))
             names[channel] = call_of[(channel, text)]
         route_calls.append(names)
+    # the route texts' query encodings, made together when the embedder can (recall/encodings.py)
+    encodings = route_encodings(
+        channels.context,
+        dense_texts=list(dict.fromkeys(q.query for ch, q in requests.values() if specs[ch].needs_vectors)),
+        sparse_texts=list(dict.fromkeys(q.query for ch, q in requests.values() if specs[ch].needs_sparse)),
+        executor=pool)
+    calls: dict[str, Callable[[], Hits | list[tuple[int, float]]]] = {}
+    for name, (channel, request) in requests.items():
+        call: Callable[[], Hits | list[tuple[int, float]]] = partial(channels.recallers[channel].recall, request)
+        if encodings is not None and (specs[channel].needs_vectors or specs[channel].needs_sparse):
+            call = encodings.before(request.query, call)
+        calls[name] = call
     return ChannelCalls(calls=calls, route_calls=tuple(route_calls), channel_kinds=channel_kinds,
                         warnings=tuple(warnings))
 

