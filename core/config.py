@@ -159,13 +159,16 @@ class IngestConfig(_Section):
     evidence for the turn it comes from, and an action route with a failure or a last tool boosts the last two."""
     layer_min_chars: int = Field(default=600, ge=50)
     """Turns at least this long get L0/L1 layer records (with ``globals.layers_index_enabled``)."""
-    window_vectors: Literal["embed", "mean", "context"] = "embed"
-    """``embed``: embed the window's text (best recall). With an embedder that shows its token states (the
-    default e5), the turn's own vector is read from that same pass, so a turn costs its window's pass (about 3x
-    the turn's text) and its sparse encoding. ``context``: overlapping windows strung into runs of up to 8
-    turns, each encoded once, windows and turns pooled from them (about 1.3x the turn's text; LoCoMo dev @5 /
-    @10 0.680 / 0.790 vs 0.703 / 0.776). ``mean``: the normalised mean of its turns' vectors (no extra pass;
-    @5 / @10 0.675 / 0.765)."""
+    window_vectors: Literal["context", "embed", "mean"] = "context"
+    """How ±1 windows (and, with an embedder that shows its token states — the default e5 — the turns) get their
+    vectors. ``context`` (default): overlapping windows are strung into runs of up to 8 consecutive turns, each
+    run encoded once; a window's vector is the mean of its three turns' tokens and a turn's the mean of its own
+    tokens, in the run's context (about 1.4 passes of a turn's text per turn; a run that is a single window, as
+    when a chat adds one turn at a time, gets the window text's own vector). ``embed``: each window's text
+    encoded on its own, the turn's vector read from that pass (about 3 passes per turn). ``mean``: the normalised
+    mean of its turns' vectors (no pass of its own). LoCoMo dev evid_recall@5 / @10, e5: context 0.708 / 0.797,
+    embed 0.703 / 0.776, mean 0.675 / 0.765. With an embedder that shows no token states (``hashing``, a custom
+    one), ``context`` and ``embed`` both embed each window's text."""
     background_indexing: bool = True
     """``True``: ``add_turns`` commits turns, records and every index that needs no model with a durable queue
     of the model work (dense vectors, sparse encodings), which a background thread of the writer drains in

@@ -75,7 +75,9 @@ def encode_in_context(embedder: SegmentEmbedder, *, windows: dict[int, list[int]
     ``want_sparse``.
 
     ``max_turns`` 3 (``window_vectors: embed``) encodes each window's text on its own: its vector is exactly the
-    embedder's vector of that text. More (``window_vectors: context``) strings overlapping windows into runs.
+    embedder's vector of that text. More (``window_vectors: context``) strings overlapping windows into runs
+    and pools each window from its members' tokens (a run that is a single window — a chat adding a turn at a
+    time — still gets the window text's own vector).
     A turn's vector is the mean of its tokens in the pass where it has the most context (its own window); a turn
     in no window of the batch is embedded alone. ``map_fn`` (like ``ThreadPoolExecutor.map``) runs the work as
     two jobs of about equal size (half the runs, half the sparse encodings and lone turns each): numpy and the C
@@ -107,8 +109,9 @@ def encode_in_context(embedder: SegmentEmbedder, *, windows: dict[int, list[int]
             layout[r] = where
         encoded = dict(zip(rs, embedder.encode(docs), strict=True)) if docs else {}
         for w, r in run_of.items():
-            if r in encoded:
-                res.dense[w] = _unit(encoded[r].mean() if exact else
+            if r in encoded:  # a run that is just this window is the window's text: e5's own pooling
+                whole = exact or runs[r] == list(windows[w])
+                res.dense[w] = _unit(encoded[r].mean() if whole else
                                      encoded[r].mean([s for m in windows[w] for s in layout[r][m]]))
         for rid in want_dense:
             if rid in home and home[rid][0] in encoded:

@@ -119,7 +119,7 @@ class Indexer:
 
     def __init__(self, store: TruthStore, embedder: Embedder | None, indexes: Sequence[DerivedIndex], *,
                  vectors: bool, sparse: bool, batch: int = 64, threads: int = 2, background: bool = True,
-                 window_vectors: str = "embed") -> None:
+                 window_vectors: str = "context") -> None:
         self._store = store
         self._embedder = embedder
         self._indexes = tuple(indexes)
@@ -348,9 +348,9 @@ class Indexer:
     def _compute_in_context(self, sources: dict[int, tuple[str, str, list[int], int | None]], to_embed: list[int],
                             to_sparse: list[int]
                             ) -> tuple[dict[int, np.ndarray], dict[int, tuple[np.ndarray, np.ndarray]]]:
-        """With an embedder that shows its token states: each window's text is encoded once and its turn's
-        vector read from that pass (``window_vectors: context``: runs of consecutive turns instead), see
-        :mod:`memory_ext.ingest.contextual`; derived records that are not copies are embedded as usual."""
+        """With an embedder that shows its token states: runs of consecutive turns (``window_vectors: context``)
+        or each window's text (``embed``) encoded once, windows and turns pooled from them (see
+        :mod:`memory_ext.ingest.contextual`); derived records that are not copies are embedded as usual."""
         embedder = self._embedder
         assert isinstance(embedder, SegmentEmbedder)
         all_windows = {rid: sources[rid][2] for rid in to_embed if len(sources[rid][2]) >= 2}
