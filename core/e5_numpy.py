@@ -110,8 +110,9 @@ class _Tokenizer:
         if cached is not None:
             return cached
         ids = self._encode(text)
-        if len(self._cache) < 200_000:
-            self._cache[text] = ids
+        if len(self._cache) >= 20_000:  # a turn is tokenized in its run and alone; a bounded memo is enough
+            self._cache.clear()
+        self._cache[text] = ids
         return ids
 
     def _encode(self, text: str) -> list[int]:
