@@ -324,7 +324,9 @@ class E5Numpy:
             q = padded[:, :, 0].transpose(0, 2, 1, 3)
             k = padded[:, :, 1].transpose(0, 2, 3, 1)
             v = padded[:, :, 2].transpose(0, 2, 1, 3)
-            att = (q @ k) * scale + mask  # [B, NH, L, L]
+            att = q @ k  # [B, NH, L, L]: the largest buffer of a pass, so scaled and masked in place
+            att *= scale
+            att += mask
             att -= att.max(axis=-1, keepdims=True)
             np.exp(att, out=att)
             att /= att.sum(axis=-1, keepdims=True)
