@@ -144,17 +144,22 @@ def postgres_dsn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         server.stop()
 
 
-@pytest.fixture
-def pg_schema(postgres_dsn: str, request: pytest.FixtureRequest) -> Iterator[str]:
-    """A fresh, empty PostgreSQL schema name for one test (dropped afterwards)."""
+def fresh_schema(dsn: str) -> Iterator[str]:
+    """A fresh PostgreSQL schema name, dropped with everything in it once the caller is done (a fixture body)."""
     import psycopg
 
     name = "t_" + uuid.uuid4().hex[:12]
     try:
         yield name
     finally:
-        with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute(f"DROP SCHEMA IF EXISTS {name} CASCADE")
+
+
+@pytest.fixture
+def pg_schema(postgres_dsn: str, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh, empty PostgreSQL schema name for one test (dropped afterwards)."""
+    yield from fresh_schema(postgres_dsn)
 
 
 @dataclass(frozen=True)

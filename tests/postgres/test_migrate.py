@@ -8,7 +8,6 @@ import os
 import sqlite3
 import subprocess
 import sys
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ from memory_ext.embed import HashingEmbedder
 from memory_ext.errors import EmbedderMismatchError, InvalidArgumentError, StoreLockedError
 from memory_ext.store import migrate as migrate_module
 from memory_ext.store.migrate import migrate_store
-from tests.conftest import CONVERSATIONS, make_turns
+from tests.conftest import CONVERSATIONS, fresh_schema, make_turns
 
 pytestmark = pytest.mark.postgres
 
@@ -76,14 +75,7 @@ def table_rows(db: Path) -> dict[str, list[str]]:
 @pytest.fixture
 def other_schema(postgres_dsn: str) -> Iterator[str]:
     """A second fresh schema name (dropped afterwards)."""
-    import psycopg
-
-    name = "t_" + uuid.uuid4().hex[:12]
-    try:
-        yield name
-    finally:
-        with psycopg.connect(postgres_dsn, autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA IF EXISTS {name} CASCADE")
+    yield from fresh_schema(postgres_dsn)
 
 
 def pg_config(dsn: str, schema: str) -> dict[str, object]:
