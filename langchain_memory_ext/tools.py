@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from langchain_core.documents import Document
@@ -10,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memory_ext import ActionState, EngineLike, Namespace, SearchResult, Turn
 from memory_ext.errors import HookNotFoundError
+from memory_ext.store.filters import RecordFilter
 
 from .retrievers import item_to_document
 
@@ -62,13 +64,15 @@ def _render(result: SearchResult) -> tuple[str, list[Document]]:
 
 def create_memory_tools(engine: EngineLike, *, user_id: str, agent_id: str | None = None,
                         session_id: str | None = None, k: int = 5, speaker: str | None = None,
-                        search_name: str = "search_memory", save_name: str = "save_memory",
-                        fetch_name: str = "fetch_memory_file") -> list[BaseTool]:
+                        filters: Mapping[str, Any] | None = None, search_name: str = "search_memory",
+                        save_name: str = "save_memory", fetch_name: str = "fetch_memory_file") -> list[BaseTool]:
     """Tools to search, save and open long-term memories of one user: ``[search, save, fetch]``.
 
     - ``search_memory(query, action_state=None)``: the prompt-ready context of the top ``k`` memories as the
       tool message content, the ``Document`` list as its artifact (``response_format="content_and_artifact"``).
       The model may fill ``action_state`` (subgoal, tentative action, last tool, failure, missing slots).
+      ``filters`` (the engine's: ``session_id``, ``speaker``, ``role``, ``since``, ``until``, ``kinds``,
+      ``metadata``) bounds every search of the tool — the items *and* the context text the model reads.
     - ``save_memory(content)``: archives the content as a turn (role ``assistant``, ``speaker``, session
       ``session_id``, ``metadata={"saved_by": "save_memory"}``) so later searches find it.
     - ``fetch_memory_file(hook_id)``: the whole memory file behind a hook of the index that
@@ -97,16 +101,22 @@ def create_memory_tools(engine: EngineLike, *, user_id: str, agent_id: str | Non
 
         raise InvalidQueryError("k", k, "give a positive integer")
 
+    search_filters = dict(filters) if filters is not None else None
+    if search_filters is not None:  # a bad filter fails now, not at the model's first call
+        RecordFilter.parse(search_filters, session_id)
+
     def _state(action_state: ActionStateArgs | dict[str, Any] | None) -> ActionState | None:
         if action_state is None:
             return None
         return ActionStateArgs.model_validate(action_state).to_action_state()
 
     def search(query: str, action_state: ActionStateArgs | None = None) -> tuple[str, list[Document]]:
-        return _render(engine.search(query, namespace, k=k, action_state=_state(action_state)))
+        return _render(engine.search(query, namespace, k=k, filters=search_filters,
+                                     action_state=_state(action_state)))
 
     async def asearch(query: str, action_state: ActionStateArgs | None = None) -> tuple[str, list[Document]]:
-        return _render(await engine.asearch(query, namespace, k=k, action_state=_state(action_state)))
+        return _render(await engine.asearch(query, namespace, k=k, filters=search_filters,
+                                            action_state=_state(action_state)))
 
     def _turn(content: str) -> Turn:
         return Turn(role="assistant", content=content, speaker=speaker, metadata={"saved_by": save_name})

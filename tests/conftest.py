@@ -187,3 +187,50 @@ def store_target(request: pytest.FixtureRequest, tmp_path: Path) -> StoreTarget:
     dsn = request.getfixturevalue("postgres_dsn")
     schema = request.getfixturevalue("pg_schema")
     return StoreTarget("postgres", dsn, {"storage": {"backend": "postgres", "postgres_schema": schema}})
+
+
+# -- a conversation whose neighbours differ in every attribute a search can filter on ------------------------------
+RULES_START = datetime(2026, 3, 2, 9, 0)
+RULES_CHAT: list[tuple[str, str, str, str, dict[str, Any]]] = [
+    # (session, role, speaker, content, metadata); turns one minute apart, so each one's window holds its neighbours
+    ("bank", "user", "Maya", "I bank with Nordea in Oslo, they have been my bank for ten years.",
+     {"private": False, "scope": "public", "topic": "money"}),
+    ("bank", "user", "Maya", "My PIN for the Nordea card is 4711, keep it secret.",
+     {"private": True, "scope": "private", "topic": "money"}),
+    ("bank", "assistant", "Assistant", "Noted: your Nordea card details stay between us.",
+     {"private": False, "scope": "public"}),
+    ("bank", "user", "Maya", "My Nordea card is a blue Visa that expires in May.",
+     {"private": False, "scope": "public", "topic": "money"}),
+    ("trip", "user", "Maya", "We fly to Lisbon on Friday morning with TAP.",
+     {"private": False, "scope": "public", "topic": "travel"}),
+    ("trip", "user", "Tom", "Tom here: my passport number for the Lisbon flight is X1234567.",
+     {"private": True, "scope": "private", "topic": "travel"}),
+    ("trip", "assistant", "Assistant", "The Lisbon flight on Friday leaves at nine; check in online.",
+     {"topic": "travel"}),
+    ("trip", "user", "Maya", "Pack the type F plug adapter for Lisbon.",
+     {"private": False, "scope": "public", "topic": "travel"}),
+]
+"""Two sessions of Maya's memory (a day apart), where each turn's neighbours differ from it in privacy, speaker,
+role, session or time: what a filter excludes sits right next to what it keeps."""
+
+
+def rules_turns() -> list[Turn]:
+    """:data:`RULES_CHAT` as turns (external ids ``rules:0`` …; the second session starts a day later)."""
+    return [Turn(role=role, speaker=speaker, content=content, session_id=session, metadata=meta,
+                 timestamp=RULES_START + timedelta(days=1 if session == "trip" else 0, minutes=i),
+                 external_id=f"rules:{i}")
+            for i, (session, role, speaker, content, meta) in enumerate(RULES_CHAT)]
+
+
+def context_texts(context: str) -> list[str]:
+    """The turn texts of a ``SearchResult.context`` (``[time] speaker: text`` lines, blocks split by ``---``)."""
+    return [line.split("] ", 1)[1].split(": ", 1)[1] for line in context.splitlines() if line.startswith("[")]
+
+
+def assert_context_obeys(context: str, allowed: set[str], forbidden: set[str]) -> None:
+    """Every line of ``context`` is one of the ``allowed`` texts and no ``forbidden`` text appears at all."""
+    lines = context_texts(context)
+    assert lines, f"the search shows something: {context!r}"
+    assert set(lines) <= allowed, f"lines the search's rules exclude: {set(lines) - allowed}"
+    leaked = [text for text in forbidden if text in context]
+    assert not leaked, f"excluded text in the context: {leaked}"

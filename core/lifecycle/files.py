@@ -228,13 +228,13 @@ class Member:
 
 def file_turns(conn: sqlite3.Connection, fid: int) -> list[Member]:
     """The members of a file, in order."""
-    from ..store.sqlite import _TURN_COLS, _turn_row
+    from ..store.sqlite import _TURN_COLS, TURN_NCOLS, _turn_row
 
     cols = ", ".join(f"t.{c.strip()}" for c in _TURN_COLS.split(","))
     rows = conn.execute(
         f"SELECT {cols}, ft.start, ft.stop FROM file_turns ft JOIN turns t ON t.tid = ft.tid"
         " WHERE ft.fid=? ORDER BY ft.pos", (fid,)).fetchall()
-    return [Member(_turn_row(r[:13]), int(r[13]), r[14]) for r in rows]
+    return [Member(_turn_row(r[:TURN_NCOLS]), int(r[TURN_NCOLS]), r[TURN_NCOLS + 1]) for r in rows]
 
 
 def set_members(conn: sqlite3.Connection, fid: int, members: Sequence[tuple[int, int, int | None]],

@@ -12,12 +12,15 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
+
 from ..ingest.derive import WINDOW_MAX_GAP_S
 from ..models import RetrievedItem
+from ..store.catalog import Catalog
 from ..store.sqlite import TruthStore, TurnRow
 from ..text import estimate_tokens
 
-__all__ = ["DISCLOSE_MIN_CHARS", "context_line", "render_context"]
+__all__ = ["DISCLOSE_MIN_CHARS", "context_line", "render_context", "shown_turns"]
 
 DISCLOSE_MIN_CHARS = 600
 """In ``SearchResult.context`` a turn at least this long may be shown as its L1 abstract or L0 title when the
@@ -30,10 +33,28 @@ def context_line(when: float | None, speaker: str | None, role: str | None, text
     return f"[{stamp}] {speaker or role or 'memory'}: {text}"
 
 
+def shown_turns(rows: Sequence[TurnRow], cat: Catalog, visible: np.ndarray | None) -> list[TurnRow]:
+    """The ``rows`` a search may show: those whose own turn record passes ``visible`` (the search's filters and
+    validity, :meth:`memory_ext.retrieval.scope.Scope.visible`; None: every row). A turn the catalog does not
+    know (written after the search took its snapshot) is not shown under a mask."""
+    if visible is None or not rows:
+        return list(rows)
+    pos = cat.pos_of(np.fromiter((r.record_rid if r.record_rid is not None else -1 for r in rows), np.int64,
+                                 len(rows)))
+    return [r for r, p in zip(rows, pos, strict=True) if p >= 0 and visible[p]]
+
+
 def render_context(store: TruthStore, ns_id: int, items: Sequence[RetrievedItem], found: Mapping[str, TurnRow], *,
-                   window_turns: int, budget_tokens: int) -> str:
+                   window_turns: int, budget_tokens: int, cat: Catalog | None = None,
+                   visible: np.ndarray | None = None) -> str:
     """Prompt-ready text: each found turn inside its source window (±``window_turns`` turns of the same exchange),
-    windows of one session merged where they overlap, best first, within ``budget_tokens``."""
+    windows of one session merged where they overlap, best first, within ``budget_tokens``.
+
+    With ``visible`` (a mask over ``cat``'s positions) a neighbour is shown only when its turn record passes it:
+    the context obeys the same filters, ``update`` replacements and ``as_of`` as the items.
+    """
+    if visible is not None and cat is None:
+        raise ValueError("render_context: a visible mask needs the catalog it is a mask of")
     n = window_turns
     budget = budget_tokens
     centres = [found[i.turn_ids[0]] for i in items if i.turn_ids and i.turn_ids[0] in found]
@@ -48,6 +69,9 @@ def render_context(store: TruthStore, ns_id: int, items: Sequence[RetrievedItem]
         else:
             blocks.append({"lo": lo, "hi": hi, "session": turn.session_id, "centres": [turn]})
     rows = store.turns_by_seq_ranges(ns_id, [(b["lo"], b["hi"]) for b in blocks])
+    if visible is not None:
+        assert cat is not None
+        rows = shown_turns(rows, cat, visible)
     by_seq = {r.seq: r for r in rows}
 
     layers: dict[str, tuple[str, str]] = {}

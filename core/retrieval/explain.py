@@ -88,16 +88,23 @@ def zscore_details(cat: Catalog, positions: Iterable[int], scored: RouteScores, 
 
 
 def build_trace(plan: SearchPlan, cat: Catalog, results: Mapping[str, Hits], per_route: Mapping[str, TurnScores],
-                timings: Mapping[str, float], top: int = 10) -> dict[str, Any]:
-    """What a search did, for debugging: plan, every channel call's best candidates, each route's best turns."""
+                timings: Mapping[str, float], top: int = 10, visible: np.ndarray | None = None) -> dict[str, Any]:
+    """What a search did, for debugging: plan, every channel call's best candidates, each route's best turns.
+
+    With ``visible`` (:meth:`memory_ext.retrieval.scope.Scope.visible`) only records the search may show are
+    listed: a version ``update`` replaced, or a record the filters exclude, never appears in a trace."""
     channels = {}
     for name, hits in results.items():
-        order = np.argsort(-hits.scores, kind="stable")[:top]
+        shown = np.arange(hits.rids.size)
+        if visible is not None and hits.rids.size:
+            pos = cat.pos_of(hits.rids)
+            shown = np.flatnonzero((pos >= 0) & visible[np.maximum(pos, 0)])
+        order = shown[np.argsort(-hits.scores[shown], kind="stable")[:top]]
         channels[name] = {"candidates": int(hits.rids.size), "complete": hits.fill is not None,
                           "best": [[int(hits.rids[i]), float(hits.scores[i])] for i in order]}
     routes = {}
     for name, scores in per_route.items():
-        finite = np.flatnonzero(np.isfinite(scores.total))
+        finite = np.flatnonzero(np.isfinite(scores.total) & (True if visible is None else visible))
         best = finite[np.argsort(-scores.total[finite], kind="stable")[:top]]
         routes[name] = [[int(cat.rids[p]), float(scores.total[p])] for p in best]
     return {"plan": plan.model_dump(mode="json"), "channels": channels, "routes": routes,

@@ -189,10 +189,13 @@ class ReadPipeline:
             timings["rerank"] = rerank_ms
         # context
         t_context = time.perf_counter()
+        visible = scope.visible(cat)
         context = render_context(store, ns_id, items, hydrated.source_turns,
-                                 window_turns=cfg.context_window_turns, budget_tokens=cfg.context_budget_tokens)
+                                 window_turns=cfg.context_window_turns, budget_tokens=cfg.context_budget_tokens,
+                                 cat=cat, visible=visible)
         timings["context"] = _ms(t_context)
         timings["total"] = _ms(t0)
-        trace_data = build_trace(plan, cat, recalled.results, scored.per_route, timings) if request.trace else None
+        trace_data = build_trace(plan, cat, recalled.results, scored.per_route, timings,
+                                 visible=visible) if request.trace else None
         return SearchResult(query=query, items=tuple(items), context=context, plan=plan,
                             channel_errors=tuple(errors), warnings=warnings, timings_ms=timings, trace=trace_data)

@@ -40,6 +40,19 @@ class Scope:
             (np.ones(len(cat), bool) if self.flags is None else self.flags)
         return not (returnable & (cat.kind == KIND_CODES["turn"])).any()
 
+    def visible(self, cat: Catalog) -> np.ndarray | None:
+        """Records whose text a search may show anywhere — items, the context's windows, the trace (None: all).
+
+        Both masks at once: what the filters exclude and what ``as_of`` (or, without it, ``update``) hid is
+        never shown, not even as a neighbour of a found turn.
+        """
+        if self.allowed is None and self.flags is None:
+            return None
+        if self.allowed is None:
+            assert self.flags is not None
+            return self.flags
+        return self.allowed if self.flags is None else self.allowed & self.flags
+
 
 def flag_mask(cat: Catalog, as_of: float | None) -> np.ndarray | None:
     """Records a search may return given ``as_of`` (None: all of them). The cold tier masks nothing; a version

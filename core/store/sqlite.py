@@ -247,6 +247,8 @@ class TurnRow:
     attachments: list[dict[str, Any]]
     metadata: dict[str, Any]
     token_count: int
+    record_rid: int | None = None
+    """The rid of the turn's own record (its position in the catalog decides whether a search may show it)."""
 
     def to_turn(self) -> Turn:
         """The public :class:`~memory_ext.models.Turn` of this row."""
@@ -880,7 +882,7 @@ class TruthStore:
             " t.session_id IS ?) OR t.id=? OR t.id IN (SELECT turn_id FROM memory_history WHERE ns_id=? AND"
             " memory_key=? AND session_id IS ?)) ORDER BY t.seq",
             (ns_id, key, session_id, key, ns_id, key, session_id)).fetchall()
-        return [(_turn_row(r[:13]), r[13], int(r[14] or 0)) for r in rows]
+        return [(_turn_row(r[:TURN_NCOLS]), r[TURN_NCOLS], int(r[TURN_NCOLS + 1] or 0)) for r in rows]
 
     @staticmethod
     def turn_record_ids(conn: sqlite3.Connection, ns_id: int, turn_ids: Sequence[str]) -> list[str]:
@@ -1086,7 +1088,9 @@ class TruthStore:
 # "+ns_id" keeps the namespace check but stops SQLite from scanning the namespace's index instead of using the
 # primary key: a lookup of k rows stays O(k) however large the namespace is.
 _TURN_COLS = ("tid, id, seq, session_id, role, speaker, content, ts, external_id, tool_calls, attachments, metadata,"
-              " token_count")
+              " token_count, record_rid")
+TURN_NCOLS = len(_TURN_COLS.split(","))
+"""How many columns :data:`_TURN_COLS` selects (a query that selects more reads its own after them)."""
 
 
 _EMPTY_JSON: dict[str, Callable[[], Any]] = {"[]": list, "{}": dict}
@@ -1100,5 +1104,5 @@ def _loads(value: str) -> Any:
 
 def _turn_row(r: Sequence[Any]) -> TurnRow:
     return TurnRow(int(r[0]), r[1], int(r[2]), r[3], r[4], r[5], r[6], r[7], r[8], _loads(r[9]),
-                   _loads(r[10]), _loads(r[11]), int(r[12]))
+                   _loads(r[10]), _loads(r[11]), int(r[12]), int(r[13]) if r[13] is not None else None)
 

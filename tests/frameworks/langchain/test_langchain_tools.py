@@ -24,6 +24,7 @@ from memory_ext.errors import (
     EmbedderError,
     EmbedderMismatchError,
     InvalidNamespaceError,
+    InvalidQueryError,
 )
 
 
@@ -184,3 +185,18 @@ async def test_fetch_tool_async(engine: MemoryEngine) -> None:
     await save.ainvoke({"content": "Ana parks on level 3."})
     text = await fetch.ainvoke({"hook_id": engine.hooks("ana")[0].id})
     assert "level 3" in text
+
+
+def test_the_search_tool_shows_the_model_only_what_its_filters_allow(tmp_path: Path) -> None:
+    """The tool's text (what the model reads) leaves out a neighbour by another speaker, as its items do; a bad
+    filter fails when the tool is made."""
+    from tests.conftest import RULES_CHAT, assert_context_obeys, rules_turns
+
+    with MemoryEngine.open(tmp_path / "store", embedder="hashing") as engine:
+        engine.add_turns(rules_turns(), "maya", wait=True)
+        with pytest.raises(InvalidQueryError, match=r"filters\.colour"):
+            create_memory_tools(engine, user_id="maya", filters={"colour": "red"})
+        search = create_memory_tools(engine, user_id="maya", filters={"speaker": "Maya"}, k=3)[0]
+        text = search.invoke({"query": "Who flies to Lisbon and with which passport?"})
+        maya = {content for _, _, speaker, content, _ in RULES_CHAT if speaker == "Maya"}
+        assert_context_obeys(text, maya, {content for *_, content, _ in RULES_CHAT} - maya)

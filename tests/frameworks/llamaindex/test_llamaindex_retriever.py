@@ -6,6 +6,7 @@ import asyncio
 import logging
 import threading
 from datetime import datetime
+from pathlib import Path
 
 import pytest
 
@@ -160,3 +161,22 @@ def test_a_degraded_search_returns_what_it_found_and_says_so(tmp_path, caplog: p
     assert nodes[0].node.get_content() == "My sister Lena lives in Porto."
     assert not any("vector" in n.node.metadata["channels"] for n in nodes)
     assert "degraded" in caplog.text and "vector" in caplog.text and "embedding service down" in caplog.text
+
+
+def test_what_the_llm_reads_of_the_nodes_obeys_the_metadata_filters(tmp_path: Path) -> None:
+    """Each node's LLM text (content + the metadata an LLM sees) comes from a turn the filters keep: the private
+    neighbour of a found turn never reaches the model, by node or by metadata."""
+    from llama_index.core.vector_stores import FilterOperator, MetadataFilter, MetadataFilters
+
+    from tests.conftest import RULES_CHAT, rules_turns
+
+    with MemoryEngine.open(tmp_path / "store", embedder="hashing") as engine:
+        engine.add_turns(rules_turns(), "maya", wait=True)
+        filters = MetadataFilters(filters=[MetadataFilter(key="scope", value="public", operator=FilterOperator.EQ)])
+        nodes = MemoryRetriever(engine=engine, user_id="maya", filters=filters,
+                                similarity_top_k=4).retrieve("What is my Nordea PIN and card?")
+        assert nodes
+        llm_text = "\n".join(n.node.get_content(metadata_mode=MetadataMode.LLM) for n in nodes)
+        public = {content for *_, content, meta in RULES_CHAT if meta.get("private") is False}
+        assert {n.node.get_content() for n in nodes} <= public
+        assert "4711" not in llm_text and "X1234567" not in llm_text
