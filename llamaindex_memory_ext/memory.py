@@ -94,7 +94,7 @@ class MemoryEngineMemory(BaseMemory):
         return "MemoryEngineMemory"
 
     @classmethod
-    def from_defaults(cls, **kwargs: Any) -> MemoryEngineMemory:  # type: ignore[override]
+    def from_defaults(cls, **kwargs: Any) -> MemoryEngineMemory:
         """``MemoryEngineMemory(**kwargs)``; needs ``engine`` and ``user_id``."""
         return cls(**kwargs)
 
@@ -142,7 +142,7 @@ class MemoryEngineMemory(BaseMemory):
         return messages_to_turns(messages, self.session_id, keep_message=True)
 
     # -- sync --------------------------------------------------------------------------------------------------
-    def get(self, input: str | ChatMessage | None = None, **kwargs: Any) -> list[ChatMessage]:  # type: ignore[override]
+    def get(self, input: str | ChatMessage | None = None, **kwargs: Any) -> list[ChatMessage]:
         """The session's history, preceded by a system message of relevant long-term memories."""
         turns = self._window(self.engine.get_turns(self._session))
         query = self._query(input, [turn_to_message(t) for t in turns])
@@ -176,7 +176,7 @@ class MemoryEngineMemory(BaseMemory):
         self.engine.forget(self._session)
 
     # -- async (the engine's twins run in its worker threads) --------------------------------------------------
-    async def aget(  # type: ignore[override]
+    async def aget(
         self, input: str | ChatMessage | None = None, **kwargs: Any
     ) -> list[ChatMessage]:
         turns = self._window(await self.engine.aget_turns(self._session))
