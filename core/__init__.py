@@ -73,7 +73,7 @@ from .models import (
 )
 from .plan.llm_planner import HeuristicPlanner, LLMPlanner, Planner, PlanOutcome
 from .recall.channels import register_recaller
-from .results import MemoryVersion
+from .results import Memory, MemoryPage, MemoryVersion
 
 __version__ = "0.1.0"
 
@@ -111,9 +111,11 @@ __all__ = [
     "LLMPlanner",
     "LifecycleConfig",
     "LimitsConfig",
+    "Memory",
     "MemoryEngine",
     "MemoryExtError",
     "MemoryFile",
+    "MemoryPage",
     "MemoryRecord",
     "MemoryVersion",
     "MissingDependencyError",

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .models import Namespace
 
-__all__ = ["AddResult", "ForgetReceipt", "MemoryVersion", "StoreStats"]
+__all__ = ["AddResult", "ForgetReceipt", "Memory", "MemoryPage", "MemoryVersion", "StoreStats"]
 
 
 class AddResult(BaseModel):
@@ -70,6 +70,48 @@ class MemoryVersion(BaseModel):
     """True for the memory's latest version not replaced by an update: the one default searches return (if a
     later statement superseded its claim, it ranks below that statement)."""
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class Memory(BaseModel):
+    """One memory as ``MemoryEngine.list_memories`` and ``get_memory`` show it: its *current* version (the one a
+    default search returns), how many versions it has, and — from ``get_memory`` — every version and operation.
+
+    >>> m = Memory(id="home", turn_id="turn_2", content="Ana lives in Porto", role="user", version_count=2,
+    ...            timestamp=datetime(2026, 1, 2))
+    >>> m.id, m.version_count, m.history
+    ('home', 2, ())
+    """
+
+    model_config = ConfigDict(frozen=True)
+    id: str
+    """The memory's key (what ``update``, ``history`` and ``delete`` take): its ``external_id``, or the id of its
+    first turn."""
+    turn_id: str
+    """The current version's turn id."""
+    record_id: str | None = None
+    """The current version's turn record id (``RetrievedItem.id`` of a search that finds it)."""
+    content: str
+    speaker: str | None = None
+    role: str
+    session_id: str | None = None
+    timestamp: datetime | None = None
+    external_id: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    kind: str = "turn"
+    """The kind of the memory's record (a turn: what was said or saved)."""
+    version_count: int = 1
+    """Versions written so far (the first one and every ``update``)."""
+    history: tuple[MemoryVersion, ...] = ()
+    """Every version and operation, oldest first (``get_memory`` only; ``list_memories`` leaves it empty)."""
+
+
+class MemoryPage(BaseModel):
+    """A page of ``MemoryEngine.list_memories``: the memories, most recently written first, and the cursor of the
+    next page (None: this is the last one)."""
+
+    model_config = ConfigDict(frozen=True)
+    items: tuple[Memory, ...] = ()
+    next_cursor: str | None = None
 
 
 class ForgetReceipt(BaseModel):

@@ -41,7 +41,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import InvalidQueryError, ReadOnlyStoreError
 from ..models import Namespace, Turn, to_utc
-from ..results import AddResult, ForgetReceipt, MemoryVersion
+from ..results import AddResult, ForgetReceipt, Memory, MemoryPage, MemoryVersion
+from ..store.filters import RecordFilter
 from .forgetting import id_list
 
 if TYPE_CHECKING:
@@ -52,6 +53,23 @@ __all__ = ["Versions", "VersionsAPI"]
 
 def _dt(ts: float | None) -> datetime:
     return datetime.fromtimestamp(ts if ts is not None else 0.0, UTC)
+
+
+MAX_PAGE = 1000
+"""The largest page ``list_memories`` returns."""
+_CURSOR = "before:"
+
+
+def _page_args(limit: Any, cursor: Any) -> int | None:
+    """Validate ``limit`` (1..:data:`MAX_PAGE`) and ``cursor`` (a ``next_cursor``); the seq the page starts below."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
+        raise InvalidQueryError("limit", limit, f"give an integer between 1 and {MAX_PAGE}")
+    if cursor is None:
+        return None
+    if isinstance(cursor, str) and cursor.startswith(_CURSOR) and cursor[len(_CURSOR):].isdigit() \
+            and len(cursor) <= 40:
+        return int(cursor[len(_CURSOR):])
+    raise InvalidQueryError("cursor", cursor, "pass the next_cursor of the previous page, or None for the first page")
 
 
 class Versions:
@@ -149,6 +167,47 @@ class Versions:
                     valid_to=_dt(valid_to), metadata=t.metadata)))
         return [v for _, _, v in sorted(out, key=lambda e: (e[0], e[1]))]
 
+    def _memory(self, conn: sqlite3.Connection, ns_id: int, turn: TurnRow, key: str, record_id: str | None,
+                history: tuple[MemoryVersion, ...] = ()) -> Memory:
+        versions = self._store.turns_of_memory(conn, ns_id, key, turn.session_id)
+        return Memory(id=key, turn_id=turn.id, record_id=record_id, content=turn.content, speaker=turn.speaker,
+                      role=turn.role, session_id=turn.session_id, timestamp=_dt(turn.ts) if turn.ts is not None
+                      else None, external_id=turn.external_id, metadata=dict(turn.metadata),
+                      version_count=max(1, len(versions)), history=history)
+
+    def list(self, namespace: Namespace | str, *, filters: Mapping[str, Any] | None = None, limit: int = 50,
+             cursor: str | None = None) -> MemoryPage:
+        """The current memories of a namespace, most recently written first (see ``MemoryEngine.list_memories``)."""
+        ns = Namespace.coerce(namespace)
+        before = _page_args(limit, cursor)
+        record_filter = RecordFilter.parse(filters, ns.session_id)
+        ns_id = self._store.find_namespace(ns.key)
+        if ns_id is None:
+            return MemoryPage()
+        conn = self._store.reader()
+        turns = self._store.current_turns(conn, ns_id, record_filter, before_seq=before, limit=limit + 1)
+        page, more = turns[:limit], len(turns) > limit
+        keys = self._store.memory_keys_of(conn, ns_id, [t.id for t in page])
+        records = self._store.record_ids_by_rid(conn, ns_id, [t.record_rid for t in page if t.record_rid is not None])
+        items = tuple(self._memory(conn, ns_id, t, keys.get(t.id) or t.external_id or t.id,
+                                   records.get(t.record_rid) if t.record_rid is not None else None) for t in page)
+        return MemoryPage(items=items, next_cursor=f"{_CURSOR}{page[-1].seq}" if more and page else None)
+
+    def get(self, namespace: Namespace | str, memory_id: str) -> Memory:
+        """One memory, its current version and its whole history (see ``MemoryEngine.get_memory``)."""
+        ns = Namespace.coerce(namespace)
+        ns_id = self._ns_id(ns, "id", memory_id)
+        conn = self._store.reader()
+        key, session, _ = self._key(conn, ns_id, memory_id, "id", ns.session_id)
+        versions = self._store.turns_of_memory(conn, ns_id, key, session)
+        current = next((t for t, _, replaced in reversed(versions) if not replaced), None)
+        if current is None:
+            raise InvalidQueryError("id", memory_id, "this memory was deleted; history(namespace, id) lists what "
+                                                     "happened to it")
+        records = self._store.record_ids_by_rid(conn, ns_id, [current.record_rid] if current.record_rid else [])
+        return self._memory(conn, ns_id, current, key, records.get(current.record_rid or -1),
+                            history=tuple(self.history(ns, memory_id)))
+
     def delete(self, namespace: Namespace | str, memory_ids: Iterable[str]) -> ForgetReceipt:
         """Forget every version of the named memories from every store; the history keeps only the operations."""
         ns = Namespace.coerce(namespace)
@@ -224,6 +283,44 @@ class VersionsAPI:
         removed; :meth:`history` records the delete without any text. ``ids`` as :meth:`update` takes them."""
         self._check_open()
         return self._versions.delete(namespace, ids)
+
+    def list_memories(self, namespace: Namespace | str, *, filters: Mapping[str, Any] | None = None,
+                      limit: int = 50, cursor: str | None = None) -> MemoryPage:
+        """The namespace's current memories — one per memory, its latest version not replaced by an update —
+        most recently written first, ``limit`` (1-1000) a page; pass ``next_cursor`` back for the next page.
+
+        ``filters`` takes the keys :meth:`search` takes (``session_id``, ``speaker``, ``role``, ``since``,
+        ``until``, ``kinds``, ``metadata``); each :class:`~memory_ext.results.Memory` has its id (what
+        :meth:`update`, :meth:`history` and :meth:`delete` take), content, speaker, role, time, metadata and
+        version count. A replaced version is never listed; a deleted memory is gone.
+
+        >>> import tempfile
+        >>> from memory_ext import MemoryEngine, Turn
+        >>> with MemoryEngine.open(tempfile.mkdtemp(), embedder="hashing") as engine:
+        ...     _ = engine.add_turns([Turn(role="user", content="Ana lives in Oslo", external_id="home"),
+        ...                           Turn(role="user", content="Ana plays the cello")], "ana")
+        ...     _ = engine.update("ana", "home", content="Ana lives in Porto")
+        ...     [(m.content, m.version_count) for m in engine.list_memories("ana").items]
+        [('Ana lives in Porto', 2), ('Ana plays the cello', 1)]
+        """
+        self._check_open()
+        return self._versions.list(namespace, filters=filters, limit=limit, cursor=cursor)
+
+    def get_memory(self, namespace: Namespace | str, id: str) -> Memory:
+        """One memory: its current version, its version count and its whole :meth:`history` (``Memory.history``).
+        ``id`` is any id :meth:`update` takes; a deleted or unknown one raises
+        :class:`~memory_ext.errors.InvalidQueryError`."""
+        self._check_open()
+        return self._versions.get(namespace, id)
+
+    async def alist_memories(self, namespace: Namespace | str, *, filters: Mapping[str, Any] | None = None,
+                             limit: int = 50, cursor: str | None = None) -> MemoryPage:
+        """Async twin of :meth:`list_memories`."""
+        return await asyncio.to_thread(self.list_memories, namespace, filters=filters, limit=limit, cursor=cursor)
+
+    async def aget_memory(self, namespace: Namespace | str, id: str) -> Memory:
+        """Async twin of :meth:`get_memory`."""
+        return await asyncio.to_thread(self.get_memory, namespace, id)
 
     async def aupdate(self, namespace: Namespace | str, id: str, *, content: str | None = None,
                       metadata: Mapping[str, Any] | None = None,

@@ -341,6 +341,8 @@ class TruthStore:
 
     PURGE_TARGET = DB_FILE + "-wal"
     """What a forget's receipt names in ``pending_purge`` while :meth:`purge` has not completed."""
+    DIALECT = "sqlite"
+    """The SQL dialect of the store's filters (:func:`memory_ext.store.filters.filter_sql`)."""
 
     def __init__(self, directory: str | os.PathLike[str], *, read_only: bool = False, dir_mode: int = 0o700,
                  file_mode: int = 0o600) -> None:
@@ -925,6 +927,43 @@ class TruthStore:
             "SELECT op, turn_id, ts, session_id FROM memory_history WHERE ns_id=? AND memory_key=? AND (? IS NULL OR"
             " session_id IS ?) ORDER BY hid", (ns_id, key, session_id, session_id))]
 
+    def current_turns(self, conn: sqlite3.Connection, ns_id: int, record_filter: RecordFilter, *,
+                      before_seq: int | None, limit: int) -> list[TurnRow]:
+        """The namespace's turns whose version is current (their turn record not replaced by an update) and that
+        pass ``record_filter``, most recently written first, ``limit`` of them, below ``before_seq`` when given."""
+        where, args = filter_sql(record_filter, self.DIALECT)
+        sql = (f"SELECT {', '.join('t.' + c.strip() for c in _TURN_COLS.split(','))} FROM turns t"
+               " LEFT JOIN records r ON r.rid = t.record_rid WHERE t.ns_id=? AND COALESCE(r.replaced, 0) = 0")
+        params: list[Any] = [ns_id]
+        if where:
+            sql += f" AND t.record_rid IN (SELECT rid FROM records WHERE ns_id=? AND kind='turn' AND ({where}))"
+            params += [ns_id, *args]
+        if before_seq is not None:
+            sql += " AND t.seq < ?"
+            params.append(before_seq)
+        sql += " ORDER BY t.seq DESC LIMIT ?"
+        return [_turn_row(r) for r in conn.execute(sql, (*params, limit))]
+
+    @staticmethod
+    def memory_keys_of(conn: sqlite3.Connection, ns_id: int, turn_ids: Sequence[str]) -> dict[str, str]:
+        """The memory key an update recorded for each of these turns (turns not written by an update are left
+        out): one query per 500 turns, for a page of :meth:`current_turns`."""
+        out: dict[str, str] = {}
+        for part in chunks(list(turn_ids)):
+            out.update((str(r[0]), str(r[1])) for r in conn.execute(
+                f"SELECT turn_id, memory_key FROM memory_history WHERE ns_id=? AND turn_id IN {marks(len(part))}",
+                (ns_id, *part)))
+        return out
+
+    @staticmethod
+    def record_ids_by_rid(conn: sqlite3.Connection, ns_id: int, rids: Sequence[int]) -> dict[int, str]:
+        """The public ids of these records."""
+        out: dict[int, str] = {}
+        for part in chunks(list(rids)):
+            out.update((int(r[0]), str(r[1])) for r in conn.execute(
+                f"SELECT rid, id FROM records WHERE ns_id=? AND rid IN {marks(len(part))}", (ns_id, *part)))
+        return out
+
     @staticmethod
     def delete_history(conn: sqlite3.Connection, ns_id: int) -> None:
         """Forget a whole namespace's history."""
@@ -965,7 +1004,7 @@ class TruthStore:
         conn.execute("DELETE FROM claims WHERE ns_id=?", (ns_id,))
     def rids_matching(self, ns_id: int, record_filter: RecordFilter) -> set[int]:
         """rids of the namespace's records that pass ``record_filter`` (every rid when it is empty)."""
-        where, args = filter_sql(record_filter)
+        where, args = filter_sql(record_filter, self.DIALECT)
         return self.filter_rids(ns_id, where or "1", args)
 
     # -- the durable queue of model work (see memory_ext.ingest.indexer) ------------------------------------
