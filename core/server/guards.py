@@ -305,6 +305,13 @@ class HostGuardMiddleware:
             await self.app(scope, receive, send)
             return
         host, origin = _header(scope, b"host"), _header(scope, b"origin")
+        if scope["type"] == "websocket":  # no route speaks it; a refused handshake is closed, not answered
+            if not (self.policy.host_allowed(host)
+                    and self.policy.origin_allowed(origin, host, "https" if scope.get("scheme") == "wss" else "http")):
+                await send({"type": "websocket.close", "code": 1008})
+                return
+            await self.app(scope, receive, send)
+            return
         if not self.policy.host_allowed(host):
             logger.warning("refused %s %s: Host %r is not a name of this server", scope.get("method"),
                            scope.get("path"), _shown(host or ""))

@@ -3,6 +3,7 @@ calls (a foreign ``Origin``), oversized bodies (declared and chunked), and the O
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 from collections.abc import Iterator
@@ -283,3 +284,28 @@ def test_openapi_declares_the_bearer_scheme(live_server: LiveServer) -> None:
     health = [op for path, op in operations if path in ("/healthz", "/readyz")]
     assert len(health) == 2 and all("security" not in op for op in health)
     assert "security" not in schema  # no global requirement
+
+
+def test_a_websocket_handshake_from_a_foreign_host_is_closed() -> None:
+    """No route speaks WebSocket, but the guard stands in front of them too: a refused handshake is closed (1008)."""
+    from memory_ext.server.guards import HostGuardMiddleware
+
+    reached: list[str] = []
+    sent: list[dict[str, Any]] = []
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        reached.append(scope["type"])
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "websocket.connect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    guard = HostGuardMiddleware(app, HostPolicy.build("127.0.0.1"))
+    for host, origin in ((b"attacker.example:8765", None), (b"127.0.0.1:8765", b"http://attacker.example")):
+        headers = [(b"host", host)] + ([(b"origin", origin)] if origin else [])
+        asyncio.run(guard({"type": "websocket", "scheme": "ws", "headers": headers}, receive, send))
+    assert sent == [{"type": "websocket.close", "code": 1008}] * 2 and reached == []
+    asyncio.run(guard({"type": "websocket", "scheme": "ws", "headers": [(b"host", b"localhost:8765")]}, receive, send))
+    assert reached == ["websocket"]
