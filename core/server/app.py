@@ -1,16 +1,22 @@
 """One ASGI application: REST under ``/v1``, MCP (streamable HTTP) at ``/mcp``, ``/healthz``, ``/readyz``,
 OpenAPI at ``/openapi.json`` (``/docs`` renders it).
 
+Every route sits behind the same guards (:mod:`memory_ext.server.guards`): the ``Host`` and browser ``Origin``
+headers (421 / 403), then the bearer token (401), then the body size (413).
+
 The process that builds it owns the engine (the store's single writer). Engine calls run in worker threads, so
 a slow search never blocks the event loop; reads run in parallel and the engine serialises writes. Shutting
-down (SIGINT / SIGTERM to uvicorn) lets requests in flight finish, then closes the engine.
+down (SIGINT / SIGTERM to uvicorn) lets requests in flight finish, then closes the engine; SIGHUP calls
+``on_sighup`` (``memext serve`` re-reads its tokens files) and the server keeps serving.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+import signal
+import threading
+from collections.abc import AsyncIterator, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from typing import Any
@@ -27,6 +33,7 @@ from .. import __version__
 from ..engine import MemoryEngine
 from ..errors import MemoryExtError
 from .auth import AuthMiddleware, PermissionDenied
+from .guards import DEFAULT_MAX_BODY_BYTES, BodyLimitMiddleware, HostGuardMiddleware, HostPolicy
 from .mcp_tools import build_mcp
 from .rest import build_router
 from .schemas import error_payload, plain_error
@@ -37,6 +44,8 @@ __all__ = ["build_app"]
 logger = logging.getLogger("memory_ext.server")
 WORKER_THREADS = 16
 """Threads that run engine calls (searches in parallel; the engine serialises writes)."""
+BEARER_SCHEME = "bearerAuth"
+"""The OpenAPI security scheme of the ``/v1`` operations (``Authorization: Bearer <token>``)."""
 
 
 def _validation_field(loc: tuple[Any, ...]) -> str:
@@ -44,26 +53,53 @@ def _validation_field(loc: tuple[Any, ...]) -> str:
     return ".".join(parts) or "body"
 
 
+def _with_bearer_scheme(schema: dict[str, Any]) -> dict[str, Any]:
+    """Declare the bearer scheme and make every ``/v1`` operation reference it (Swagger's Authorize button)."""
+    schema.setdefault("components", {}).setdefault("securitySchemes", {})[BEARER_SCHEME] = {
+        "type": "http", "scheme": "bearer",
+        "description": "A token the server was started with (--token, --tokens-file, MEMORY_EXT_TOKENS); "
+                       "a loopback server without tokens needs none."}
+    for path, operations in schema.get("paths", {}).items():
+        if path.startswith("/v1/") and isinstance(operations, dict):
+            for operation in operations.values():
+                if isinstance(operation, dict):
+                    operation["security"] = [{BEARER_SCHEME: []}]
+    return schema
+
+
 def build_app(engine: MemoryEngine, *, tokens: TokenTable | None = None, host: str = "127.0.0.1",
-              close_engine: bool = True) -> ASGIApp:
+              close_engine: bool = True, allowed_hosts: Iterable[str] = (), allowed_origins: Iterable[str] = (),
+              max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, require_tokens: bool | None = None,
+              on_sighup: Callable[[], object] | None = None) -> ASGIApp:
     """The ASGI app serving ``engine``; with ``tokens``, every call but health and OpenAPI needs a bearer token.
 
-    ``close_engine`` closes the engine when the app shuts down. ``host`` is the bind address (the MCP transport
-    turns on DNS-rebinding protection for loopback).
+    ``close_engine`` closes the engine when the app shuts down. ``host`` is the bind address: with
+    ``allowed_hosts`` and ``allowed_origins`` it decides which ``Host`` and ``Origin`` headers are answered (see
+    :class:`~memory_ext.server.guards.HostPolicy`; the MCP transport gets the same lists). A body larger than
+    ``max_body_bytes`` is 413. ``require_tokens`` (default: whether ``tokens`` has any) keeps tokens required
+    even when the table is empty. ``on_sighup`` is called on SIGHUP while the app runs (POSIX, when it runs in
+    the main thread).
     """
+    required = bool(tokens) if require_tokens is None else require_tokens
+    policy = HostPolicy.build(host, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins,
+                              tokens_required=required)
     mcp = build_mcp(lambda: app.state.engine)
-    mcp.streamable_http_app(streamable_http_path="/mcp", host=host)  # creates the session manager
+    mcp.streamable_http_app(streamable_http_path="/mcp", host=host,  # creates the session manager
+                            transport_security=policy.mcp_transport_security(), max_request_body_size=max_body_bytes)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         asyncio.get_running_loop().set_default_executor(
             ThreadPoolExecutor(max_workers=WORKER_THREADS, thread_name_prefix="memory-ext-serve"))
+        hangup = _install_sighup(on_sighup)
         app.state.ready = True
         try:
             async with mcp.session_manager.run():
                 yield
         finally:
             app.state.ready = False
+            if hangup:
+                asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
             if close_engine:
                 await asyncio.to_thread(engine.close)
             logger.info("memory-ext server stopped; engine closed")
@@ -73,6 +109,8 @@ def build_app(engine: MemoryEngine, *, tokens: TokenTable | None = None, host: s
                               "names a user (user_id); errors are {\"error\": {type, field, message, fix}}.")
     app.state.engine = engine
     app.state.ready = False
+    default_openapi = app.openapi
+    app.openapi = lambda: app.openapi_schema or _with_bearer_scheme(default_openapi())  # type: ignore[method-assign]
     app.include_router(build_router())
     app.router.routes.append(Route("/mcp", endpoint=StreamableHTTPASGIApp(mcp.session_manager),
                                    methods=["GET", "POST", "DELETE"]))
@@ -126,4 +164,21 @@ def build_app(engine: MemoryEngine, *, tokens: TokenTable | None = None, host: s
         status, body = error_payload(exc)
         return JSONResponse(body, status_code=status)
 
-    return AuthMiddleware(app, tokens or TokenTable())
+    authenticated = AuthMiddleware(BodyLimitMiddleware(app, max_body_bytes), tokens if tokens is not None
+                                   else TokenTable(), required=required)
+    return HostGuardMiddleware(authenticated, policy)
+
+
+def _install_sighup(on_sighup: Callable[[], object] | None) -> bool:
+    """Call ``on_sighup`` on SIGHUP instead of dying (the default action); True when the handler is installed."""
+    if on_sighup is None or not hasattr(signal, "SIGHUP") or threading.current_thread() is not threading.main_thread():
+        return False
+
+    def hangup() -> None:
+        try:
+            on_sighup()
+        except Exception:  # a failed reload must not stop the server
+            logger.exception("SIGHUP handler failed; the server keeps serving as before")
+
+    asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, hangup)
+    return True

@@ -2,7 +2,8 @@
 
 :class:`AuthMiddleware` is plain ASGI: it resolves the ``Authorization`` header to a
 :class:`~memory_ext.server.settings.Principal` and stores it in the request scope's state, where the REST routes
-and the MCP tools read it. Health endpoints and the OpenAPI document need no token. The log line of a request
+and the MCP tools read it. Health endpoints and the OpenAPI document need no token. The table is read on every
+request, so tokens re-read on SIGHUP take effect at once. The log line of a request
 holds its method, path (never the query string), status, duration and the token's short hash — never a token,
 never a body.
 """
@@ -52,11 +53,16 @@ async def _send_json(send: Send, status: int, body: dict[str, Any], headers: lis
 
 
 class AuthMiddleware:
-    """Authenticate every HTTP request (when tokens are configured) and log it without secrets."""
+    """Authenticate every HTTP request (when tokens are required) and log it without secrets.
 
-    def __init__(self, app: ASGIApp, tokens: TokenTable) -> None:
+    ``required`` (default: whether ``tokens`` has any) stays as built: a table emptied by a reload refuses every
+    call, it never opens the server.
+    """
+
+    def __init__(self, app: ASGIApp, tokens: TokenTable, *, required: bool | None = None) -> None:
         self.app = app
         self.tokens = tokens
+        self.required = bool(tokens) if required is None else required
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -72,7 +78,7 @@ class AuthMiddleware:
             await send(message)
 
         principal: Principal | None = LOCAL
-        if self.tokens and path not in PUBLIC_PATHS:
+        if self.required and path not in PUBLIC_PATHS:
             headers = dict(scope.get("headers") or [])
             raw = headers.get(b"authorization")
             principal = self.tokens.authenticate(raw.decode("latin-1") if raw else None)

@@ -4,12 +4,14 @@
 
     memext serve [--path DIR] [--embedder e5|hashing] [--config FILE]          # HTTP on 127.0.0.1:8765
                  [--host HOST] [--port PORT] [--token TOKEN[:USER]] [--tokens-file FILE] [--log-level LEVEL]
+                 [--allowed-host HOST] [--allowed-origin ORIGIN] [--max-body-bytes N]
     memext serve --stdio [--user USER]                                          # MCP over stdio
 
 Every option has a ``MEMORY_EXT_*`` environment variable (``MEMORY_EXT_PATH``, ``MEMORY_EXT_EMBEDDER``,
 ``MEMORY_EXT_CONFIG``, ``MEMORY_EXT_HOST``, ``MEMORY_EXT_PORT``, ``MEMORY_EXT_TOKENS``, ``MEMORY_EXT_TOKENS_FILE``,
-``MEMORY_EXT_LOG_LEVEL``) and a key in the config file's ``server:`` section; the command line wins, then the
-environment, then the file. A store that another process writes is refused with one line and exit status 2.
+``MEMORY_EXT_LOG_LEVEL``, ``MEMORY_EXT_ALLOWED_HOSTS``, ``MEMORY_EXT_ALLOWED_ORIGINS``, ``MEMORY_EXT_MAX_BODY_BYTES``)
+and a key in the config file's ``server:`` section; the command line wins, then the environment, then the file. A
+store that another process writes is refused with one line and exit status 2. SIGHUP re-reads the tokens files.
 """
 
 from __future__ import annotations
@@ -43,6 +45,15 @@ def add_serve_parser(sub: Any) -> None:
     p.add_argument("--user", default=None, help="with --stdio: serve only this user's memory")
     p.add_argument("--log-level", default=None, choices=("debug", "info", "warning", "error"),
                    help="server log level (default info; logs never hold tokens or memory text)")
+    p.add_argument("--allowed-host", action="append", default=None, metavar="HOST",
+                   help="a Host name clients use besides the bound host and loopback, e.g. memory.example.com "
+                        "('*': any, behind a proxy that checks Host; repeatable; env MEMORY_EXT_ALLOWED_HOSTS)")
+    p.add_argument("--allowed-origin", action="append", default=None, metavar="ORIGIN",
+                   help="a browser origin allowed besides the server's own, e.g. https://app.example.com "
+                        "(repeatable; env MEMORY_EXT_ALLOWED_ORIGINS)")
+    p.add_argument("--max-body-bytes", type=int, default=None, metavar="N",
+                   help="largest request body in bytes; larger is 413 (default 8388608, 8 MiB; "
+                        "env MEMORY_EXT_MAX_BODY_BYTES)")
     p.set_defaults(func=cmd_serve)
 
 
@@ -60,7 +71,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     settings = ServerSettings.resolve(path=args.path if getattr(args, "path_given", True) else None,
                                       embedder=args.embedder, config=args.config, host=args.host, port=args.port,
-                                      tokens=args.token, tokens_file=args.tokens_file, log_level=args.log_level)
+                                      tokens=args.token, tokens_file=args.tokens_file, log_level=args.log_level,
+                                      allowed_hosts=getattr(args, "allowed_host", None),
+                                      allowed_origins=getattr(args, "allowed_origin", None),
+                                      max_body_bytes=getattr(args, "max_body_bytes", None))
     _configure_logging(settings.log_level)
     require_server("memext serve")
     if not args.stdio:
@@ -81,7 +95,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         from .app import build_app
 
-        app = build_app(engine, tokens=settings.tokens, host=settings.host)
+        app = build_app(engine, tokens=settings.tokens, host=settings.host, allowed_hosts=settings.allowed_hosts,
+                        allowed_origins=settings.allowed_origins, max_body_bytes=settings.max_body_bytes,
+                        require_tokens=settings.tokens_required, on_sighup=settings.reload_tokens)
         config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level=settings.log_level,
                                 access_log=False, lifespan="on", timeout_graceful_shutdown=30)
         logger.info("memext serve: store %s on http://%s:%d (REST /v1, MCP /mcp, %d token(s))", settings.path,

@@ -4,7 +4,11 @@ section > defaults; and the bearer tokens, optionally pinned to a user.
 Tokens come from ``--token TOKEN[:USER_ID]`` (repeatable), a tokens file (one ``TOKEN [USER_ID]`` per line,
 ``#`` comments), ``MEMORY_EXT_TOKENS`` (``TOKEN[:USER_ID]`` separated by commas) or the config file
 (``server.tokens``: strings or ``{token, user_id}`` mappings). A token pinned to a user reads and writes only that
-user's memory. Only hashes of the tokens are kept in memory after loading, and none is ever logged.
+user's memory. Only hashes of the tokens are kept in memory after loading, and none is ever logged. SIGHUP makes
+a running server re-read its tokens files (:meth:`ServerSettings.reload_tokens`); the other sources stay as started.
+
+The guards in front of every route (:mod:`memory_ext.server.guards`) take ``allowed_hosts``, ``allowed_origins``
+and ``max_body_bytes`` from the same sources.
 
 >>> table = TokenTable.parse(["s3cret-admin", "s3cret-ana:ana"])
 >>> table.authenticate("Bearer s3cret-ana").user_id, table.authenticate("Bearer s3cret-admin").user_id
@@ -18,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import ipaddress
+import logging
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -27,13 +32,17 @@ from typing import Any
 from ..config import read_config_file
 from ..errors import ConfigError
 from ..store.pg.truth import is_dsn
+from .guards import DEFAULT_MAX_BODY_BYTES, parse_allowed_hosts, parse_allowed_origins, parse_max_body_bytes
 
 __all__ = ["ENV_PREFIX", "Principal", "ServerSettings", "TokenTable", "is_loopback", "load_config_file"]
 
 ENV_PREFIX = "MEMORY_EXT_"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
-SERVER_KEYS = ("path", "embedder", "host", "port", "tokens", "tokens_file", "log_level")
+SERVER_KEYS = ("path", "embedder", "host", "port", "tokens", "tokens_file", "log_level", "allowed_hosts",
+               "allowed_origins", "max_body_bytes")
+
+logger = logging.getLogger("memory_ext.server")
 
 
 @dataclass(frozen=True)
@@ -106,6 +115,13 @@ class TokenTable:
     def merge(self, other: TokenTable) -> None:
         self.entries.update(other.entries)
 
+    def replace(self, other: TokenTable) -> None:
+        """Take ``other``'s tokens in place of these (one assignment: a request sees the old table or the new)."""
+        self.entries = dict(other.entries)
+
+    def copy(self) -> TokenTable:
+        return TokenTable(dict(self.entries))
+
     def authenticate(self, authorization: str | None) -> Principal | None:
         """The principal of an ``Authorization: Bearer ...`` header value, or None if it is missing or unknown."""
         if not authorization:
@@ -153,12 +169,23 @@ class ServerSettings:
     port: int = DEFAULT_PORT
     tokens: TokenTable = field(default_factory=TokenTable)
     log_level: str = "info"
+    allowed_hosts: tuple[str, ...] = ()
+    """``Host`` names answered besides the bound host and loopback (``*``: any); see :mod:`.guards`."""
+    allowed_origins: tuple[str, ...] = ()
+    """Browser origins answered besides the server's own (``*``: any)."""
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    """The largest request body; a larger one is 413."""
+    tokens_files: tuple[str, ...] = ()
+    """The tokens files, re-read on SIGHUP."""
+    static_tokens: TokenTable = field(default_factory=TokenTable)
+    """The tokens of the command line, the environment and the config file (kept as started on SIGHUP)."""
 
     @classmethod
     def resolve(cls, *, path: str | None = None, embedder: str | None = None, config: str | None = None,
                 host: str | None = None, port: int | None = None, tokens: Iterable[str] = (),
                 tokens_file: str | None = None, log_level: str | None = None,
-                env: Mapping[str, str] | None = None) -> ServerSettings:
+                allowed_hosts: Iterable[str] | None = None, allowed_origins: Iterable[str] | None = None,
+                max_body_bytes: int | None = None, env: Mapping[str, str] | None = None) -> ServerSettings:
         """Merge the command line (the arguments), the environment and the config file's ``server:`` section."""
         env = os.environ if env is None else env
 
@@ -183,19 +210,58 @@ class ServerSettings:
             raise ConfigError("port", raw_port, "give a TCP port number (1-65535)") from None
         if not 0 <= port_number <= 65535:
             raise ConfigError("port", raw_port, "give a TCP port number (1-65535; 0 picks a free one)")
-        table = TokenTable.parse(tokens)
+        static = TokenTable.parse(tokens)
         env_tokens = env.get(ENV_PREFIX + "TOKENS", "")
-        table.merge(TokenTable.parse(t for t in env_tokens.split(",") if t.strip()))
-        table.merge(TokenTable.parse(section.get("tokens") or ()))
-        for file in (tokens_file, env.get(ENV_PREFIX + "TOKENS_FILE"), section.get("tokens_file")):
-            if file:
-                table.merge(TokenTable.from_file(file))
+        static.merge(TokenTable.parse(t for t in env_tokens.split(",") if t.strip()))
+        static.merge(TokenTable.parse(section.get("tokens") or ()))
+        files = tuple(dict.fromkeys(str(f) for f in (tokens_file, env.get(ENV_PREFIX + "TOKENS_FILE"),
+                                                     section.get("tokens_file")) if f))
+        table = static.copy()
+        for file in files:
+            table.merge(TokenTable.from_file(file))
+        hosts = parse_allowed_hosts(pick("allowed_hosts", list(allowed_hosts) if allowed_hosts else None, section))
+        origins = parse_allowed_origins(pick("allowed_origins", list(allowed_origins) if allowed_origins else None,
+                                             section))
+        body_limit = parse_max_body_bytes(pick("max_body_bytes", max_body_bytes, section, DEFAULT_MAX_BODY_BYTES))
         store = pick("path", path, section, "~/.memory_ext")
         if not is_dsn(store):  # a DSN is not a file path
             store = str(Path(store).expanduser())
         return cls(path=str(store), embedder=pick("embedder", embedder, section),
                    engine_config=engine_config or None, host=str(pick("host", host, section, DEFAULT_HOST)),
-                   port=port_number, tokens=table, log_level=str(pick("log_level", log_level, section, "info")).lower())
+                   port=port_number, tokens=table, log_level=str(pick("log_level", log_level, section, "info")).lower(),
+                   allowed_hosts=hosts, allowed_origins=origins, max_body_bytes=body_limit, tokens_files=files,
+                   static_tokens=static)
+
+    @property
+    def tokens_required(self) -> bool:
+        """Whether requests need a token: there are tokens, or a tokens file (even an empty one) is configured."""
+        return bool(self.tokens) or bool(self.tokens_files)
+
+    def reload_tokens(self) -> bool:
+        """Re-read the tokens files into :attr:`tokens`, in place (what SIGHUP does to a running server).
+
+        The tokens of the command line, the environment and the config file stay as started. A file that cannot
+        be read or holds a bad line leaves the tokens in use unchanged and logs an error; True when the new
+        tokens are in use.
+        """
+        if not self.tokens_files:
+            logger.warning("SIGHUP: no tokens file to re-read (--tokens-file, MEMORY_EXT_TOKENS_FILE or "
+                           "server.tokens_file); the %d token(s) in use stay", len(self.tokens))
+            return False
+        fresh = self.static_tokens.copy()
+        try:
+            for file in self.tokens_files:
+                fresh.merge(TokenTable.from_file(file))
+        except (ConfigError, OSError, UnicodeDecodeError) as exc:
+            reason = str(exc) if isinstance(exc, ConfigError) else type(exc).__name__
+            logger.error("SIGHUP: could not re-read the tokens file(s) (%s); the %d token(s) in use stay", reason,
+                         len(self.tokens))
+            return False
+        self.tokens.replace(fresh)
+        logger.info("SIGHUP: tokens re-read; %d token(s) in use", len(fresh))
+        if not fresh:
+            logger.warning("no tokens left: every request but health and OpenAPI is refused until tokens are added")
+        return True
 
     def check_binding(self) -> None:
         """Refuse to serve beyond loopback without tokens."""

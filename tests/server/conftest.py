@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -44,10 +45,12 @@ class LiveServer:
         return httpx.Client(base_url=self.url, headers=headers, timeout=60)
 
 
-def start_thread_server(path: Path, tokens: TokenTable | None) -> tuple[LiveServer, uvicorn.Server, threading.Thread]:
+def start_thread_server(path: Path, tokens: TokenTable | None,
+                        **app_options: Any) -> tuple[LiveServer, uvicorn.Server, threading.Thread]:
+    """``app_options`` go to ``build_app`` (``allowed_hosts``, ``allowed_origins``, ``max_body_bytes``, ...)."""
     engine = MemoryEngine.open(path, embedder="hashing")
     port = free_port()
-    app = build_app(engine, tokens=tokens, host="127.0.0.1")
+    app = build_app(engine, tokens=tokens, host="127.0.0.1", **app_options)
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", access_log=False))
     thread = threading.Thread(target=server.run, name=f"memext-serve-{port}", daemon=True)
     thread.start()
@@ -59,8 +62,8 @@ def start_thread_server(path: Path, tokens: TokenTable | None) -> tuple[LiveServ
     return LiveServer(f"http://127.0.0.1:{port}", engine, path), server, thread
 
 
-def _serving(store: Path, tokens: TokenTable | None) -> Iterator[LiveServer]:
-    live, server, thread = start_thread_server(store, tokens)
+def _serving(store: Path, tokens: TokenTable | None, **app_options: Any) -> Iterator[LiveServer]:
+    live, server, thread = start_thread_server(store, tokens, **app_options)
     try:
         yield live
     finally:

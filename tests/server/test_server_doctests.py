@@ -8,7 +8,7 @@ import importlib
 import pytest
 
 MODULES = ["memory_ext.interface", "memory_ext.server", "memory_ext.server.settings", "memory_ext.server.schemas",
-           "memory_ext.client"]
+           "memory_ext.server.guards", "memory_ext.client"]
 
 
 @pytest.mark.parametrize("name", MODULES)
