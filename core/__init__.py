@@ -39,6 +39,7 @@ from .errors import (
     EmbedderMismatchError,
     HookNotFoundError,
     InvalidArgumentError,
+    InvalidImportError,
     InvalidNamespaceError,
     InvalidQueryError,
     InvalidTurnError,
@@ -72,6 +73,7 @@ from .models import (
     Turn,
 )
 from .plan.llm_planner import HeuristicPlanner, LLMPlanner, Planner, PlanOutcome
+from .portability import ImportReport
 from .recall.channels import register_recaller
 from .results import Memory, MemoryPage, MemoryVersion
 
@@ -99,10 +101,12 @@ __all__ = [
     "HashingEmbedder",
     "HeuristicPlanner",
     "HookNotFoundError",
+    "ImportReport",
     "IndexHook",
     "IngestConfig",
     "InvalidAnswer",
     "InvalidArgumentError",
+    "InvalidImportError",
     "InvalidNamespaceError",
     "InvalidQueryError",
     "InvalidTurnError",

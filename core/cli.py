@@ -204,6 +204,58 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    """Write the store's memories (``--user``: that user's; else all) as JSON lines to ``--out`` or stdout."""
+    import json
+
+    from tqdm import tqdm
+
+    out_path = Path(args.out) if args.out else None
+    with _open(args, read_only=args.read_only) as engine:
+        namespace = Namespace(args.user, agent_id=args.agent) if args.user is not None else None
+        lines = engine.export(namespace)
+        target = out_path.open("w", encoding="utf-8") if out_path is not None else sys.stdout
+        count = 0
+        try:
+            for line in tqdm(lines, desc="export", unit="line", file=sys.stderr,
+                             disable=args.no_progress or not sys.stderr.isatty()):
+                target.write(json.dumps(line, ensure_ascii=False) + "\n")
+                count += 1
+        finally:
+            if out_path is not None:
+                target.close()
+    if out_path is not None:
+        print(f"exported {count} lines to {out_path}", file=sys.stderr)
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    """Restore an export (or mem0's ``get_all`` output, ``--format mem0``) into the store (created if new)."""
+    import json
+
+    source = Path(args.file)
+    if not source.is_file():
+        raise StoreError(f"no file {str(source)!r} to import")
+    show = False if args.no_progress else None
+    with _open(args, create=True) as engine:
+        if args.format == "mem0":
+            try:
+                data = json.loads(source.read_text(encoding="utf-8"))
+            except ValueError as exc:
+                from .errors import InvalidImportError
+
+                raise InvalidImportError(1, "file", source.name, f"mem0's export is one JSON document ({exc})") \
+                    from None
+            report = engine.import_records(data, format="mem0", user_id=args.user, progress=show)
+        else:
+            with source.open(encoding="utf-8") as fh:
+                report = engine.import_records(fh, progress=show)
+    print(f"imported {report.turns} turns, {report.files} memory files and {report.history} history entries "
+          f"into {args.path}" + (f" ({report.skipped_turns} turns already stored: skipped)"
+                                 if report.skipped_turns else ""))
+    return 0
+
+
 def cmd_reindex(args: argparse.Namespace) -> int:
     """Rebuild every derived index from the stored turns (``MemoryEngine.reindex``); ``--embedder`` another
     embedder than the store's rebuilds the vectors with it."""
@@ -343,6 +395,18 @@ def build_parser() -> argparse.ArgumentParser:
                        help="rebuild every derived index from the stored turns (resumable; --embedder changes it)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (default: only on a terminal)")
     p.set_defaults(func=cmd_reindex)
+    p = sub.add_parser("export", parents=[common],
+                       help="write the memories (every field, versions, history, memory files) as JSON lines")
+    p.add_argument("--out", default=None, help="file to write (default: standard output)")
+    p.add_argument("--read-only", action="store_true", help="open the store read-only (another process writes)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar (default: only on a terminal)")
+    p.set_defaults(func=cmd_export)
+    p = sub.add_parser("import", parents=[common],
+                       help="restore an export (idempotent), or mem0's get_all output with --format mem0")
+    p.add_argument("file")
+    p.add_argument("--format", choices=("memory-ext", "mem0"), default="memory-ext")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar (default: only on a terminal)")
+    p.set_defaults(func=cmd_import)
     p = sub.add_parser("forget", parents=[common], help="remove memories from every store, print the receipt")
     p.add_argument("--record", action="append", default=[], help="a record id (repeatable)")
     p.add_argument("--hook", action="append", default=[], help="a hook id (repeatable)")

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Iterable, Mapping
+import sys
+from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
@@ -32,7 +33,7 @@ from .assembly import (
 from .blas import limit_blas_threads
 from .config import EngineConfig
 from .embed import Embedder
-from .errors import ValidationError
+from .errors import InvalidArgumentError, ValidationError
 from .ingest.pipeline import WritePipeline
 from .ingest.reindex import ReindexAPI
 from .lifecycle.api import CompactionReport, Lifecycle
@@ -40,6 +41,7 @@ from .lifecycle.forgetting import forget, purge_files
 from .lifecycle.versions import VersionsAPI
 from .llm import LLM
 from .models import ActionState, IndexHook, MemoryFile, Namespace, SearchResult, Turn
+from .portability import ImportReport, export_lines, from_mem0, import_lines
 from .rank.rerank import Reranker
 from .recall.base import RecallContext, Recaller
 from .recall.channels import build_channels
@@ -273,6 +275,73 @@ class MemoryEngine(VersionsAPI, ReindexAPI):
                           vector_backend=self.config.storage.vector_backend if self._vector else "off",
                           disk_bytes=self._store.disk_bytes())
 
+    # -- export and import (see memory_ext.portability) -------------------------------------------------------
+    def export(self, namespace: Namespace | str | None = None) -> Iterator[dict[str, Any]]:
+        """The store's memories (one namespace's, or — with a user id or a ``Namespace`` without agent — also
+        every agent's of that user; None: all) as JSON-ready lines: a header, then per namespace its turns with
+        every field, versions and history, and its memory files with hooks. ``json.dumps`` each line for a file
+        :meth:`import_records` (or ``memext import``) restores into any store.
+
+        >>> import json, tempfile
+        >>> from memory_ext import MemoryEngine, Turn
+        >>> with MemoryEngine.open(tempfile.mkdtemp(), embedder="hashing") as engine:
+        ...     _ = engine.add_turns([Turn(role="user", content="I'm allergic to shellfish.")], "maya")
+        ...     lines = [json.dumps(line) for line in engine.export("maya")]
+        >>> json.loads(lines[0])["format"], json.loads(lines[2])["content"]
+        ('memory-ext', "I'm allergic to shellfish.")
+        """
+        self._check_open()
+        chosen: list[tuple[int, Namespace]] = []
+        wanted = None if namespace is None else Namespace.coerce(namespace)
+        for ns_id, user, agent in self._store.namespaces():
+            if wanted is None or (user == wanted.user_id and (wanted.agent_id is None or agent == wanted.agent_id)):
+                chosen.append((ns_id, Namespace(user, agent or None)))
+        return export_lines(self._store, chosen, embedder_id=self._store.get_meta("embedder_id"))
+
+    def import_records(self, lines: Iterable[str | Mapping[str, Any]] | Mapping[str, Any], *,
+                       format: Literal["memory-ext", "mem0"] = "memory-ext", user_id: str | None = None,
+                       wait: bool = False, progress: bool | None = None) -> ImportReport:
+        """Restore an export (lines as text or dicts): every turn, version, operation and memory file the store
+        does not hold yet, in one transaction — importing the same file twice adds nothing; a bad line raises
+        :class:`~memory_ext.errors.InvalidImportError` naming it, and nothing is written. Vectors and indexes
+        are made again by this engine (``wait=True`` waits for them).
+
+        ``format="mem0"`` reads mem0's ``get_all`` output instead (``{"results": [...]}`` or a list; pass the
+        parsed JSON): one memory per entry through :meth:`add_turns`, mem0's id as the ``external_id``
+        (``user_id``: the user of entries that name none). ``progress``: a tqdm bar (None: on a terminal).
+        """
+        self._check_open()
+        show = sys.stderr.isatty() if progress is None else progress
+        if format == "mem0":
+            report = self._import_mem0(lines, user_id=user_id, progress=show)
+        elif format == "memory-ext":
+            if isinstance(lines, Mapping):
+                raise InvalidArgumentError("lines", type(lines).__name__, "give the export's lines (text or dicts)")
+            report = import_lines(self._store, self._writer, self._indexes, lines, limits=self.config.limits,
+                                  progress=show)
+        else:
+            raise InvalidArgumentError("format", format, "give 'memory-ext' or 'mem0'")
+        if wait:
+            self.flush()
+        return report
+
+    def _import_mem0(self, data: Any, *, user_id: str | None, progress: bool) -> ImportReport:
+        from tqdm import tqdm
+
+        by_ns: dict[Namespace, list[Turn]] = {}
+        for ns, turn in from_mem0(data, user_id=user_id):
+            by_ns.setdefault(ns, []).append(turn)
+        added = skipped = 0
+        with tqdm(total=sum(map(len, by_ns.values())), desc="import mem0", unit="memory",
+                  disable=not progress) as bar:
+            for ns, turns in by_ns.items():
+                for start in range(0, len(turns), 500):
+                    result = self.add_turns(turns[start:start + 500], ns)
+                    skipped += len(result.existing_ids)
+                    added += len(result.turn_ids) - len(result.existing_ids)
+                    bar.update(len(turns[start:start + 500]))
+        return ImportReport(namespaces=len(by_ns), turns=added, skipped_turns=skipped)
+
     def namespaces(self) -> list[Namespace]:
         """Every (user_id, agent_id) partition in the store."""
         self._check_open()
@@ -352,6 +421,18 @@ class MemoryEngine(VersionsAPI, ReindexAPI):
     async def apurge(self, *, wait_s: float = 0.0) -> tuple[str, ...]:
         """Async twin of :meth:`purge`."""
         return await asyncio.to_thread(self.purge, wait_s=wait_s)
+
+    async def aexport(self, namespace: Namespace | str | None = None) -> list[dict[str, Any]]:
+        """Async twin of :meth:`export` (the whole export, read in a worker thread)."""
+        return await asyncio.to_thread(lambda: list(self.export(namespace)))
+
+    async def aimport_records(self, lines: Iterable[str | Mapping[str, Any]] | Mapping[str, Any], *,
+                              format: Literal["memory-ext", "mem0"] = "memory-ext", user_id: str | None = None,
+                              wait: bool = False, progress: bool | None = None) -> ImportReport:
+        """Async twin of :meth:`import_records`."""
+        data = lines if isinstance(lines, Mapping) else list(lines)
+        return await asyncio.to_thread(self.import_records, data, format=format, user_id=user_id, wait=wait,
+                                       progress=progress)
 
     async def astats(self) -> StoreStats:
         """Async twin of :meth:`stats`."""

@@ -9,6 +9,7 @@
     │   ├── InvalidNamespaceError       a namespace id is empty, too long or has control characters
     │   ├── InvalidQueryError           a search argument is wrong (empty query, k <= 0, bad filter)
     │   ├── InvalidArgumentError        another argument is wrong (period, budget, importance, context)
+    │   ├── InvalidImportError          a line of an export file is wrong (its number is in the message)
     │   └── HookNotFoundError           no memory file has this hook id (or the prefix is ambiguous)
     ├── EmbedderError                   an embedder misbehaved (NaN, wrong dimension, wrong count)
     │   └── EmbedderMismatchError       the store was built with another embedder
@@ -38,6 +39,7 @@ __all__ = [
     "EmbedderMismatchError",
     "HookNotFoundError",
     "InvalidArgumentError",
+    "InvalidImportError",
     "InvalidNamespaceError",
     "InvalidQueryError",
     "InvalidTurnError",
@@ -150,6 +152,15 @@ class InvalidQueryError(ValidationError):
 
 class InvalidArgumentError(ValidationError):
     """An argument of a lifecycle call is wrong: unknown period, negative budget, importance out of range..."""
+
+
+class InvalidImportError(ValidationError):
+    """A line of an import file is wrong; ``line`` is its number (1-based; 0: a check across lines) and the
+    field reads ``line 12: metadata``. Nothing of the file was written."""
+
+    def __init__(self, line: int, field: str, value: Any, fix: str) -> None:
+        self.line = line
+        super().__init__(f"line {line}: {field}" if line else field, value, fix)
 
 
 class HookNotFoundError(ValidationError):

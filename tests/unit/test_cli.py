@@ -75,3 +75,39 @@ def test_prompt_retrieve_compact_forget(tmp_path: Path, capsys: pytest.CaptureFi
     assert main(["forget", *common, "--all"]) == 0
     receipt = json.loads(capsys.readouterr().out)
     assert receipt["turns"] == 3 and receipt["files_deleted"]
+
+
+def test_export_and_import_round_trip_and_mem0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    turns = [{"role": "user", "speaker": "Ana", "content": "I adopted a beagle called Toby", "external_id": "dog",
+              "metadata": {"topic": "pets"}},
+             {"role": "user", "speaker": "Ana", "content": "我妹妹下个月搬去波尔图"}]
+    file = tmp_path / "turns.jsonl"
+    file.write_text("\n".join(json.dumps(t, ensure_ascii=False) for t in turns), encoding="utf-8")
+    source, target = str(tmp_path / "a"), str(tmp_path / "b")
+    assert main(["ingest", str(file), "--path", source, "--embedder", "hashing", "--user", "ana"]) == 0
+    capsys.readouterr()
+    assert main(["export", "--path", source, "--embedder", "hashing"]) == 0  # to standard output
+    lines = capsys.readouterr().out.splitlines()
+    assert json.loads(lines[0])["type"] == "header" and any("波尔图" in line for line in lines)
+    out = tmp_path / "ana.jsonl"
+    assert main(["export", "--path", source, "--embedder", "hashing", "--user", "ana", "--out", str(out)]) == 0
+    assert out.read_text(encoding="utf-8").splitlines()[1:] == lines[1:]  # the same lines (a later header time)
+    assert main(["import", str(out), "--path", target, "--embedder", "hashing"]) == 0
+    assert "imported 2 turns" in capsys.readouterr().out
+    assert main(["import", str(out), "--path", target, "--embedder", "hashing"]) == 0
+    assert "imported 0 turns" in capsys.readouterr().out  # idempotent
+    assert main(["search", "beagle", "--path", target, "--embedder", "hashing", "--user", "ana", "--json"]) == 0
+    found = json.loads(capsys.readouterr().out)["items"][0]
+    assert found["text"] == "I adopted a beagle called Toby" and found["metadata"] == {"topic": "pets"}
+
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text("\n".join([*lines[:2], "{not json", *lines[2:]]), encoding="utf-8")
+    assert main(["import", str(broken), "--path", str(tmp_path / "c"), "--embedder", "hashing"]) == 2
+    assert "line 3" in capsys.readouterr().err
+
+    mem0 = tmp_path / "mem0.json"
+    mem0.write_text(json.dumps({"results": [{"id": "m-1", "memory": "Likes hiking", "hash": "h1", "metadata": None,
+                                             "created_at": "2024-07-26T10:29:36-07:00", "updated_at": None}]}))
+    assert main(["import", str(mem0), "--format", "mem0", "--user", "alex", "--path", target,
+                 "--embedder", "hashing"]) == 0
+    assert "imported 1 turns" in capsys.readouterr().out

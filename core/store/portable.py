@@ -1,0 +1,105 @@
+"""The SQL of export and import (:mod:`memory_ext.portability`): a namespace's truth read whole, and the rows an
+import writes beside the turns the write pipeline derives again.
+
+Every statement is accepted by SQLite and by the PostgreSQL store's connection. Nothing here decides what is
+exported or how an import resolves what is already there: that is :mod:`memory_ext.portability`.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from .snapshots import chunks, marks
+
+__all__ = ["FILE_FIELDS", "existing", "file_rows", "history_rows", "insert_files", "insert_history", "tids_of",
+           "turn_states"]
+
+FILE_FIELDS = ("id", "period", "period_key", "part", "status", "truncated", "token_count", "start_ts", "end_ts",
+               "sources", "merged_into", "raw", "meta", "title", "abstract", "key_facts", "entities", "tags",
+               "importance", "importance_set", "access_count", "last_access", "summary_source", "hook_stale",
+               "created_at", "archived_at")
+"""The columns of a memory file an export carries (everything but the store's own row ids)."""
+_JSON_FIELDS = {"sources", "meta", "key_facts", "entities", "tags"}
+_BOOL_FIELDS = {"truncated", "importance_set", "hook_stale"}
+
+
+def turn_states(conn: sqlite3.Connection, ns_id: int) -> dict[str, tuple[str | None, float | None, str | None, bool]]:
+    """Per turn id: its turn record's id, and — for a version an update replaced — ``valid_to`` and the record
+    that replaced it, and whether it is in the cold tier."""
+    out: dict[str, tuple[str | None, float | None, str | None, bool]] = {}
+    for tid, rid, replaced, valid_to, by, cold in conn.execute(
+            "SELECT t.id, r.id, r.replaced, r.valid_to, r.superseded_by, r.cold FROM turns t"
+            " LEFT JOIN records r ON r.rid = t.record_rid WHERE t.ns_id=?", (ns_id,)):
+        out[str(tid)] = (rid, float(valid_to) if replaced and valid_to is not None else None,
+                         by if replaced else None, bool(cold))
+    return out
+
+
+def history_rows(conn: sqlite3.Connection, ns_id: int) -> list[tuple[str, str | None, str, str | None, float]]:
+    """``(memory_key, session_id, op, turn_id, ts)`` of the namespace's recorded operations, oldest first."""
+    return [(str(r[0]), r[1], str(r[2]), r[3], float(r[4])) for r in conn.execute(
+        "SELECT memory_key, session_id, op, turn_id, ts FROM memory_history WHERE ns_id=? ORDER BY hid", (ns_id,))]
+
+
+def file_rows(conn: sqlite3.Connection, ns_id: int) -> Iterator[dict[str, Any]]:
+    """Every memory file of the namespace (:data:`FILE_FIELDS`, JSON columns decoded), oldest first, each with
+    ``members``: ``[turn id, start, stop]`` in file order."""
+    files = conn.execute(f"SELECT fid, {', '.join(FILE_FIELDS)} FROM files WHERE ns_id=? ORDER BY fid",
+                         (ns_id,)).fetchall()
+    for row in files:
+        out: dict[str, Any] = {}
+        for name, value in zip(FILE_FIELDS, row[1:], strict=True):
+            out[name] = json.loads(value) if name in _JSON_FIELDS else bool(value) if name in _BOOL_FIELDS else value
+        out["members"] = [[str(t), int(start), stop] for t, start, stop in conn.execute(
+            "SELECT t.id, ft.start, ft.stop FROM file_turns ft JOIN turns t ON t.tid = ft.tid WHERE ft.fid=?"
+            " ORDER BY ft.pos", (int(row[0]),))]
+        yield out
+
+
+def existing(conn: sqlite3.Connection, table: str, ns_id: int, ids: Sequence[str]) -> set[str]:
+    """Which of ``ids`` the namespace's ``turns`` or ``files`` already hold (an import skips them)."""
+    if table not in ("turns", "files"):
+        raise ValueError(f"existing: no id lookup for table {table!r}")
+    found: set[str] = set()
+    for part in chunks(list(ids)):
+        found.update(str(r[0]) for r in conn.execute(
+            f"SELECT id FROM {table} WHERE ns_id=? AND id IN {marks(len(part))}", (ns_id, *part)))
+    return found
+
+
+def tids_of(conn: sqlite3.Connection, ns_id: int, turn_ids: Sequence[str]) -> dict[str, int]:
+    """The store's row ids of these turns."""
+    out: dict[str, int] = {}
+    for part in chunks(list(turn_ids)):
+        out.update((str(r[0]), int(r[1])) for r in conn.execute(
+            f"SELECT id, tid FROM turns WHERE ns_id=? AND id IN {marks(len(part))}", (ns_id, *part)))
+    return out
+
+
+def insert_history(conn: sqlite3.Connection, ns_id: int,
+                   rows: Sequence[tuple[str, str | None, str, str | None, float]]) -> int:
+    """Add the operations the namespace does not record yet (same key, session, operation, turn and time);
+    returns how many were added."""
+    have = set(history_rows(conn, ns_id))
+    fresh = [r for r in rows if r not in have]
+    conn.executemany("INSERT INTO memory_history(ns_id, memory_key, session_id, op, turn_id, ts) VALUES(?,?,?,?,?,?)",
+                     [(ns_id, *r) for r in fresh])
+    return len(fresh)
+
+
+def insert_files(conn: sqlite3.Connection, ns_id: int, files: Sequence[dict[str, Any]],
+                 tids: dict[str, int]) -> None:
+    """Insert memory files (:data:`FILE_FIELDS` and ``members``, whose turns ``tids`` maps to row ids)."""
+    columns = ", ".join(FILE_FIELDS)
+    for f in files:
+        values = [json.dumps(f[name]) if name in _JSON_FIELDS else int(f[name]) if name in _BOOL_FIELDS else f[name]
+                  for name in FILE_FIELDS]
+        conn.execute(f"INSERT INTO files(ns_id, {columns}) VALUES({', '.join('?' * (len(FILE_FIELDS) + 1))})",
+                     (ns_id, *values))
+        fid = conn.execute("SELECT fid FROM files WHERE id=?", (f["id"],)).fetchone()[0]
+        conn.executemany("INSERT INTO file_turns(fid, pos, tid, start, stop) VALUES(?,?,?,?,?)",
+                         [(int(fid), pos, tids[turn_id], int(start), stop)
+                          for pos, (turn_id, start, stop) in enumerate(f["members"])])
