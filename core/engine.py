@@ -45,7 +45,7 @@ from .portability import ImportReport, export_lines, from_mem0, import_lines
 from .rank.rerank import Reranker
 from .recall.base import RecallContext, Recaller
 from .recall.channels import build_channels
-from .results import AddResult, ForgetReceipt, StoreStats
+from .results import AddResult, ForgetReceipt, NamespaceSummary, StoreStats
 from .retrieval import ReadPipeline
 from .store.faces import Face, record_face
 from .store.sqlite import TruthStore
@@ -347,6 +347,13 @@ class MemoryEngine(VersionsAPI, ReindexAPI):
         self._check_open()
         return [Namespace(u, a or None) for _, u, a in self._store.namespaces()]
 
+    def overview(self) -> list[NamespaceSummary]:
+        """Every namespace with its counts of current memories and stored turns (namespaces forgotten whole,
+        which keep only their id row, are left out)."""
+        self._check_open()
+        return [NamespaceSummary(user_id=u, agent_id=a or None, memories=m, turns=t)
+                for u, a, m, t in self._store.namespace_counts() if t]
+
     def _check_open(self) -> None:
         if self._closed:
             raise ValidationError("engine", "closed", "open a new engine with MemoryEngine.open(path)")
@@ -437,6 +444,10 @@ class MemoryEngine(VersionsAPI, ReindexAPI):
     async def astats(self) -> StoreStats:
         """Async twin of :meth:`stats`."""
         return await asyncio.to_thread(self.stats)
+
+    async def aoverview(self) -> list[NamespaceSummary]:
+        """Async twin of :meth:`overview`."""
+        return await asyncio.to_thread(self.overview)
 
     async def anamespaces(self) -> list[Namespace]:
         """Async twin of :meth:`namespaces`."""

@@ -944,6 +944,15 @@ class TruthStore:
         sql += " ORDER BY t.seq DESC LIMIT ?"
         return [_turn_row(r) for r in conn.execute(sql, (*params, limit))]
 
+    def namespace_counts(self) -> list[tuple[str, str, int, int]]:
+        """``(user_id, agent_id, current memories, turns)`` of every namespace, in creation order."""
+        return [(str(r[0]), str(r[1]), int(r[2]), int(r[3])) for r in self.reader().execute(
+            "SELECT n.user_id, n.agent_id,"
+            " (SELECT COUNT(*) FROM turns t LEFT JOIN records r ON r.rid = t.record_rid"
+            "  WHERE t.ns_id = n.ns_id AND COALESCE(r.replaced, 0) = 0),"
+            " (SELECT COUNT(*) FROM turns t WHERE t.ns_id = n.ns_id)"
+            " FROM namespaces n ORDER BY n.ns_id")]
+
     @staticmethod
     def memory_keys_of(conn: sqlite3.Connection, ns_id: int, turn_ids: Sequence[str]) -> dict[str, str]:
         """The memory key an update recorded for each of these turns (turns not written by an update are left
