@@ -39,6 +39,7 @@ from ..errors import (
     StoreLockedError,
 )
 from ..models import Turn
+from ..validate import stored_json
 from .filters import RecordFilter, filter_sql
 from .snapshots import chunks, marks
 
@@ -1089,16 +1090,9 @@ _TURN_COLS = ("tid, id, seq, session_id, role, speaker, content, ts, external_id
               " token_count")
 
 
-_EMPTY_JSON: dict[str, Callable[[], Any]] = {"[]": list, "{}": dict}
-
-
-def _loads(value: str) -> Any:
-    """``json.loads``, with the common empty list and object made directly (a search reads dozens of rows)."""
-    make = _EMPTY_JSON.get(value)
-    return make() if make is not None else json.loads(value)
-
-
 def _turn_row(r: Sequence[Any]) -> TurnRow:
-    return TurnRow(int(r[0]), r[1], int(r[2]), r[3], r[4], r[5], r[6], r[7], r[8], _loads(r[9]),
-                   _loads(r[10]), _loads(r[11]), int(r[12]))
+    # the JSON columns are repaired as they are read (memory_ext.validate.stored_json): a row an older version
+    # stored with a lone surrogate, NaN or deep nesting reads back as values every face can serialise
+    return TurnRow(int(r[0]), r[1], int(r[2]), r[3], r[4], r[5], r[6], r[7], r[8], stored_json(r[9], list),
+                   stored_json(r[10], list), stored_json(r[11], dict), int(r[12]))
 
