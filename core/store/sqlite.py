@@ -691,8 +691,8 @@ class TruthStore:
             " FROM turns"
             " WHERE ns_id=? ORDER BY seq DESC LIMIT ?", (ns_id, n)).fetchall()
         return [{"id": r[0], "session_id": r[1], "speaker": r[2], "content": r[3], "ts": r[4],
-                 "tool_calls": json.loads(r[5]), "rid": int(r[6]), "role": r[7], "attachments": json.loads(r[8]),
-                 "metadata": json.loads(r[9])} for r in reversed(rows)]
+                 "tool_calls": stored_json(r[5], list), "rid": int(r[6]), "role": r[7],
+                 "attachments": stored_json(r[8], list), "metadata": stored_json(r[9], dict)} for r in reversed(rows)]
 
     # -- reads -------------------------------------------------------------------------------------------------
     def records_by_rid(self, ns_id: int, rids: Sequence[int]) -> dict[int, RecordRow]:
