@@ -59,7 +59,8 @@ BAD_TURNS: list[tuple[str, str, str]] = [  # (id, extra turn fields, the field t
     ("metadata-300-deep", '"metadata": ' + json.dumps(nested(300)), ""),
     ("metadata-33-deep", '"metadata": ' + json.dumps(nested(33)), ""),
     ("metadata-too-big", '"metadata": {"k": "%s"}' % ("x" * 70_000), "turns[0].metadata"),
-    ("tool_calls-surrogate", '"tool_calls": [{"name": "f", "args": {"q": "\\ud800"}}]', "turns[0].tool_calls[0].args.q"),
+    ("tool_calls-surrogate", '"tool_calls": [{"name": "f", "args": {"q": "\\ud800"}}]',
+     "turns[0].tool_calls[0].args.q"),
     ("speaker-surrogate", '"speaker": "An\\ud800a"', "turns[0].speaker"),
     ("external_id-surrogate", '"external_id": "\\udfff"', "turns[0].external_id"),
 ]

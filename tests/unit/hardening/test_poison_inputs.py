@@ -88,7 +88,7 @@ def test_the_caps_are_configurable_and_bounded(tmp_path: Path) -> None:
         engine.add_turns([turn(metadata={"a": {"b": 1}})], "ana")
         with pytest.raises(InvalidTurnError, match=r"nested deeper than 2 levels \(limits.max_metadata_depth\)"):
             engine.add_turns([turn(metadata={"a": {"b": {}}})], "ana")
-        with pytest.raises(InvalidTurnError, match="limits.max_metadata_bytes") as info:
+        with pytest.raises(InvalidTurnError, match=r"limits\.max_metadata_bytes") as info:
             engine.add_turns([turn(metadata={"k": "x" * 100})], "ana")
         assert info.value.field == "turns[0].metadata"
         with pytest.raises(InvalidTurnError, match="max_metadata_depth"):  # tool calls nest no deeper either
