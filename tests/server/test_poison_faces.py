@@ -247,3 +247,32 @@ def test_mcp_prompt_for_another_user_is_a_permission_error(live_server: LiveServ
     with caplog.at_level(logging.INFO):
         asyncio.run(run())
     assert not [r for r in caplog.records if r.exc_info or "Error rendering prompt" in r.getMessage()]
+
+
+def test_mcp_wire_refuses_what_the_sdk_client_cannot_send(open_server: LiveServer) -> None:
+    """Raw JSON-RPC, as a careless client writes it: a lone-surrogate escape is a parse error (the SDK's reader),
+    a NaN a typed tool error (our door), and the server keeps serving."""
+    headers = {"Accept": "application/json, text/event-stream", "content-type": "application/json"}
+    with httpx.Client(base_url=open_server.url, timeout=60) as client:
+        init = client.post("/mcp", headers=headers, json={
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "t", "version": "1"}}})
+        assert init.status_code == 200
+        if init.headers.get("mcp-session-id"):
+            headers["mcp-session-id"] = init.headers["mcp-session-id"]
+        client.post("/mcp", headers=headers, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+        def call(arguments: str) -> httpx.Response:
+            return raw_post_headers(client, headers, '{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": '
+                                    '{"name": "search_memory", "arguments": ' + arguments + "}}")
+
+        surrogate = call('{"user_id": "ana", "query": "\\ud800"}')
+        assert surrogate.status_code == 400 and '"code":-32700' in surrogate.text.replace(" ", "")
+        nan = call('{"user_id": "ana", "query": "x", "k": NaN}')
+        assert nan.status_code == 200 and "InvalidQueryError" in nan.text and "'k'" in nan.text
+        assert client.get("/healthz").status_code == 200
+
+
+def raw_post_headers(client: httpx.Client, headers: dict[str, str], body: str) -> httpx.Response:
+    return client.post("/mcp", content=body.encode("ascii"), headers=headers)
