@@ -39,6 +39,7 @@ from ..errors import (
     StoreLockedError,
 )
 from ..models import Turn
+from ..validate import stored_json
 from .filters import RecordFilter, filter_sql
 from .snapshots import chunks, marks
 
@@ -694,8 +695,8 @@ class TruthStore:
             " FROM turns"
             " WHERE ns_id=? ORDER BY seq DESC LIMIT ?", (ns_id, n)).fetchall()
         return [{"id": r[0], "session_id": r[1], "speaker": r[2], "content": r[3], "ts": r[4],
-                 "tool_calls": json.loads(r[5]), "rid": int(r[6]), "role": r[7], "attachments": json.loads(r[8]),
-                 "metadata": json.loads(r[9])} for r in reversed(rows)]
+                 "tool_calls": stored_json(r[5], list), "rid": int(r[6]), "role": r[7],
+                 "attachments": stored_json(r[8], list), "metadata": stored_json(r[9], dict)} for r in reversed(rows)]
 
     # -- reads -------------------------------------------------------------------------------------------------
     def records_by_rid(self, ns_id: int, rids: Sequence[int]) -> dict[int, RecordRow]:
@@ -1141,16 +1142,10 @@ TURN_NCOLS = len(_TURN_COLS.split(","))
 """How many columns :data:`_TURN_COLS` selects (a query that selects more reads its own after them)."""
 
 
-_EMPTY_JSON: dict[str, Callable[[], Any]] = {"[]": list, "{}": dict}
-
-
-def _loads(value: str) -> Any:
-    """``json.loads``, with the common empty list and object made directly (a search reads dozens of rows)."""
-    make = _EMPTY_JSON.get(value)
-    return make() if make is not None else json.loads(value)
-
-
 def _turn_row(r: Sequence[Any]) -> TurnRow:
-    return TurnRow(int(r[0]), r[1], int(r[2]), r[3], r[4], r[5], r[6], r[7], r[8], _loads(r[9]),
-                   _loads(r[10]), _loads(r[11]), int(r[12]), int(r[13]) if r[13] is not None else None)
+    # the JSON columns are repaired as they are read (memory_ext.validate.stored_json): a row an older version
+    # stored with a lone surrogate, NaN or deep nesting reads back as values every face can serialise
+    return TurnRow(int(r[0]), r[1], int(r[2]), r[3], r[4], r[5], r[6], r[7], r[8], stored_json(r[9], list),
+                   stored_json(r[10], list), stored_json(r[11], dict), int(r[12]),
+                   int(r[13]) if r[13] is not None else None)
 
