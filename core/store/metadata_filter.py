@@ -66,8 +66,12 @@ MetadataFilter = Group
 """A parsed metadata filter: a :class:`Group` of conditions and groups."""
 
 
-def _fail(field: str, value: Any, fix: str) -> InvalidQueryError:
-    return InvalidQueryError(f"filters.metadata{'.' if field else ''}{field}", value, fix)
+_ROOT = "filters.metadata"
+
+
+def _fail(field: str, value: Any, fix: str, root: str | None = None) -> InvalidQueryError:
+    root = root or _ROOT
+    return InvalidQueryError(f"{root}{'.' if field else ''}{field}", value, fix)
 
 
 def _scalar(value: Any) -> bool:
@@ -153,11 +157,17 @@ def _count(group: Group) -> int:
     return sum(_count(p) if isinstance(p, Group) else 1 for p in group.parts)
 
 
-def parse_metadata_filter(filters: Any) -> MetadataFilter:
-    """Validate ``filters["metadata"]`` into a :class:`MetadataFilter` (see the module docstring)."""
-    group = _group(filters, "", "and")
+def parse_metadata_filter(filters: Any, *, field: str = _ROOT) -> MetadataFilter:
+    """Validate ``filters["metadata"]`` (or, with ``field="filter"``, a LangGraph store filter on item values) into
+    a :class:`MetadataFilter` (see the module docstring); errors name ``field`` and the path below it."""
+    try:
+        group = _group(filters, "", "and")
+    except InvalidQueryError as exc:
+        if field == _ROOT:
+            raise
+        raise InvalidQueryError(field + str(exc.field)[len(_ROOT):], exc.value, exc.fix) from None
     if _count(group) > MAX_CONDITIONS:
-        raise _fail("", filters, f"a metadata filter holds at most {MAX_CONDITIONS} conditions")
+        raise _fail("", filters, f"a filter holds at most {MAX_CONDITIONS} conditions", field)
     return group
 
 

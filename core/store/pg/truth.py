@@ -237,6 +237,7 @@ class PgTruthStore(TruthStore):
         engine = MemoryEngine.open("postgresql://memory@db-host/memory")   # or storage.backend: postgres
     """
 
+    dialect = "postgres"
     PURGE_TARGET = "postgres:dead-row-versions"
 
     def __init__(self, dsn: str, *, schema: str = "memory_ext", read_only: bool = False, pool_size: int = 16,
