@@ -487,7 +487,7 @@ class ItemsAPI:
             while not stop.wait(interval_s):
                 try:
                     self._items.sweep(None, None)
-                except Exception:  # noqa: BLE001  one failed sweep must not end the sweeper
+                except Exception:
                     if stop.is_set():
                         return
                     logger.exception("item TTL sweep failed; retrying in %s s", interval_s)

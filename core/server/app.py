@@ -29,6 +29,7 @@ from ..errors import MemoryExtError
 from .auth import AuthMiddleware, PermissionDenied
 from .mcp_tools import build_mcp
 from .rest import build_router
+from .rest_items import build_items_router
 from .schemas import error_payload, plain_error
 from .settings import TokenTable
 
@@ -74,6 +75,7 @@ def build_app(engine: MemoryEngine, *, tokens: TokenTable | None = None, host: s
     app.state.engine = engine
     app.state.ready = False
     app.include_router(build_router())
+    app.include_router(build_items_router())
     app.router.routes.append(Route("/mcp", endpoint=StreamableHTTPASGIApp(mcp.session_manager),
                                    methods=["GET", "POST", "DELETE"]))
 

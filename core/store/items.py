@@ -125,7 +125,8 @@ class ItemTables:
             "SELECT ns, key, vector FROM store_vectors WHERE ns_id = ? ORDER BY vid", (ns_id,))]
 
     @staticmethod
-    def expired(conn: sqlite3.Connection, now: float, ns_id: int | None = None) -> list[tuple[int, str, str, str | None]]:
+    def expired(conn: sqlite3.Connection, now: float, ns_id: int | None = None
+                ) -> list[tuple[int, str, str, str | None]]:
         """``(ns_id, ns, key, turn_id)`` of the expired items (of one namespace, or of the store)."""
         sql = "SELECT ns_id, ns, key, turn_id FROM store_items WHERE expires_at <= ?"
         args: list[Any] = [now]
