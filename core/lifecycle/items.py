@@ -473,12 +473,13 @@ class ItemsAPI:
                                     self.config.limits.max_k)
         return self._item_part
 
-    def _open_items(self, interval_s: float = SWEEP_INTERVAL_S) -> None:
+    def _open_items(self) -> None:
         """At open: import an item file of an earlier version; the writer sweeps expired items on a timer."""
         from ..store.items import import_legacy_file
 
         if self._store.read_only:
             return
+        interval_s = SWEEP_INTERVAL_S
         import_legacy_file(self._store)
         stop = threading.Event()
         self.item_sweeps = threading.Event()
