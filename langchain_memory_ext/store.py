@@ -219,7 +219,7 @@ class MemoryStore(BaseStore):
 
     def _list_namespaces(self, op: ListNamespacesOp, now: datetime) -> list[tuple[str, ...]]:
         conditions = [(c.match_type, tuple(c.path)) for c in op.match_conditions or ()]
-        return self.engine.list_item_namespaces(self.partition, match_conditions=conditions,  # type: ignore[arg-type]
+        return self.engine.list_item_namespaces(self.partition, match_conditions=conditions,
                                                 max_depth=op.max_depth, limit=op.limit, offset=op.offset, now=now)
 
     def _to_embed(self, ops: Iterable[Op]) -> list[tuple[str, str, str, str]]:

@@ -37,7 +37,6 @@ from pydantic import BaseModel, ConfigDict
 
 from ..errors import InvalidNamespaceError, InvalidQueryError, ValidationError
 from ..models import Namespace, SearchResult, Turn, to_utc
-from ..results import ForgetReceipt
 from ..store.metadata_filter import parse_metadata_filter
 
 if TYPE_CHECKING:
@@ -449,16 +448,14 @@ class ItemsAPI:
 
     _store: TruthStore
     _writer: WritePipeline
-    _versions: Versions
     config: Any
+    search: Callable[..., SearchResult]
 
     def _check_open(self) -> None:  # pragma: no cover - MemoryEngine's own
         raise NotImplementedError
 
-    def search(self, query: str, namespace: Namespace | str, **kwargs: Any) -> SearchResult:  # pragma: no cover
-        raise NotImplementedError
-
-    def delete(self, namespace: Namespace | str, ids: Iterable[str]) -> ForgetReceipt:  # pragma: no cover
+    @property
+    def _versions(self) -> Versions:  # pragma: no cover - VersionsAPI's
         raise NotImplementedError
 
     _item_part: Items | None = None

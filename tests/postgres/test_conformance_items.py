@@ -105,7 +105,7 @@ def test_filters_are_one_language_on_both_backends(engine: MemoryEngine, flt: di
 def test_bad_filters_are_typed_errors(engine: MemoryEngine) -> None:
     store = MemoryStore(engine=engine, user_id="ana")
     _fill(store)
-    with pytest.raises(InvalidQueryError, match="filter.year"):
+    with pytest.raises(InvalidQueryError, match=r"filter\.year"):
         store.search((), filter={"year": {"$near": 1}})
 
 

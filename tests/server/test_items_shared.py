@@ -106,7 +106,7 @@ def test_bad_item_input_is_a_typed_error_through_the_server(live_server: LiveSer
 
     engine = _host(live_server, tmp_path, "host")
     try:
-        with pytest.raises(InvalidQueryError, match="filter.year"):
+        with pytest.raises(InvalidQueryError, match=r"filter\.year"):
             engine.search_items("ana", ["users"], filter={"year": {"$near": 1}})
         with pytest.raises(InvalidNamespaceError):
             engine.put_items("ana", [{"namespace": ["a.b"], "key": "k", "value": {}}])
