@@ -5,6 +5,9 @@ The language is LangGraph's store filter (``{"key": value}`` or ``{"key": {"$op"
 ``$or`` (a list of filters) for the LlamaIndex and LangChain translations. Several keys, or several operators
 on one key, must all hold. A record is matched on the metadata of its source turn (a derived fact on the turn
 it came from), in SQLite with ``json_extract`` — before ranking, never by over-fetching and dropping.
+The same implementation filters the LangGraph store's items (``MemoryStore.search(filter=...)``, on the item's
+JSON value: :mod:`memory_ext.store.items`), with the same semantics; its errors name ``filter`` instead of
+``filters.metadata``.
 
 Semantics (those of LangGraph's ``InMemoryStore`` where it defines them; of its ``PostgresStore`` — JSONB —
 where the in-memory store raises):
