@@ -38,6 +38,7 @@ from .ingest.pipeline import WritePipeline
 from .ingest.reindex import ReindexAPI
 from .lifecycle.api import CompactionReport, Lifecycle
 from .lifecycle.forgetting import forget, purge_files
+from .lifecycle.items import ItemsAPI
 from .lifecycle.versions import VersionsAPI
 from .llm import LLM
 from .models import ActionState, IndexHook, MemoryFile, Namespace, SearchResult, Turn
@@ -53,7 +54,7 @@ from .validate import check_page
 
 __all__ = ["AddResult", "ForgetReceipt", "MemoryEngine", "StoreStats"]
 
-class MemoryEngine(VersionsAPI, ReindexAPI):
+class MemoryEngine(VersionsAPI, ReindexAPI, ItemsAPI):
     """Long-term memory over one store directory.
 
     Open it with :meth:`open`; write with :meth:`add_turns`; read with :meth:`search`; change with :meth:`update`,
@@ -93,6 +94,7 @@ class MemoryEngine(VersionsAPI, ReindexAPI):
         self._faces: dict[str, Face] = {}
         self._closed = False
         self._writer.resume()  # the queue a previous writer left (closed early, or crashed)
+        self._open_items()  # an item file of an earlier version is imported; the writer sweeps expired items
 
     # -- construction ----------------------------------------------------------------------------------------
     @classmethod
@@ -130,6 +132,7 @@ class MemoryEngine(VersionsAPI, ReindexAPI):
         if self._closed:
             return
         self._closed = True
+        self._close_items()
         self._writer.close(self.config.ingest.close_timeout_s)  # what is left stays queued on disk
         self._pool.shutdown(wait=False, cancel_futures=True)
         if self._vector is not None:

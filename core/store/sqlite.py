@@ -12,6 +12,7 @@ connection, so searches run in parallel with each other and with a write.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -41,6 +42,7 @@ from ..errors import (
 from ..models import Turn
 from ..validate import stored_json
 from .filters import RecordFilter, filter_sql
+from .items import ItemTables
 from .snapshots import chunks, marks
 
 __all__ = ["DB_FILE", "SCHEMA_VERSION", "RecordRow", "TruthStore", "TurnRow"]
@@ -226,7 +228,14 @@ def _v4(conn: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3, _v4]
+def _v5(conn: sqlite3.Connection) -> None:
+    """Key/value items (the LangGraph store's) in the truth store: :mod:`memory_ext.store.items`."""
+    from .items import create_item_schema
+
+    create_item_schema(conn)
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3, _v4, _v5]
 """MIGRATIONS[i] upgrades a store from schema version i to i + 1. Append, never edit."""
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -340,6 +349,8 @@ class TruthStore:
     A directory it creates gets ``dir_mode`` (default ``0o700``) and the database ``file_mode`` (``0o600``).
     """
 
+    dialect = "sqlite"
+    """The SQL dialect of statements built per backend (metadata filters)."""
     PURGE_TARGET = DB_FILE + "-wal"
     """What a forget's receipt names in ``pending_purge`` while :meth:`purge` has not completed."""
     DIALECT = "sqlite"
@@ -577,6 +588,11 @@ class TruthStore:
             return
         with self.transaction("create index schema") as conn:
             create(conn)
+
+    @functools.cached_property
+    def items(self) -> ItemTables:
+        """The statements on key/value items (:mod:`memory_ext.store.items`)."""
+        return ItemTables(self.dialect)
 
     # -- meta ------------------------------------------------------------------------------------------------
     @property

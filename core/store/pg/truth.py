@@ -237,6 +237,7 @@ class PgTruthStore(TruthStore):
         engine = MemoryEngine.open("postgresql://memory@db-host/memory")   # or storage.backend: postgres
     """
 
+    dialect = "postgres"
     PURGE_TARGET = "postgres:dead-row-versions"
 
     DIALECT = "postgres"
