@@ -353,8 +353,6 @@ class TruthStore:
     """The SQL dialect of statements built per backend (metadata filters)."""
     PURGE_TARGET = DB_FILE + "-wal"
     """What a forget's receipt names in ``pending_purge`` while :meth:`purge` has not completed."""
-    DIALECT = "sqlite"
-    """The SQL dialect of the store's filters (:func:`memory_ext.store.filters.filter_sql`)."""
 
     def __init__(self, directory: str | os.PathLike[str], *, read_only: bool = False, dir_mode: int = 0o700,
                  file_mode: int = 0o600) -> None:
@@ -948,7 +946,7 @@ class TruthStore:
                       before_seq: int | None, limit: int) -> list[TurnRow]:
         """The namespace's turns whose version is current (their turn record not replaced by an update) and that
         pass ``record_filter``, most recently written first, ``limit`` of them, below ``before_seq`` when given."""
-        where, args = filter_sql(record_filter, self.DIALECT)
+        where, args = filter_sql(record_filter, self.dialect)
         sql = (f"SELECT {', '.join('t.' + c.strip() for c in _TURN_COLS.split(','))} FROM turns t"
                " LEFT JOIN records r ON r.rid = t.record_rid WHERE t.ns_id=? AND COALESCE(r.replaced, 0) = 0")
         params: list[Any] = [ns_id]
@@ -1030,7 +1028,7 @@ class TruthStore:
         conn.execute("DELETE FROM claims WHERE ns_id=?", (ns_id,))
     def rids_matching(self, ns_id: int, record_filter: RecordFilter) -> set[int]:
         """rids of the namespace's records that pass ``record_filter`` (every rid when it is empty)."""
-        where, args = filter_sql(record_filter, self.DIALECT)
+        where, args = filter_sql(record_filter, self.dialect)
         return self.filter_rids(ns_id, where or "1", args)
 
     # -- the durable queue of model work (see memory_ext.ingest.indexer) ------------------------------------
