@@ -26,7 +26,7 @@ from ..errors import HookNotFoundError, InvalidArgumentError, ReadOnlyStoreError
 from ..models import IndexHook, MemoryFile, Namespace, Turn, to_utc
 from ..store.snapshots import chunks, marks
 from ..text import estimate_tokens
-from ..validate import check_text
+from ..validate import check_json, check_text
 from .compact import EvictionWeights, due_months, due_weeks, evict_month, merge_week, refresh_hook, weeks_of_month
 from .files import (
     FileRow,
@@ -387,6 +387,9 @@ class Lifecycle:
         if task_state is not None:
             if not isinstance(task_state, Mapping):
                 raise InvalidArgumentError("task_state", task_state, "pass a mapping (dict) or None")
+            check_json("task_state", dict(task_state), InvalidArgumentError,
+                       max_depth=self.config.limits.max_metadata_depth,
+                       max_bytes=self.config.limits.max_metadata_bytes)  # no RecursionError on deep nesting
             try:
                 json.dumps(dict(task_state), allow_nan=False).encode("utf-8")
             except (TypeError, ValueError) as exc:

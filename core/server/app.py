@@ -155,6 +155,10 @@ def build_app(engine: MemoryEngine, *, tokens: TokenTable | None = None, host: s
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 400:  # FastAPI could not read the body (e.g. JSON nested past its parser's limit)
+            return JSONResponse(plain_error("InvalidArgumentError", f"body: {exc.detail}", field="body",
+                                            fix="send one JSON document, nested at most 100 levels deep"),
+                                status_code=400)
         kind = "NotFoundError" if exc.status_code == 404 else "HTTPError"
         return JSONResponse(plain_error(kind, str(exc.detail), fix="see /openapi.json for the routes"),
                             status_code=exc.status_code)

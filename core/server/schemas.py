@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt
 
 from ..errors import (
     ConfigError,
@@ -63,8 +63,14 @@ __all__ = [
     "status_of",
 ]
 
-TimeValue = datetime | str | float | None
-"""A time: an ISO-8601 string (naive = UTC), a POSIX time, or null."""
+def _not_a_boolean(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError("a time is an ISO-8601 string, a POSIX time (a number) or null, not a boolean")
+    return value
+
+
+TimeValue = Annotated[datetime | str | float | None, BeforeValidator(_not_a_boolean)]
+"""A time: an ISO-8601 string (naive = UTC), a POSIX time (a JSON number, never a boolean), or null."""
 
 
 class _Body(BaseModel):

@@ -98,6 +98,8 @@ def test_poisoned_turns_are_refused_and_the_namespace_keeps_serving(live_server:
     ("/v1/search", '{"user_id": "ana", "query": "hi", "k": 100000000000000000000000000000}', 400,
      "InvalidQueryError", "k"),
     ("/v1/search", '{"user_id": "ana", "query": "hi", "explain": "yes"}', 422, "ValidationError", "explain"),
+    ("/v1/search", '{"user_id": "ana", "query": "hi", "now": true}', 422, "ValidationError", "now"),
+    ("/v1/search", '{"user_id": "ana", "query": "hi", "as_of": false}', 422, "ValidationError", "as_of"),
     ("/v1/search", '{"user_id": "ana", "query": "hi", "\\ud800": 1}', 400, "InvalidArgumentError", None),
     ("/v1/turns", '{"user_id": "ana", "turns": [], "wait": 1}', 422, "ValidationError", "wait"),
     ("/v1/prompt", '{"user_id": "ana", "budget_tokens": true}', 422, "ValidationError", "budget_tokens"),
@@ -111,6 +113,8 @@ def test_poisoned_turns_are_refused_and_the_namespace_keeps_serving(live_server:
     ("/v1/compact", '{"user_id": "ana", "period": "\\ud800"}', 400, "InvalidArgumentError", "period"),
     ("/v1/pre_compress", '{"user_id": "ana", "full_context": "ok", "task_state": {"a": "\\ud800"}}', 400,
      "InvalidArgumentError", "task_state.a"),
+    ("/v1/search", '{"user_id": "ana", "query": "hi", "filters": ' + "[" * 5000 + "]" * 5000 + "}", 400,
+     "InvalidArgumentError", "body"),  # past the JSON parser's own nesting limit
     ("/v1/pre_compress", '{"user_id": "ana", "full_context": ' + json.dumps(nested(200)) + "}", 400,
      "InvalidArgumentError", None),
 ])

@@ -234,3 +234,16 @@ def test_check_json_refuses_cycles_without_recursing() -> None:
     loop["self"] = loop
     with pytest.raises(ValidationError, match="nested deeper"):
         check_json("metadata", loop)
+
+
+def test_a_deep_pre_compress_task_state_is_a_typed_error(tmp_path: Path) -> None:
+    deep: dict[str, Any] = {}
+    node = deep
+    for _ in range(5000):  # far past Python's recursion limit: refused without a RecursionError
+        node["a"] = {}
+        node = node["a"]
+    with MemoryEngine.open(tmp_path / "store", embedder="hashing") as engine:
+        with pytest.raises(InvalidArgumentError) as err:
+            engine.pre_compress("ana", "User: remember the blue door.", task_state=deep)
+        assert err.value.field.startswith("task_state.a.a")
+        assert engine.stats().turns == 0
