@@ -50,9 +50,9 @@ from pydantic import BaseModel, ConfigDict
 
 from .errors import InvalidImportError, ReadOnlyStoreError, ValidationError
 from .ingest.pipeline import KIND_CONTEXT_TURNS, turn_rows
-from .lifecycle.compact import _set_cold
 from .models import Namespace, Turn, to_utc
 from .store import portable
+from .store.tiers import set_cold
 
 if TYPE_CHECKING:
     from .ingest.pipeline import WritePipeline
@@ -280,7 +280,7 @@ def import_lines(store: TruthStore, writer: WritePipeline, indexes: Iterable[Der
                             store.mark_replaced(conn, ns_id, row["id"], valid_to, by)
                     cold = [r["id"] for r in rows if r["cold"]]
                     if cold:
-                        _set_cold(conn, ns_id, list(portable.tids_of(conn, ns_id, cold).values()), 1)
+                        set_cold(conn, ns_id, list(portable.tids_of(conn, ns_id, cold).values()), 1)
                     turns += len(rows)
                 history += portable.insert_history(conn, ns_id, part.history)
                 have_files = portable.existing(conn, "files", ns_id, [f["id"] for f in part.files])

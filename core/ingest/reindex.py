@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict
 
 from ..errors import InvalidArgumentError, ReadOnlyStoreError
-from ..lifecycle.compact import _set_cold
 from ..models import Namespace
+from ..store.tiers import set_cold
 from .pipeline import KIND_CONTEXT_TURNS
 
 if TYPE_CHECKING:
@@ -118,7 +118,7 @@ def _rebuild(store: TruthStore, writer: WritePipeline, indexes: Sequence[Derived
                            )[-KIND_CONTEXT_TURNS:]
             for turn_id, valid_to, by in state["replaced"]:
                 store.mark_replaced(conn, ns_id, turn_id, valid_to, by)
-            _set_cold(conn, ns_id, state["cold"], 1)
+            set_cold(conn, ns_id, state["cold"], 1)
             if done is not None:
                 done.append(ns_id)
                 store.set_meta(conn, PROGRESS_KEY, json.dumps({"done": done}))

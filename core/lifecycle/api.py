@@ -24,28 +24,24 @@ from pydantic import BaseModel, ConfigDict
 
 from ..errors import HookNotFoundError, InvalidArgumentError, ReadOnlyStoreError, ValidationError
 from ..models import IndexHook, MemoryFile, Namespace, Turn, to_utc
-from ..store.snapshots import chunks, marks
-from ..text import estimate_tokens
-from ..validate import check_json, check_text
-from .compact import EvictionWeights, due_months, due_weeks, evict_month, merge_week, refresh_hook, weeks_of_month
-from .files import (
+from ..store.memory_files import (
     FileRow,
     count_access,
     file_raw,
     file_turns,
     files_of_turns,
     get_file,
-    hook_model,
     insert_file,
-    iso_week_key,
     list_files,
-    member_turn,
-    month_key_of_week,
-    render_file,
     resolve_file,
     set_file_importance,
     set_members,
 )
+from ..store.portable import tids_of
+from ..text import estimate_tokens
+from ..validate import check_json, check_text
+from .compact import EvictionWeights, due_months, due_weeks, evict_month, merge_week, refresh_hook, weeks_of_month
+from .files import hook_model, iso_week_key, member_turn, month_key_of_week, render_file
 from .precompress import parse_context
 from .summary import summarize, summarize_with_llm
 
@@ -430,8 +426,7 @@ class Lifecycle:
                 if self.add_in is None:  # pragma: no cover - every engine passes the pipeline's add_in
                     raise ReadOnlyStoreError("pre_compress")
                 added = self.add_in(conn, new, ns)
-                id_to_tid = {r[0]: int(r[1]) for part in chunks(list(added.turn_ids)) for r in conn.execute(
-                    f"SELECT id, tid FROM turns WHERE ns_id=? AND id IN {marks(len(part))}", (ns_id, *part))}
+                id_to_tid = tids_of(conn, ns_id, added.turn_ids)
                 for pos, turn_id in zip(new_pos, added.turn_ids, strict=True):
                     tids[pos] = id_to_tid[turn_id]
             set_members(conn, row.fid, [(tid, 0, None) for tid in tids],

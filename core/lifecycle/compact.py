@@ -1,4 +1,5 @@
-"""Hooks, weekly merge and monthly eviction over the memory files of one namespace (pure SQL + Python).
+"""Hooks, weekly merge and monthly eviction over the memory files of one namespace (the decisions; their
+statements are :mod:`memory_ext.store.memory_files` and :mod:`memory_ext.store.tiers`).
 
 Every function here runs inside the caller's write transaction, so a compaction step is all-or-nothing: a
 process killed half-way leaves the store as it was, and the next run does the step again.
@@ -35,23 +36,27 @@ from dataclasses import dataclass, replace
 from datetime import date
 from typing import Any
 
-from ..text import estimate_tokens
-from .files import (
+from ..store.memory_files import (
     FileRow,
     Member,
     file_turns,
     get_file,
     insert_file,
-    iso_week_key,
     list_files,
-    month_key_of_week,
+    mark_merged,
+    merge_sources,
+    set_compaction,
     set_members,
-    week_bounds,
+    set_sources,
+    write_hook,
 )
+from ..store.tiers import STATED_KINDS, bump_flags, cold_tids, set_cold
+from ..text import estimate_tokens
+from .files import iso_week_key, month_key_of_week, week_bounds
 from .summary import HookSummary, is_chitchat, is_high_value, summarize
 
-__all__ = ["EvictionWeights", "content_key", "default_importance", "evict_month", "merge_week", "refresh_hook",
-           "score_files"]
+__all__ = ["EvictionWeights", "STATED_KINDS", "content_key", "default_importance", "evict_month", "merge_week",
+           "refresh_hook", "score_files"]
 
 MAX_MERGED_FACTS = 8
 MAX_MERGED_ENTITIES = 16
@@ -102,11 +107,8 @@ def refresh_hook(conn: sqlite3.Connection, row: FileRow, *, summary: HookSummary
         meta["summary_error"] = summary_error
     else:
         meta.pop("summary_error", None)
-    conn.execute("UPDATE files SET title=?, abstract=?, key_facts=?, entities=?, tags=?, importance=?,"
-                 " summary_source=?, meta=?, hook_stale=0 WHERE fid=?",
-                 (s.title, s.abstract, json.dumps(facts, ensure_ascii=False),
-                  json.dumps(entities, ensure_ascii=False), json.dumps(tags), int(importance), s.source,
-                  json.dumps(meta, default=str), row.fid))
+    write_hook(conn, row.fid, title=s.title, abstract=s.abstract, key_facts=facts, entities=entities, tags=tags,
+               importance=int(importance), source=s.source, meta=meta)
     out = get_file(conn, fid=row.fid)
     assert out is not None
     return out
@@ -173,9 +175,9 @@ def merge_week(conn: sqlite3.Connection, ns_id: int, week: str) -> dict[str, Any
     # turns the weekly file leaves out (chit-chat, repeated copies) go to the cold tier: still in their daily
     # files and reachable with include_cold, no longer in plain searches
     kept = {m.turn.tid for m in keep}
-    _set_cold(conn, ns_id, sorted(kept), 0)
-    _set_cold(conn, ns_id, sorted({m.turn.tid for m in members} - kept), 1)
-    conn.execute("UPDATE namespaces SET flags_generation = flags_generation + 1 WHERE ns_id=?", (ns_id,))
+    set_cold(conn, ns_id, sorted(kept), 0)
+    set_cold(conn, ns_id, sorted({m.turn.tid for m in members} - kept), 1)
+    bump_flags(conn, ns_id)
     if existing is None:
         weekly = insert_file(conn, ns_id, period="weekly", period_key=week, status="closed", sources=ids)
         access = sum(f.access_count for f in dailies)
@@ -183,12 +185,10 @@ def merge_week(conn: sqlite3.Connection, ns_id: int, week: str) -> dict[str, Any
         weekly = existing
         access = max(existing.access_count, sum(f.access_count for f in dailies))
         # new turns arrived for a finished week: the weekly file changes, so its month is due again
-        conn.execute("UPDATE files SET sources=?, status='closed' WHERE fid=?", (json.dumps(ids), weekly.fid))
+        set_sources(conn, weekly.fid, ids, close=True)
     set_members(conn, weekly.fid, [(m.turn.tid, 0, None) for m in keep], _tokens(keep))
-    conn.execute("UPDATE files SET access_count=?, archived_at=?, meta=? WHERE fid=?",
-                 (access, time.time(), json.dumps({"dropped": dropped}), weekly.fid))
-    conn.executemany("UPDATE files SET status='merged', merged_into=?, archived_at=COALESCE(archived_at, ?)"
-                     " WHERE fid=?", [(weekly.id, time.time(), f.fid) for f in dailies])
+    set_compaction(conn, weekly.fid, access_count=access, archived_at=time.time(), meta={"dropped": dropped})
+    mark_merged(conn, [f.fid for f in dailies], weekly.id, time.time())
     for f in dailies:  # a daily hook that was never computed is computed before it is merged
         if f.hook_stale:
             refresh_hook(conn, f)
@@ -238,46 +238,6 @@ def weeks_of_month(conn: sqlite3.Connection, ns_id: int, month: str) -> list[Fil
     return [f for f in list_files(conn, ns_id, period="weekly") if month_key_of_week(f.period_key) == month]
 
 
-STATED_KINDS = ("fact", "preference", "event", "procedure", "failure_pattern")
-"""Derived record kinds that are never demoted to the cold tier, nor is the turn they are anchored to."""
-
-
-def _set_cold(conn: sqlite3.Connection, ns_id: int, tids: Sequence[int], cold: int) -> None:
-    """Mark the records centred on these turns (their turn records, windows and layers) cold (1) or warm (0).
-    A turn with a derived fact, preference, event, procedure or failure
-    pattern (:data:`STATED_KINDS`) is never made cold, nor are those records: what a user stated stays warm."""
-    if not tids:
-        return
-    ids = [r[0] for r in conn.execute(
-        f"SELECT id FROM turns WHERE ns_id=? AND tid IN ({','.join('?' * len(tids))})", (ns_id, *tids))]
-    kinds = ",".join("?" * len(STATED_KINDS))
-    for i in range(0, len(ids), 400):
-        chunk = ids[i:i + 400]
-        marks = ",".join("?" * len(chunk))
-        if cold:
-            stated = {r[0] for r in conn.execute(
-                f"SELECT DISTINCT json_extract(turn_ids, '$[0]') FROM records WHERE ns_id=? AND kind IN ({kinds})"
-                f" AND json_extract(turn_ids, '$[0]') IN ({marks})", (ns_id, *STATED_KINDS, *chunk))}
-            chunk = [t for t in chunk if t not in stated]
-            if not chunk:
-                continue
-            marks = ",".join("?" * len(chunk))
-        conn.execute(
-            f"UPDATE records SET cold=? WHERE ns_id=? AND kind NOT IN ({kinds})"
-            f" AND json_extract(turn_ids, '$[0]') IN ({marks})", (cold, ns_id, *STATED_KINDS, *chunk))
-
-
-def _cold_tids(conn: sqlite3.Connection, ns_id: int, tids: Sequence[int]) -> list[int]:
-    """Those of ``tids`` whose turn record is in the cold tier."""
-    out: list[int] = []
-    for i in range(0, len(tids), 400):
-        chunk = list(tids[i:i + 400])
-        out += [r[0] for r in conn.execute(
-            f"SELECT t.tid FROM turns t JOIN records r ON r.rid = t.record_rid WHERE t.ns_id=? AND r.cold=1"
-            f" AND t.tid IN ({','.join('?' * len(chunk))})", (ns_id, *chunk))]
-    return out
-
-
 def evict_month(conn: sqlite3.Connection, ns_id: int, month: str, *, now: float, weights: EvictionWeights,
                 relevance: Mapping[str, float] | None, importance_threshold: int = 70,
                 relevance_source: str = "retrieval") -> dict[str, Any]:
@@ -312,23 +272,21 @@ def evict_month(conn: sqlite3.Connection, ns_id: int, month: str, *, now: float,
             (keep if keep_it else []).append(m)
             (warm if keep_it else cold).append(m.turn.tid)
     keep = _whole_turns(keep)
-    _set_cold(conn, ns_id, warm, 0)
-    _set_cold(conn, ns_id, cold, 1)
-    cold = _cold_tids(conn, ns_id, cold)  # stated turns stay warm
+    set_cold(conn, ns_id, warm, 0)
+    set_cold(conn, ns_id, cold, 1)
+    cold = cold_tids(conn, ns_id, cold)  # stated turns stay warm
     meta = {"scores": scores, "best": best.id, "relevance": relevance_source if relevance is not None else "none",
             "cold_turns": len(cold)}
     if existing is None:
         monthly = insert_file(conn, ns_id, period="monthly", period_key=month, status="main", sources=ids)
     else:
         monthly = existing
-        conn.execute("UPDATE files SET sources=? WHERE fid=?", (json.dumps(ids), monthly.fid))
+        set_sources(conn, monthly.fid, ids)
     set_members(conn, monthly.fid, [(m.turn.tid, 0, None) for m in keep], _tokens(keep))
-    conn.execute("UPDATE files SET access_count=?, archived_at=?, meta=? WHERE fid=?",
-                 (max(monthly.access_count, sum(f.access_count for f in weeklies)), time.time(),
-                  json.dumps(meta), monthly.fid))
-    conn.executemany("UPDATE files SET status=?, merged_into=? WHERE fid=?",
-                     [("merged" if f.id == best.id else "evicted", monthly.id, f.fid) for f in weeklies])
-    conn.execute("UPDATE namespaces SET flags_generation = flags_generation + 1 WHERE ns_id=?", (ns_id,))
+    set_compaction(conn, monthly.fid, access_count=max(monthly.access_count, sum(f.access_count for f in weeklies)),
+                   archived_at=time.time(), meta=meta)
+    merge_sources(conn, {f.fid: "merged" if f.id == best.id else "evicted" for f in weeklies}, monthly.id)
+    bump_flags(conn, ns_id)
     row = get_file(conn, fid=monthly.fid)
     assert row is not None
     refresh_hook(conn, row, threshold=importance_threshold)

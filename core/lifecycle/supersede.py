@@ -17,6 +17,8 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..store.claims import insert_claim, live_claims, supersede_record
+from ..store.tiers import bump_flags
 from .conflicts import Claim, conflicts, extract_claims
 
 __all__ = ["supersede"]
@@ -44,22 +46,15 @@ def supersede(conn: sqlite3.Connection, ns_id: int, records: Sequence[Mapping[st
         holder = rec.get("speaker") or rec.get("source_role") or "user"
         ts = rec.get("ref_ts")
         for c in claims:
-            rows = conn.execute(
-                "SELECT c.rid, c.value, c.negated, c.ts FROM claims c JOIN records r ON r.rid = c.rid"
-                " WHERE c.ns_id=? AND c.holder=? AND c.subject=? AND c.attribute=? AND r.superseded_by IS NULL"
-                " AND c.rid != ?", (ns_id, holder, c.subject, c.attribute, rid)).fetchall()
-            for old_rid, value, negated, old_ts in rows:
+            for old_rid, value, negated, old_ts in live_claims(conn, ns_id, holder, c.subject, c.attribute, rid):
                 old = Claim(subject=c.subject, attribute=c.attribute, value=value, negated=bool(negated))
                 if not conflicts(c, old):
                     continue
                 if ts is not None and old_ts is not None and old_ts > ts:
                     continue  # the stored statement is newer: this one was already out of date
-                conn.execute("UPDATE records SET valid_to=?, superseded_by=? WHERE rid=? AND ns_id=?",
-                             (ts, rec["id"], old_rid, ns_id))
+                supersede_record(conn, ns_id, old_rid, ts, rec["id"])
                 changed += 1
-            conn.execute("INSERT INTO claims(ns_id, rid, holder, subject, attribute, value, negated, ts)"
-                         " VALUES(?,?,?,?,?,?,?,?)", (ns_id, rid, holder, c.subject, c.attribute, c.value,
-                                                      int(c.negated), ts))
+            insert_claim(conn, ns_id, rid, holder, c.subject, c.attribute, c.value, c.negated, ts)
     if changed:
-        conn.execute("UPDATE namespaces SET flags_generation = flags_generation + 1 WHERE ns_id=?", (ns_id,))
+        bump_flags(conn, ns_id)
     return changed
