@@ -30,11 +30,9 @@ from .validate import check_json, check_text
 __all__ = [
     "ActionState",
     "ChannelError",
-    "EvidenceNode",
     "EvidenceRoute",
     "IndexHook",
     "MemoryFile",
-    "MemoryRecord",
     "Namespace",
     "RecordKind",
     "RetrievedItem",
@@ -62,17 +60,15 @@ class Role(StrEnum):
 
 
 class RecordKind(StrEnum):
-    """What a MemoryRecord is."""
+    """What a retrieved record is."""
 
     TURN = "turn"
-    ROUND = "round"
     WINDOW = "window"
     FACT = "fact"
     PREFERENCE = "preference"
     EVENT = "event"
     PROCEDURE = "procedure"
     FAILURE_PATTERN = "failure_pattern"
-    SUMMARY = "summary"
 
 
 def to_utc(value: Any, field: str = "timestamp") -> datetime | None:
@@ -298,38 +294,6 @@ class MemoryFile(_Value):
     @property
     def id(self) -> str:
         return self.hook.id
-
-
-class MemoryRecord(BaseModel):
-    """A searchable memory derived from turns (in the foundation: one per turn)."""
-
-    id: str
-    kind: RecordKind = RecordKind.TURN
-    text: str
-    l0: str | None = None
-    l1: str | None = None
-    entities: list[str] = Field(default_factory=list)
-    tags: list[str] = Field(default_factory=list)
-    reference_time: datetime | None = None
-    valid_from: datetime | None = None
-    valid_to: datetime | None = None
-    source_turn_ids: list[str] = Field(default_factory=list)
-    source_role: Role | None = None
-    session_id: str | None = None
-    importance: float = 0.5
-    access_count: int = 0
-    superseded_by: str | None = None
-    created_at: datetime | None = None
-    updated_at: datetime | None = None
-
-
-class EvidenceNode(BaseModel):
-    """An entity, tag, entity×tag, event frame, day or month node pointing at records."""
-
-    id: str
-    kind: Literal["entity", "tag", "entity_tag", "event", "day", "month"]
-    key: str
-    record_ids: list[str] = Field(default_factory=list)
 
 
 class ActionState(_Value):

@@ -678,11 +678,6 @@ class PgTruthStore(TruthStore):
             " 0) FROM pg_tables WHERE schemaname=?", (self.schema,)).fetchone()
         return int(row[0]) if row else 0
 
-    def drop_schema(self) -> None:
-        """Delete the whole schema (every namespace, every index) — what removing a SQLite store directory is."""
-        with self.write_lock:
-            self._raw.execute(f"DROP SCHEMA IF EXISTS {self.schema} CASCADE")
-
 
 class NewSchema(NewDirectory):
     """What an open on PostgreSQL created — the schema, when it did not exist before — for the open to undo if it
