@@ -1,0 +1,96 @@
+"""The layering docs/architecture.md draws: nothing above ``store/`` holds SQL.
+
+Every statement on the truth tables and the derived indexes lives in ``core/store/`` (and the benchmarks in
+``core/bench/`` measure other systems' SQL too); the other layers call repository functions. The test walks every
+module of the engine outside those two folders with :mod:`ast` and fails on a call of ``execute`` /
+``executemany`` / ``executescript`` and on a string that is a SQL statement.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+CORE = Path(__file__).resolve().parents[2] / "core"
+SQL_HOMES = ("store", "bench")
+"""Folders of ``core/`` where SQL belongs."""
+ALLOWED = {
+    # forget.py still writes the truth tables of a forget itself; its statements move to store/ in the next pass,
+    # which empties this set.
+    "lifecycle/forget.py",
+}
+EXECUTE = {"execute", "executemany", "executescript"}
+STATEMENT = re.compile(
+    r"^(select\b[\s\S]*\bfrom\b|insert\s+(or\s+\w+\s+)?into\b|update\s+\w+\s+set\b|delete\s+from\b"
+    r"|create\s+(table|index|unique\s+index|virtual\s+table|trigger|view|schema)\b|drop\s+(table|index|schema)\b)",
+    re.IGNORECASE)
+"""The opening of a SQL statement (SELECT … FROM, INSERT INTO, UPDATE … SET, DELETE FROM, CREATE/DROP …)."""
+
+
+def _modules() -> list[Path]:
+    return sorted(p for p in CORE.rglob("*.py") if p.relative_to(CORE).parts[0] not in SQL_HOMES)
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """ids of the docstring nodes (prose about SQL is allowed)."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                out.add(id(first.value))
+    return out
+
+
+def _text(node: ast.AST) -> str | None:
+    """A string literal's text; an f-string's with each replacement field as ``x``."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return "".join(v.value if isinstance(v, ast.Constant) else "x" for v in node.values)
+    return None
+
+
+def sql_in(source: str) -> list[tuple[int, str]]:
+    """``(line, what)`` of every ``execute``-family call and SQL statement string in a module's source."""
+    tree = ast.parse(source)
+    docs = _docstrings(tree)
+    found = []
+    inside_fstring = {id(v) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr) for v in n.values}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in EXECUTE:
+            found.append((node.lineno, f".{node.func.attr}(...)"))
+        elif id(node) not in docs and id(node) not in inside_fstring:
+            text = _text(node)
+            if text is not None and STATEMENT.match(text.strip()):
+                found.append((getattr(node, "lineno", 0), repr(text.strip()[:60])))
+    return sorted(found)
+
+
+def test_the_detector_sees_statements_and_calls_but_not_prose() -> None:
+    source = '''
+"""Select the rows from the table (a docstring: prose)."""
+conn.execute("SELECT id FROM turns WHERE ns_id=?", (1,))
+q = f"update files SET title=? WHERE fid={fid}"
+s = "DELETE FROM claims"
+message = "delete the memory, then select another"
+'''
+    found = sql_in(source)
+    assert [line for line, _ in found] == [3, 3, 4, 5]
+
+
+def test_no_sql_outside_store_and_bench() -> None:
+    offenders = []
+    for path in _modules():
+        rel = path.relative_to(CORE).as_posix()
+        if rel in ALLOWED:
+            continue
+        offenders += [f"core/{rel}:{line}: {what}" for line, what in sql_in(path.read_text(encoding="utf-8"))]
+    assert not offenders, "SQL outside core/store/ (move it into a store module):\n" + "\n".join(offenders)
+
+
+def test_the_allow_list_holds_only_modules_with_sql() -> None:
+    for rel in ALLOWED:
+        source = (CORE / rel).read_text(encoding="utf-8")
+        assert sql_in(source), f"core/{rel} holds no SQL any more: drop it from ALLOWED"
