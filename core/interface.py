@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from .config import EngineConfig
     from .engine import AddResult, ForgetReceipt, StoreStats
     from .lifecycle.api import CompactionReport
+    from .lifecycle.items import ItemPut, MatchCondition, StoredItem
     from .results import MemoryVersion
 
 __all__ = ["EngineLike"]
@@ -107,6 +108,45 @@ class EngineLike(Protocol, metaclass=_StaticProtocolMeta):
     def pre_compress(self, namespace: Namespace | str, full_context: str | list[Any] | dict[str, Any], *,
                      estimated_tokens: int | None = None, task_state: Mapping[str, Any] | None = None,
                      now: TimeLike = None) -> str: ...
+
+    def put_items(self, namespace: Namespace | str, items: Iterable[ItemPut | Mapping[str, Any]], *,
+                  now: TimeLike = None) -> int: ...
+
+    def get_items(self, namespace: Namespace | str, keys: Iterable[tuple[Any, str]], *, refresh_ttl: bool = False,
+                  now: TimeLike = None) -> list[StoredItem | None]: ...
+
+    def search_items(self, namespace: Namespace | str, prefix: Any = (), *, query: str | None = None,
+                     query_vector: Any = None, filter: Mapping[str, Any] | None = None, limit: int = 10,
+                     offset: int = 0, refresh_ttl: bool = False, now: TimeLike = None) -> list[StoredItem]: ...
+
+    def list_item_namespaces(self, namespace: Namespace | str, *,
+                             match_conditions: Iterable[MatchCondition] | None = None, max_depth: int | None = None,
+                             limit: int = 100, offset: int = 0, now: TimeLike = None) -> list[tuple[str, ...]]: ...
+
+    def delete_items(self, namespace: Namespace | str, keys: Iterable[tuple[Any, str]], *,
+                     now: TimeLike = None) -> int: ...
+
+    def sweep_items(self, namespace: Namespace | str | None = None, *, now: TimeLike = None) -> int: ...
+
+    async def aput_items(self, namespace: Namespace | str, items: Iterable[ItemPut | Mapping[str, Any]], *,
+                         now: TimeLike = None) -> int: ...
+
+    async def aget_items(self, namespace: Namespace | str, keys: Iterable[tuple[Any, str]], *,
+                         refresh_ttl: bool = False, now: TimeLike = None) -> list[StoredItem | None]: ...
+
+    async def asearch_items(self, namespace: Namespace | str, prefix: Any = (), *, query: str | None = None,
+                            query_vector: Any = None, filter: Mapping[str, Any] | None = None, limit: int = 10,
+                            offset: int = 0, refresh_ttl: bool = False, now: TimeLike = None) -> list[StoredItem]: ...
+
+    async def alist_item_namespaces(self, namespace: Namespace | str, *,
+                                    match_conditions: Iterable[MatchCondition] | None = None,
+                                    max_depth: int | None = None, limit: int = 100, offset: int = 0,
+                                    now: TimeLike = None) -> list[tuple[str, ...]]: ...
+
+    async def adelete_items(self, namespace: Namespace | str, keys: Iterable[tuple[Any, str]], *,
+                            now: TimeLike = None) -> int: ...
+
+    async def asweep_items(self, namespace: Namespace | str | None = None, *, now: TimeLike = None) -> int: ...
 
     async def aclose(self) -> None: ...
 

@@ -25,7 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .errors import InvalidNamespaceError, InvalidTurnError
-from .validate import check_text
+from .validate import check_json, check_text
 
 __all__ = [
     "ActionState",
@@ -223,6 +223,11 @@ class Turn(_Value):
             check_text(name, kw.get(name), InvalidTurnError)
         if kw.get("session_id") is not None:
             check_id(kw["session_id"], "session_id", required=False)
+        check_json("metadata", kw.get("metadata"), InvalidTurnError, what="metadata")
+        for name in ("tool_calls", "attachments"):  # each item nests at most MAX_JSON_DEPTH levels
+            if isinstance(kw.get(name), (list, tuple)):
+                for i, item in enumerate(kw[name]):
+                    check_json(f"{name}[{i}]", item, InvalidTurnError, what=name)
         super().__init__(role=role, content=content, **kw)
 
     @classmethod

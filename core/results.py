@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .models import Namespace
 
-__all__ = ["AddResult", "ForgetReceipt", "Memory", "MemoryPage", "MemoryVersion", "StoreStats"]
+__all__ = ["AddResult", "ForgetReceipt", "Memory", "MemoryPage", "MemoryVersion", "NamespaceSummary", "StoreStats"]
 
 
 class AddResult(BaseModel):
@@ -112,6 +112,18 @@ class MemoryPage(BaseModel):
     model_config = ConfigDict(frozen=True)
     items: tuple[Memory, ...] = ()
     next_cursor: str | None = None
+
+
+class NamespaceSummary(BaseModel):
+    """One namespace of ``MemoryEngine.overview``: its ids and how much it holds."""
+
+    model_config = ConfigDict(frozen=True)
+    user_id: str
+    agent_id: str | None = None
+    memories: int
+    """Current memories (what ``list_memories`` lists)."""
+    turns: int
+    """Stored turns, every version included."""
 
 
 class ForgetReceipt(BaseModel):

@@ -1,13 +1,14 @@
-"""Pure pieces of :class:`~langchain_memory_ext.MemoryStore`: namespaces, filters, values, index text, vectors.
+"""Pure pieces of :class:`~langchain_memory_ext.MemoryStore`: namespaces, values, filters, index text.
 
-No I/O here: the store's sync and async paths, and its tests, share every decision. Filter semantics are
-LangGraph's ``InMemoryStore`` ones (equality, nested mappings, lists compared element-wise, ``$eq``/``$ne``/
-``$gt``/``$gte``/``$lt``/``$lte``; a comparison with a missing or non-numeric value is an error, as there).
+No I/O here: the store's sync and async paths, and its tests, share every decision. Values travel to the engine as
+JSON data (:func:`to_data`): datetimes, tuples, sets and a few other types are tagged so they come back as they
+went in (:func:`from_data`); a filter's values are tagged the same way (:func:`to_filter`), so an equality filter
+on a datetime matches. The filter itself is evaluated by the engine, in SQL (:mod:`memory_ext.store.metadata_filter`).
 
->>> decode_value(encode_value({"when": datetime(2026, 3, 1, tzinfo=UTC), "tags": ("a", "b")}))
+>>> from_data(to_data({"when": datetime(2026, 3, 1, tzinfo=UTC), "tags": ("a", "b")}))
 {'when': datetime.datetime(2026, 3, 1, 0, 0, tzinfo=datetime.timezone.utc), 'tags': ('a', 'b')}
->>> filter_matches({"year": 2026, "meta": {"src": "chat"}}, {"year": {"$gte": 2025}, "meta": {"src": "chat"}})
-True
+>>> to_filter({"year": {"$gte": 2025}, "kind": {"$in": ("a", "b")}})
+{'year': {'$gte': 2025}, 'kind': {'$in': ['a', 'b']}}
 """
 
 from __future__ import annotations
@@ -21,37 +22,25 @@ from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
 
-from langgraph.store.base import GetOp, ListNamespacesOp, MatchCondition, Op, PutOp, SearchOp
+from langgraph.store.base import GetOp, ListNamespacesOp, Op, PutOp, SearchOp
 from langgraph.store.base.embed import get_text_at_path, tokenize_path
 
 from memory_ext.errors import InvalidNamespaceError, InvalidQueryError
 
 __all__ = [
-    "FilterComparisonError",
     "check_labels",
     "check_op",
-    "cosine",
-    "decode_value",
-    "encode_value",
-    "filter_matches",
+    "from_data",
     "index_text",
     "join_namespace",
-    "namespace_matches",
     "split_namespace",
     "texts_to_embed",
+    "to_data",
+    "to_filter",
     "utc",
 ]
 
-OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
 _TYPE_TAG = "__memory_ext_type__"
-
-
-class FilterComparisonError(InvalidQueryError, TypeError):
-    """A ``$gt``/``$gte``/``$lt``/``$lte`` filter met a value that is not a number (or is missing).
-
-    ``InMemoryStore`` raises ``TypeError``/``ValueError`` there; this is both a memory-ext ``InvalidQueryError``
-    (a ``ValueError``) and a ``TypeError``, so code written for either keeps working.
-    """
 
 
 # -- namespaces --------------------------------------------------------------------------------------------------
@@ -87,54 +76,6 @@ def check_op(op: Op) -> None:
             for label in condition.path:
                 if label != "*":
                     check_labels((label,), "match_conditions.path")
-
-
-def namespace_matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
-    """Prefix/suffix match of a namespace, ``"*"`` matching any one label."""
-    path = tuple(condition.path)
-    if len(namespace) < len(path):
-        return False
-    if condition.match_type == "prefix":
-        pairs = zip(namespace, path, strict=False)
-    elif condition.match_type == "suffix":
-        pairs = zip(reversed(namespace), reversed(path), strict=False)
-    else:
-        raise InvalidQueryError("match_type", condition.match_type, "use 'prefix' or 'suffix'")
-    return all(p == "*" or n == p for n, p in pairs)
-
-
-# -- filters -----------------------------------------------------------------------------------------------------
-def _operator(value: Any, op: str, expected: Any, field: str) -> bool:
-    if op == "$eq":
-        return bool(value == expected)
-    if op == "$ne":
-        return bool(value != expected)
-    if op not in OPERATORS:
-        raise InvalidQueryError(f"filter.{field}.{op}", expected, "valid operators: " + ", ".join(OPERATORS))
-    try:
-        a, b = float(value), float(expected)
-    except (TypeError, ValueError):
-        raise FilterComparisonError(
-            f"filter.{field}.{op}", value, f"{op} compares numbers and an item under the prefix has "
-            f"{field}={value!r}; give every item a numeric {field!r}, or narrow the search first") from None
-    return {"$gt": a > b, "$gte": a >= b, "$lt": a < b, "$lte": a <= b}[op]
-
-
-def _value_matches(value: Any, expected: Any, field: str) -> bool:
-    if isinstance(expected, Mapping):
-        if any(str(k).startswith("$") for k in expected):
-            return all(_operator(value, op, x, field) for op, x in expected.items())
-        return isinstance(value, Mapping) and all(_value_matches(value.get(k), v, f"{field}.{k}")
-                                                  for k, v in expected.items())
-    if isinstance(expected, (list, tuple)):
-        return (isinstance(value, (list, tuple)) and len(value) == len(expected)
-                and all(_value_matches(v, e, field) for v, e in zip(value, expected, strict=True)))
-    return bool(value == expected)
-
-
-def filter_matches(value: Mapping[str, Any], flt: Mapping[str, Any] | None) -> bool:
-    """Whether an item's value passes a LangGraph filter (evaluated in order, stopping at the first miss)."""
-    return not flt or all(_value_matches(value.get(k), v, str(k)) for k, v in flt.items())
 
 
 # -- values ------------------------------------------------------------------------------------------------------
@@ -191,14 +132,31 @@ def _from_json(obj: dict[str, Any]) -> Any:
     return obj
 
 
-def encode_value(value: Mapping[str, Any]) -> str:
-    """A store value as JSON text; datetimes, tuples, sets and a few other types are tagged so they come back
+def to_data(value: Mapping[str, Any]) -> dict[str, Any]:
+    """A store value as JSON data; datetimes, tuples, sets and a few other types are tagged so they come back
     as they went in (``InMemoryStore`` returns the very objects)."""
-    return json.dumps(_to_json(value, "value"), ensure_ascii=False)
+    out: dict[str, Any] = _to_json(value, "value")
+    return out
 
 
-def decode_value(text: str) -> dict[str, Any]:
-    out: dict[str, Any] = json.loads(text, object_hook=_from_json)
+def from_data(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The value :func:`to_data` was made from."""
+    out: dict[str, Any] = json.loads(json.dumps(data), object_hook=_from_json)
+    return out
+
+
+def to_filter(flt: Mapping[str, Any]) -> dict[str, Any]:
+    """A LangGraph filter with its values as :func:`to_data` stores them (the lists of ``$in``/``$nin`` stay
+    lists)."""
+
+    def encode(spec: Any, path: str) -> Any:
+        if isinstance(spec, Mapping):
+            return {k: [_to_json(x, f"{path}.{k}") for x in v] if k in ("$in", "$nin") and isinstance(v, (list, tuple))
+                    else [encode(x, f"{path}.{k}") for x in v] if k in ("$and", "$or") and isinstance(v, (list, tuple))
+                    else encode(v, f"{path}.{k}") for k, v in spec.items()}
+        return _to_json(spec, path)
+
+    out: dict[str, Any] = encode(flt, "filter")
     return out
 
 
@@ -237,21 +195,6 @@ def texts_to_embed(value: Mapping[str, Any], fields: Sequence[str]) -> list[tupl
         elif texts:
             out.append((path, texts[0]))
     return out
-
-
-def cosine(query: Sequence[float], vectors: Sequence[Any]) -> list[float]:
-    """Cosine similarity of a query with each vector (0 for a zero vector), computed as ``InMemoryStore`` does."""
-    import numpy as np
-
-    if not vectors:
-        return []
-    q = np.asarray(query, dtype=float)
-    m = np.asarray(vectors, dtype=float)
-    norms = np.linalg.norm(m, axis=1)
-    out = np.zeros_like(norms)
-    mask = norms != 0
-    out[mask] = np.dot(m[mask], q) / (norms[mask] * np.linalg.norm(q))
-    return [float(x) for x in out]
 
 
 def utc(value: datetime) -> datetime:

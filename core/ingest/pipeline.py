@@ -40,6 +40,7 @@ from ..models import Namespace, Turn
 from ..results import AddResult
 from ..store.base import DerivedIndex, IndexedRecord, RecordBatch
 from ..text import estimate_tokens
+from ..validate import check_json
 from .derive import derive_turn_record, derive_windows, new_id
 from .evidence_keys import batch_entities, window_keys
 from .indexer import COPY, EMBED, MEAN, NONE, Indexer, word_overlap
@@ -73,12 +74,14 @@ def turn_rows(turns: Iterable[Turn | Mapping[str, Any]], ns: Namespace, limits: 
             raise InvalidTurnError(f"turns[{i}].content", t.content,
                                    f"content has {len(t.content)} characters; the limit is "
                                    f"{limits.max_content_chars} (limits.max_content_chars): split the turn")
-        for name in ("metadata", "tool_calls", "attachments"):
-            try:  # stored as JSON text: NaN or Infinity would be stored as invalid JSON that no filter can read
-                json.dumps(getattr(t, name), allow_nan=False, default=str)
-            except ValueError:
-                raise InvalidTurnError(f"turns[{i}].{name}", getattr(t, name), "numbers must be finite (JSON has no "
-                                       "NaN or Infinity): store such a value as a string or None") from None
+        # stored as JSON text that every face reads back: Turn() refused NUL, lone surrogates and NaN; here the
+        # configured caps (limits.max_metadata_depth, limits.max_metadata_bytes)
+        check_json(f"turns[{i}].metadata", t.metadata, InvalidTurnError, max_depth=limits.max_metadata_depth,
+                   max_bytes=limits.max_metadata_bytes, what="metadata")
+        for name in ("tool_calls", "attachments"):
+            for j, item in enumerate(getattr(t, name)):
+                check_json(f"turns[{i}].{name}[{j}]", item, InvalidTurnError, max_depth=limits.max_metadata_depth,
+                           what=name)
     given_ids = [t.id for t in items if t.id is not None]
     if len(given_ids) != len(set(given_ids)):
         dup = next(i for i in given_ids if given_ids.count(i) > 1)

@@ -103,6 +103,11 @@ def _forget(store: TruthStore, indexes: Sequence[DerivedIndex], evidence: Eviden
         try:
             with store.transaction("forget") as conn:
                 removed = forget_turns(conn, ns_id, tids, drop_files=drop_files)
+                # key/value items (the LangGraph store's): the namespace's, the session's, or those of the turns
+                if records is None and hooks is None:
+                    store.items.forget(conn, ns_id, session=ns.session_id)
+                else:
+                    store.items.forget(conn, ns_id, turn_ids=removed["turn_ids"])
                 rids = removed["rids"]
                 for index in indexes:
                     if whole:

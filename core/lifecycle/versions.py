@@ -122,20 +122,28 @@ class Versions:
             raise ReadOnlyStoreError("update")
         ns_id = self._ns_id(ns, "id", memory_id)
         with store.transaction("update") as conn:
-            key, session, _ = self._key(conn, ns_id, memory_id, "id", ns.session_id)
-            live = [(t, replaced) for t, _, replaced in store.turns_of_memory(conn, ns_id, key, session)]
-            current = next((t for t, replaced in reversed(live) if not replaced), None)
-            if current is None:
-                raise InvalidQueryError("id", memory_id, "this memory was deleted; add it again with add_turns")
-            now = to_utc(timestamp, "timestamp") or datetime.now(UTC)
-            turn = Turn(role=current.role, content=current.content if content is None else content,
-                        speaker=current.speaker, session_id=current.session_id, timestamp=now,
-                        external_id=current.external_id, tool_calls=tuple(current.tool_calls),
-                        attachments=tuple(current.attachments),
-                        metadata=dict(current.metadata if metadata is None else metadata))
-            added = self._writer.add_in(conn, [turn], ns, dedup=False)
-            store.mark_replaced(conn, ns_id, current.id, now.timestamp(), added.record_ids[0])
-            store.add_history(conn, ns_id, key, session, "update", added.turn_ids[0], now.timestamp())
+            return self.update_in(conn, ns, ns_id, memory_id, content=content, metadata=metadata,
+                                  timestamp=timestamp)
+
+    def update_in(self, conn: sqlite3.Connection, ns: Namespace, ns_id: int, memory_id: str, *,
+                  content: str | None, metadata: Mapping[str, Any] | None,
+                  timestamp: datetime | str | float | None) -> AddResult:
+        """:meth:`update` inside the caller's open write transaction (the LangGraph store's put)."""
+        store = self._store
+        key, session, _ = self._key(conn, ns_id, memory_id, "id", ns.session_id)
+        live = [(t, replaced) for t, _, replaced in store.turns_of_memory(conn, ns_id, key, session)]
+        current = next((t for t, replaced in reversed(live) if not replaced), None)
+        if current is None:
+            raise InvalidQueryError("id", memory_id, "this memory was deleted; add it again with add_turns")
+        now = to_utc(timestamp, "timestamp") or datetime.now(UTC)
+        turn = Turn(role=current.role, content=current.content if content is None else content,
+                    speaker=current.speaker, session_id=current.session_id, timestamp=now,
+                    external_id=current.external_id, tool_calls=tuple(current.tool_calls),
+                    attachments=tuple(current.attachments),
+                    metadata=dict(current.metadata if metadata is None else metadata))
+        added = self._writer.add_in(conn, [turn], ns, dedup=False)
+        store.mark_replaced(conn, ns_id, current.id, now.timestamp(), added.record_ids[0])
+        store.add_history(conn, ns_id, key, session, "update", added.turn_ids[0], now.timestamp())
         return added
 
     def history(self, namespace: Namespace | str, memory_id: str) -> list[MemoryVersion]:

@@ -24,6 +24,7 @@ from ..config import LimitsConfig
 from ..errors import InvalidQueryError, ValidationError
 from ..models import ActionState, Namespace, to_utc
 from ..store.filters import RecordFilter
+from ..validate import check_json, check_text
 
 __all__ = ["SearchRequest", "coerce_action_state", "parse_request"]
 
@@ -68,6 +69,7 @@ def parse_request(query: str, namespace: Namespace | str, *, limits: LimitsConfi
     ns = Namespace.coerce(namespace)
     if not isinstance(query, str) or not query.strip():
         raise InvalidQueryError("query", query, "give a non-empty question or statement")
+    check_text("query", query, InvalidQueryError)  # no NUL, no lone surrogate (memory_ext.validate)
     if len(query) > limits.max_query_chars:
         raise InvalidQueryError("query", query, f"queries are at most {limits.max_query_chars} "
                                                 "characters (limits.max_query_chars)")
@@ -79,6 +81,8 @@ def parse_request(query: str, namespace: Namespace | str, *, limits: LimitsConfi
     except ValidationError as exc:
         raise InvalidQueryError(exc.field, exc.value, exc.fix) from None
     assert reference is not None
+    if isinstance(filters, Mapping):
+        check_json("filters", dict(filters), InvalidQueryError, what="filters")
     record_filter = RecordFilter.parse(filters, ns.session_id)
     try:
         as_of_dt = to_utc(as_of, "as_of") if as_of is not None else None

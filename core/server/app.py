@@ -37,6 +37,7 @@ from .auth import AuthMiddleware, PermissionDenied
 from .guards import DEFAULT_MAX_BODY_BYTES, BodyLimitMiddleware, HostGuardMiddleware, HostPolicy
 from .mcp_tools import build_mcp
 from .rest import build_router
+from .rest_items import build_items_router
 from .schemas import error_payload, plain_error
 from .settings import TokenTable
 
@@ -113,6 +114,7 @@ def build_app(engine: MemoryEngine, *, tokens: TokenTable | None = None, host: s
     default_openapi = app.openapi
     app.openapi = lambda: app.openapi_schema or _with_bearer_scheme(default_openapi())  # type: ignore[method-assign]
     app.include_router(build_router())
+    app.include_router(build_items_router())
     app.router.routes.append(Route("/mcp", endpoint=StreamableHTTPASGIApp(mcp.session_manager),
                                    methods=["GET", "POST", "DELETE"]))
     app.router.routes.extend(inspector.routes())

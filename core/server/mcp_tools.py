@@ -4,18 +4,22 @@ Tools: ``search_memory``, ``save_memory``, ``memory_index``, ``open_memory_file`
 ``compact``, ``update_memory``, ``memory_history``, ``delete_memory``. Each takes ``user_id`` (and optional
 ``agent_id``, ``session_id``). Resource template: ``memory://{user_id}/index`` (the memory index of a user).
 Prompt: ``with_memory(user_id)``, a system prompt with the memory index and how to use the tools. Bad arguments
-come back as tool errors that name the error type, the field and the fix (never the rejected value, so no
-memory text reaches a log).
+— an unknown argument name included — come back as tool errors that name the error type, the field and the fix
+(never the rejected value, so no memory text reaches a log); a prompt or resource the caller may not render is an
+MCP error of the same text, not a traceback in the server log.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any, Literal, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.shared.exceptions import MCPError
+from mcp.types import CallToolResult, InputRequiredResult
 from pydantic import BaseModel, Field
 
 from .. import __version__
@@ -23,11 +27,15 @@ from ..engine import MemoryEngine
 from ..errors import InvalidArgumentError, MemoryExtError
 from ..models import ActionState, Namespace, Turn
 from .auth import STATE_KEY, PermissionDenied
+from .schemas import check_arguments
 from .settings import LOCAL, Principal
 
 __all__ = ["INSTRUCTIONS", "build_mcp"]
 
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
+INVALID_PARAMS = -32602
+"""JSON-RPC's code for invalid method parameters (what a refused prompt or resource answers)."""
 
 INSTRUCTIONS = """Long-term memory of past conversations (memory-ext). Every tool takes user_id: the person whose \
 memory it is. Before answering a question that may depend on the past (preferences, facts about the user, earlier \
@@ -123,9 +131,48 @@ async def _guard(call: Callable[[], Awaitable[T]]) -> T:
         raise _tool_error(exc) from None
 
 
+class _MemoryServer(MCPServer):
+    """The SDK's server, with the door every tool call passes first: an argument the tool does not take is a tool
+    error naming it (the SDK would drop it silently: a misspelt ``session_id`` would widen a search or a forget
+    to the whole user), and the arguments get the checks of a REST body
+    (:func:`~memory_ext.server.schemas.check_arguments`)."""
+
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.arguments: dict[str, frozenset[str]] = {}
+        """tool name -> the arguments it takes (filled by :meth:`memory_tool`)."""
+
+    def memory_tool(self, fn: F) -> F:
+        """``@server.tool()`` that also records the tool's argument names."""
+        self.arguments[fn.__name__] = frozenset(name for name in inspect.signature(fn).parameters if name != "ctx")
+        self.tool()(fn)
+        return fn
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+                        ) -> CallToolResult | InputRequiredResult:
+        known = self.arguments.get(name)
+        if known is not None:
+            unknown = sorted(set(arguments) - known, key=str)
+            if unknown:
+                raise _tool_error(InvalidArgumentError(
+                    str(unknown[0]), None, f"{name} takes no argument {str(unknown[0])!r}; its arguments are "
+                                           + ", ".join(sorted(known))))
+            try:
+                check_arguments(arguments)
+            except MemoryExtError as exc:
+                raise _tool_error(exc) from None
+        return await super().call_tool(name, arguments, context)
+
+
+def _refused(exc: MemoryExtError | PermissionDenied) -> MCPError:
+    """A prompt the caller may not render: an MCP error the SDK passes on as it is (no "Error rendering prompt"
+    with a traceback in the server log)."""
+    return MCPError(code=INVALID_PARAMS, message=str(_tool_error(exc)))
+
+
 def build_mcp(engine_of: Callable[[], MemoryEngine], *, stdio_principal: Principal = LOCAL) -> MCPServer:
     """An :class:`MCPServer` whose tools call the engine ``engine_of()`` returns (in worker threads)."""
-    server: MCPServer = MCPServer("memory-ext", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
+    server = _MemoryServer("memory-ext", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
 
     def namespace(ctx: Context | None, user_id: str, agent_id: str | None, session_id: str | None = None) -> Namespace:
         principal = _principal(ctx, stdio_principal)
@@ -134,7 +181,7 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], *, stdio_principal: Princip
                                               f"use user_id={principal.user_id!r}")
         return Namespace(user_id, agent_id, session_id)
 
-    @server.tool()
+    @server.memory_tool
     async def search_memory(query: str, user_id: str, agent_id: str | None = None, session_id: str | None = None,
                             k: int = 5, filters: dict[str, Any] | None = None,
                             action_state: ActionState | None = None, include_cold: bool = False,
@@ -158,7 +205,7 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], *, stdio_principal: Princip
                                 degraded=[f"{e.channel}: {e.error_type}" for e in result.channel_errors])
         return await _guard(run)
 
-    @server.tool()
+    @server.memory_tool
     async def save_memory(user_id: str, content: str | None = None, turns: list[dict[str, Any]] | None = None,
                           agent_id: str | None = None, session_id: str | None = None,
                           speaker: str | None = None, ctx: Context | None = None) -> SaveOutput:
@@ -180,7 +227,7 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], *, stdio_principal: Princip
             return SaveOutput(turn_ids=list(added.turn_ids), saved=len(added.turn_ids))
         return await _guard(run)
 
-    @server.tool()
+    @server.memory_tool
     async def memory_index(user_id: str, agent_id: str | None = None, budget_tokens: int | None = None,
                            query: str | None = None, ctx: Context | None = None) -> str:
         """The user's memory index: one line per memory file (hook id, date, title, abstract, tags).
@@ -194,7 +241,7 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], *, stdio_principal: Princip
             return text or "(no memory files yet)"
         return await _guard(run)
 
-    @server.tool()
+    @server.memory_tool
     async def open_memory_file(hook_id: str, user_id: str, agent_id: str | None = None,
                                ctx: Context | None = None) -> MemoryFileOutput:
         """Open a whole memory file by the hook id that memory_index shows (6+ leading characters are enough).
@@ -209,7 +256,7 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], *, stdio_principal: Princip
                                     period_key=hook.period_key, text=memory_file.text)
         return await _guard(run)
 
-    @server.tool()
+    @server.memory_tool
     async def pre_compress(user_id: str, context: str | list[dict[str, Any]], agent_id: str | None = None,
                            session_id: str | None = None, task_state: dict[str, Any] | None = None,
                            estimated_tokens: int | None = None, ctx: Context | None = None) -> PreCompressOutput:
@@ -226,7 +273,7 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], *, stdio_principal: Princip
             return PreCompressOutput(hook_id=hook_id)
         return await _guard(run)
 
-    @server.tool()
+    @server.memory_tool
     async def forget(user_id: str, agent_id: str | None = None, session_id: str | None = None,
                      record_ids: list[str] | None = None, hook_ids: list[str] | None = None,
                      everything: bool = False, ctx: Context | None = None) -> ForgetOutput:
@@ -244,7 +291,7 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], *, stdio_principal: Princip
                                 files_deleted=list(receipt.files_deleted), files_updated=list(receipt.files_updated))
         return await _guard(run)
 
-    @server.tool()
+    @server.memory_tool
     async def update_memory(user_id: str, id: str, content: str, agent_id: str | None = None,
                             ctx: Context | None = None) -> UpdateOutput:
         """Correct or replace a memory: `id` is an item id from search_memory (or a turn's external id); `content`
@@ -255,7 +302,7 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], *, stdio_principal: Princip
             return UpdateOutput(id=added.record_ids[0], turn_id=added.turn_ids[0])
         return await _guard(run)
 
-    @server.tool()
+    @server.memory_tool
     async def memory_history(user_id: str, id: str, agent_id: str | None = None,
                              ctx: Context | None = None) -> list[HistoryEntry]:
         """The versions of one memory (`id` from search_memory, or an external id), oldest first, with the
@@ -267,7 +314,7 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], *, stdio_principal: Princip
                                  current=v.current) for v in versions]
         return await _guard(run)
 
-    @server.tool()
+    @server.memory_tool
     async def delete_memory(user_id: str, ids: list[str], agent_id: str | None = None,
                             ctx: Context | None = None) -> ForgetOutput:
         """Delete exactly these memories (`ids` from search_memory, or external ids), every version, from every
@@ -279,7 +326,7 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], *, stdio_principal: Princip
                                 files_deleted=list(receipt.files_deleted), files_updated=list(receipt.files_updated))
         return await _guard(run)
 
-    @server.tool()
+    @server.memory_tool
     async def compact(user_id: str, agent_id: str | None = None,
                       period: Literal["due", "weekly", "monthly"] = "due", key: str | None = None,
                       ctx: Context | None = None) -> CompactOutput:
@@ -304,7 +351,7 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], *, stdio_principal: Princip
             ns = namespace(ctx, user_id, None)
             index = await engine_of().arender_prompt(ns) or "(no memory files yet)"
         except (MemoryExtError, PermissionDenied) as exc:
-            raise _tool_error(exc) from None
+            raise _refused(exc) from None
         return (f"You have a long-term memory of past conversations with the user {user_id!r}. Call search_memory "
                 f"(user_id={user_id!r}) before answering anything that may depend on the past, save what is worth "
                 f"remembering with save_memory, and call pre_compress before your context is compressed.\n\n"

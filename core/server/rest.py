@@ -22,14 +22,16 @@ GET         /v1/namespaces                         namespaces (a pinned token se
 GET         /v1/info                               version, engine config, embedder id, the caller's pin
 ==========  =====================================  ==============================================
 
-Memory text travels only in bodies (never in a URL, so no access log can hold it).
+Memory text travels only in bodies (never in a URL, so no access log can hold it). Every body passes
+:func:`~memory_ext.server.schemas.check_arguments` before its route runs: a lone surrogate, a NaN or absurd nesting
+anywhere in it is a typed 400, never a 500.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 
 from .. import __version__
 from ..engine import AddResult, ForgetReceipt, MemoryEngine, StoreStats
@@ -52,6 +54,7 @@ from .schemas import (
     RenderPromptRequest,
     SearchRequest,
     UpdateRequest,
+    check_arguments,
 )
 
 __all__ = ["build_router"]
@@ -83,9 +86,20 @@ def _optional_namespace(request: Request, user_id: str | None, agent_id: str | N
     return _namespace(request, user_id, agent_id)
 
 
+async def _checked_body(request: Request) -> None:
+    """The door of every route: a JSON body that no face could store or answer is refused (typed 400) before
+    the body model or the engine sees it (:func:`~memory_ext.server.schemas.check_arguments`)."""
+    if request.method in ("POST", "PUT", "PATCH") and await request.body():
+        try:
+            body = await request.json()  # FastAPI decoded it already: this is its cached result
+        except ValueError:
+            return  # not JSON: FastAPI has answered 422
+        check_arguments(body)
+
+
 def build_router() -> APIRouter:
     """The ``/v1`` routes; the engine is ``request.app.state.engine``."""
-    router = APIRouter(prefix="/v1")
+    router = APIRouter(prefix="/v1", dependencies=[Depends(_checked_body)])
 
     @router.post("/search", response_model=SearchResult, tags=["search"],
                  summary="Search a user's memory (MemoryEngine.search)")

@@ -20,13 +20,17 @@ import json
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 from ..errors import (
     ConfigError,
     EmbedderError,
     EmbedderMismatchError,
     HookNotFoundError,
+    InvalidArgumentError,
+    InvalidNamespaceError,
+    InvalidQueryError,
+    InvalidTurnError,
     MemoryExtError,
     MissingDependencyError,
     ReadOnlyStoreError,
@@ -37,6 +41,7 @@ from ..errors import (
     ValidationError,
 )
 from ..models import ActionState
+from ..validate import MAX_JSON_DEPTH, check_json, repair_json
 
 __all__ = [
     "AddTurnsRequest",
@@ -51,6 +56,7 @@ __all__ = [
     "PromptResponse",
     "RenderPromptRequest",
     "SearchRequest",
+    "check_arguments",
     "error_payload",
     "status_of",
 ]
@@ -60,6 +66,9 @@ TimeValue = datetime | str | float | None
 
 
 class _Body(BaseModel):
+    """A request body: unknown fields are refused, and numbers and switches must be JSON numbers and booleans
+    (``"k": true`` or ``"wait": "yes"`` is a 422, not a silent 1 or True)."""
+
     model_config = ConfigDict(extra="forbid")
 
 
@@ -79,13 +88,13 @@ class SearchRequest(NamespaceFields):
     """``POST /v1/search``: the arguments of ``MemoryEngine.search``."""
 
     query: str
-    k: int = 10
+    k: StrictInt = 10
     filters: dict[str, Any] | None = Field(default=None, description="session_id, speaker, role, since, until, kinds")
     action_state: ActionState | None = None
-    explain: bool = False
+    explain: StrictBool = False
     now: TimeValue = None
-    trace: bool = False
-    include_cold: bool = False
+    trace: StrictBool = False
+    include_cold: StrictBool = False
     as_of: TimeValue = None
 
 
@@ -95,14 +104,14 @@ class AddTurnsRequest(NamespaceFields):
     turns: list[dict[str, Any]] = Field(description="Turn objects: role (user|assistant|system|tool), content, and "
                                                     "optionally speaker, timestamp, session_id, external_id, "
                                                     "tool_calls, attachments, metadata.")
-    wait: bool = Field(default=False, description="Return only once the turns are fully indexed (vectors too), "
+    wait: StrictBool = Field(default=False, description="Return only once the turns are fully indexed (vectors too), "
                                                   "as MemoryEngine.add_turns(wait=True).")
 
 
 class RenderPromptRequest(NamespaceFields):
     """``POST /v1/prompt``: the memory index for a system prompt (``render_prompt``)."""
 
-    budget_tokens: int | None = None
+    budget_tokens: StrictInt | None = None
     query: str | None = None
 
 
@@ -113,7 +122,7 @@ class PromptResponse(BaseModel):
 class ImportanceRequest(_Body):
     """``PUT /v1/files/{hook_id}/importance``."""
 
-    importance: int = Field(description="0-100")
+    importance: StrictInt = Field(description="0-100")
     user_id: str | None = None
     agent_id: str | None = None
 
@@ -136,7 +145,7 @@ class PreCompressRequest(NamespaceFields):
     """``POST /v1/pre_compress``: save a host's whole context before it compresses it."""
 
     full_context: str | list[Any] | dict[str, Any]
-    estimated_tokens: int | None = None
+    estimated_tokens: StrictInt | None = None
     task_state: dict[str, Any] | None = None
     now: TimeValue = None
 
@@ -208,12 +217,46 @@ def status_of(exc: BaseException) -> int:
     return 500
 
 
+# -- the door: what every body and tool call is checked for before the engine sees it ----------------------------
+_ERROR_OF_ARGUMENT: dict[str, type[ValidationError]] = {
+    **dict.fromkeys(("user_id", "agent_id", "session_id"), InvalidNamespaceError),
+    **dict.fromkeys(("query", "k", "filters", "action_state", "as_of", "explain", "trace", "include_cold"),
+                    InvalidQueryError),
+    **dict.fromkeys(("turns", "content", "metadata", "speaker", "timestamp"), InvalidTurnError),
+}
+BODY_DEPTH = MAX_JSON_DEPTH + 3
+"""Deepest nesting of a request body or tool arguments (a turn's metadata sits three levels down)."""
+
+
+def check_arguments(arguments: Any) -> None:
+    """Refuse a request body (or the arguments of a tool call) that no face could store or answer: a lone
+    surrogate in any key or string (JSON's ``"\\ud800"`` escape decodes to one; it cannot be encoded as UTF-8 —
+    not by SQLite, not by the response), a non-finite number (Python's JSON reader accepts ``NaN``), or nesting
+    deeper than :data:`BODY_DEPTH`. The error is the type of the argument (``user_id``:
+    ``InvalidNamespaceError``, ``query``: ``InvalidQueryError``, ``turns``: ``InvalidTurnError``, others
+    ``InvalidArgumentError``) and names the path (``turns[0].metadata.k``). NUL characters are left to the engine,
+    which knows where they are allowed.
+
+    >>> check_arguments({"user_id": "ana", "query": "where?"})
+    >>> check_arguments({"user_id": "ana", "turns": [{"role": "user", "content": "hi \\ud800"}]})
+    Traceback (most recent call last):
+    ...
+    memory_ext.errors.InvalidTurnError: turns[0].content: got <4 characters: 'hi \\ud800'>; contains a lone ...
+    """
+    if not isinstance(arguments, dict):
+        return  # not an object: the body model refuses it (422)
+    for key, value in arguments.items():
+        check_json("<argument name>", key, InvalidArgumentError, nul=False)
+        check_json(key, value, _ERROR_OF_ARGUMENT.get(key, InvalidArgumentError), nul=False, max_depth=BODY_DEPTH,
+                   what="argument")
+
+
 def _json_value(value: Any) -> Any:
     try:
+        text = json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        value = repr(value)[:200]
         text = json.dumps(value)
-    except (TypeError, ValueError):
-        text = json.dumps(repr(value))
-        value = repr(value)
     return value if len(text) <= 2000 else repr(value)[:200] + "..."
 
 
@@ -230,9 +273,12 @@ def error_payload(exc: BaseException) -> tuple[int, dict[str, Any]]:
         body["candidates"] = list(exc.candidates)
     if isinstance(exc, RetrievalError):
         body["channel_errors"] = [e.model_dump() if hasattr(e, "model_dump") else str(e) for e in exc.errors]
-    return status_of(exc), {"error": body}
+    # the value (and a field named after a key) echo the caller's input: a lone surrogate in it would make the
+    # error itself unencodable, a 500 in place of this 400 (repair_json: U+FFFD instead)
+    return status_of(exc), {"error": repair_json(body)}
 
 
 def plain_error(type_: str, message: str, *, field: str | None = None, fix: str | None = None) -> dict[str, Any]:
-    """An error body for failures that are not engine errors (authentication, permission, bad request body)."""
-    return {"error": {"type": type_, "field": field, "value": None, "message": message, "fix": fix}}
+    """An error body for failures that are not engine errors (authentication, permission, bad request body);
+    ``field`` and ``message`` may echo a key of the request, so they are made encodable (:func:`repair_json`)."""
+    return {"error": repair_json({"type": type_, "field": field, "value": None, "message": message, "fix": fix})}

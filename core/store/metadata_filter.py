@@ -5,6 +5,9 @@ The language is LangGraph's store filter (``{"key": value}`` or ``{"key": {"$op"
 ``$or`` (a list of filters) for the LlamaIndex and LangChain translations. Several keys, or several operators
 on one key, must all hold. A record is matched on the metadata of its source turn (a derived fact on the turn
 it came from), in SQLite with ``json_extract`` — before ranking, never by over-fetching and dropping.
+The same implementation filters the LangGraph store's items (``MemoryStore.search(filter=...)``, on the item's
+JSON value: :mod:`memory_ext.store.items`), with the same semantics; its errors name ``filter`` instead of
+``filters.metadata``.
 
 Semantics (those of LangGraph's ``InMemoryStore`` where it defines them; of its ``PostgresStore`` — JSONB —
 where the in-memory store raises):
@@ -66,8 +69,12 @@ MetadataFilter = Group
 """A parsed metadata filter: a :class:`Group` of conditions and groups."""
 
 
-def _fail(field: str, value: Any, fix: str) -> InvalidQueryError:
-    return InvalidQueryError(f"filters.metadata{'.' if field else ''}{field}", value, fix)
+_ROOT = "filters.metadata"
+
+
+def _fail(field: str, value: Any, fix: str, root: str | None = None) -> InvalidQueryError:
+    root = root or _ROOT
+    return InvalidQueryError(f"{root}{'.' if field else ''}{field}", value, fix)
 
 
 def _scalar(value: Any) -> bool:
@@ -153,11 +160,17 @@ def _count(group: Group) -> int:
     return sum(_count(p) if isinstance(p, Group) else 1 for p in group.parts)
 
 
-def parse_metadata_filter(filters: Any) -> MetadataFilter:
-    """Validate ``filters["metadata"]`` into a :class:`MetadataFilter` (see the module docstring)."""
-    group = _group(filters, "", "and")
+def parse_metadata_filter(filters: Any, *, field: str = _ROOT) -> MetadataFilter:
+    """Validate ``filters["metadata"]`` (or, with ``field="filter"``, a LangGraph store filter on item values) into
+    a :class:`MetadataFilter` (see the module docstring); errors name ``field`` and the path below it."""
+    try:
+        group = _group(filters, "", "and")
+    except InvalidQueryError as exc:
+        if field == _ROOT:
+            raise
+        raise InvalidQueryError(field + str(exc.field)[len(_ROOT):], exc.value, exc.fix) from None
     if _count(group) > MAX_CONDITIONS:
-        raise _fail("", filters, f"a metadata filter holds at most {MAX_CONDITIONS} conditions")
+        raise _fail("", filters, f"a filter holds at most {MAX_CONDITIONS} conditions", field)
     return group
 
 

@@ -12,6 +12,7 @@ connection, so searches run in parallel with each other and with a write.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -39,7 +40,9 @@ from ..errors import (
     StoreLockedError,
 )
 from ..models import Turn
+from ..validate import stored_json
 from .filters import RecordFilter, filter_sql
+from .items import ItemTables
 from .snapshots import chunks, marks
 
 __all__ = ["DB_FILE", "SCHEMA_VERSION", "RecordRow", "TruthStore", "TurnRow"]
@@ -225,7 +228,14 @@ def _v4(conn: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3, _v4]
+def _v5(conn: sqlite3.Connection) -> None:
+    """Key/value items (the LangGraph store's) in the truth store: :mod:`memory_ext.store.items`."""
+    from .items import create_item_schema
+
+    create_item_schema(conn)
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3, _v4, _v5]
 """MIGRATIONS[i] upgrades a store from schema version i to i + 1. Append, never edit."""
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -339,10 +349,10 @@ class TruthStore:
     A directory it creates gets ``dir_mode`` (default ``0o700``) and the database ``file_mode`` (``0o600``).
     """
 
+    dialect = "sqlite"
+    """The SQL dialect of statements built per backend (metadata filters)."""
     PURGE_TARGET = DB_FILE + "-wal"
     """What a forget's receipt names in ``pending_purge`` while :meth:`purge` has not completed."""
-    DIALECT = "sqlite"
-    """The SQL dialect of the store's filters (:func:`memory_ext.store.filters.filter_sql`)."""
 
     def __init__(self, directory: str | os.PathLike[str], *, read_only: bool = False, dir_mode: int = 0o700,
                  file_mode: int = 0o600) -> None:
@@ -577,6 +587,11 @@ class TruthStore:
         with self.transaction("create index schema") as conn:
             create(conn)
 
+    @functools.cached_property
+    def items(self) -> ItemTables:
+        """The statements on key/value items (:mod:`memory_ext.store.items`)."""
+        return ItemTables(self.dialect)
+
     # -- meta ------------------------------------------------------------------------------------------------
     @property
     def store_id(self) -> str:
@@ -694,8 +709,8 @@ class TruthStore:
             " FROM turns"
             " WHERE ns_id=? ORDER BY seq DESC LIMIT ?", (ns_id, n)).fetchall()
         return [{"id": r[0], "session_id": r[1], "speaker": r[2], "content": r[3], "ts": r[4],
-                 "tool_calls": json.loads(r[5]), "rid": int(r[6]), "role": r[7], "attachments": json.loads(r[8]),
-                 "metadata": json.loads(r[9])} for r in reversed(rows)]
+                 "tool_calls": stored_json(r[5], list), "rid": int(r[6]), "role": r[7],
+                 "attachments": stored_json(r[8], list), "metadata": stored_json(r[9], dict)} for r in reversed(rows)]
 
     # -- reads -------------------------------------------------------------------------------------------------
     def records_by_rid(self, ns_id: int, rids: Sequence[int]) -> dict[int, RecordRow]:
@@ -931,7 +946,7 @@ class TruthStore:
                       before_seq: int | None, limit: int) -> list[TurnRow]:
         """The namespace's turns whose version is current (their turn record not replaced by an update) and that
         pass ``record_filter``, most recently written first, ``limit`` of them, below ``before_seq`` when given."""
-        where, args = filter_sql(record_filter, self.DIALECT)
+        where, args = filter_sql(record_filter, self.dialect)
         sql = (f"SELECT {', '.join('t.' + c.strip() for c in _TURN_COLS.split(','))} FROM turns t"
                " LEFT JOIN records r ON r.rid = t.record_rid WHERE t.ns_id=? AND COALESCE(r.replaced, 0) = 0")
         params: list[Any] = [ns_id]
@@ -943,6 +958,15 @@ class TruthStore:
             params.append(before_seq)
         sql += " ORDER BY t.seq DESC LIMIT ?"
         return [_turn_row(r) for r in conn.execute(sql, (*params, limit))]
+
+    def namespace_counts(self) -> list[tuple[str, str, int, int]]:
+        """``(user_id, agent_id, current memories, turns)`` of every namespace, in creation order."""
+        return [(str(r[0]), str(r[1]), int(r[2]), int(r[3])) for r in self.reader().execute(
+            "SELECT n.user_id, n.agent_id,"
+            " (SELECT COUNT(*) FROM turns t LEFT JOIN records r ON r.rid = t.record_rid"
+            "  WHERE t.ns_id = n.ns_id AND COALESCE(r.replaced, 0) = 0),"
+            " (SELECT COUNT(*) FROM turns t WHERE t.ns_id = n.ns_id)"
+            " FROM namespaces n ORDER BY n.ns_id")]
 
     @staticmethod
     def memory_keys_of(conn: sqlite3.Connection, ns_id: int, turn_ids: Sequence[str]) -> dict[str, str]:
@@ -1004,7 +1028,7 @@ class TruthStore:
         conn.execute("DELETE FROM claims WHERE ns_id=?", (ns_id,))
     def rids_matching(self, ns_id: int, record_filter: RecordFilter) -> set[int]:
         """rids of the namespace's records that pass ``record_filter`` (every rid when it is empty)."""
-        where, args = filter_sql(record_filter, self.DIALECT)
+        where, args = filter_sql(record_filter, self.dialect)
         return self.filter_rids(ns_id, where or "1", args)
 
     # -- the durable queue of model work (see memory_ext.ingest.indexer) ------------------------------------
@@ -1132,16 +1156,10 @@ TURN_NCOLS = len(_TURN_COLS.split(","))
 """How many columns :data:`_TURN_COLS` selects (a query that selects more reads its own after them)."""
 
 
-_EMPTY_JSON: dict[str, Callable[[], Any]] = {"[]": list, "{}": dict}
-
-
-def _loads(value: str) -> Any:
-    """``json.loads``, with the common empty list and object made directly (a search reads dozens of rows)."""
-    make = _EMPTY_JSON.get(value)
-    return make() if make is not None else json.loads(value)
-
-
 def _turn_row(r: Sequence[Any]) -> TurnRow:
-    return TurnRow(int(r[0]), r[1], int(r[2]), r[3], r[4], r[5], r[6], r[7], r[8], _loads(r[9]),
-                   _loads(r[10]), _loads(r[11]), int(r[12]), int(r[13]) if r[13] is not None else None)
+    # the JSON columns are repaired as they are read (memory_ext.validate.stored_json): a row an older version
+    # stored with a lone surrogate, NaN or deep nesting reads back as values every face can serialise
+    return TurnRow(int(r[0]), r[1], int(r[2]), r[3], r[4], r[5], r[6], r[7], r[8], stored_json(r[9], list),
+                   stored_json(r[10], list), stored_json(r[11], dict), int(r[12]),
+                   int(r[13]) if r[13] is not None else None)
 

@@ -1,7 +1,6 @@
 """Conformance, the framework faces that live on the engine's API (no tables of their own): LangChain's chat
 history and retriever, LlamaIndex's memory and retriever — the same messages back and the same documents on
-SQLite and on PostgreSQL. (The LangGraph ``MemoryStore`` keeps its own SQLite item table beside the store and is
-not part of this suite.)"""
+SQLite and on PostgreSQL. (The LangGraph ``MemoryStore``'s items are tested in ``test_conformance_items.py``.)"""
 
 from __future__ import annotations
 

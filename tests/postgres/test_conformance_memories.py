@@ -104,3 +104,12 @@ def test_async_twins(maya: MemoryEngine) -> None:
         return len(page.items), one.content
 
     assert asyncio.run(run()) == (2, RULES_CHAT[-1][3])
+
+
+def test_the_overview_counts_current_memories_and_turns(maya: MemoryEngine) -> None:
+    maya.update("maya", "rules:3", content="My Nordea card is a green Mastercard now.")
+    maya.add_turns([Turn(role="user", content="Ben's own memory.")], "ben")
+    maya.add_turns([Turn(role="user", content="Gone soon.")], "carl")
+    maya.forget("carl")
+    assert [(s.user_id, s.memories, s.turns) for s in maya.overview()] == [
+        ("maya", len(RULES_CHAT), len(RULES_CHAT) + 1), ("ben", 1, 1)]

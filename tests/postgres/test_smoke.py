@@ -22,15 +22,3 @@ def test_write_search_forget_on_both_backends(store_target) -> None:
         assert receipt.turns == 2
         assert not engine.search("beagle Toby", "ana", k=2).items
         assert engine.search("Berlin marathon", "ben", k=1).items
-
-
-def test_langgraph_store_on_postgres_is_a_typed_error(postgres_dsn: str, pg_schema: str) -> None:
-    pytest.importorskip("langgraph")
-    from langchain_memory_ext import MemoryStore
-    from memory_ext import MemoryEngine
-    from memory_ext.errors import ConfigError
-
-    config = {"storage": {"backend": "postgres", "postgres_schema": pg_schema}}
-    with MemoryEngine.open(postgres_dsn, config=config, embedder="hashing") as engine, \
-            pytest.raises(ConfigError, match="SQLite store for MemoryStore"):
-        MemoryStore(engine=engine)

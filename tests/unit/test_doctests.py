@@ -46,6 +46,7 @@ MODULES = [
     "memory_ext.text.timerules_en",
     "memory_ext.text.timerules_zh",
     "memory_ext.text.tokenize",
+    "memory_ext.validate",
 ]
 
 

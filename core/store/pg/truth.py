@@ -237,9 +237,8 @@ class PgTruthStore(TruthStore):
         engine = MemoryEngine.open("postgresql://memory@db-host/memory")   # or storage.backend: postgres
     """
 
+    dialect = "postgres"
     PURGE_TARGET = "postgres:dead-row-versions"
-
-    DIALECT = "postgres"
 
     def __init__(self, dsn: str, *, schema: str = "memory_ext", read_only: bool = False, pool_size: int = 16,
                  rls: bool = False, lock_timeout_s: float = 30.0) -> None:

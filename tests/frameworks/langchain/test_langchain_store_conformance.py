@@ -181,8 +181,9 @@ def filter_order_across_namespaces(store: BaseStore) -> Any:
 
 
 def comparison_on_missing_or_non_numeric_values(store: BaseStore) -> Any:
-    """``$gte`` & co compare numbers: a missing field or a non-numeric value is an error, as in InMemoryStore;
-    numeric strings compare as numbers; equality operators never fail."""
+    """``$gte`` & co on a missing field or a value of another type: InMemoryStore raises (and compares numeric
+    strings as numbers); memory-ext's one filter language (the store's and ``search(filters={"metadata": ...})``,
+    evaluated in SQL) does not match such an item — see :func:`test_comparisons_follow_the_one_filter_language`."""
     ns = ("users", "ana", "memories")
     store.put(ns, "m1", {"year": 2024, "label": "a"})
     store.put(ns, "m2", {"year": "2026", "label": "b"})
@@ -229,7 +230,7 @@ def query_scores_with_an_index_config(store: BaseStore) -> Any:
 SCENARIOS: list[Callable[[BaseStore], Any]] = [
     get_put_update_delete, filter_only_search, pagination_in_one_namespace, list_namespaces,
     batch_reads_see_state_before_puts, async_api, invalid_input, query_top_hit, filter_order_across_namespaces,
-    comparison_on_missing_or_non_numeric_values, values_come_back_as_they_went_in,
+    values_come_back_as_they_went_in,
 ]
 #: Scenarios compared only when MemoryStore is given the reference's ``index`` configuration.
 INDEX_SCENARIOS: list[Callable[[BaseStore], Any]] = [query_scores_with_an_index_config]
@@ -306,3 +307,15 @@ def test_every_store_passes_the_scenarios(kind: str, tmp_path: Path) -> None:
             st = MemoryStore(engine=engine)
             scenario(st)
             st.close()
+
+
+def test_comparisons_follow_the_one_filter_language(tmp_path: Path) -> None:
+    """Where InMemoryStore raises (a comparison with a missing or non-numeric value) MemoryStore follows memory-ext's
+    filter semantics, the same as ``search(filters={"metadata": ...})``: such an item does not match, a key never
+    set matches ``$ne`` and ``None``; equality results and the error on an unknown operator are the reference's."""
+    reference = comparison_on_missing_or_non_numeric_values(InMemoryStore())
+    with MemoryEngine.open(tmp_path / "s", embedder="hashing") as engine:
+        ours = comparison_on_missing_or_non_numeric_values(MemoryStore(engine=engine))
+    ns = ("users", "ana", "memories")
+    assert reference[:2] == ["error", "error"] and ours[:2] == [[], []]
+    assert ours[2:] == reference[2:] == [[(ns, "m1")], [(ns, "m2"), (ns, "m3")], [(ns, "m3")], [], "error"]

@@ -183,13 +183,15 @@ def test_delete_forgets_that_item_only_and_does_not_re_archive_the_namespace(eng
     store.close()
 
 
-def test_a_store_file_of_the_previous_version_still_deletes_cleanly(engine: MemoryEngine, tmp_path: Path) -> None:
-    """Items written before record ids were kept (no ``record_id``): delete goes through ``engine.delete`` by
-    the item's turn id, so the deleted text still leaves the engine."""
-    session = Namespace("langgraph-store", session_id="users.ana.memories")
-    added = engine.add_turns([{"role": "user", "content": "Lena lives in Porto", "external_id": "m1"},
-                              {"role": "user", "content": "my bank PIN is 4242", "external_id": "m2"}], session)
-    db = sqlite3.connect(engine.path / "langgraph_store.sqlite3")
+def test_a_store_file_of_the_first_version_is_imported_and_deletes_cleanly(tmp_path: Path) -> None:
+    """Items written by the first release (no ``record_id``, no namespaces table) are imported at the next open;
+    delete goes through ``engine.delete`` by the item's turn id, so the deleted text still leaves the engine."""
+    path = tmp_path / "s"
+    with MemoryEngine.open(path, embedder="hashing") as engine:
+        session = Namespace("langgraph-store", session_id="users.ana.memories")
+        added = engine.add_turns([{"role": "user", "content": "Lena lives in Porto", "external_id": "m1"},
+                                  {"role": "user", "content": "my bank PIN is 4242", "external_id": "m2"}], session)
+    db = sqlite3.connect(path / "langgraph_store.sqlite3")
     db.executescript("CREATE TABLE items (part TEXT NOT NULL, ns TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT "
                      "NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, turn_id TEXT, PRIMARY KEY (part, ns, "
                      "key));")
@@ -200,14 +202,16 @@ def test_a_store_file_of_the_previous_version_still_deletes_cleanly(engine: Memo
                                            ("m2", "my bank PIN is 4242", added.turn_ids[1])]])
     db.commit()
     db.close()
-    store = MemoryStore(engine=engine)
-    item = store.get(NS, "m2")
-    assert item is not None and item.value == {"text": "my bank PIN is 4242"}
-    store.delete(NS, "m2")
-    assert _engine_texts(engine) == ["Lena lives in Porto"]
-    store.delete(NS, "m1")  # the rebuilt item has a record id now
-    assert _engine_texts(engine) == [] and store.list_namespaces() == []
-    store.close()
+    with MemoryEngine.open(path, embedder="hashing") as engine:
+        assert not (path / "langgraph_store.sqlite3").exists()
+        store = MemoryStore(engine=engine)
+        item = store.get(NS, "m2")
+        assert item is not None and item.value == {"text": "my bank PIN is 4242"} and item.created_at == START
+        store.delete(NS, "m2")
+        assert _engine_texts(engine) == ["Lena lives in Porto"]
+        store.delete(NS, "m1")
+        assert _engine_texts(engine) == [] and store.list_namespaces() == []
+        store.close()
 
 
 def test_an_update_keeps_the_old_version_as_history(engine: MemoryEngine) -> None:

@@ -1,5 +1,5 @@
-"""Defect 2 of issue 14: ``engine.forget`` reaches the LangGraph store's own item table, whether or not a
-``MemoryStore`` is open in the forgetting process."""
+"""Defect 2 of issue 14: ``engine.forget`` reaches the LangGraph store's items, whether or not a ``MemoryStore``
+is open in the forgetting process (they are rows of the truth store, removed in the forget's transaction)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def test_forget_of_the_namespace_removes_the_items_of_an_open_store(tmp_path: Pa
     store.put(("memories",), "plain", VALUE, index=False)  # never archived in the engine: only in the table
     bob.put(("memories",), "boat", {"text": "Bob keeps his boat in Porto"})
     receipt = engine.forget(Namespace("ana"))
-    assert "face:langgraph_store" in receipt.stores
+    assert receipt.purge_complete and engine.get_items("ana", [(("memories",), "plain")]) == [None]
     assert store.get(("memories",), "key") is None and store.get(("memories",), "plain") is None
     assert store.search(("memories",), query="spare key") == []
     assert bob.get(("memories",), "boat") is not None  # another partition keeps its items
@@ -42,7 +42,7 @@ def test_forget_reaches_the_items_when_no_store_is_open(tmp_path: Path) -> None:
         store.close()
     with MemoryEngine.open(tmp_path, embedder="hashing") as engine:  # another process, say `memext forget`
         receipt = engine.forget(Namespace("ana"))
-        assert "face:langgraph_store" in receipt.stores and receipt.purge_complete
+        assert receipt.purge_complete and engine.search_items("ana") == []
         assert MemoryStore(engine=engine, user_id="ana").get(("memories",), "key") is None
     assert scan_bytes(tmp_path, [NEEDLE]) == {}
 
