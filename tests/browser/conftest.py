@@ -55,12 +55,13 @@ def chromium_path() -> str | None:
 def browser() -> Iterator[Any]:
     """A headless chromium (the system's), shared by the session; each test opens its own context."""
     try:
-        from playwright.sync_api import sync_playwright
+        from playwright.sync_api import expect, sync_playwright
     except ImportError as exc:
         _unavailable(f"playwright is not installed ({exc}); pip install \"memory-ext[test]\"")
     executable = chromium_path()
     if executable is None:
         _unavailable("no chromium found (apt-get install chromium, or set MEMORY_EXT_CHROMIUM)")
+    expect.set_options(timeout=TIMEOUT_MS)
     with sync_playwright() as p:
         try:
             launched = p.chromium.launch(executable_path=executable, headless=True,

@@ -45,10 +45,10 @@ def confirm(page: Page, label: str) -> None:
     expect(dialog).to_be_hidden()
 
 
-def receipt(page: Page) -> dict[str, Any] | list[Any]:
-    """The JSON of the receipt the page shows after an action."""
+def receipt(page: Page, title: str) -> dict[str, Any] | list[Any]:
+    """The JSON of the receipt titled ``title`` that the page shows after an action."""
     box = page.locator("#receipt")
-    expect(box).to_be_visible()
+    expect(box.get_by_role("heading", name=title)).to_be_visible()
     parsed: dict[str, Any] | list[Any] = json.loads(box.locator("pre").inner_text())
     return parsed
 
@@ -90,6 +90,7 @@ def test_memories_newest_first_with_time_speaker_metadata_and_filters(open_serve
     expect(newest).to_contain_text("1 version")
     expect(page.get_by_role("searchbox", name="Search query")).to_be_visible()
 
+    page.get_by_text("Filters", exact=True).click()  # folded until a filter is set
     page.get_by_label("Metadata (JSON)").fill('{"topic": "money"}')
     page.get_by_role("button", name="Apply filters").click()
     money = [content for session, _, _, content, meta in RULES_CHAT if meta.get("topic") == "money"]
@@ -98,6 +99,8 @@ def test_memories_newest_first_with_time_speaker_metadata_and_filters(open_serve
     assert "metadata=" in page.url  # a deep link
 
     page.get_by_role("link", name="Clear filters").click()
+    expect(cards).to_have_count(len(RULES_CHAT))
+    page.get_by_text("Filters", exact=True).click()
     page.get_by_label("Session").fill("bank")
     page.get_by_label("Since (UTC)").fill("2026-03-02T09:02")
     page.get_by_role("button", name="Apply filters").click()
@@ -169,7 +172,7 @@ def test_history_edit_and_delete_with_confirmation_and_receipts(open_server: Ser
     assert all(m["version_count"] == 1 for m in open_server.memories("chen"))
     page.get_by_role("button", name="Save as a new version").click()
     confirm(page, "Save")
-    written = receipt(page)
+    written = receipt(page, "Updated: receipt")
     assert isinstance(written, dict) and written["turn_ids"]
     expect(page.locator("#history > li")).to_have_count(2)
     expect(page.locator("#history > li").last).to_contain_text("update")
@@ -181,7 +184,7 @@ def test_history_edit_and_delete_with_confirmation_and_receipts(open_server: Ser
 
     page.get_by_role("button", name="Delete this memory").click()
     confirm(page, "Delete")
-    deleted = receipt(page)
+    deleted = receipt(page, "Deleted: receipt")
     assert isinstance(deleted, dict) and deleted["turns"] == 2
     expect(page.get_by_text("This memory was deleted")).to_be_visible()
     expect(page.locator("#history > li").last).to_contain_text("delete")
@@ -199,14 +202,14 @@ def test_forget_a_session_then_the_user(open_server: Served, page: Page) -> None
     page.get_by_label("Session to forget").fill("bank")
     page.get_by_role("button", name="Forget this session").click()
     confirm(page, "Forget the session")
-    forgotten = receipt(page)
+    forgotten = receipt(page, "Forgotten: receipt")
     assert isinstance(forgotten, dict) and forgotten["turns"] == 4
     left = open_server.memories("nora")
     assert {m["session_id"] for m in left} == {"trip"} and len(left) == 4
 
     page.get_by_role("button", name="Forget everything of nora").click()
     confirm(page, "Forget nora")
-    receipts = receipt(page)
+    receipts = receipt(page, "Forgotten: receipts")
     assert isinstance(receipts, list) and sorted(r["turns"] for r in receipts) == [4, len(CONVERSATIONS["ben"])]
     assert open_server.memories("nora") == [] and open_server.memories("nora", agent_id="coach") == []
     page.goto(open_server.url + "/")
@@ -238,15 +241,16 @@ def test_export_then_import_restores_the_store(open_server: Served, page: Page, 
     page.get_by_label("Export file").set_input_files(str(exported))
     page.get_by_role("button", name="Import", exact=True).click()
     confirm(page, "Import")
-    report = receipt(page)
+    report = receipt(page, "Import report")
     assert isinstance(report, dict) and report["turns"] == len(RULES_CHAT) + 1 and report["skipped_turns"] == 0
     after = open_server.memories("ines")
     assert [(m["id"], m["content"], m["version_count"]) for m in after] == \
         [(m["id"], m["content"], m["version_count"]) for m in before]
 
-    page.get_by_role("button", name="Import", exact=True).click()  # the same file again adds nothing
+    page.get_by_label("Export file").set_input_files(str(exported))  # the same file again adds nothing
+    page.get_by_role("button", name="Import", exact=True).click()
     confirm(page, "Import")
-    again = receipt(page)
+    again = receipt(page, "Import report")
     assert isinstance(again, dict) and again["turns"] == 0 and again["skipped_turns"] == len(RULES_CHAT) + 1
     no_page_errors(page)
 
@@ -269,7 +273,7 @@ def test_memory_files_prompt_index_open_importance_and_compaction(open_server: S
     page.get_by_label(f"Importance of {name} (0-100)").fill("93")
     cards.first.get_by_role("button", name="Set importance").click()
     confirm(page, "Set")
-    set_hook = receipt(page)
+    set_hook = receipt(page, "Importance set: the file's hook")
     assert isinstance(set_hook, dict) and set_hook["importance"] == 93
     with open_server.client() as c:
         stored = c.get("/v1/hooks", params={"user_id": "omar"}).json()
@@ -277,7 +281,7 @@ def test_memory_files_prompt_index_open_importance_and_compaction(open_server: S
 
     page.get_by_role("button", name="Run due compaction").click()
     confirm(page, "Run compaction")
-    report = receipt(page)
+    report = receipt(page, "Compaction report")
     assert isinstance(report, dict) and report["namespace"]["user_id"] == "omar" and "steps" in report
     no_page_errors(page)
 

@@ -40,10 +40,10 @@ function h(tag, attrs, ...children) {
 }
 
 let nextId = 0;
-function field(label, control, hint) {
+function field(label, control, hint, size) {
   const id = control.id || `f${++nextId}`;
   control.id = id;
-  return h("div", { class: "field" }, h("label", { for: id }, label), control,
+  return h("div", { class: size ? `field ${size}` : "field" }, h("label", { for: id }, label), control,
            hint ? h("small", { class: "hint" }, hint) : null);
 }
 
@@ -200,6 +200,7 @@ function confirmAction(title, text, okLabel) {
 
 // Run an action that changes the store: confirm, call, show the receipt, render the view again.
 async function act({ title, text, ok, call, receipt }) {
+  clearReceipt();  // before the dialog opens: the receipt shown next is this action's
   if (!(await confirmAction(title, text, ok))) return;
   clearError();
   try {
@@ -256,7 +257,7 @@ async function viewOverview() {
   const body = rows.length === 0
     ? [h("p", {}, "The store holds no memories yet.")]
     : [h("div", { class: "scroll" }, h("table", { id: "overview" },
-        h("caption", {}, "Users and agents (namespaces)"),
+        h("caption", {}, "Each row is a namespace: a user, or a user with one agent"),
         h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "User"), h("th", { scope: "col" }, "Agent"),
                          h("th", { scope: "col", class: "num" }, "Memories"),
                          h("th", { scope: "col", class: "num" }, "Turns"))),
@@ -311,8 +312,9 @@ async function viewMemories(state) {
     since: h("input", { type: "datetime-local", name: "since", value: state.since }),
     until: h("input", { type: "datetime-local", name: "until", value: state.until }),
   };
+  const active = Boolean(state.metadata || state.session_id || state.since || state.until);
   const form = h("form", { class: "filters", "aria-label": "Filter memories" },
-    h("fieldset", {}, h("legend", {}, "Filters"),
+    h("details", { open: active }, h("summary", {}, active ? "Filters (active)" : "Filters"),
       h("div", { class: "row" },
         field("Metadata (JSON)", inputs.metadata), field("Session", inputs.session_id),
         field("Since (UTC)", inputs.since), field("Until (UTC)", inputs.until)),
@@ -353,7 +355,7 @@ function searchForm(state) {
   const k = h("input", { type: "number", name: "k", min: "1", max: "200", value: state.k || "10" });
   const explain = h("input", { type: "checkbox", name: "explain", checked: state.explain });
   const form = h("form", { class: "search", role: "search", "aria-label": "Search memories" },
-    h("div", { class: "row" }, field("Search query", query), field("Results (k)", k),
+    h("div", { class: "row" }, field("Search query", query), field("Results (k)", k, null, "small"),
       h("div", { class: "field check" }, h("label", {}, explain, " Explain scores")),
       h("button", { type: "submit" }, "Search")));
   form.addEventListener("submit", (event) => {
@@ -416,16 +418,11 @@ function versionItem(version) {
 
 async function viewHistory(state) {
   const title = h("h1", {}, `Memory ${state.id}`);
-  let memory = null;
-  let versions;
-  try {
-    memory = await api("GET", `/v1/memories/${encodeURIComponent(state.id)}`, { params: nsParams(state) });
-    versions = memory.history;
-  } catch (exc) {
-    if (!(exc instanceof ApiError) || exc.status !== 400) throw exc;
-    // deleted: the history still lists its operations (without text)
-    versions = await api("POST", "/v1/memories/history", { body: { ...nsParams(state), id: state.id } });
-  }
+  // the history first: it answers for a deleted memory too (its operations, without text)
+  const versions = await api("POST", "/v1/memories/history", { body: { ...nsParams(state), id: state.id } });
+  const deleted = versions.length > 0 && versions[versions.length - 1].operation === "delete";
+  const memory = deleted ? null
+    : await api("GET", `/v1/memories/${encodeURIComponent(state.id)}`, { params: nsParams(state) });
   const history = h("ol", { id: "history", class: "cards", "aria-label": "Versions and operations, oldest first" },
                     versions.map(versionItem));
   const parts = [title];
@@ -477,7 +474,7 @@ async function viewFiles(state) {
   const list = h("ol", { id: "hooks", class: "cards", "aria-label": "Memory files" }, hooks.map((hook) => {
     const importance = h("input", { type: "number", min: "0", max: "100", value: String(hook.importance) });
     const setForm = h("form", { class: "row" },
-      field(`Importance of ${hook.title || hook.id} (0-100)`, importance),
+      field(`Importance of ${hook.title || hook.id} (0-100)`, importance, null, "medium"),
       h("button", { type: "submit" }, "Set importance"));
     setForm.addEventListener("submit", (event) => {
       event.preventDefault();
