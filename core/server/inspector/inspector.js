@@ -227,6 +227,7 @@ function showTokenForm(message) {
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     sessionStorage.setItem(TOKEN_KEY, input.value.trim());
+    info = null;  // another token may be pinned to another user
     render();
   });
   $("view").replaceChildren(form);
