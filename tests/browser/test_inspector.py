@@ -333,3 +333,24 @@ def test_layout_at_1280_and_390_pixels(open_server: Served, page: Page, tmp_path
         page.screenshot(path=str(shot))
         assert shot.read_bytes().startswith(b"\x89PNG")
     no_page_errors(page)
+
+
+UNLABELLED = """() => [...document.querySelectorAll("input, select, textarea, button")]
+    .filter((el) => !el.closest("[hidden]") && !(el.labels && el.labels.length) && !el.getAttribute("aria-label")
+                    && !(el.tagName === "BUTTON" && el.textContent.trim()))
+    .map((el) => el.outerHTML)"""
+
+
+def test_every_control_is_labelled(open_server: Served, page: Page) -> None:
+    """Screen readers name every field and button: a <label> for each input, text on each button."""
+    open_server.add("ada", conversation("ana"))
+    memory_id = open_server.memories("ada")[0]["id"]
+    for view in ["", "&view=search&q=beagle&explain=1", f"&view=history&id={memory_id}", "&view=files",
+                 "&view=data", "&view=forget"]:
+        page.goto(f"{open_server.url}/?user_id=ada{view}")
+        expect(page.locator("#view h1")).to_be_visible()
+        page.locator("#view[aria-busy]").wait_for(state="detached")
+        assert page.evaluate(UNLABELLED) == [], view
+    page.goto(open_server.url + "/")
+    expect(page.locator("table#overview")).to_be_visible()
+    assert page.evaluate(UNLABELLED) == []
