@@ -20,6 +20,7 @@ Needs the ``server`` extra (``httpx``).
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import weakref
 from collections.abc import Iterable, Mapping
@@ -46,7 +47,8 @@ from .models import (
     SearchResult,
     Turn,
 )
-from .results import MemoryVersion
+from .portability import ImportReport
+from .results import Memory, MemoryPage, MemoryVersion, NamespaceSummary
 
 try:
     import httpx
@@ -92,6 +94,10 @@ class _Call:
     """What to decode the response into: a pydantic model class, a TypeAdapter, or None (raw JSON)."""
     unwrap: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    content: bytes | None = None
+    """A raw request body (``POST /v1/import``) instead of ``body`` as JSON."""
+    lines: bool = False
+    """The response is JSON lines (``GET /v1/export``): decoded into a list of objects."""
 
 
 def _jsonable(value: Any) -> Any:
@@ -121,10 +127,21 @@ def _ns_params(namespace: Namespace | str | dict[str, Any] | None, *, session: b
     return {k: v for k, v in fields.items() if v is not None}
 
 
-_TURNS = TypeAdapter(list[Turn])
+class _ListedTurn(Turn):
+    """A turn of ``GET /v1/turns``, which also says whether it is its memory's current version."""
+
+    current: bool = True
+
+
+_TURNS = TypeAdapter(list[_ListedTurn])
+
+
+def _plain(turn: _ListedTurn) -> Turn:
+    return Turn.model_validate(turn.model_dump(exclude={"current"}))
 _HOOKS = TypeAdapter(list[IndexHook])
 _NAMESPACES = TypeAdapter(list[Namespace])
 _VERSIONS = TypeAdapter(list[MemoryVersion])
+_SUMMARIES = TypeAdapter(list[NamespaceSummary])
 _ITEMS = TypeAdapter(list[StoredItem])
 _MAYBE_ITEMS = TypeAdapter(list[StoredItem | None])
 _ITEM_NAMESPACES = TypeAdapter(list[tuple[str, ...]])
@@ -195,6 +212,8 @@ def _error(response: httpx.Response) -> MemoryExtError:
 def _decode(call: _Call, response: httpx.Response) -> Any:
     if response.status_code >= 400:
         raise _error(response)
+    if call.lines:
+        return [json.loads(line) for line in response.text.splitlines() if line.strip()]
     data = response.json()
     if call.unwrap is not None:
         data = data[call.unwrap]
@@ -273,7 +292,7 @@ class RemoteEngine:
         if self._closed:
             raise _errors.ValidationError("engine", "closed", "create a new RemoteEngine(url, token)")
         try:
-            response = self._client.request(call.method, call.path, params=call.params,
+            response = self._client.request(call.method, call.path, params=call.params, content=call.content,
                                             json=_jsonable(call.body) if call.body is not None else None)
         except httpx.TransportError as exc:
             raise ServerUnavailableError(f"{call.method} {self.url}{call.path}: {type(exc).__name__}: {exc}",
@@ -293,6 +312,7 @@ class RemoteEngine:
             raise _errors.ValidationError("engine", "closed", "create a new RemoteEngine(url, token)")
         try:
             response = await self._aclient().request(call.method, call.path, params=call.params,
+                                                     content=call.content,
                                                      json=_jsonable(call.body) if call.body is not None else None)
         except httpx.TransportError as exc:
             raise ServerUnavailableError(f"{call.method} {self.url}{call.path}: {type(exc).__name__}: {exc}",
@@ -390,6 +410,36 @@ class RemoteEngine:
     @staticmethod
     def _history_call(namespace: Namespace | str, memory_id: str) -> _Call:
         return _Call("POST", "/v1/memories/history", body={**_ns_fields(namespace), "id": memory_id}, model=_VERSIONS)
+
+    @staticmethod
+    def _list_memories_call(namespace: Namespace | str, filters: Mapping[str, Any] | None, limit: int,
+                            cursor: str | None) -> _Call:
+        return _Call("POST", "/v1/memories/list", body={**_ns_fields(namespace), "filters": filters, "limit": limit,
+                                                         "cursor": cursor}, model=MemoryPage)
+
+    @staticmethod
+    def _get_memory_call(namespace: Namespace | str, memory_id: str) -> _Call:
+        if not isinstance(memory_id, str) or not memory_id:
+            raise _errors.InvalidQueryError("id", memory_id, "give the id of a memory")
+        return _Call("GET", f"/v1/memories/{quote(memory_id, safe='')}", params=_ns_params(namespace), model=Memory)
+
+    @staticmethod
+    def _export_call(namespace: Namespace | str | None) -> _Call:
+        return _Call("GET", "/v1/export", params=_ns_params(namespace, session=False), lines=True)
+
+    @staticmethod
+    def _import_call(lines: Iterable[str | Mapping[str, Any]] | Mapping[str, Any], format: str,
+                     user_id: str | None, wait: bool) -> _Call:
+        if format not in ("memory-ext", "mem0"):
+            raise _errors.InvalidArgumentError("format", format, "give 'memory-ext' or 'mem0'")
+        if format == "mem0" or isinstance(lines, Mapping):
+            content = json.dumps(_jsonable(lines if isinstance(lines, Mapping) else list(lines)))
+        else:
+            content = "\n".join(line.rstrip("\n") if isinstance(line, str) else json.dumps(_jsonable(line))
+                                 for line in lines)
+        params: dict[str, Any] = {"format": format, "wait": wait,
+                                  **({"user_id": user_id} if user_id is not None else {})}
+        return _Call("POST", "/v1/import", params=params, content=content.encode("utf-8"), model=ImportReport)
 
     @staticmethod
     def _delete_call(namespace: Namespace | str, ids: Iterable[str]) -> _Call:
@@ -503,8 +553,8 @@ class RemoteEngine:
 
     def get_turns(self, namespace: Namespace | str, *, limit: int | None = None, offset: int = 0) -> list[Turn]:
         """The stored turns of a namespace, oldest first."""
-        turns: list[Turn] = self._send(self._get_turns_call(namespace, limit, offset))
-        return turns
+        listed: list[_ListedTurn] = self._send(self._get_turns_call(namespace, limit, offset))
+        return [_plain(t) for t in listed]
 
     def forget(self, namespace: Namespace | str, *, record_ids: Iterable[str] | None = None,
                hook_ids: Iterable[str] | None = None) -> ForgetReceipt:
@@ -522,6 +572,41 @@ class RemoteEngine:
         """The versions of a memory (see :meth:`MemoryEngine.history`)."""
         versions: list[MemoryVersion] = self._send(self._history_call(namespace, id))
         return versions
+
+    def list_memories(self, namespace: Namespace | str, *, filters: Mapping[str, Any] | None = None,
+                      limit: int = 50, cursor: str | None = None) -> MemoryPage:
+        """The current memories, a page at a time (see :meth:`MemoryEngine.list_memories`)."""
+        page: MemoryPage = self._send(self._list_memories_call(namespace, filters, limit, cursor))
+        return page
+
+    def get_memory(self, namespace: Namespace | str, id: str) -> Memory:
+        """One memory with its history (see :meth:`MemoryEngine.get_memory`)."""
+        memory: Memory = self._send(self._get_memory_call(namespace, id))
+        return memory
+
+    def overview(self) -> list[NamespaceSummary]:
+        """Every namespace the token reaches, with its counts (see :meth:`MemoryEngine.overview`)."""
+        summaries: list[NamespaceSummary] = self._send(_Call("GET", "/v1/overview", model=_SUMMARIES))
+        return summaries
+
+    def replaced_turns(self, namespace: Namespace | str) -> frozenset[str]:
+        """Ids of the stored turns an update replaced (see :meth:`MemoryEngine.replaced_turns`)."""
+        listed: list[_ListedTurn] = self._send(self._get_turns_call(namespace, None, 0))
+        return frozenset(t.id for t in listed if not t.current and t.id is not None)
+
+    def export(self, namespace: Namespace | str | None = None) -> list[dict[str, Any]]:
+        """The memories as export lines (see :meth:`MemoryEngine.export`; a pinned token: its user's)."""
+        lines: list[dict[str, Any]] = self._send(self._export_call(namespace))
+        return lines
+
+    def import_records(self, lines: Iterable[str | Mapping[str, Any]] | Mapping[str, Any], *,
+                       format: Literal["memory-ext", "mem0"] = "memory-ext", user_id: str | None = None,
+                       wait: bool = False, progress: bool | None = None) -> ImportReport:
+        """Restore an export, or mem0's output (see :meth:`MemoryEngine.import_records`); the server's body limit
+        (``server.max_body_bytes``) bounds one call. ``wait`` has the server wait for its indexer; ``progress`` is
+        accepted for the engine's signature (the server shows none)."""
+        report: ImportReport = self._send(self._import_call(lines, format, user_id, wait))
+        return report
 
     def delete(self, namespace: Namespace | str, ids: Iterable[str]) -> ForgetReceipt:
         """Remove exactly these memories from every store (see :meth:`MemoryEngine.delete`)."""
@@ -678,8 +763,8 @@ class RemoteEngine:
     async def aget_turns(self, namespace: Namespace | str, *, limit: int | None = None,
                          offset: int = 0) -> list[Turn]:
         """Async twin of :meth:`get_turns`."""
-        turns: list[Turn] = await self._asend(self._get_turns_call(namespace, limit, offset))
-        return turns
+        listed: list[_ListedTurn] = await self._asend(self._get_turns_call(namespace, limit, offset))
+        return [_plain(t) for t in listed]
 
     async def aforget(self, namespace: Namespace | str, *, record_ids: Iterable[str] | None = None,
                       hook_ids: Iterable[str] | None = None) -> ForgetReceipt:
@@ -697,6 +782,34 @@ class RemoteEngine:
         """Async twin of :meth:`history`."""
         versions: list[MemoryVersion] = await self._asend(self._history_call(namespace, id))
         return versions
+
+    async def alist_memories(self, namespace: Namespace | str, *, filters: Mapping[str, Any] | None = None,
+                             limit: int = 50, cursor: str | None = None) -> MemoryPage:
+        """Async twin of :meth:`list_memories`."""
+        page: MemoryPage = await self._asend(self._list_memories_call(namespace, filters, limit, cursor))
+        return page
+
+    async def aget_memory(self, namespace: Namespace | str, id: str) -> Memory:
+        """Async twin of :meth:`get_memory`."""
+        memory: Memory = await self._asend(self._get_memory_call(namespace, id))
+        return memory
+
+    async def aoverview(self) -> list[NamespaceSummary]:
+        """Async twin of :meth:`overview`."""
+        summaries: list[NamespaceSummary] = await self._asend(_Call("GET", "/v1/overview", model=_SUMMARIES))
+        return summaries
+
+    async def aexport(self, namespace: Namespace | str | None = None) -> list[dict[str, Any]]:
+        """Async twin of :meth:`export`."""
+        lines: list[dict[str, Any]] = await self._asend(self._export_call(namespace))
+        return lines
+
+    async def aimport_records(self, lines: Iterable[str | Mapping[str, Any]] | Mapping[str, Any], *,
+                              format: Literal["memory-ext", "mem0"] = "memory-ext", user_id: str | None = None,
+                              wait: bool = False, progress: bool | None = None) -> ImportReport:
+        """Async twin of :meth:`import_records`."""
+        report: ImportReport = await self._asend(self._import_call(lines, format, user_id, wait))
+        return report
 
     async def adelete(self, namespace: Namespace | str, ids: Iterable[str]) -> ForgetReceipt:
         """Async twin of :meth:`delete`."""

@@ -233,6 +233,13 @@ class MemoryEngine(VersionsAPI, ReindexAPI, ItemsAPI):
             return []
         return [r.to_turn() for r in self._store.list_turns(ns_id, ns.session_id, limit, offset)]
 
+    def replaced_turns(self, namespace: Namespace | str) -> frozenset[str]:
+        """Ids of the namespace's stored turns whose version an :meth:`update` replaced (:meth:`get_turns` lists
+        them with the others: the store is lossless; a default search never returns them)."""
+        self._check_open()
+        ns_id = self._store.find_namespace(Namespace.coerce(namespace).key)
+        return frozenset() if ns_id is None else frozenset(self._store.replaced_turn_ids(ns_id))
+
     def forget(self, namespace: Namespace | str, *, record_ids: Iterable[str] | None = None,
                hook_ids: Iterable[str] | None = None) -> ForgetReceipt:
         """Remove memories from every store and return a receipt of what was removed.
@@ -422,6 +429,10 @@ class MemoryEngine(VersionsAPI, ReindexAPI, ItemsAPI):
                          offset: int = 0) -> list[Turn]:
         """Async twin of :meth:`get_turns`."""
         return await asyncio.to_thread(self.get_turns, namespace, limit=limit, offset=offset)
+
+    async def areplaced_turns(self, namespace: Namespace | str) -> frozenset[str]:
+        """Async twin of :meth:`replaced_turns`."""
+        return await asyncio.to_thread(self.replaced_turns, namespace)
 
     async def aforget(self, namespace: Namespace | str, *, record_ids: Iterable[str] | None = None,
                       hook_ids: Iterable[str] | None = None) -> ForgetReceipt:

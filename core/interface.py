@@ -34,7 +34,8 @@ if TYPE_CHECKING:
     from .engine import AddResult, ForgetReceipt, StoreStats
     from .lifecycle.api import CompactionReport
     from .lifecycle.items import ItemPut, MatchCondition, StoredItem
-    from .results import MemoryVersion
+    from .portability import ImportReport
+    from .results import Memory, MemoryPage, MemoryVersion, NamespaceSummary
 
 __all__ = ["EngineLike"]
 
@@ -108,6 +109,34 @@ class EngineLike(Protocol, metaclass=_StaticProtocolMeta):
     def pre_compress(self, namespace: Namespace | str, full_context: str | list[Any] | dict[str, Any], *,
                      estimated_tokens: int | None = None, task_state: Mapping[str, Any] | None = None,
                      now: TimeLike = None) -> str: ...
+
+    def list_memories(self, namespace: Namespace | str, *, filters: Mapping[str, Any] | None = None,
+                      limit: int = 50, cursor: str | None = None) -> MemoryPage: ...
+
+    def get_memory(self, namespace: Namespace | str, id: str) -> Memory: ...
+
+    def overview(self) -> list[NamespaceSummary]: ...
+
+    def replaced_turns(self, namespace: Namespace | str) -> frozenset[str]: ...
+
+    def export(self, namespace: Namespace | str | None = None) -> Iterable[dict[str, Any]]: ...
+
+    def import_records(self, lines: Iterable[str | Mapping[str, Any]] | Mapping[str, Any], *,
+                       format: Literal["memory-ext", "mem0"] = "memory-ext", user_id: str | None = None,
+                       wait: bool = False, progress: bool | None = None) -> ImportReport: ...
+
+    async def alist_memories(self, namespace: Namespace | str, *, filters: Mapping[str, Any] | None = None,
+                             limit: int = 50, cursor: str | None = None) -> MemoryPage: ...
+
+    async def aget_memory(self, namespace: Namespace | str, id: str) -> Memory: ...
+
+    async def aoverview(self) -> list[NamespaceSummary]: ...
+
+    async def aexport(self, namespace: Namespace | str | None = None) -> list[dict[str, Any]]: ...
+
+    async def aimport_records(self, lines: Iterable[str | Mapping[str, Any]] | Mapping[str, Any], *,
+                              format: Literal["memory-ext", "mem0"] = "memory-ext", user_id: str | None = None,
+                              wait: bool = False, progress: bool | None = None) -> ImportReport: ...
 
     def put_items(self, namespace: Namespace | str, items: Iterable[ItemPut | Mapping[str, Any]], *,
                   now: TimeLike = None) -> int: ...

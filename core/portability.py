@@ -11,7 +11,9 @@ The format (``memory-ext``, version 1) is one JSON object per line, each with a 
 * ``history``: one recorded operation of a memory (``memory_key``, ``session_id``, ``op``, ``turn_id``,
   ``timestamp``) — the updates and deletes ``history`` lists;
 * ``file``: one memory file with its hook (title, abstract, key facts, importance, merge state, the verbatim text of
-  a ``pre_compress`` archive) and its ``members`` (``[turn id, start, stop]``).
+  a ``pre_compress`` archive) and its ``members`` (``[turn id, start, stop]``);
+* ``item``: one live item of the LangGraph store (``ns``, ``key``, ``value`` as its JSON text, times, TTL, the turn
+  it is archived as) with the vectors its client embedded (``[path, float64 bytes as hex]``).
 
 Vectors and every derived index are not exported: an import derives them again with the importing engine's
 embedder and switches (the turns' record ids, replaced versions and cold tier are kept).
@@ -61,7 +63,7 @@ __all__ = ["FORMAT", "FORMAT_VERSION", "ImportReport", "export_lines", "from_mem
 
 FORMAT = "memory-ext"
 FORMAT_VERSION = 1
-LINE_TYPES = ("header", "namespace", "turn", "history", "file")
+LINE_TYPES = ("header", "namespace", "turn", "history", "file", "item")
 
 
 class ImportReport(BaseModel):
@@ -78,6 +80,8 @@ class ImportReport(BaseModel):
     """Memory files added."""
     history: int = 0
     """Recorded operations added."""
+    items: int = 0
+    """LangGraph store items added."""
 
 
 def _iso(ts: float | None) -> str | None:
@@ -108,6 +112,8 @@ def export_lines(store: TruthStore, namespaces: Iterable[tuple[int, Namespace]],
                    "timestamp": _iso(ts)}
         for f in portable.file_rows(conn, ns_id):
             yield {"type": "file", **f}
+        for item in portable.item_rows(conn, ns_id, datetime.now(UTC).timestamp()):
+            yield {"type": "item", **item}
 
 
 @dataclass
@@ -119,6 +125,7 @@ class _Part:
     """Pipeline rows (``turn_rows``) with ``record_id``, ``replaced`` and ``cold``."""
     history: list[tuple[str, str | None, str, str | None, float]] = field(default_factory=list)
     files: list[dict[str, Any]] = field(default_factory=list)
+    items: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _need(line: int, record: Mapping[str, Any], name: str, kinds: tuple[type, ...], *,
@@ -212,6 +219,20 @@ def _parse(lines: Iterable[str | Mapping[str, Any]], limits: Any) -> list[_Part]
                                  _need(n, record, "session_id", (str,), optional=True),
                                  _need(n, record, "op", (str,)),
                                  _need(n, record, "turn_id", (str,), optional=True), ts))
+        elif kind == "item":
+            item = {name: record.get(name) for name in portable.ITEM_FIELDS}
+            for name in ("ns", "key", "value", "created_at", "updated_at"):
+                _need(n, record, name, (str,))
+            try:
+                json.loads(str(item["value"]))
+                vectors = [[str(path), str(blob)] for path, blob in record.get("vectors") or []]
+                for _, blob in vectors:
+                    bytes.fromhex(blob)
+            except (ValueError, TypeError) as exc:
+                raise InvalidImportError(n, "value", item["key"], f"an item's value is JSON text and its vectors "
+                                         f"[path, hex] pairs ({exc})") from None
+            item["vectors"] = vectors
+            part.items.append(item)
         else:
             missing = [name for name in portable.FILE_FIELDS if name not in record]
             if missing or not isinstance(record.get("members"), list):
@@ -235,7 +256,7 @@ def import_lines(store: TruthStore, writer: WritePipeline, indexes: Iterable[Der
     parts = _parse(lines, limits)
     from tqdm import tqdm
 
-    turns = skipped = files = history = 0
+    turns = skipped = files = history = items = 0
     touched: list[int] = []
     try:
         with store.transaction("import") as conn:
@@ -273,12 +294,14 @@ def import_lines(store: TruthStore, writer: WritePipeline, indexes: Iterable[Der
                                                  "of the same namespace, in the file or already in the store")
                     portable.insert_files(conn, ns_id, fresh, tids)
                     files += len(fresh)
+                items += portable.insert_items(conn, ns_id, part.items)
     finally:
         for ns_id in touched:
             for index in indexes:
                 index.invalidate(ns_id)
     writer.kick()
-    return ImportReport(namespaces=len(parts), turns=turns, skipped_turns=skipped, files=files, history=history)
+    return ImportReport(namespaces=len(parts), turns=turns, skipped_turns=skipped, files=files, history=history,
+                        items=items)
 
 
 def from_mem0(data: Any, *, user_id: str | None = None) -> list[tuple[Namespace, Turn]]:

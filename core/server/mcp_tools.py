@@ -1,7 +1,8 @@
 """The MCP face of ``memext serve``: tools and a resource over one engine, with the official ``mcp`` SDK.
 
-Tools: ``search_memory``, ``save_memory``, ``memory_index``, ``open_memory_file``, ``pre_compress``, ``forget``,
-``compact``, ``update_memory``, ``memory_history``, ``delete_memory``. Each takes ``user_id`` (and optional
+Tools: ``search_memory``, ``save_memory``, ``list_memories``, ``get_memory``, ``memory_index``,
+``open_memory_file``, ``pre_compress``, ``forget``, ``compact``, ``update_memory``, ``memory_history``,
+``delete_memory``. Each takes ``user_id`` (and optional
 ``agent_id``, ``session_id``). Resource template: ``memory://{user_id}/index`` (the memory index of a user).
 Prompt: ``with_memory(user_id)``, a system prompt with the memory index and how to use the tools. Bad arguments
 — an unknown argument name included — come back as tool errors that name the error type, the field and the fix
@@ -26,6 +27,7 @@ from .. import __version__
 from ..engine import MemoryEngine
 from ..errors import InvalidArgumentError, MemoryExtError
 from ..models import ActionState, Namespace, Turn
+from ..results import Memory
 from .auth import STATE_KEY, PermissionDenied
 from .schemas import check_arguments
 from .settings import LOCAL, Principal
@@ -56,6 +58,7 @@ class MemoryHit(BaseModel):
     role: str | None = None
     session_id: str | None = None
     kind: str = "turn"
+    metadata: dict[str, Any] = Field(default_factory=dict, description="The metadata the memory was saved with.")
 
 
 class SearchOutput(BaseModel):
@@ -67,6 +70,36 @@ class SearchOutput(BaseModel):
 class SaveOutput(BaseModel):
     turn_ids: list[str]
     saved: int = Field(description="How many turns were stored.")
+
+
+class HistoryEntry(BaseModel):
+    operation: str = Field(description="add, update, supersede or delete")
+    time: str
+    content: str | None = Field(description="None once deleted.")
+    current: bool
+
+
+class MemoryEntry(BaseModel):
+    """One memory at its current version."""
+
+    id: str = Field(description="The memory's id (update_memory, memory_history, delete_memory take it).")
+    content: str
+    time: datetime | None = Field(default=None, description="When this version was written (UTC).")
+    speaker: str | None = None
+    role: str
+    session_id: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    versions: int = Field(description="How many versions it has had (1: never updated).")
+
+
+class MemoryListOutput(BaseModel):
+    memories: list[MemoryEntry]
+    next_cursor: str | None = Field(default=None, description="Pass it as cursor for the next page (null: the last).")
+
+
+class MemoryDetailOutput(BaseModel):
+    memory: MemoryEntry
+    history: list[HistoryEntry] = Field(description="Every version and operation, oldest first.")
 
 
 class MemoryFileOutput(BaseModel):
@@ -87,13 +120,6 @@ class ForgetOutput(BaseModel):
 class UpdateOutput(BaseModel):
     id: str = Field(description="The new version's id (the memory keeps its external id).")
     turn_id: str
-
-
-class HistoryEntry(BaseModel):
-    operation: str = Field(description="add, update, supersede or delete")
-    time: str
-    content: str | None = Field(description="None once deleted.")
-    current: bool
 
 
 class CompactOutput(BaseModel):
@@ -185,22 +211,24 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], *, stdio_principal: Princip
     async def search_memory(query: str, user_id: str, agent_id: str | None = None, session_id: str | None = None,
                             k: int = 5, filters: dict[str, Any] | None = None,
                             action_state: ActionState | None = None, include_cold: bool = False,
-                            ctx: Context | None = None) -> SearchOutput:
+                            as_of: str | None = None, ctx: Context | None = None) -> SearchOutput:
         """Search the user's long-term memory for what helps with `query`.
 
         Returns the best `k` remembered items (text, time, speaker, score, ids) and `context`, the found turns in
         their conversational windows. `filters` may hold session_id, speaker, role (user|assistant), since, until
-        (ISO times) and kinds. `action_state` describes what you are doing (current_subgoal, last_tool_name,
-        failure_signal, missing_slots, ...) so that past procedures and failures relevant to it are found too.
+        (ISO times), kinds and metadata ({"topic": "travel"}, {"priority": {"$gte": 2}}). `as_of` (an ISO time)
+        answers with what was true then, older versions included. `action_state` describes what you are doing
+        (current_subgoal, last_tool_name, failure_signal, missing_slots, ...) so that past procedures and
+        failures relevant to it are found too.
         Time words in the query ("last Saturday") are understood. `session_id` limits the search to one session.
         """
         async def run() -> SearchOutput:
             ns = namespace(ctx, user_id, agent_id, session_id)
             result = await engine_of().asearch(query, ns, k=k, filters=filters, action_state=action_state,
-                                               include_cold=include_cold)
+                                               include_cold=include_cold, as_of=as_of)
             items = [MemoryHit(id=i.id, text=i.text, score=i.score, time=i.timestamp, speaker=i.speaker,
-                               role=str(i.role) if i.role else None, session_id=i.session_id, kind=str(i.kind))
-                     for i in result.items]
+                               role=str(i.role) if i.role else None, session_id=i.session_id, kind=str(i.kind),
+                               metadata=dict(i.metadata)) for i in result.items]
             return SearchOutput(items=items, context=result.context,
                                 degraded=[f"{e.channel}: {e.error_type}" for e in result.channel_errors])
         return await _guard(run)
@@ -208,21 +236,29 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], *, stdio_principal: Princip
     @server.memory_tool
     async def save_memory(user_id: str, content: str | None = None, turns: list[dict[str, Any]] | None = None,
                           agent_id: str | None = None, session_id: str | None = None,
-                          speaker: str | None = None, ctx: Context | None = None) -> SaveOutput:
+                          speaker: str | None = None, metadata: dict[str, Any] | None = None,
+                          external_id: str | None = None, ctx: Context | None = None) -> SaveOutput:
         """Save something to the user's long-term memory: a note in `content`, or conversation `turns`.
 
         A note is stored as one turn (role "assistant", the given `speaker`), e.g. "Maya is allergic to
-        shellfish". `turns` is a list of {"role": "user"|"assistant"|"system"|"tool", "content": "...",
-        optional "speaker", "timestamp" (ISO), "external_id"}. Give `content` or `turns`, not both.
+        shellfish", with `metadata` (a JSON object: search_memory can filter on it) and an `external_id` (saving
+        the same external_id again stores nothing new; update_memory changes it). `turns` is a list of
+        {"role": "user"|"assistant"|"system"|"tool", "content": "...", optional "speaker", "timestamp" (ISO),
+        "external_id", "metadata"}. Give `content` or `turns`, not both.
         """
         async def run() -> SaveOutput:
             ns = namespace(ctx, user_id, agent_id, session_id)
             if (content is None) == (turns is None):
                 raise InvalidArgumentError("content", content, "give either content (a note) or turns, not both")
+            if content is None and (metadata is not None or external_id is not None):
+                raise InvalidArgumentError("metadata" if metadata is not None else "external_id",
+                                           metadata if metadata is not None else external_id,
+                                           "metadata and external_id are for a note (content); give each of "
+                                           "the turns its own")
             batch: list[Turn | dict[str, Any]] = list(turns or [])
             if content is not None:
-                batch = [Turn(role="assistant", content=content, speaker=speaker,
-                              metadata={"saved_by": "mcp:save_memory"})]
+                batch = [Turn(role="assistant", content=content, speaker=speaker, external_id=external_id,
+                              metadata={"saved_by": "mcp:save_memory", **(metadata or {})})]
             added = await engine_of().aadd_turns(batch, ns)
             return SaveOutput(turn_ids=list(added.turn_ids), saved=len(added.turn_ids))
         return await _guard(run)
@@ -312,6 +348,36 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], *, stdio_principal: Princip
             versions = await engine_of().ahistory(namespace(ctx, user_id, agent_id), id)
             return [HistoryEntry(operation=v.operation, time=v.timestamp.isoformat(), content=v.content,
                                  current=v.current) for v in versions]
+        return await _guard(run)
+
+    def entry(m: Memory) -> MemoryEntry:
+        return MemoryEntry(id=m.id, content=m.content, time=m.timestamp, speaker=m.speaker, role=m.role,
+                           session_id=m.session_id, metadata=dict(m.metadata), versions=m.version_count)
+
+    @server.memory_tool
+    async def list_memories(user_id: str, agent_id: str | None = None, session_id: str | None = None,
+                            filters: dict[str, Any] | None = None, limit: int = 20, cursor: str | None = None,
+                            ctx: Context | None = None) -> MemoryListOutput:
+        """List what you remember about the user: the current memories, most recently written first, `limit` at
+        a time (pass `next_cursor` back as `cursor` for more). `filters` are search_memory's (speaker, since,
+        until, metadata, ...). Use it to review or tidy the memory; use search_memory to find something.
+        """
+        async def run() -> MemoryListOutput:
+            page = await engine_of().alist_memories(namespace(ctx, user_id, agent_id, session_id), filters=filters,
+                                                    limit=limit, cursor=cursor)
+            return MemoryListOutput(memories=[entry(m) for m in page.items], next_cursor=page.next_cursor)
+        return await _guard(run)
+
+    @server.memory_tool
+    async def get_memory(user_id: str, id: str, agent_id: str | None = None, session_id: str | None = None,
+                         ctx: Context | None = None) -> MemoryDetailOutput:
+        """One memory by id (from list_memories or search_memory, or an external id): its current version and
+        its whole history (every version, update and delete)."""
+        async def run() -> MemoryDetailOutput:
+            memory = await engine_of().aget_memory(namespace(ctx, user_id, agent_id, session_id), id)
+            return MemoryDetailOutput(memory=entry(memory), history=[
+                HistoryEntry(operation=v.operation, time=v.timestamp.isoformat(), content=v.content,
+                             current=v.current) for v in memory.history])
         return await _guard(run)
 
     @server.memory_tool

@@ -17,27 +17,42 @@ POST        /v1/forget                             forget
 POST        /v1/memories/update                    update
 POST        /v1/memories/history                   history
 POST        /v1/memories/delete                    delete
+GET         /v1/memories                           list_memories (paged: limit, cursor)
+POST        /v1/memories/list                      list_memories (filters in the body)
+GET         /v1/memories/{id}                      get_memory (the memory and its history)
+GET         /v1/overview                           overview (a pinned token sees its user's namespaces)
+GET         /v1/export                             export (JSON lines; a pinned token: its user only)
+POST        /v1/import                             import_records (the body is the file; every namespace in
+                                                   it must be the pinned token's user)
 GET         /v1/stats                              stats (tokens pinned to a user: 403)
 GET         /v1/namespaces                         namespaces (a pinned token sees its user's)
 GET         /v1/info                               version, engine config, embedder id, the caller's pin
 ==========  =====================================  ==============================================
 
-Memory text travels only in bodies (never in a URL, so no access log can hold it). Every body passes
+Memory text travels only in bodies (never in a URL, so no access log can hold it) — except the ``id`` of
+``GET /v1/memories/{id}`` (an external id you chose) and the ``filters`` a ``GET /v1/memories`` is given: use
+``POST /v1/memories/list`` for filters on private values. Every body passes
 :func:`~memory_ext.server.schemas.check_arguments` before its route runs: a lone surrogate, a NaN or absurd nesting
 anywhere in it is a typed 400, never a 500.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
+from collections.abc import Iterator
 from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import StreamingResponse
 
 from .. import __version__
 from ..engine import AddResult, ForgetReceipt, MemoryEngine, StoreStats
+from ..errors import InvalidArgumentError, InvalidImportError
 from ..lifecycle.api import CompactionReport
-from ..models import IndexHook, MemoryFile, Namespace, SearchResult, Turn
-from ..results import MemoryVersion
+from ..models import IndexHook, MemoryFile, Namespace, SearchResult
+from ..portability import ImportReport
+from ..results import Memory, MemoryPage, MemoryVersion, NamespaceSummary
 from .auth import PermissionDenied, principal_of
 from .schemas import (
     AddTurnsRequest,
@@ -48,11 +63,13 @@ from .schemas import (
     HookIdResponse,
     ImportanceRequest,
     InfoResponse,
+    ListMemoriesRequest,
     MaybeCompactRequest,
     PreCompressRequest,
     PromptResponse,
     RenderPromptRequest,
     SearchRequest,
+    StoredTurn,
     UpdateRequest,
     check_arguments,
 )
@@ -97,6 +114,11 @@ async def _checked_body(request: Request) -> None:
         check_arguments(body)
 
 
+def _safe_name(name: str) -> str:
+    """A file name for a Content-Disposition header (no quotes, no control or non-ASCII characters)."""
+    return "".join(c if c.isascii() and (c.isalnum() or c in "-_.") else "_" for c in name)
+
+
 def build_router() -> APIRouter:
     """The ``/v1`` routes; the engine is ``request.app.state.engine``."""
     router = APIRouter(prefix="/v1", dependencies=[Depends(_checked_body)])
@@ -114,13 +136,17 @@ def build_router() -> APIRouter:
         ns = _namespace(request, body.user_id, body.agent_id, body.session_id)
         return await _engine(request).aadd_turns(body.turns, ns, wait=body.wait)
 
-    @router.get("/turns", response_model=list[Turn], tags=["turns"],
-                summary="The stored turns of a namespace, oldest first (MemoryEngine.get_turns)")
+    @router.get("/turns", response_model=list[StoredTurn], tags=["turns"],
+                summary="The stored turns of a namespace, oldest first, each saying whether it is its memory's "
+                        "current version (MemoryEngine.get_turns, replaced_turns)")
     async def get_turns(request: Request, user_id: str, agent_id: str | None = None, session_id: str | None = None,
                         limit: int | None = Query(default=None, ge=0), offset: int = Query(default=0, ge=0)
-                        ) -> list[Turn]:
+                        ) -> list[StoredTurn]:
         ns = _namespace(request, user_id, agent_id, session_id)
-        return await _engine(request).aget_turns(ns, limit=limit, offset=offset)
+        engine = _engine(request)
+        turns = await engine.aget_turns(ns, limit=limit, offset=offset)
+        replaced = await engine.areplaced_turns(ns) if turns else frozenset()
+        return [StoredTurn(**t.model_dump(), current=t.id not in replaced) for t in turns]
 
     @router.get("/hooks", response_model=list[IndexHook], tags=["files"],
                 summary="The index hooks of a namespace's memory files (MemoryEngine.hooks)")
@@ -191,6 +217,98 @@ def build_router() -> APIRouter:
     async def delete(body: DeleteRequest, request: Request) -> ForgetReceipt:
         ns = _namespace(request, body.user_id, body.agent_id, body.session_id)
         return await _engine(request).adelete(ns, body.ids)
+
+    @router.get("/memories", response_model=MemoryPage, tags=["memories"],
+                summary="The current memories, most recently written first, a page at a time "
+                        "(MemoryEngine.list_memories)")
+    async def list_memories(request: Request, user_id: str, agent_id: str | None = None,
+                            session_id: str | None = None, limit: int = Query(default=50, ge=1, le=1000),
+                            cursor: str | None = None,
+                            filters: str | None = Query(default=None, description="the search filters as JSON "
+                                                        "text (POST /v1/memories/list keeps them out of URLs)")
+                            ) -> MemoryPage:
+        ns = _namespace(request, user_id, agent_id, session_id)
+        parsed = None
+        if filters:
+            try:
+                parsed = json.loads(filters)
+            except ValueError:
+                raise InvalidArgumentError("filters", filters, "give the filters as JSON text, e.g. "
+                                           '{"metadata": {"topic": "travel"}}') from None
+            check_arguments(parsed)
+        return await _engine(request).alist_memories(ns, filters=parsed, limit=limit, cursor=cursor)
+
+    @router.post("/memories/list", response_model=MemoryPage, tags=["memories"],
+                 summary="list_memories with the filters in the body")
+    async def list_memories_body(body: ListMemoriesRequest, request: Request) -> MemoryPage:
+        ns = _namespace(request, body.user_id, body.agent_id, body.session_id)
+        return await _engine(request).alist_memories(ns, filters=body.filters, limit=body.limit, cursor=body.cursor)
+
+    @router.get("/memories/{memory_id}", response_model=Memory, tags=["memories"],
+                summary="One memory: its current version and its whole history (MemoryEngine.get_memory)")
+    async def get_memory(memory_id: str, request: Request, user_id: str, agent_id: str | None = None,
+                         session_id: str | None = None) -> Memory:
+        ns = _namespace(request, user_id, agent_id, session_id)
+        return await _engine(request).aget_memory(ns, memory_id)
+
+    @router.get("/overview", response_model=list[NamespaceSummary], tags=["store"],
+                summary="Every namespace with its counts of memories and turns (a pinned token: its user's)")
+    async def overview(request: Request) -> list[NamespaceSummary]:
+        principal = principal_of(request)
+        return [s for s in await _engine(request).aoverview() if principal.may_access(s.user_id)]
+
+    @router.get("/export", tags=["store"], response_class=StreamingResponse,
+                summary="The memories as JSON lines, the format of memext export (MemoryEngine.export)",
+                responses={200: {"content": {"application/x-ndjson": {}}}})
+    async def export(request: Request, user_id: str | None = None, agent_id: str | None = None) -> StreamingResponse:
+        principal = principal_of(request)
+        engine = _engine(request)
+        ns = _namespace(request, user_id, agent_id) if user_id is not None or principal.user_id is not None \
+            else None
+        lines = await asyncio.to_thread(lambda: list(engine.export(ns)))
+
+        def body() -> Iterator[bytes]:
+            for line in lines:
+                yield (json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8")
+
+        name = f"memory-ext-{ns.user_id if ns is not None else 'all'}.jsonl"
+        return StreamingResponse(body(), media_type="application/x-ndjson",
+                                 headers={"Content-Disposition": f'attachment; filename="{_safe_name(name)}"'})
+
+    @router.post("/import", response_model=ImportReport, tags=["store"],
+                 summary="Restore an export (or mem0's get_all output, format=mem0); the body is the file "
+                         "(MemoryEngine.import_records)")
+    async def import_records(request: Request, format: str = Query(default="memory-ext",
+                                                                   pattern="^(memory-ext|mem0)$"),
+                             user_id: str | None = None, wait: bool = False) -> ImportReport:
+        principal = principal_of(request)
+        raw = (await request.body()).decode("utf-8", errors="replace")
+        engine = _engine(request)
+        if format == "mem0":
+            try:
+                data = json.loads(raw)
+            except ValueError as exc:
+                raise InvalidImportError(1, "body", raw[:40], f"mem0's export is one JSON document ({exc})") from None
+            entries = data.get("results") if isinstance(data, dict) else data
+            owners = {e.get("user_id") or user_id for e in entries or [] if isinstance(e, dict)}
+            for owner in owners:
+                if owner is not None:
+                    _namespace(request, str(owner))
+            if principal.user_id is not None and user_id is None and None in owners:
+                user_id = principal.user_id
+            return await engine.aimport_records(data, format="mem0", user_id=user_id, wait=wait, progress=False)
+        lines = raw.splitlines()
+        for n, line in enumerate(lines, start=1):  # a pinned token imports only into its own user
+            if '"namespace"' in line:
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    continue  # the import names the bad line
+                if isinstance(record, dict) and record.get("type") == "namespace" \
+                        and not principal.may_access(str(record.get("user_id"))):
+                    raise PermissionDenied("user_id", f"line {n} names user {record.get('user_id')!r}; this "
+                                           f"token is pinned to user {principal.user_id!r}")
+        return await engine.aimport_records(lines, wait=wait, progress=False)
 
     @router.get("/stats", response_model=StoreStats, tags=["store"], summary="Counts and size of the store")
     async def stats(request: Request) -> StoreStats:

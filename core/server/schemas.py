@@ -40,7 +40,7 @@ from ..errors import (
     StoreLockedError,
     ValidationError,
 )
-from ..models import ActionState
+from ..models import ActionState, Turn
 from ..validate import MAX_JSON_DEPTH, check_json, repair_json
 
 __all__ = [
@@ -50,12 +50,14 @@ __all__ = [
     "HookIdResponse",
     "ImportanceRequest",
     "InfoResponse",
+    "ListMemoriesRequest",
     "MaybeCompactRequest",
     "NamespaceFields",
     "PreCompressRequest",
     "PromptResponse",
     "RenderPromptRequest",
     "SearchRequest",
+    "StoredTurn",
     "check_arguments",
     "error_payload",
     "status_of",
@@ -96,6 +98,23 @@ class SearchRequest(NamespaceFields):
     trace: StrictBool = False
     include_cold: StrictBool = False
     as_of: TimeValue = None
+
+
+class ListMemoriesRequest(NamespaceFields):
+    """``POST /v1/memories/list``: the arguments of ``MemoryEngine.list_memories`` (filters in the body, where
+    metadata values belong; ``GET /v1/memories`` takes the same as query parameters)."""
+
+    filters: dict[str, Any] | None = Field(default=None, description="The filters search takes: session_id, speaker, "
+                                                                      "role, since, until, kinds, metadata")
+    limit: StrictInt = 50
+    cursor: str | None = Field(default=None, description="next_cursor of the previous page")
+
+
+class StoredTurn(Turn):
+    """A turn as ``GET /v1/turns`` lists it: every field, and whether it is its memory's current version."""
+
+    current: bool = Field(default=True, description="False for a version an update replaced (a default search "
+                                                    "never returns it; as_of does)")
 
 
 class AddTurnsRequest(NamespaceFields):

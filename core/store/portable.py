@@ -14,14 +14,16 @@ from typing import Any
 
 from .snapshots import chunks, marks
 
-__all__ = ["FILE_FIELDS", "existing", "file_rows", "history_rows", "insert_files", "insert_history", "tids_of",
-           "turn_states"]
+__all__ = ["FILE_FIELDS", "ITEM_FIELDS", "existing", "file_rows", "history_rows", "insert_files", "insert_history",
+           "insert_items", "item_rows", "tids_of", "turn_states"]
 
 FILE_FIELDS = ("id", "period", "period_key", "part", "status", "truncated", "token_count", "start_ts", "end_ts",
                "sources", "merged_into", "raw", "meta", "title", "abstract", "key_facts", "entities", "tags",
                "importance", "importance_set", "access_count", "last_access", "summary_source", "hook_stale",
                "created_at", "archived_at")
 """The columns of a memory file an export carries (everything but the store's own row ids)."""
+ITEM_FIELDS = ("ns", "key", "value", "created_at", "updated_at", "turn_id", "record_id", "expires_at", "ttl_minutes")
+"""The columns of a LangGraph store item an export carries (``value`` as its JSON text)."""
 _JSON_FIELDS = {"sources", "meta", "key_facts", "entities", "tags"}
 _BOOL_FIELDS = {"truncated", "importance_set", "hook_stale"}
 
@@ -103,3 +105,37 @@ def insert_files(conn: sqlite3.Connection, ns_id: int, files: Sequence[dict[str,
         conn.executemany("INSERT INTO file_turns(fid, pos, tid, start, stop) VALUES(?,?,?,?,?)",
                          [(int(fid), pos, tids[turn_id], int(start), stop)
                           for pos, (turn_id, start, stop) in enumerate(f["members"])])
+
+
+def item_rows(conn: sqlite3.Connection, ns_id: int, now: float) -> Iterator[dict[str, Any]]:
+    """The namespace's live LangGraph store items (:data:`ITEM_FIELDS`), in the order their namespaces first
+    appeared, then by insertion, each with its client-side ``vectors``: ``[path, float64 blob as hex]``."""
+    vectors: dict[tuple[str, str], list[list[str]]] = {}
+    for ns, key, path, blob in conn.execute(
+            "SELECT ns, key, path, vector FROM store_vectors WHERE ns_id=? ORDER BY vid", (ns_id,)):
+        vectors.setdefault((str(ns), str(key)), []).append([str(path), bytes(blob).hex()])
+    for row in conn.execute(
+            f"SELECT {', '.join('i.' + f for f in ITEM_FIELDS)} FROM store_items i JOIN store_namespaces n"
+            " ON n.ns_id = i.ns_id AND n.ns = i.ns WHERE i.ns_id=? AND (i.expires_at IS NULL OR i.expires_at > ?)"
+            " ORDER BY n.seq, i.iid", (ns_id, now)):
+        item = dict(zip(ITEM_FIELDS, row, strict=True))
+        item["vectors"] = vectors.get((item["ns"], item["key"]), [])
+        yield item
+
+
+def insert_items(conn: sqlite3.Connection, ns_id: int, items: Sequence[dict[str, Any]]) -> int:
+    """Add the items whose ``(ns, key)`` the namespace does not hold yet (with their vectors, and their
+    namespaces' first-use order); returns how many were added."""
+    added = 0
+    for item in items:
+        if conn.execute("SELECT 1 FROM store_items WHERE ns_id=? AND ns=? AND key=?",
+                        (ns_id, item["ns"], item["key"])).fetchone() is not None:
+            continue
+        conn.execute("INSERT OR IGNORE INTO store_namespaces(ns_id, ns) VALUES(?, ?)", (ns_id, item["ns"]))
+        conn.execute(f"INSERT INTO store_items(ns_id, {', '.join(ITEM_FIELDS)}) VALUES("
+                     f"{', '.join('?' * (len(ITEM_FIELDS) + 1))})", (ns_id, *(item[f] for f in ITEM_FIELDS)))
+        conn.executemany("INSERT INTO store_vectors(ns_id, ns, key, path, vector) VALUES(?, ?, ?, ?, ?)",
+                         [(ns_id, item["ns"], item["key"], path, bytes.fromhex(blob))
+                          for path, blob in item["vectors"]])
+        added += 1
+    return added

@@ -959,6 +959,12 @@ class TruthStore:
         sql += " ORDER BY t.seq DESC LIMIT ?"
         return [_turn_row(r) for r in conn.execute(sql, (*params, limit))]
 
+    def replaced_turn_ids(self, ns_id: int) -> set[str]:
+        """Ids of the namespace's turns whose version an update replaced."""
+        return {str(r[0]) for r in self.reader().execute(
+            "SELECT t.id FROM turns t JOIN records r ON r.rid = t.record_rid WHERE t.ns_id=? AND r.replaced=1",
+            (ns_id,))}
+
     def namespace_counts(self) -> list[tuple[str, str, int, int]]:
         """``(user_id, agent_id, current memories, turns)`` of every namespace, in creation order."""
         return [(str(r[0]), str(r[1]), int(r[2]), int(r[3])) for r in self.reader().execute(

@@ -157,3 +157,27 @@ def test_mem0_get_all_output_imports_in_one_call(store_target: StoreTarget, tmp_
         with pytest.raises(InvalidImportError) as err:
             engine.import_records([{"id": "x", "memory": "no owner"}], format="mem0")
         assert err.value.line == 1 and "user" in err.value.fix
+
+
+def test_the_langgraph_store_items_travel_too(store_target: StoreTarget, tmp_path: Path) -> None:
+    pytest.importorskip("langgraph")
+    from langchain_memory_ext import MemoryStore
+
+    with MemoryEngine.open(tmp_path / "source", embedder="hashing") as source:
+        store = MemoryStore(engine=source, user_id="maya")
+        store.put(("users", "maya", "prefs"), "food", {"text": "Maya is allergic to shellfish", "level": 3})
+        store.put(("users", "maya", "prefs"), "seat", {"text": "Maya likes aisle seats"}, index=False)
+        store.put(("users", "maya", "prefs"), "food", {"text": "Maya is allergic to shellfish and peanuts"})
+        lines = list(source.export())
+    assert [line["key"] for line in lines if line["type"] == "item"] == ["food", "seat"]
+    with store_target.open() as target:
+        report = target.import_records(lines, wait=True)
+        assert report.items == 2
+        copy = MemoryStore(engine=target, user_id="maya")
+        food = copy.get(("users", "maya", "prefs"), "food")
+        assert food is not None and food.value == {"text": "Maya is allergic to shellfish and peanuts"}
+        assert copy.get(("users", "maya", "prefs"), "seat") is not None
+        hits = copy.search(("users", "maya"), query="what is Maya allergic to?", limit=1)
+        assert [h.key for h in hits] == ["food"]
+        assert [v.operation for v in target.history("maya", "food")] == ["add", "update"]
+        assert target.import_records(lines).items == 0

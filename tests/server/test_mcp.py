@@ -19,7 +19,7 @@ from mcp.shared.exceptions import MCPError
 from .conftest import ADMIN, ANA, LiveServer, serve_command, subprocess_env
 
 TOOLS = {"search_memory", "save_memory", "memory_index", "open_memory_file", "pre_compress", "forget", "compact",
-         "update_memory", "memory_history", "delete_memory"}
+         "update_memory", "memory_history", "delete_memory", "list_memories", "get_memory"}
 
 
 def _data(result: Any) -> Any:

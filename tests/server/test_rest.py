@@ -6,7 +6,8 @@ from typing import Any
 
 import httpx
 
-from memory_ext import IndexHook, MemoryFile, SearchResult, Turn
+from memory_ext import IndexHook, MemoryFile, SearchResult
+from memory_ext.server.schemas import StoredTurn
 
 from .conftest import LiveServer
 
@@ -61,8 +62,9 @@ def test_write_search_and_read_back(live_server: LiveServer) -> None:
                                                    "filters": {"speaker": "Ana", "since": "2026-03-05T00:00:00"},
                                                    "action_state": {"current_subgoal": "buy dog food"}}).json()
         assert [i["text"] for i in filtered["items"]] == ["I adopted a beagle called Toby."]
-        turns = [Turn.model_validate(t) for t in client.get("/v1/turns", params={"user_id": "ana"}).json()]
+        turns = [StoredTurn.model_validate(t) for t in client.get("/v1/turns", params={"user_id": "ana"}).json()]
         assert [t.content for t in turns] == [t["content"] for t in TURNS]
+        assert all(t.current for t in turns), "no version was replaced"
         page = client.get("/v1/turns", params={"user_id": "ana", "limit": 1, "offset": 1}).json()
         assert [t["content"] for t in page] == ["Porto is lovely in spring."]
         assert client.get("/v1/turns", params={"user_id": "ana", "session_id": "s2"}).json()[0]["external_id"] == "d2:1"
