@@ -228,7 +228,7 @@ def test_export_then_import_restores_the_store(open_server: Served, page: Page, 
     with page.expect_download() as download_info:
         page.get_by_role("button", name="Export ines's memory").click()
     download = download_info.value
-    assert download.suggested_filename == "memext-ines.ndjson"
+    assert download.suggested_filename == "memory-ext-ines.jsonl"
     exported = tmp_path / download.suggested_filename
     download.save_as(exported)
     lines = [json.loads(line) for line in exported.read_text(encoding="utf-8").splitlines()]

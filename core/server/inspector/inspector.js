@@ -410,7 +410,8 @@ function versionItem(version) {
   const meta = metaText(version.metadata);
   return h("li", { class: `card version op-${version.operation}` },
     h("p", { class: "line" },
-      h("span", { class: "op" }, version.operation), h("time", { datetime: version.timestamp }, fmtTime(version.timestamp)),
+      h("span", { class: "op" }, version.operation),
+      h("time", { datetime: version.timestamp }, fmtTime(version.timestamp)),
       version.valid_to ? h("span", {}, `valid until ${fmtTime(version.valid_to)}`) : null,
       version.current ? h("span", { class: "current" }, "current") : null),
     h("p", { class: "content" }, version.content === null ? "(no text: deleted)" : version.content),
@@ -510,8 +511,9 @@ async function viewData(state) {
     try {
       const response = await api("GET", "/v1/export", { params: nsParams(state), raw: true });
       const blob = await response.blob();
+      const named = /filename="([^"]+)"/.exec(response.headers.get("Content-Disposition") || "");
       const url = URL.createObjectURL(blob);
-      const a = h("a", { href: url, download: `memext-${state.user_id}.ndjson`, hidden: true });
+      const a = h("a", { href: url, download: named ? named[1] : `memory-ext-${state.user_id}.jsonl`, hidden: true });
       document.body.append(a);
       a.click();
       a.remove();
@@ -520,7 +522,8 @@ async function viewData(state) {
       showError(exc);
     }
   });
-  const file = h("input", { type: "file", name: "file", accept: ".ndjson,.jsonl,.json,application/json", required: true });
+  const file = h("input", { type: "file", name: "file", accept: ".jsonl,.ndjson,.json,application/json",
+                            required: true });
   const format = h("select", { name: "format" }, h("option", { value: "memory-ext" }, "memory-ext (memext export)"),
                    h("option", { value: "mem0" }, "mem0 (get_all JSON)"));
   const form = h("form", { class: "card", "aria-label": "Import memories" },
@@ -533,7 +536,8 @@ async function viewData(state) {
     act({ title: "Import this file?", text: `${chosen.name} (${chosen.size} bytes): what the store does not hold yet ` +
                                             "is added; the rest is skipped.",
           ok: "Import", receipt: "Import report",
-          call: () => api("POST", "/v1/import", { params: { format: format.value, user_id: state.user_id },
+          call: () => api("POST", "/v1/import", { params: { format: format.value, user_id: state.user_id,
+                                                            wait: "true" },
                                                   body: chosen,
                                                   contentType: format.value === "mem0" ? "application/json"
                                                                                        : "application/x-ndjson" }) });
