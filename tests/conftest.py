@@ -114,6 +114,9 @@ def gate() -> Iterator[Gate]:
 
 REQUIRE_SERVERS = os.environ.get("MEMORY_EXT_REQUIRE_SERVERS") == "1"
 """Set by .ci/run: a PostgreSQL server that cannot be started fails the tests instead of skipping them."""
+REQUIRE_BROWSER = os.environ.get("MEMORY_EXT_REQUIRE_BROWSER") == "1"
+"""Set by .ci/run: the browser tests (tests/browser) fail instead of skipping when chromium or Playwright is
+missing."""
 
 
 @pytest.fixture(scope="session")
