@@ -623,10 +623,11 @@ class TruthStore:
             conn = self._writer
             conn.execute("BEGIN IMMEDIATE")
             self._after_commit = []
+            scrubs = isinstance(conn, sqlite3.Connection)  # the file's free space (not PostgreSQL's, see purge)
             try:
-                if operation == "forget":  # what purge must finish, in the forget's own transaction
+                if scrubs and operation == "forget":  # what purge must finish, in the forget's own transaction
                     self.set_meta(conn, SCRUB_META, "1")
-                elif self._scrub_mark_done:  # the last forget's purge finished: its mark goes with this write
+                elif scrubs and self._scrub_mark_done:  # the last forget's purge finished: its mark goes now
                     self.delete_meta(conn, SCRUB_META)
                 yield conn
             except BaseException:
@@ -635,9 +636,10 @@ class TruthStore:
                 raise
             else:
                 conn.execute("COMMIT")
-                if operation == "forget":
-                    self._scrub_pending = self._purge_pending = True
-                self._scrub_mark_done = False
+                if scrubs:
+                    if operation == "forget":
+                        self._scrub_pending = self._purge_pending = True
+                    self._scrub_mark_done = False
                 callbacks, self._after_commit = self._after_commit, None
                 for callback in callbacks:  # e.g. Chroma deletions: only once the truth store has committed
                     try:
