@@ -66,6 +66,11 @@ DURABILITY = {"full": "FULL", "normal": "NORMAL"}
 SCRUB_META = "sqlite_scrub_pending"
 """``meta`` key a forget sets in its own transaction and the purge clears once the database file's unallocated
 space is zeroed (so a purge cut short by a crash or a reader is finished by the next open)."""
+DERIVED_OPERATIONS = frozenset({"index vectors"})
+"""Transactions that write only what the durable queue can make again (vectors, sparse encodings, and the queue
+items they finish): with ``durability: full`` they commit with ``synchronous=NORMAL`` — still atomic, and a power
+loss that drops one leaves its queue items to be done again — so the background indexer's commits do not hold
+the write lock through an ``fsync`` a chat message then waits behind."""
 READER_CLOSE_WAIT_S = 2.0
 """How long :meth:`TruthStore.close` waits, in all, for read connections whose statement is still running (a
 channel call abandoned at ``recall.channel_timeout_s``) before it leaves them to close themselves."""
@@ -621,9 +626,17 @@ class TruthStore:
             raise ReadOnlyStoreError(operation)
         with self.write_lock:
             conn = self._writer
-            conn.execute("BEGIN IMMEDIATE")
-            self._after_commit = []
             scrubs = isinstance(conn, sqlite3.Connection)  # the file's free space (not PostgreSQL's, see purge)
+            relaxed = scrubs and self.durability == "full" and operation in DERIVED_OPERATIONS
+            if relaxed:
+                conn.execute("PRAGMA synchronous=NORMAL")
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except BaseException:
+                if relaxed:
+                    conn.execute("PRAGMA synchronous=FULL")
+                raise
+            self._after_commit = []
             try:
                 if scrubs and operation == "forget":  # what purge must finish, in the forget's own transaction
                     self.set_meta(conn, SCRUB_META, "1")
@@ -633,9 +646,13 @@ class TruthStore:
             except BaseException:
                 self._after_commit = None
                 conn.execute("ROLLBACK")
+                if relaxed:
+                    conn.execute("PRAGMA synchronous=FULL")
                 raise
             else:
                 conn.execute("COMMIT")
+                if relaxed:
+                    conn.execute("PRAGMA synchronous=FULL")
                 if scrubs:
                     if operation == "forget":
                         self._scrub_pending = self._purge_pending = True

@@ -107,3 +107,17 @@ def test_a_read_after_close_is_a_store_error(tmp_path: Path) -> None:
         conn.execute("SELECT 1")
     with pytest.raises(StoreError, match="closed"):
         cursor.fetchall()
+
+
+def test_only_the_indexers_derived_commits_skip_the_fsync(tmp_path: Path) -> None:
+    store = TruthStore(tmp_path / "s")
+    try:
+        with store.transaction("index vectors") as conn:  # the durable queue makes them again if lost
+            assert conn.execute("PRAGMA synchronous").fetchone()[0] == 1
+        with store.transaction("add_turns") as conn:
+            assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2
+        with pytest.raises(RuntimeError), store.transaction("index vectors"):
+            raise RuntimeError("rolled back")
+        assert store._writer is not None and store._writer.execute("PRAGMA synchronous").fetchone()[0] == 2
+    finally:
+        store.close()
