@@ -14,8 +14,8 @@ that is faster than it ran no model in the foreground.
 
 Systems: ``memory-ext`` (the engine; ``--config`` applies), ``memory-ext:full`` and ``memory-ext:normal`` (the
 engine with ``storage.durability`` set to ``full``, the default, or ``normal``: ``--systems
-memory-ext:full,memory-ext:normal`` compares the cost of a power-loss-safe commit in one run; every row names
-its durability), ``vector`` (normalised embeddings appended to a numpy
+memory-ext:full,memory-ext:normal`` compares the cost of a power-loss-safe commit in one run; their rows name
+their durability, and every memory-ext entry of the JSON has it), ``vector`` (normalised embeddings appended to a numpy
 matrix: the plain vector store the ``locomo``/``madial`` commands compare with), ``langchain-vector``
 (``langchain_core``'s ``InMemoryVectorStore.add_texts``) and ``llamaindex-vector`` (a ``VectorStoreIndex``'s
 ``insert_nodes`` over its in-memory ``SimpleVectorStore``). The framework stores are skipped with a note when their
@@ -280,7 +280,7 @@ def format_ingest_markdown(result: dict[str, Any]) -> str:
     vector = result["systems"].get("vector", {}).get("turns_per_s")
     for name, s in result["systems"].items():
         ratio = f" ({s['turns_per_s'] / vector:.2f}× vector)" if vector and s["turns_per_s"] else ""
-        label = f"{name.split(':')[0]} (durability {s['durability']})" if s.get("durability") else name
+        label = f"{name.split(':')[0]} (durability {s['durability']})" if ":" in name and s.get("durability") else name
         lines.append(f"| {label} | {s['message_ms']['p50']:.1f} | {s['message_ms']['p95']:.1f} | "
                      f"{s['batch_ms']['p50']:.0f} | {s['batch_ms']['p95']:.0f} | {s['indexed_s']:.1f} | "
                      f"{s['turns_per_s']:.1f}{ratio} |")
