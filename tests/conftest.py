@@ -135,7 +135,8 @@ def postgres_dsn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
         from memory_ext.store.pg.server import LocalPostgres
 
-        server = LocalPostgres(tmp_path_factory.mktemp("postgres")).start()
+        # a test server: fsync off on purpose (LocalPostgres is durable unless asked)
+        server = LocalPostgres(tmp_path_factory.mktemp("postgres"), unsafe_fast=True).start()
     except Exception as exc:  # noqa: BLE001  reported: a skip with the reason, or a failure in CI
         why = f"no PostgreSQL server could be started ({type(exc).__name__}: {exc})"
         if REQUIRE_SERVERS:
