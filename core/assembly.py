@@ -99,7 +99,7 @@ def open_store(path: str | os.PathLike[str] | None, cfg: EngineConfig, *, read_o
         new_dir = NewDirectory(directory)  # what this open creates; removed again if the open fails
         try:
             store = TruthStore(directory, read_only=read_only, dir_mode=cfg.storage.dir_mode,
-                               file_mode=cfg.storage.file_mode)
+                               file_mode=cfg.storage.file_mode, durability=cfg.storage.durability)
         except BaseException:
             new_dir.undo()
             raise

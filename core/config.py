@@ -274,6 +274,11 @@ class StorageConfig(_Section):
     file_mode: int = Field(default=0o600, ge=0o600, le=0o666)
     """Permissions of the database files this engine creates (default ``0o600``; SQLite gives its ``-wal`` and
     ``-shm`` files the same)."""
+    durability: Literal["full", "normal"] = "full"
+    """SQLite: ``full`` (the default) commits with ``PRAGMA synchronous=FULL``: a write that returned survives a
+    power loss or an OS crash, not only a killed process. ``normal`` (``synchronous=NORMAL``) is the opt-out for a
+    cheaper commit: still never corrupt, and a killed process loses nothing, but a power loss may lose the last
+    commits. (PostgreSQL: the server's own ``fsync``/``synchronous_commit`` decide.)"""
 
 
 class LimitsConfig(_Section):

@@ -4,6 +4,8 @@ the stand-in of a model or channel that hangs."""
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import threading
 import uuid
 from collections.abc import Iterator
@@ -114,10 +116,13 @@ def gate() -> Iterator[Gate]:
 
 REQUIRE_SERVERS = os.environ.get("MEMORY_EXT_REQUIRE_SERVERS") == "1"
 """Set by .ci/run: a PostgreSQL server that cannot be started fails the tests instead of skipping them."""
+REQUIRE_BROWSER = os.environ.get("MEMORY_EXT_REQUIRE_BROWSER") == "1"
+"""Set by .ci/run: the browser tests (tests/browser) fail instead of skipping when chromium or Playwright is
+missing."""
 
 
 @pytest.fixture(scope="session")
-def postgres_dsn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def postgres_dsn() -> Iterator[str]:
     """The DSN of a PostgreSQL 18 + pgvector server on a free loopback port (stopped after the session).
 
     Skips (with the reason) when the server cannot be started — unless ``MEMORY_EXT_REQUIRE_SERVERS=1``, where it
@@ -132,7 +137,11 @@ def postgres_dsn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
         from memory_ext.store.pg.server import LocalPostgres
 
-        server = LocalPostgres(tmp_path_factory.mktemp("postgres")).start()
+        # a test server: fsync off on purpose (LocalPostgres is durable unless asked). Its data directory is kept
+        # out of pytest's own temporary root: every pytest session that starts (a second one on the machine)
+        # makes that root private to root again, and the server's user could then no longer reach its files.
+        data_root = Path(tempfile.mkdtemp(prefix="memext-test-pg-"))
+        server = LocalPostgres(data_root, unsafe_fast=True).start()
     except Exception as exc:  # noqa: BLE001  reported: a skip with the reason, or a failure in CI
         why = f"no PostgreSQL server could be started ({type(exc).__name__}: {exc})"
         if REQUIRE_SERVERS:
@@ -142,6 +151,7 @@ def postgres_dsn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield server.dsn
     finally:
         server.stop()
+        shutil.rmtree(data_root, ignore_errors=True)
 
 
 def fresh_schema(dsn: str) -> Iterator[str]:

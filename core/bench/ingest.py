@@ -12,7 +12,10 @@ process, one after the other:
 Next to them, the p50 of one query embedding of the same embedder in the same run (``query_embed_ms``): a write
 that is faster than it ran no model in the foreground.
 
-Systems: ``memory-ext`` (the engine; ``--config`` applies), ``vector`` (normalised embeddings appended to a numpy
+Systems: ``memory-ext`` (the engine; ``--config`` applies), ``memory-ext:full`` and ``memory-ext:normal`` (the
+engine with ``storage.durability`` set to ``full``, the default, or ``normal``: ``--systems
+memory-ext:full,memory-ext:normal`` compares the cost of a power-loss-safe commit in one run; their rows name
+their durability, and every memory-ext entry of the JSON has it), ``vector`` (normalised embeddings appended to a numpy
 matrix: the plain vector store the ``locomo``/``madial`` commands compare with), ``langchain-vector``
 (``langchain_core``'s ``InMemoryVectorStore.add_texts``) and ``llamaindex-vector`` (a ``VectorStoreIndex``'s
 ``insert_nodes`` over its in-memory ``SimpleVectorStore``). The framework stores are skipped with a note when their
@@ -20,7 +23,7 @@ packages are missing.
 
 >>> from memory_ext.bench.ingest import INGEST_SYSTEMS
 >>> sorted(INGEST_SYSTEMS)
-['langchain-vector', 'llamaindex-vector', 'memory-ext', 'vector']
+['langchain-vector', 'llamaindex-vector', 'memory-ext', 'memory-ext:full', 'memory-ext:normal', 'vector']
 """
 
 from __future__ import annotations
@@ -140,9 +143,15 @@ class MemoryExtIngest(IngestSystem):
 
     name = "memory-ext"
 
-    def __init__(self, embedder: Any, config: Any = None) -> None:
-        super().__init__(embedder, config)
+    def __init__(self, embedder: Any, config: Any = None, durability: str | None = None) -> None:
         from .. import MemoryEngine, Turn
+        from ..config import EngineConfig
+
+        cfg = EngineConfig.coerce(config)
+        if durability is not None:
+            cfg = cfg.model_copy(update={"storage": cfg.storage.model_copy(update={"durability": durability})})
+        super().__init__(embedder, cfg)
+        self.durability = cfg.storage.durability
 
         self._engine_cls = MemoryEngine
         self._turn_cls = Turn
@@ -172,8 +181,9 @@ class MemoryExtIngest(IngestSystem):
 
 
 INGEST_SYSTEMS: dict[str, Callable[..., IngestSystem]] = {
-    "memory-ext": MemoryExtIngest, "vector": VectorIngest, "langchain-vector": LangChainVectorIngest,
-    "llamaindex-vector": LlamaIndexVectorIngest}
+    "memory-ext": MemoryExtIngest, "memory-ext:full": partial(MemoryExtIngest, durability="full"),
+    "memory-ext:normal": partial(MemoryExtIngest, durability="normal"), "vector": VectorIngest,
+    "langchain-vector": LangChainVectorIngest, "llamaindex-vector": LlamaIndexVectorIngest}
 """System name -> constructor ``(embedder, config)``."""
 
 
@@ -239,13 +249,15 @@ def run_ingest(conversations: Sequence[Conversation], systems: Sequence[str], em
                  **(meta or {})}}
     for name in systems:
         try:
-            system = INGEST_SYSTEMS[name](embedder, config if name == "memory-ext" else None)
+            system = INGEST_SYSTEMS[name](embedder, config if name.startswith("memory-ext") else None)
         except SystemUnavailable as exc:
             result["skipped"][name] = str(exc)
             continue
         try:
             result["systems"][name] = measure_system(system, conversations, messages=messages, batch=batch,
                                                      batches=batches)
+            if isinstance(system, MemoryExtIngest):
+                result["systems"][name]["durability"] = system.durability
         except Exception as exc:  # noqa: BLE001 - reported, the other systems still run
             result["skipped"][name] = f"failed: {type(exc).__name__}: {exc}"
             traceback.print_exc()
@@ -268,7 +280,8 @@ def format_ingest_markdown(result: dict[str, Any]) -> str:
     vector = result["systems"].get("vector", {}).get("turns_per_s")
     for name, s in result["systems"].items():
         ratio = f" ({s['turns_per_s'] / vector:.2f}× vector)" if vector and s["turns_per_s"] else ""
-        lines.append(f"| {name} | {s['message_ms']['p50']:.1f} | {s['message_ms']['p95']:.1f} | "
+        label = f"{name.split(':')[0]} (durability {s['durability']})" if ":" in name and s.get("durability") else name
+        lines.append(f"| {label} | {s['message_ms']['p50']:.1f} | {s['message_ms']['p95']:.1f} | "
                      f"{s['batch_ms']['p50']:.0f} | {s['batch_ms']['p95']:.0f} | {s['indexed_s']:.1f} | "
                      f"{s['turns_per_s']:.1f}{ratio} |")
     if result.get("skipped"):

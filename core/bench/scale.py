@@ -369,7 +369,8 @@ def run_scale(*, sizes: Sequence[int], backends: Sequence[str], embedder: str = 
                     if backend == "postgres":
                         from ..store.pg.server import LocalPostgres
 
-                        server_pg = LocalPostgres(root / f"{backend}-{size}-server").start()
+                        # a benchmark server, as docs/benchmarks.md measured it: fsync off (it says so on stderr)
+                        server_pg = LocalPostgres(root / f"{backend}-{size}-server", unsafe_fast=True).start()
                         try:
                             params["dsn"] = server_pg.dsn
                             entry = run_scale_one(**params) if in_process else _run_in_subprocess(params)

@@ -96,7 +96,7 @@ def run_writers(*, turns: int = 4000, writers: Sequence[int] = (1, 4), namespace
     out: dict[str, Any] = {"dataset": "writers", "systems": {}, "meta": {
         "date": datetime.now(UTC).isoformat(timespec="seconds"), "machine": machine_info(), "turns": turns,
         "namespaces": namespaces, "batch": batch, "embedder": embedder, "seed": seed}}
-    server = LocalPostgres(root).start()
+    server = LocalPostgres(root, unsafe_fast=True).start()  # a benchmark server, fsync off as documented
     try:
         corpus = SyntheticCorpus(seed=seed, namespaces=namespaces)
         users = [corpus.namespace(i) for i in range(namespaces)]

@@ -6,7 +6,8 @@ the source turns of record ids, or the turns of memory files), deletes them and 
 the truth store (:func:`~memory_ext.lifecycle.forget.forget_turns`), then loops over the engine's derived
 indexes — ``drop_namespace`` when a whole namespace goes, ``remove`` of the records otherwise — re-derives the
 evidence keys of the forgotten turns' neighbours (their event frames named the forgotten turns' entities), and
-purges the store's files so the text is gone from disk too (SQLite: truncates the write-ahead log; PostgreSQL:
+purges the store's files so the text is gone from disk too (SQLite: truncates the write-ahead log and zeroes the
+unallocated space of the database file, see :meth:`memory_ext.store.sqlite.TruthStore.purge`; PostgreSQL:
 rewrites the changed tables, see :meth:`memory_ext.store.pg.truth.PgTruthStore.purge`).
 """
 
@@ -137,11 +138,12 @@ def purge_files(store: TruthStore, indexes: Sequence[DerivedIndex] = (), *, wait
 
     Returns the files (relative to the store directory) that may still hold some: the store's ``PURGE_TARGET``
     (``memory.sqlite3-wal`` on SQLite, ``postgres:dead-row-versions`` on PostgreSQL) while another process holds a
-    read snapshot from before the forget, and whatever an index reports through an
+    read snapshot from before the forget (on SQLite ``memory.sqlite3`` while its unallocated space could not be
+    zeroed yet, see :meth:`~memory_ext.store.sqlite.TruthStore.purge`), and whatever an index reports through an
     optional ``purge() -> tuple[str, ...]`` method (e.g. Chroma's own log). Pending purges are retried after
     every later write, at close, at the next open, and by ``memext forget --purge``.
     """
-    pending: list[str] = [] if store.purge(wait_s=wait_s) else [store.PURGE_TARGET]
+    pending: list[str] = [] if store.purge(wait_s=wait_s) else list(store.pending_targets or (store.PURGE_TARGET,))
     purges = [purge for index in indexes if callable(purge := getattr(index, "purge", None))]
     if purges:
         # under the write lock: an index rebuilt from the truth store's vectors (Chroma) must not miss a batch the

@@ -1,5 +1,5 @@
 """One ASGI application: REST under ``/v1``, MCP (streamable HTTP) at ``/mcp``, ``/healthz``, ``/readyz``,
-OpenAPI at ``/openapi.json`` (``/docs`` renders it).
+OpenAPI at ``/openapi.json`` (``/docs`` renders it), the inspector page at ``/`` (:mod:`memory_ext.server.inspector`).
 
 Every route sits behind the same guards (:mod:`memory_ext.server.guards`): the ``Host`` and browser ``Origin``
 headers (421 / 403), then the bearer token (401), then the body size (413).
@@ -32,6 +32,7 @@ from starlette.types import ASGIApp
 from .. import __version__
 from ..engine import MemoryEngine
 from ..errors import MemoryExtError
+from . import inspector
 from .auth import AuthMiddleware, PermissionDenied
 from .guards import DEFAULT_MAX_BODY_BYTES, BodyLimitMiddleware, HostGuardMiddleware, HostPolicy
 from .mcp_tools import build_mcp
@@ -116,6 +117,7 @@ def build_app(engine: MemoryEngine, *, tokens: TokenTable | None = None, host: s
     app.include_router(build_items_router())
     app.router.routes.append(Route("/mcp", endpoint=StreamableHTTPASGIApp(mcp.session_manager),
                                    methods=["GET", "POST", "DELETE"]))
+    app.router.routes.extend(inspector.routes())
 
     @app.get("/healthz", tags=["health"], summary="Liveness: the process answers")
     async def healthz() -> dict[str, str]:

@@ -2,7 +2,8 @@
 
 :class:`AuthMiddleware` is plain ASGI: it resolves the ``Authorization`` header to a
 :class:`~memory_ext.server.settings.Principal` and stores it in the request scope's state, where the REST routes
-and the MCP tools read it. Health endpoints and the OpenAPI document need no token. The table is read on every
+and the MCP tools read it. Health endpoints, the OpenAPI document and the inspector page with its assets (which hold
+no data) need no token. The table is read on every
 request, so tokens re-read on SIGHUP take effect at once. The log line of a request
 holds its method, path (never the query string), status, duration and the token's short hash — never a token,
 never a body.
@@ -18,13 +19,15 @@ from typing import Any
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from .inspector import PAGE_PATHS
 from .schemas import plain_error
 from .settings import LOCAL, Principal, TokenTable
 
 __all__ = ["STATE_KEY", "AuthMiddleware", "PermissionDenied", "principal_of"]
 
 STATE_KEY = "memext_principal"
-PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
+PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc",
+                          *PAGE_PATHS})
 
 logger = logging.getLogger("memory_ext.server")
 

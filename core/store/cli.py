@@ -93,6 +93,9 @@ def add_postgres_parser(sub: Any) -> None:
     start.add_argument("--dir", required=True, help="data directory (created)")
     start.add_argument("--port", type=int, default=None,
                        help="loopback port (default: the one used last in --dir when free, else a free one)")
+    start.add_argument("--unsafe-fast", action="store_true",
+                       help="run with fsync, synchronous_commit and full_page_writes off: faster, but a power loss "
+                            "can lose or corrupt the data (tests and benchmarks only; default: durable)")
     start.set_defaults(func=cmd_postgres_start)
     stop = actions.add_parser("stop", help="stop the server of --dir (the data stays)")
     stop.add_argument("--dir", required=True)
@@ -126,11 +129,11 @@ def _running_port(directory: Path) -> int | None:
     return port
 
 
-def _server(directory: Path, port: int | None, state: dict[str, Any]) -> Any:
+def _server(directory: Path, port: int | None, state: dict[str, Any], unsafe_fast: bool = False) -> Any:
     from .pg.server import LocalPostgres
 
     return LocalPostgres(directory, port, user=str(state.get("user", "postgres")),
-                         database=str(state.get("database", "postgres")))
+                         database=str(state.get("database", "postgres")), unsafe_fast=unsafe_fast)
 
 
 def _print_dsn(dsn: str, directory: Path, status: str) -> None:
@@ -155,16 +158,25 @@ def cmd_postgres_start(args: argparse.Namespace) -> int:
             raise InvalidArgumentError("--port", args.port, f"the server of {directory} already runs on port "
                                        f"{running}; stop it first (memext postgres stop --dir {directory})")
         server = _server(directory, running, state)
+        if state.get("unsafe_fast"):
+            from .pg.server import UNSAFE_FAST_WARNING
+
+            print(UNSAFE_FAST_WARNING, file=sys.stderr)
         _print_dsn(server.dsn, directory, f"already running on 127.0.0.1:{running}")
         return 0
     port = args.port
     if port is None and isinstance(state.get("port"), int):
         port = int(state["port"]) if _port_free(int(state["port"])) else None
-    server = _server(directory, port or free_port(), state)
+    server = _server(directory, port or free_port(), state, unsafe_fast=bool(getattr(args, "unsafe_fast", False)))
     directory.mkdir(parents=True, exist_ok=True)
+    if server.unsafe_fast:
+        from .pg.server import UNSAFE_FAST_WARNING
+
+        print(UNSAFE_FAST_WARNING, file=sys.stderr)
     server.start()
     (directory / STATE_FILE).write_text(json.dumps({"port": server.port, "user": server.user,
-                                                    "database": server.database}), encoding="utf-8")
+                                                    "database": server.database,
+                                                    "unsafe_fast": server.unsafe_fast}), encoding="utf-8")
     _check_vector(server.dsn)
     _print_dsn(server.dsn, directory, f"running on 127.0.0.1:{server.port}")
     return 0

@@ -7,11 +7,24 @@ namespace id (``ns_id``), so one namespace can never read another's rows.
 Concurrency: one *writer process* per directory, enforced by an exclusive ``flock`` on ``LOCK`` (a second writer
 fails fast with :class:`~memory_ext.errors.StoreLockedError`); any number of read-only processes. Inside a
 process, writes are serialised by a lock on the single write connection, and every thread reads through its own
-connection, so searches run in parallel with each other and with a write.
+connection, so searches run in parallel with each other and with a write. :meth:`TruthStore.close` closes a
+thread's read connection only while no statement of it runs (a channel call abandoned at its timeout may still be
+reading): it waits for one at most ``READER_CLOSE_WAIT_S`` in all, then leaves it to close itself when its
+statement ends; a later read on it raises :class:`~memory_ext.errors.StoreError` instead of touching a closed
+connection.
+
+Durability (``storage.durability``): ``full`` (the default) commits with ``PRAGMA synchronous=FULL``, so a write
+that returned survives a power loss; ``normal`` (``synchronous=NORMAL``) survives a killed process but may lose
+the last commits on power loss, for a cheaper commit.
+
+Forgetting: ``secure_delete`` overwrites deleted cells and freed pages, and a forget's purge checkpoints and
+truncates the write-ahead log, then zeroes the unallocated space of every page
+(:mod:`memory_ext.store.sqlite_scrub`), where b-tree balances leave old copies of cells.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -44,12 +57,142 @@ from ..validate import stored_json
 from .filters import RecordFilter, filter_sql
 from .items import ItemTables
 from .snapshots import chunks, marks
+from .sqlite_scrub import scrub
 
-__all__ = ["DB_FILE", "SCHEMA_VERSION", "RecordRow", "TruthStore", "TurnRow"]
+__all__ = ["DB_FILE", "DURABILITY", "SCHEMA_VERSION", "RecordRow", "TruthStore", "TurnRow"]
 
 DB_FILE = "memory.sqlite3"
 BUSY_TIMEOUT_MS = 30_000
 LOCK_FILE = "LOCK"
+DURABILITY = {"full": "FULL", "normal": "NORMAL"}
+"""``storage.durability`` -> the write connection's ``PRAGMA synchronous``."""
+SCRUB_META = "sqlite_scrub_pending"
+"""``meta`` key a forget sets in its own transaction and the purge clears once the database file's unallocated
+space is zeroed (so a purge cut short by a crash or a reader is finished by the next open)."""
+DERIVED_OPERATIONS = frozenset({"index vectors"})
+"""Transactions that write only what the durable queue can make again (vectors, sparse encodings, and the queue
+items they finish): with ``durability: full`` they commit with ``synchronous=NORMAL`` — still atomic, and a power
+loss that drops one leaves its queue items to be done again — so the background indexer's commits do not hold
+the write lock through an ``fsync`` a chat message then waits behind."""
+READER_CLOSE_WAIT_S = 2.0
+"""How long :meth:`TruthStore.close` waits, in all, for read connections whose statement is still running (a
+channel call abandoned at ``recall.channel_timeout_s``) before it leaves them to close themselves."""
+
+_CLOSED_MESSAGE = "the store is closed (a read that outlived MemoryEngine.close); open a new engine to read it"
+
+
+class _ReaderConnection(sqlite3.Connection):
+    """A thread's read connection that :meth:`TruthStore.close` closes only between statements.
+
+    Every statement step (``execute``, each ``fetch``, iteration in batches) runs holding ``gate``; the store
+    closes the connection holding it too, so it never frees a connection a statement is running on (which
+    crashes the process). A connection whose statement outlives the close's wait is *abandoned*: the statement
+    finishes, then the connection closes itself. Any later use raises :class:`StoreError`.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.gate = threading.Lock()
+        self.shut = False
+        self.abandoned = False
+        self.on_shut: Callable[[], None] | None = None
+
+    def enter(self) -> None:
+        self.gate.acquire()
+        if self.shut:
+            self.gate.release()
+            raise StoreError(_CLOSED_MESSAGE)
+
+    def leave(self) -> None:
+        self.gate.release()
+        if self.abandoned:
+            self.shut_down(wait_s=0.0)
+
+    def shut_down(self, wait_s: float) -> bool:
+        """Close now if no statement runs (waiting at most ``wait_s``); True when closed (or already)."""
+        got = self.gate.acquire(timeout=wait_s) if wait_s > 0 else self.gate.acquire(blocking=False)
+        if not got:
+            return False
+        try:
+            if self.shut:
+                return True
+            self.shut = True
+            super().close()
+        finally:
+            self.gate.release()
+        if self.on_shut is not None:
+            self.on_shut()
+        return True
+
+    def close(self) -> None:
+        self.shut_down(wait_s=READER_CLOSE_WAIT_S)
+
+    def cursor(self, factory: Any = None) -> Any:
+        if self.shut:
+            raise StoreError(_CLOSED_MESSAGE)
+        return super().cursor(factory or _ReaderCursor)
+
+    def execute(self, sql: str, parameters: Any = (), /) -> Any:
+        return self.cursor().execute(sql, parameters)
+
+    def executemany(self, sql: str, parameters: Any, /) -> Any:
+        return self.cursor().executemany(sql, parameters)
+
+
+class _ReaderCursor(sqlite3.Cursor):
+    """A cursor of a :class:`_ReaderConnection`: each call into SQLite holds the connection's gate."""
+
+    def execute(self, sql: str, parameters: Any = (), /) -> Any:
+        conn: _ReaderConnection = self.connection  # type: ignore[assignment]
+        conn.enter()
+        try:
+            super().execute(sql, parameters)
+        finally:
+            conn.leave()
+        return self
+
+    def executemany(self, sql: str, parameters: Any, /) -> Any:
+        conn: _ReaderConnection = self.connection  # type: ignore[assignment]
+        conn.enter()
+        try:
+            super().executemany(sql, parameters)
+        finally:
+            conn.leave()
+        return self
+
+    def fetchone(self) -> Any:
+        conn: _ReaderConnection = self.connection  # type: ignore[assignment]
+        conn.enter()
+        try:
+            return super().fetchone()
+        finally:
+            conn.leave()
+
+    def fetchmany(self, size: int | None = None) -> list[Any]:
+        conn: _ReaderConnection = self.connection  # type: ignore[assignment]
+        conn.enter()
+        try:
+            return super().fetchmany(self.arraysize if size is None else size)
+        finally:
+            conn.leave()
+
+    def fetchall(self) -> list[Any]:
+        conn: _ReaderConnection = self.connection  # type: ignore[assignment]
+        conn.enter()
+        try:
+            return super().fetchall()
+        finally:
+            conn.leave()
+
+    def __iter__(self) -> Iterator[Any]:  # type: ignore[override]
+        while rows := self.fetchmany(256):
+            yield from rows
+
+    def __next__(self) -> Any:
+        row = self.fetchone()
+        if row is None:
+            raise StopIteration
+        return row
 
 
 def _run_script(conn: sqlite3.Connection, script: str) -> None:
@@ -347,6 +490,7 @@ class TruthStore:
     """SQLite truth store of one directory. Use through :class:`memory_ext.MemoryEngine`.
 
     A directory it creates gets ``dir_mode`` (default ``0o700``) and the database ``file_mode`` (``0o600``).
+    ``durability`` is ``storage.durability`` (``full``: ``synchronous=FULL``; ``normal``: ``synchronous=NORMAL``).
     """
 
     dialect = "sqlite"
@@ -355,7 +499,11 @@ class TruthStore:
     """What a forget's receipt names in ``pending_purge`` while :meth:`purge` has not completed."""
 
     def __init__(self, directory: str | os.PathLike[str], *, read_only: bool = False, dir_mode: int = 0o700,
-                 file_mode: int = 0o600) -> None:
+                 file_mode: int = 0o600, durability: str = "full") -> None:
+        if durability not in DURABILITY:
+            raise ConfigError("storage.durability", durability, f"choose one of {sorted(DURABILITY)}: full (the "
+                                                                "default, survives a power loss) or normal")
+        self.durability = durability
         self.directory = Path(directory).expanduser()
         if self.directory.exists() and not self.directory.is_dir():
             raise StoreError(f"store path {str(self.directory)!r} is a file, not a directory; give the path of a "
@@ -367,8 +515,13 @@ class TruthStore:
         self._local = threading.local()
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
+        self._abandoned: set[int] = set()  # ids of read connections left to close themselves (see close)
         self._closed = False
         self._purge_pending = False
+        self._scrub_pending = False  # a forget committed; the database file's free space is not zeroed yet
+        self._scrub_mark_done = False  # scrubbed, but the forget's mark in meta is not cleared yet (next write)
+        self._pending_targets: tuple[str, ...] = ()
+        self._db_fd: int | None = None  # kept open until every connection is closed (see _scrub)
         self._after_commit: list[Callable[[], None]] | None = None
         db_path = self.directory / DB_FILE
         problem = _header_problem(db_path)
@@ -393,17 +546,16 @@ class TruthStore:
             try:
                 if not db_path.exists():  # SQLite gives -wal and -shm the database file's permissions
                     os.close(os.open(db_path, os.O_RDWR | os.O_CREAT, file_mode))
-                self._writer = self._connect(db_path, read_only=False)
-                self._writer.execute("PRAGMA journal_mode=WAL")
-                self._writer.execute("PRAGMA synchronous=NORMAL")
-                self._writer.execute("PRAGMA secure_delete=ON")  # forgotten text is overwritten, not left in free pages
+                self._writer = self._open_writer(db_path)
                 self._migrate(self._writer)
+                self._scrub_pending = self._writer.execute("SELECT 1 FROM meta WHERE key=?",
+                                                           (SCRUB_META,)).fetchone() is not None
                 self.purge()  # a purge left pending by a previous process (crash, reader at close) ends here
             except sqlite3.DatabaseError as exc:
-                self._release_lock()
+                self._release_writer()
                 raise CorruptStoreError(str(self.directory), f"{DB_FILE}: {exc}") from None
             except BaseException:
-                self._release_lock()
+                self._release_writer()
                 raise
         self._db_path = db_path
         try:
@@ -419,15 +571,33 @@ class TruthStore:
 
     # -- connections -------------------------------------------------------------------------------------
     @staticmethod
-    def _connect(db_path: Path, *, read_only: bool) -> sqlite3.Connection:
+    def _connect(db_path: Path, *, read_only: bool,
+                 factory: type[sqlite3.Connection] = sqlite3.Connection) -> sqlite3.Connection:
         if read_only:
             conn = sqlite3.connect(f"{db_path.as_uri()}?mode=ro", uri=True, check_same_thread=False,
-                                   isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+                                   isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000, factory=factory)
         else:
             conn = sqlite3.connect(db_path, check_same_thread=False, isolation_level=None,
-                                   timeout=BUSY_TIMEOUT_MS / 1000)
+                                   timeout=BUSY_TIMEOUT_MS / 1000, factory=factory)
         conn.execute("PRAGMA foreign_keys=ON")
         return conn
+
+    def _open_writer(self, db_path: Path) -> sqlite3.Connection:
+        """The write connection: WAL, ``synchronous`` by ``durability``, ``secure_delete``."""
+        conn = self._connect(db_path, read_only=False)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute(f"PRAGMA synchronous={DURABILITY[self.durability]}")
+        if self.durability == "full":
+            conn.execute("PRAGMA fullfsync=ON")  # macOS: F_FULLFSYNC, so the drive's cache is flushed too
+        conn.execute("PRAGMA secure_delete=ON")  # forgotten text is overwritten, not left in free pages
+        return conn
+
+    def _release_writer(self) -> None:
+        """A failed open: close the write connection (if made) and release the lock."""
+        writer, self._writer = getattr(self, "_writer", None), None
+        if writer is not None:
+            writer.close()
+        self._release_lock()
 
     def _acquire_lock(self) -> None:
         path = self.directory / LOCK_FILE
@@ -456,7 +626,7 @@ class TruthStore:
             raise StoreError("the store is closed")
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = self._connect(self.directory / DB_FILE, read_only=self.read_only)
+            conn = self._connect(self.directory / DB_FILE, read_only=self.read_only, factory=_ReaderConnection)
             conn.execute("PRAGMA query_only=ON")
             self._local.conn = conn
             with self._readers_lock:
@@ -470,16 +640,37 @@ class TruthStore:
             raise ReadOnlyStoreError(operation)
         with self.write_lock:
             conn = self._writer
-            conn.execute("BEGIN IMMEDIATE")
+            scrubs = isinstance(conn, sqlite3.Connection)  # the file's free space (not PostgreSQL's, see purge)
+            relaxed = scrubs and self.durability == "full" and operation in DERIVED_OPERATIONS
+            if relaxed:
+                conn.execute("PRAGMA synchronous=NORMAL")
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except BaseException:
+                if relaxed:
+                    conn.execute("PRAGMA synchronous=FULL")
+                raise
             self._after_commit = []
             try:
+                if scrubs and operation == "forget":  # what purge must finish, in the forget's own transaction
+                    self.set_meta(conn, SCRUB_META, "1")
+                elif scrubs and self._scrub_mark_done:  # the last forget's purge finished: its mark goes now
+                    self.delete_meta(conn, SCRUB_META)
                 yield conn
             except BaseException:
                 self._after_commit = None
                 conn.execute("ROLLBACK")
+                if relaxed:
+                    conn.execute("PRAGMA synchronous=FULL")
                 raise
             else:
                 conn.execute("COMMIT")
+                if relaxed:
+                    conn.execute("PRAGMA synchronous=FULL")
+                if scrubs:
+                    if operation == "forget":
+                        self._scrub_pending = self._purge_pending = True
+                    self._scrub_mark_done = False
                 callbacks, self._after_commit = self._after_commit, None
                 for callback in callbacks:  # e.g. Chroma deletions: only once the truth store has committed
                     try:
@@ -508,52 +699,134 @@ class TruthStore:
 
     @property
     def purge_pending(self) -> bool:
-        """True while forgotten bytes may still be in the write-ahead log or in unmerged database pages."""
+        """True while forgotten bytes may still be in the write-ahead log or in unallocated database space."""
         return self._purge_pending
 
-    def purge(self, *, wait_s: float = 0.0) -> bool:
-        """Checkpoint the write-ahead log into the database and truncate it; True when that completed.
+    @property
+    def pending_targets(self) -> tuple[str, ...]:
+        """The files that may still hold forgotten bytes while :attr:`purge_pending` (relative to the store)."""
+        return getattr(self, "_pending_targets", ()) if self._purge_pending else ()
 
-        ``PRAGMA wal_checkpoint(TRUNCATE)`` returns ``(busy, log frames, checkpointed frames)``: it completes only
-        when no other connection (of any process) holds an older read snapshot. It never waits longer than
-        ``wait_s`` (default: not at all), so a reader in another process cannot stall ``forget`` or the writers
-        behind it; an incomplete purge stays pending and is retried after every later write, at ``close`` and at
-        the next open, until it completes.
+    def purge(self, *, wait_s: float = 0.0) -> bool:
+        """Remove every byte of forgotten data from the store's files; True when that completed.
+
+        First ``PRAGMA wal_checkpoint(TRUNCATE)``, which returns ``(busy, log frames, checkpointed frames)``: it
+        completes only when no other connection (of any process) holds an older read snapshot. It never waits
+        longer than ``wait_s`` (default: not at all), so a reader in another process cannot stall ``forget`` or
+        the writers behind it. Then, after a forget, the unallocated space of every page of the database file is
+        zeroed (:func:`memory_ext.store.sqlite_scrub.scrub`: ``secure_delete`` does not reach the old copies of
+        cells a b-tree balance left in live pages), or, if a page does not parse, the database is rebuilt
+        (``VACUUM``). An incomplete purge stays pending (:attr:`pending_targets` names the file) and is retried
+        after every later write, at ``close`` and at the next open, until it completes.
         """
         if self._writer is None:
             return not self._purge_pending
         with self.write_lock:
-            conn = self._writer
-            conn.execute(f"PRAGMA busy_timeout={max(0, int(wait_s * 1000))}")
+            if not self._checkpoint(wait_s):
+                self._purge_pending, self._pending_targets = True, (self.PURGE_TARGET,)
+                return False
+            if self._scrub_pending and not self._scrub(wait_s):
+                self._purge_pending, self._pending_targets = True, (DB_FILE,)
+                return False
+            self._purge_pending, self._pending_targets = False, ()
+            return True
+
+    def _checkpoint(self, wait_s: float) -> bool:
+        """Checkpoint the write-ahead log into the database and truncate it (waiting at most ``wait_s`` for
+        readers); True when the log is empty."""
+        assert self._writer is not None
+        conn = self._writer
+        conn.execute(f"PRAGMA busy_timeout={max(0, int(wait_s * 1000))}")
+        try:
+            busy, log, done = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        except sqlite3.OperationalError:  # SQLITE_BUSY/LOCKED reported as an error
+            busy, log, done = 1, -1, -1
+        finally:
+            conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        wal = self.directory / (DB_FILE + "-wal")
+        return bool(busy == 0 and log == done and (not wal.exists() or wal.stat().st_size == 0))
+
+    def _scrub(self, wait_s: float) -> bool:
+        """Zero the unallocated space of the database file (the log is empty: the file is the whole database);
+        True when done. The forget's mark in ``meta`` is cleared by the next write (or at close): until then a
+        crash only costs the next open one more scrub."""
+        assert self._writer is not None
+        if self._db_fd is None:
+            # one descriptor for the store's lifetime: closing any descriptor of the file drops the POSIX locks
+            # SQLite holds on it, so it is closed only after every connection (see close)
+            self._db_fd = os.open(self.directory / DB_FILE, os.O_RDWR)
+        roots = [int(r[0]) for r in self._writer.execute("SELECT rootpage FROM sqlite_schema WHERE rootpage > 0")]
+        result = scrub(self._db_fd, roots)
+        if result.problems:
+            why = "; ".join(result.problems[:3])
+            warnings.warn(f"{DB_FILE}: the free space of some pages could not be zeroed ({why}); rebuilding the "
+                          "database (VACUUM) instead", RuntimeWarning, stacklevel=3)
             try:
-                busy, log, done = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-            except sqlite3.OperationalError:  # SQLITE_BUSY/LOCKED reported as an error
-                busy, log, done = 1, -1, -1
-            finally:
-                conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-            wal = self.directory / (DB_FILE + "-wal")
-            complete = busy == 0 and log == done and (not wal.exists() or wal.stat().st_size == 0)
-            self._purge_pending = not complete
-            return complete
+                self._writer.execute("VACUUM")
+            except sqlite3.OperationalError:
+                return False
+            if not self._checkpoint(wait_s):
+                return False
+        elif result.bytes_zeroed:
+            # its page cache still holds the old bytes, which its next write of such a page would copy back
+            self._writer.close()
+            self._writer = self._open_writer(self.directory / DB_FILE)
+        self._scrub_pending, self._scrub_mark_done = False, True
+        return True
 
     def checkpoint(self) -> bool:
         """Alias of :meth:`purge` (non-blocking); True when the log was truncated."""
         return self.purge()
 
     def close(self) -> None:
+        """Close every connection and release the writer lock. A read connection whose statement is still
+        running (a channel call abandoned at its timeout) is waited for at most ``READER_CLOSE_WAIT_S`` in all,
+        then left to close itself when the statement ends; reading on it afterwards raises ``StoreError``."""
         if self._closed:
             return
         self._closed = True
+        deadline = time.monotonic() + READER_CLOSE_WAIT_S
         with self._readers_lock:
-            for conn in self._readers:
+            readers, self._readers = list(self._readers), []
+        for conn in readers:
+            if not isinstance(conn, _ReaderConnection):
                 conn.close()
-            self._readers.clear()
+            elif not conn.shut_down(wait_s=max(0.0, deadline - time.monotonic())):
+                self._abandon(conn)
         if self._writer is not None:
             with self.write_lock:
                 if self._purge_pending:
                     self.purge()
+                if self._scrub_mark_done:
+                    with contextlib.suppress(sqlite3.Error):  # else the next open scrubs once more
+                        self._writer.execute("DELETE FROM meta WHERE key=?", (SCRUB_META,))
+                    self._checkpoint(0.0)
                 self._writer.close()  # the last connection's close checkpoints and removes the log too
+        with self._readers_lock:
+            if not self._abandoned:
+                self._close_db_fd()
         self._release_lock()
+
+    def _abandon(self, conn: _ReaderConnection) -> None:
+        """Leave ``conn`` to close itself once its running statement ends (the database descriptor stays open
+        until then)."""
+        with self._readers_lock:
+            self._abandoned.add(id(conn))
+
+        def shut() -> None:
+            with self._readers_lock:
+                self._abandoned.discard(id(conn))
+                if self._closed and not self._abandoned:
+                    self._close_db_fd()
+
+        conn.on_shut = shut
+        conn.abandoned = True
+        conn.shut_down(wait_s=0.0)  # it may have ended in between
+
+    def _close_db_fd(self) -> None:
+        if self._db_fd is not None:
+            os.close(self._db_fd)
+            self._db_fd = None
 
     # -- schema --------------------------------------------------------------------------------------------
     @staticmethod

@@ -14,7 +14,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
 
-__all__ = ["SnapshotReader", "file_listing", "hnsw_slack", "invariant_violations", "row_counts", "scan_bytes"]
+__all__ = ["SnapshotReader", "file_listing", "hnsw_slack", "invariant_violations", "plant_in_free_space", "row_counts",
+           "scan_bytes"]
 
 _READER = r"""
 import sqlite3, sys
@@ -87,6 +88,36 @@ def scan_bytes(directory: str | os.PathLike[str], needles: Iterable[bytes]) -> d
         if hits:
             found[str(path.relative_to(root))] = hits
     return found
+
+
+def plant_in_free_space(db: str | os.PathLike[str], data: bytes, pages: int = 3) -> list[int]:
+    """Write ``data`` into the unallocated gap (between the cell pointer array and the cell content) of up to
+    ``pages`` live b-tree leaf pages of a closed SQLite database, the largest gaps first: what a b-tree balance
+    leaves behind when it moves cells to a sibling page, and ``secure_delete`` never clears. Returns the pages.
+
+    Independent of :mod:`memory_ext.store.sqlite_scrub` on purpose (the fault suite checks it, not with it).
+    """
+    import struct
+
+    path = Path(db)
+    raw = bytearray(path.read_bytes())
+    page_size = int.from_bytes(raw[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    gaps: list[tuple[int, int, int]] = []  # (gap size, page number, gap start)
+    for pgno in range(2, len(raw) // page_size + 1):  # page 1 (the schema) is left alone
+        base = (pgno - 1) * page_size
+        if raw[base] not in (10, 13):  # index leaf, table leaf
+            continue
+        ncell, content = struct.unpack_from(">HH", raw, base + 3)
+        start = 8 + 2 * ncell
+        if (content or 65536) - start >= len(data) + 8:
+            gaps.append(((content or 65536) - start, pgno, start))
+    chosen = sorted(gaps, reverse=True)[:pages]
+    for _, pgno, start in chosen:
+        offset = (pgno - 1) * page_size + start + 4
+        raw[offset:offset + len(data)] = data
+    path.write_bytes(bytes(raw))
+    return [pgno for _, pgno, _ in chosen]
 
 
 def hnsw_slack(directory: str | os.PathLike[str]) -> dict[str, int]:

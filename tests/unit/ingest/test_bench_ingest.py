@@ -66,3 +66,12 @@ def test_the_command_line_writes_json(tmp_path: Path, capsys: pytest.CaptureFixt
     assert set(saved["systems"]) == {"memory-ext", "vector"}
     assert "memext bench ingest" in capsys.readouterr().out
     assert main(["ingest", "--data", str(data), "--systems", "nope"]) == 2
+
+
+def test_both_durabilities_are_measured_in_one_run() -> None:
+    result = run_ingest(conversations(), ["memory-ext:full", "memory-ext:normal"], HashingEmbedder(64), messages=3,
+                        batch=4, batches=1, queries=2)
+    assert {n: s["durability"] for n, s in result["systems"].items()} == {"memory-ext:full": "full",
+                                                                         "memory-ext:normal": "normal"}
+    text = format_ingest_markdown(result)
+    assert "| memory-ext (durability full) |" in text and "| memory-ext (durability normal) |" in text

@@ -1,0 +1,356 @@
+"""The inspector page in headless chromium against ``memext serve``: what it shows and what its buttons do to the
+store (checked afterwards over REST). Every wait is Playwright's auto-waiting (``expect``), never a clock."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import CONVERSATIONS, REQUIRE_BROWSER, RULES_CHAT, RULES_START
+
+from .conftest import Served
+
+if not REQUIRE_BROWSER:  # in CI a missing playwright is an error, not a skip
+    pytest.importorskip("playwright", reason="playwright is not installed; pip install \"memory-ext[test]\"")
+
+from playwright.sync_api import Page, expect
+
+
+def rules_chat(prefix: str = "rules") -> list[dict[str, Any]]:
+    """tests.conftest.RULES_CHAT (Maya's bank and trip sessions, with metadata) as REST turns."""
+    return [{"role": role, "speaker": speaker, "content": content, "session_id": session, "metadata": meta,
+             "timestamp": (RULES_START + timedelta(days=1 if session == "trip" else 0, minutes=i)).isoformat(),
+             "external_id": f"{prefix}:{i}"}
+            for i, (session, role, speaker, content, meta) in enumerate(RULES_CHAT)]
+
+
+def conversation(user: str) -> list[dict[str, Any]]:
+    """tests.conftest.CONVERSATIONS[user] as REST turns, one minute apart."""
+    start = RULES_START
+    return [{"role": role, "speaker": speaker, "content": content, "session_id": f"{user}-s1",
+             "timestamp": (start + timedelta(minutes=i)).isoformat(), "external_id": f"{user}:{i}"}
+            for i, (role, speaker, content) in enumerate(CONVERSATIONS[user])]
+
+
+def confirm(page: Page, label: str) -> None:
+    """Accept the confirmation dialog whose button reads ``label``."""
+    dialog = page.locator("dialog#confirm")
+    expect(dialog).to_be_visible()
+    dialog.get_by_role("button", name=label).click()
+    expect(dialog).to_be_hidden()
+
+
+def receipt(page: Page, title: str) -> dict[str, Any] | list[Any]:
+    """The JSON of the receipt titled ``title`` that the page shows after an action."""
+    box = page.locator("#receipt")
+    expect(box.get_by_role("heading", name=title)).to_be_visible()
+    parsed: dict[str, Any] | list[Any] = json.loads(box.locator("pre").inner_text())
+    return parsed
+
+
+def no_page_errors(page: Page) -> None:
+    assert not page.errors, page.errors
+
+
+# -- reading ------------------------------------------------------------------------------------------------------
+
+def test_overview_lists_users_and_agents_with_counts(open_server: Served, page: Page) -> None:
+    open_server.add("ana", conversation("ana"))
+    open_server.add("ana", conversation("ben")[:2], agent_id="coach")
+    page.goto(open_server.url + "/")
+    table = page.locator("table#overview")
+    ana = table.locator("tbody tr").filter(has=page.get_by_role("link", name="ana", exact=True))
+    expect(ana.first).to_be_visible()
+    rows = {tuple(cell.strip() for cell in row.locator("th, td").all_inner_texts())
+            for row in table.locator("tbody tr").all()}
+    assert ("ana", "—", str(len(CONVERSATIONS["ana"])), str(len(CONVERSATIONS["ana"]))) in rows
+    assert ("ana", "coach", "2", "2") in rows
+    table.get_by_role("link", name="coach").click()
+    expect(page).to_have_url(open_server.url + "/?user_id=ana&agent_id=coach")
+    expect(page.locator("#memories > li")).to_have_count(2)
+    no_page_errors(page)
+
+
+def test_memories_newest_first_with_time_speaker_metadata_and_filters(open_server: Served, page: Page) -> None:
+    open_server.add("mira", rules_chat("mira"))
+    page.goto(open_server.url + "/?user_id=mira")
+    cards = page.locator("#memories > li")
+    expect(cards).to_have_count(len(RULES_CHAT))
+    newest = cards.first
+    expect(newest.locator(".content")).to_have_text(RULES_CHAT[-1][3])
+    expect(newest).to_contain_text("Maya (user)")
+    expect(newest).to_contain_text("session trip")
+    expect(newest).to_contain_text("2026-03-03 09:07 UTC")
+    expect(newest).to_contain_text('"topic":"travel"')
+    expect(newest).to_contain_text("1 version")
+    expect(page.get_by_role("searchbox", name="Search query")).to_be_visible()
+
+    page.get_by_text("Filters", exact=True).click()  # folded until a filter is set
+    page.get_by_label("Metadata (JSON)").fill('{"topic": "money"}')
+    page.get_by_role("button", name="Apply filters").click()
+    money = [content for session, _, _, content, meta in RULES_CHAT if meta.get("topic") == "money"]
+    expect(cards).to_have_count(len(money))
+    assert sorted(cards.locator(".content").all_inner_texts()) == sorted(money)
+    assert "metadata=" in page.url  # a deep link
+
+    page.get_by_role("link", name="Clear filters").click()
+    expect(cards).to_have_count(len(RULES_CHAT))
+    page.get_by_text("Filters", exact=True).click()
+    page.get_by_label("Session").fill("bank")
+    page.get_by_label("Since (UTC)").fill("2026-03-02T09:02")
+    page.get_by_role("button", name="Apply filters").click()
+    expect(cards).to_have_count(2)  # bank turns 2 and 3
+    assert cards.locator(".content").all_inner_texts() == [RULES_CHAT[3][3], RULES_CHAT[2][3]]
+    no_page_errors(page)
+
+
+def test_memories_page_by_more(open_server: Served, page: Page) -> None:
+    turns = [{"role": "user", "speaker": "Lena", "content": f"Bakery note {i}: proof the dough {i} hours.",
+              "timestamp": (RULES_START + timedelta(minutes=i)).isoformat()} for i in range(57)]
+    open_server.add("lena", turns)
+    page.goto(open_server.url + "/?user_id=lena")
+    cards = page.locator("#memories > li")
+    expect(cards).to_have_count(50)
+    page.get_by_role("button", name="More memories").click()
+    expect(cards).to_have_count(57)
+    expect(page.get_by_role("button", name="More memories")).to_be_hidden()
+    texts = cards.locator(".content").all_inner_texts()
+    assert texts == [t["content"] for t in reversed(turns)]
+
+
+def test_search_shows_items_channels_explanation_and_the_exact_context(open_server: Served, page: Page) -> None:
+    open_server.add("tom", rules_chat("tom"))
+    page.goto(open_server.url + "/?user_id=tom")
+    box = page.get_by_role("searchbox", name="Search query")
+    box.fill("Lisbon flight")
+    box.press("Enter")
+    expect(page).to_have_url(open_server.url + "/?user_id=tom&view=search&q=Lisbon+flight")
+    results = page.locator("#results > li")
+    expect(results.first).to_be_visible()
+    with open_server.client() as c:
+        expected = c.post("/v1/search", json={"user_id": "tom", "query": "Lisbon flight", "k": 10}).json()
+    assert results.count() == len(expected["items"])
+    first = expected["items"][0]
+    expect(results.first.locator(".content")).to_have_text(first["text"])
+    expect(results.first.locator(".score")).to_have_text(f"score {first['score']:.3f}")
+    expect(results.first.locator(".channels")).to_contain_text(next(iter(first["channels"])))
+    assert page.locator("pre#context").text_content() == expected["context"]
+    expect(page.locator("details.explain")).to_have_count(0)
+
+    page.get_by_label("Explain scores").check()
+    page.get_by_role("button", name="Search", exact=True).click()
+    expect(page).to_have_url(open_server.url + "/?user_id=tom&view=search&q=Lisbon+flight&explain=1")
+    explanation = results.first.locator("details.explain")
+    explanation.locator("summary").click()
+    assert isinstance(json.loads(explanation.locator("pre").inner_text()), dict)
+
+    page.goto(open_server.url + "/?user_id=tom&view=search&q=passport")  # a deep link, opened fresh
+    expect(page.locator("#results > li").first).to_contain_text("X1234567")
+    no_page_errors(page)
+
+
+# -- changing ------------------------------------------------------------------------------------------------------
+
+def test_history_edit_and_delete_with_confirmation_and_receipts(open_server: Served, page: Page) -> None:
+    open_server.add("chen", conversation("chen"))
+    page.goto(open_server.url + "/?user_id=chen")
+    flat = page.locator("#memories > li").filter(has_text="Lisbon")
+    flat.get_by_role("link", name="History and edit of memory chen:1").click()
+    expect(page).to_have_url(open_server.url + "/?user_id=chen&view=history&id=chen%3A1")
+    expect(page.locator("#history > li")).to_have_count(1)
+
+    editor = page.get_by_label("Content of the new version")
+    editor.fill("We sold the Lisbon flat and moved to Porto in March.")
+    page.get_by_role("button", name="Save as a new version").click()
+    page.locator("dialog#confirm").get_by_role("button", name="Cancel").click()  # cancelled: nothing written
+    expect(page.locator("dialog#confirm")).to_be_hidden()
+    assert all(m["version_count"] == 1 for m in open_server.memories("chen"))
+    page.get_by_role("button", name="Save as a new version").click()
+    confirm(page, "Save")
+    written = receipt(page, "Updated: receipt")
+    assert isinstance(written, dict) and written["turn_ids"]
+    expect(page.locator("#history > li")).to_have_count(2)
+    expect(page.locator("#history > li").last).to_contain_text("update")
+    with open_server.client() as c:
+        memory = c.get("/v1/memories/chen:1", params={"user_id": "chen"}).raise_for_status().json()
+    assert memory["content"] == "We sold the Lisbon flat and moved to Porto in March."
+    assert memory["version_count"] == 2
+    assert [v["operation"] for v in memory["history"]][-1] == "update"
+
+    page.get_by_role("button", name="Delete this memory").click()
+    confirm(page, "Delete")
+    deleted = receipt(page, "Deleted: receipt")
+    assert isinstance(deleted, dict) and deleted["turns"] == 2
+    expect(page.get_by_text("This memory was deleted")).to_be_visible()
+    expect(page.locator("#history > li").last).to_contain_text("delete")
+    remaining = open_server.memories("chen")
+    assert "chen:1" not in {m["id"] for m in remaining}
+    assert len(remaining) == len(CONVERSATIONS["chen"]) - 1
+    assert not any("Lisbon" in m["content"] or "Porto" in m["content"] for m in remaining)
+    no_page_errors(page)
+
+
+def test_forget_a_session_then_the_user(open_server: Served, page: Page) -> None:
+    open_server.add("nora", rules_chat("nora"))
+    open_server.add("nora", conversation("ben"), agent_id="coach")
+    page.goto(open_server.url + "/?user_id=nora&view=forget")
+    page.get_by_label("Session to forget").fill("bank")
+    page.get_by_role("button", name="Forget this session").click()
+    confirm(page, "Forget the session")
+    forgotten = receipt(page, "Forgotten: receipt")
+    assert isinstance(forgotten, dict) and forgotten["turns"] == 4
+    left = open_server.memories("nora")
+    assert {m["session_id"] for m in left} == {"trip"} and len(left) == 4
+
+    page.get_by_role("button", name="Forget everything of nora").click()
+    confirm(page, "Forget nora")
+    receipts = receipt(page, "Forgotten: receipts")
+    assert isinstance(receipts, list) and sorted(r["turns"] for r in receipts) == [4, len(CONVERSATIONS["ben"])]
+    assert open_server.memories("nora") == [] and open_server.memories("nora", agent_id="coach") == []
+    page.goto(open_server.url + "/")
+    expect(page.locator("h1")).to_have_text("Users and agents")
+    expect(page.get_by_role("link", name="nora", exact=True)).to_have_count(0)
+
+
+def test_export_then_import_restores_the_store(open_server: Served, page: Page, tmp_path: Path) -> None:
+    open_server.add("ines", rules_chat("ines"))
+    with open_server.client() as c:
+        c.post("/v1/memories/update", json={"user_id": "ines", "id": "ines:4",
+                                            "content": "We fly to Lisbon on Saturday morning with TAP."}
+               ).raise_for_status()
+    before = open_server.memories("ines")
+    page.goto(open_server.url + "/?user_id=ines&view=data")
+    with page.expect_download() as download_info:
+        page.get_by_role("button", name="Export ines's memory").click()
+    download = download_info.value
+    assert download.suggested_filename == "memory-ext-ines.jsonl"
+    exported = tmp_path / download.suggested_filename
+    download.save_as(exported)
+    lines = [json.loads(line) for line in exported.read_text(encoding="utf-8").splitlines()]
+    assert lines[0]["format"] == "memory-ext"
+    assert "We fly to Lisbon on Saturday morning with TAP." in exported.read_text(encoding="utf-8")
+
+    with open_server.client() as c:
+        c.post("/v1/forget", json={"user_id": "ines"}).raise_for_status()
+    assert open_server.memories("ines") == []
+    page.get_by_label("Export file").set_input_files(str(exported))
+    page.get_by_role("button", name="Import", exact=True).click()
+    confirm(page, "Import")
+    report = receipt(page, "Import report")
+    assert isinstance(report, dict) and report["turns"] == len(RULES_CHAT) + 1 and report["skipped_turns"] == 0
+    after = open_server.memories("ines")
+    assert [(m["id"], m["content"], m["version_count"]) for m in after] == \
+        [(m["id"], m["content"], m["version_count"]) for m in before]
+
+    page.get_by_label("Export file").set_input_files(str(exported))  # the same file again adds nothing
+    page.get_by_role("button", name="Import", exact=True).click()
+    confirm(page, "Import")
+    again = receipt(page, "Import report")
+    assert isinstance(again, dict) and again["turns"] == 0 and again["skipped_turns"] == len(RULES_CHAT) + 1
+    no_page_errors(page)
+
+
+def test_memory_files_prompt_index_open_importance_and_compaction(open_server: Served, page: Page) -> None:
+    open_server.add("omar", conversation("ana"))
+    with open_server.client() as c:
+        hooks = c.get("/v1/hooks", params={"user_id": "omar"}).raise_for_status().json()
+        prompt = c.post("/v1/prompt", json={"user_id": "omar"}).raise_for_status().json()["prompt"]
+    assert hooks, "the conversation made a memory file"
+    hook = hooks[0]
+    page.goto(open_server.url + "/?user_id=omar&view=files")
+    assert page.locator("pre#prompt").text_content() == prompt
+    cards = page.locator("#hooks > li")
+    expect(cards).to_have_count(len(hooks))
+    name = hook["title"] or hook["id"]
+    page.get_by_role("button", name=f"Open file {name}").click()
+    expect(page.locator("#file pre")).to_contain_text("Toby")
+
+    page.get_by_label(f"Importance of {name} (0-100)").fill("93")
+    cards.first.get_by_role("button", name="Set importance").click()
+    confirm(page, "Set")
+    set_hook = receipt(page, "Importance set: the file's hook")
+    assert isinstance(set_hook, dict) and set_hook["importance"] == 93
+    with open_server.client() as c:
+        stored = c.get("/v1/hooks", params={"user_id": "omar"}).json()
+    assert next(h for h in stored if h["id"] == hook["id"])["importance"] == 93
+
+    page.get_by_role("button", name="Run due compaction").click()
+    confirm(page, "Run compaction")
+    report = receipt(page, "Compaction report")
+    assert isinstance(report, dict) and report["namespace"]["user_id"] == "omar" and "steps" in report
+    no_page_errors(page)
+
+
+# -- what the page must never do -----------------------------------------------------------------------------------
+
+HOSTILE = ['<img src=x onerror="window.__pwned = 1">',
+           "<script>window.__pwned = 2</script>",
+           '"><svg onload="window.__pwned = 3">']
+
+
+def test_stored_markup_renders_as_text_and_runs_nothing(open_server: Served, page: Page) -> None:
+    turns = [{"role": "user", "speaker": '<b onmouseover="window.__pwned=4">Eve</b>', "content": f"note {text}",
+              "metadata": {"html": text}, "session_id": "<i>s</i>"} for text in HOSTILE]
+    open_server.add("eve", turns)
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    newest = open_server.memories("eve")[0]
+    assert newest["content"] == f"note {HOSTILE[-1]}"
+    for path, shown in [("/?user_id=eve", HOSTILE), ("/?user_id=eve&view=search&q=note+img+script+svg&explain=1",
+                                                      HOSTILE),
+                        (f"/?user_id=eve&view=history&id={newest['id']}", HOSTILE[-1:])]:
+        page.goto(open_server.url + path)
+        for text in shown:
+            expect(page.locator("#view").get_by_text(f"note {text}", exact=True).first).to_be_visible()
+        assert page.locator("#view img, #view script, #view svg, #view b, #view i").count() == 0
+        assert page.evaluate("window.__pwned") is None
+    page.goto(open_server.url + "/")
+    expect(page.get_by_role("link", name="eve", exact=True)).to_be_visible()
+    assert page.evaluate("window.__pwned") is None and not dialogs
+
+
+def test_layout_at_1280_and_390_pixels(open_server: Served, page: Page, tmp_path: Path) -> None:
+    """Both widths show the memories and the search box without sideways scrolling. With
+    ``MEMORY_EXT_INSPECTOR_SCREENSHOTS=<directory>`` the views are saved there as ``inspector.png`` (1280 px: the
+    one in docs/) and ``inspector-390.png``."""
+    open_server.add("maya", rules_chat())
+    saved = os.environ.get("MEMORY_EXT_INSPECTOR_SCREENSHOTS")
+    for width in (1280, 390):
+        page.set_viewport_size({"width": width, "height": 900 if width == 1280 else 844})
+        page.goto(open_server.url + "/?user_id=maya")
+        expect(page.locator("#memories > li")).to_have_count(len(RULES_CHAT))
+        expect(page.get_by_role("searchbox", name="Search query")).to_be_visible()
+        overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+        assert overflow <= 0, f"{width} px: the page scrolls sideways by {overflow} px"
+        box = page.get_by_role("searchbox", name="Search query").bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width
+        shot = Path(saved or tmp_path) / ("inspector.png" if width == 1280 else f"inspector-{width}.png")
+        page.screenshot(path=str(shot))
+        assert shot.read_bytes().startswith(b"\x89PNG")
+    no_page_errors(page)
+
+
+UNLABELLED = """() => [...document.querySelectorAll("input, select, textarea, button")]
+    .filter((el) => !el.closest("[hidden]") && !(el.labels && el.labels.length) && !el.getAttribute("aria-label")
+                    && !(el.tagName === "BUTTON" && el.textContent.trim()))
+    .map((el) => el.outerHTML)"""
+
+
+def test_every_control_is_labelled(open_server: Served, page: Page) -> None:
+    """Screen readers name every field and button: a <label> for each input, text on each button."""
+    open_server.add("ada", conversation("ana"))
+    memory_id = open_server.memories("ada")[0]["id"]
+    for view in ["", "&view=search&q=beagle&explain=1", f"&view=history&id={memory_id}", "&view=files",
+                 "&view=data", "&view=forget"]:
+        page.goto(f"{open_server.url}/?user_id=ada{view}")
+        expect(page.locator("#view h1")).to_be_visible()
+        page.locator("#view[aria-busy]").wait_for(state="detached")
+        assert page.evaluate(UNLABELLED) == [], view
+    page.goto(open_server.url + "/")
+    expect(page.locator("table#overview")).to_be_visible()
+    assert page.evaluate(UNLABELLED) == []
