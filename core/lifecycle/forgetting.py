@@ -22,7 +22,7 @@ from ..ingest.evidence_keys import window_keys
 from ..models import Namespace
 from ..results import ForgetReceipt
 from ..store.faces import forget_in_faces
-from .forget import forget_turns
+from ..store.forget_rows import forget_turns
 
 if TYPE_CHECKING:
     from ..store.base import DerivedIndex

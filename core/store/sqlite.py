@@ -1048,14 +1048,6 @@ class TruthStore:
         row = self.reader().execute("SELECT user_id, agent_id FROM namespaces WHERE ns_id=?", (ns_id,)).fetchone()
         return row[0], row[1]
 
-    def tids_by_turn_id(self, turn_ids: Sequence[str]) -> dict[str, int]:
-        """Turn id -> row id, for the given turn ids."""
-        out: dict[str, int] = {}
-        for part in chunks(list(turn_ids)):
-            out.update((r[0], int(r[1])) for r in self.reader().execute(
-                f"SELECT id, tid FROM turns WHERE id IN {marks(len(part))}", part))
-        return out
-
     def recent_turns(self, ns_id: int, limit: int) -> list[tuple[str, str, int]]:
         """``(role, content, tid)`` of the namespace's last ``limit`` turns, newest first."""
         return [(r[0], r[1], int(r[2])) for r in self.reader().execute(

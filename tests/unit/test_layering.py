@@ -15,11 +15,8 @@ from pathlib import Path
 CORE = Path(__file__).resolve().parents[2] / "core"
 SQL_HOMES = ("store", "bench")
 """Folders of ``core/`` where SQL belongs."""
-ALLOWED = {
-    # forget.py still writes the truth tables of a forget itself; its statements move to store/ in the next pass,
-    # which empties this set.
-    "lifecycle/forget.py",
-}
+ALLOWED: set[str] = set()
+"""Modules outside store/ and bench/ that may still hold SQL (none: keep it empty)."""
 EXECUTE = {"execute", "executemany", "executescript"}
 STATEMENT = re.compile(
     r"^(select\b[\s\S]*\bfrom\b|insert\s+(or\s+\w+\s+)?into\b|update\s+\w+\s+set\b|delete\s+from\b"

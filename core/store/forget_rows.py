@@ -1,5 +1,6 @@
 """Forgetting inside the truth store: turns, the records built from them, claims, supersession links, and the
-memory files and hooks that held them (SQL only; the engine also clears its keyword, vector and graph indexes).
+memory files and hooks that held them (the SQL of :mod:`memory_ext.lifecycle.forgetting`, which also clears every
+derived index).
 
 A file that loses turns gets its hook cleared and recomputed from what remains when next read (so a title or
 abstract cannot keep forgotten text); a file left empty is deleted, and the ids of deleted files are removed from
@@ -14,7 +15,7 @@ import re
 import sqlite3
 from collections.abc import Iterable, Sequence
 
-from .files import get_file
+from .memory_files import get_file
 
 __all__ = ["forget_turns", "records_of_turns"]
 
