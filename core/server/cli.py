@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
 from typing import Any
 
@@ -79,6 +80,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     require_server("memext serve")
     if not args.stdio:
         settings.check_binding()
+        if hasattr(signal, "SIGHUP"):  # until the app's own handler takes over: a SIGHUP while the store and the
+            signal.signal(signal.SIGHUP, lambda *_: settings.reload_tokens())  # model load must not kill us
+        logger.info("memext serve: opening the store %s", settings.path)
     engine = MemoryEngine.open(settings.path, config=settings.engine_config, embedder=settings.embedder)
     try:
         if args.stdio:

@@ -114,3 +114,36 @@ def test_sighup_without_a_tokens_file_keeps_serving(tmp_path: Path) -> None:
         served.wait_line("no tokens file to re-read")
         assert served.proc.poll() is None
         assert httpx.get(served.url + "/healthz", timeout=30).status_code == 200
+
+
+def test_a_sighup_while_the_server_starts_does_not_kill_it(tmp_path: Path) -> None:
+    """Hangups sent from the moment the store starts opening until the server answers: it comes up and lives."""
+    port = free_port()
+    proc = subprocess.Popen(serve_command("--path", str(tmp_path / "store"), "--embedder", "hashing", "--port",
+                                          str(port), "--log-level", "info"),
+                            env=subprocess_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:  # the handler is in place before this line is logged
+            if "opening the store" in line:
+                break
+        else:
+            raise AssertionError("the server never logged that it opens the store")
+        threading.Thread(target=lambda: [None for _ in proc.stderr or ()], daemon=True).start()  # drain the log
+        sent = 0
+        while True:  # (pytest-timeout ends a server that never answers)
+            proc.send_signal(signal.SIGHUP)
+            sent += 1
+            assert proc.poll() is None, f"the server died after {sent} hangup(s) during its start"
+            try:
+                if httpx.get(url + "/healthz", timeout=5).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.01)
+        proc.send_signal(signal.SIGHUP)
+        assert httpx.get(url + "/healthz", timeout=30).status_code == 200 and proc.poll() is None
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
