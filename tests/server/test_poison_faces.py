@@ -24,7 +24,7 @@ from memory_ext import MemoryEngine
 from memory_ext.server import TokenTable
 from memory_ext.store.sqlite import DB_FILE
 
-from .conftest import ADMIN, ANA, LiveServer, start_thread_server
+from .conftest import ADMIN, ANA, LiveServer, _serving
 
 
 def nested(depth: int) -> dict[str, Any]:
@@ -153,13 +153,7 @@ def poisoned_server(tmp_path: Path) -> Iterator[LiveServer]:
         conn.execute("UPDATE turns SET metadata = ?, tool_calls = ?",
                      (json.dumps(POISON), json.dumps([{"name": "f\ud800", "args": {"x": "\udfff"}}])))
     conn.close()
-    live, server, thread = start_thread_server(store, TokenTable.parse([ADMIN, f"{ANA}:ana"]))
-    try:
-        yield live
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
-        live.engine.close()
+    yield from _serving(store, TokenTable.parse([ADMIN, f"{ANA}:ana"]))
 
 
 def test_a_poisoned_store_still_answers_every_read(poisoned_server: LiveServer) -> None:
