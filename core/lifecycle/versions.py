@@ -175,13 +175,13 @@ class Versions:
                     valid_to=_dt(valid_to), metadata=t.metadata)))
         return [v for _, _, v in sorted(out, key=lambda e: (e[0], e[1]))]
 
-    def _memory(self, conn: sqlite3.Connection, ns_id: int, turn: TurnRow, key: str, record_id: str | None,
+    @staticmethod
+    def _memory(turn: TurnRow, key: str, record_id: str | None, versions: int,
                 history: tuple[MemoryVersion, ...] = ()) -> Memory:
-        versions = self._store.turns_of_memory(conn, ns_id, key, turn.session_id)
         return Memory(id=key, turn_id=turn.id, record_id=record_id, content=turn.content, speaker=turn.speaker,
                       role=turn.role, session_id=turn.session_id, timestamp=_dt(turn.ts) if turn.ts is not None
                       else None, external_id=turn.external_id, metadata=dict(turn.metadata),
-                      version_count=max(1, len(versions)), history=history)
+                      version_count=max(1, versions), history=history)
 
     def list(self, namespace: Namespace | str, *, filters: Mapping[str, Any] | None = None, limit: int = 50,
              cursor: str | None = None) -> MemoryPage:
@@ -195,10 +195,12 @@ class Versions:
         conn = self._store.reader()
         turns = self._store.current_turns(conn, ns_id, record_filter, before_seq=before, limit=limit + 1)
         page, more = turns[:limit], len(turns) > limit
-        keys = self._store.memory_keys_of(conn, ns_id, [t.id for t in page])
+        recorded = self._store.memory_keys_of(conn, ns_id, [t.id for t in page])
+        keys = [recorded.get(t.id) or t.external_id or t.id for t in page]
+        updates = self._store.live_update_counts(conn, ns_id, keys)  # the first version, plus each update's
         records = self._store.record_ids_by_rid(conn, ns_id, [t.record_rid for t in page if t.record_rid is not None])
-        items = tuple(self._memory(conn, ns_id, t, keys.get(t.id) or t.external_id or t.id,
-                                   records.get(t.record_rid) if t.record_rid is not None else None) for t in page)
+        items = tuple(self._memory(t, key, records.get(t.record_rid) if t.record_rid is not None else None,
+                                   1 + updates.get((key, t.session_id), 0)) for t, key in zip(page, keys, strict=True))
         return MemoryPage(items=items, next_cursor=f"{_CURSOR}{page[-1].seq}" if more and page else None)
 
     def get(self, namespace: Namespace | str, memory_id: str) -> Memory:
@@ -213,7 +215,7 @@ class Versions:
             raise InvalidQueryError("id", memory_id, "this memory was deleted; history(namespace, id) lists what "
                                                      "happened to it")
         records = self._store.record_ids_by_rid(conn, ns_id, [current.record_rid] if current.record_rid else [])
-        return self._memory(conn, ns_id, current, key, records.get(current.record_rid or -1),
+        return self._memory(current, key, records.get(current.record_rid or -1), len(versions),
                             history=tuple(self.history(ns, memory_id)))
 
     def delete(self, namespace: Namespace | str, memory_ids: Iterable[str]) -> ForgetReceipt:

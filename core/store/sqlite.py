@@ -1240,6 +1240,20 @@ class TruthStore:
             " FROM namespaces n ORDER BY n.ns_id")]
 
     @staticmethod
+    def live_update_counts(conn: sqlite3.Connection, ns_id: int, keys: Sequence[str]
+                           ) -> dict[tuple[str, str | None], int]:
+        """Per ``(memory key, session)``: how many versions written by an update are still stored (a memory's
+        version count is one more), one query per 500 keys."""
+        out: dict[tuple[str, str | None], int] = {}
+        for part in chunks(list(dict.fromkeys(keys))):
+            for key, session, n in conn.execute(
+                    "SELECT h.memory_key, h.session_id, COUNT(*) FROM memory_history h JOIN turns t ON t.id = h.turn_id"
+                    f" AND t.ns_id = h.ns_id WHERE h.ns_id=? AND h.op='update' AND h.memory_key IN {marks(len(part))}"
+                    " GROUP BY h.memory_key, h.session_id", (ns_id, *part)):
+                out[(str(key), session)] = int(n)
+        return out
+
+    @staticmethod
     def memory_keys_of(conn: sqlite3.Connection, ns_id: int, turn_ids: Sequence[str]) -> dict[str, str]:
         """The memory key an update recorded for each of these turns (turns not written by an update are left
         out): one query per 500 turns, for a page of :meth:`current_turns`."""

@@ -113,3 +113,19 @@ def test_the_overview_counts_current_memories_and_turns(maya: MemoryEngine) -> N
     maya.forget("carl")
     assert [(s.user_id, s.memories, s.turns) for s in maya.overview()] == [
         ("maya", len(RULES_CHAT), len(RULES_CHAT) + 1), ("ben", 1, 1)]
+
+
+def test_version_counts_follow_updates_deletes_and_re_adds(maya: MemoryEngine) -> None:
+    """A memory without an external id updated twice has 3 versions (listed and got alike); one deleted and
+    stated again under the same external id starts over at 1."""
+    added = maya.add_turns([Turn(role="user", content="I run 5 km on Sundays.")], "maya")
+    first = added.turn_ids[0]
+    maya.update("maya", first, content="I run 8 km on Sundays.")
+    maya.update("maya", first, content="I run 10 km on Sundays.")
+    maya.delete("maya", ["rules:0"])
+    maya.add_turns([Turn(role="user", content="I bank with DNB now.", external_id="rules:0", session_id="bank")],
+                   "maya")
+    listed = {m.content: m for m in maya.list_memories("maya", limit=100).items}
+    assert listed["I run 10 km on Sundays."].version_count == 3 == maya.get_memory("maya", first).version_count
+    assert listed["I run 10 km on Sundays."].id == first
+    assert listed["I bank with DNB now."].version_count == 1 == maya.get_memory("maya", "rules:0").version_count

@@ -23,7 +23,7 @@ from mcp.shared.exceptions import MCPError
 
 from memory_ext.server import TokenTable
 
-from .conftest import ADMIN, LiveServer, start_thread_server
+from .conftest import ADMIN, LiveServer, _serving
 
 EXAMPLES = settings(max_examples=60, deadline=None, derandomize=True, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
@@ -148,14 +148,7 @@ ROUTES: dict[str, tuple[str, st.SearchStrategy[Any]]] = {
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    live, uvicorn_server, thread = start_thread_server(tmp_path_factory.mktemp("prop") / "store",
-                                                       TokenTable.parse([ADMIN]))
-    try:
-        yield live
-    finally:
-        uvicorn_server.should_exit = True
-        thread.join(timeout=30)
-        live.engine.close()
+    yield from _serving(tmp_path_factory.mktemp("prop") / "store", TokenTable.parse([ADMIN]))
 
 
 @pytest.fixture(scope="module")
