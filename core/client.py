@@ -23,14 +23,14 @@ import asyncio
 import json
 import re
 import weakref
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal, Self, TypeVar
 from urllib.parse import quote
 
-from pydantic import BaseModel, TypeAdapter
+from pydantic import BaseModel
 
 from . import errors as _errors
 from .config import EngineConfig
@@ -47,8 +47,10 @@ from .models import (
     SearchResult,
     Turn,
 )
+from .operations import OPERATION, Operation
 from .portability import ImportReport
 from .results import Memory, MemoryPage, MemoryVersion, NamespaceSummary
+from .wire import StoredTurn
 
 try:
     import httpx
@@ -86,18 +88,25 @@ class ServerUnavailableError(RemoteError, ConnectionError):
 # -- pure pieces: requests and responses -------------------------------------------------------------------------
 @dataclass(frozen=True)
 class _Call:
-    method: str
+    """One request: an operation of the table (None: ``GET /v1/info``), its path, query and body."""
+
+    op: Operation | None
     path: str
     params: dict[str, Any] | None = None
     body: Any = None
-    model: Any = None
-    """What to decode the response into: a pydantic model class, a TypeAdapter, or None (raw JSON)."""
-    unwrap: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
     content: bytes | None = None
     """A raw request body (``POST /v1/import``) instead of ``body`` as JSON."""
-    lines: bool = False
-    """The response is JSON lines (``GET /v1/export``): decoded into a list of objects."""
+
+    @property
+    def method(self) -> str:
+        return self.op.method if self.op is not None else "GET"
+
+
+def _op(name: str, *, body: Mapping[str, Any] | None = None, params: dict[str, Any] | None = None,
+        content: bytes | None = None, **path_args: str) -> _Call:
+    """The request of the table's row ``name``: its method and path, a body of its request model's fields."""
+    op = OPERATION[name]
+    return _Call(op, op.url(**path_args), params, op.body(body) if body is not None else None, content)
 
 
 def _jsonable(value: Any) -> Any:
@@ -127,24 +136,9 @@ def _ns_params(namespace: Namespace | str | dict[str, Any] | None, *, session: b
     return {k: v for k, v in fields.items() if v is not None}
 
 
-class _ListedTurn(Turn):
-    """A turn of ``GET /v1/turns``, which also says whether it is its memory's current version."""
-
-    current: bool = True
-
-
-_TURNS = TypeAdapter(list[_ListedTurn])
-
-
-def _plain(turn: _ListedTurn) -> Turn:
+def _plain(turn: StoredTurn) -> Turn:
     return Turn.model_validate(turn.model_dump(exclude={"current"}))
-_HOOKS = TypeAdapter(list[IndexHook])
-_NAMESPACES = TypeAdapter(list[Namespace])
-_VERSIONS = TypeAdapter(list[MemoryVersion])
-_SUMMARIES = TypeAdapter(list[NamespaceSummary])
-_ITEMS = TypeAdapter(list[StoredItem])
-_MAYBE_ITEMS = TypeAdapter(list[StoredItem | None])
-_ITEM_NAMESPACES = TypeAdapter(list[tuple[str, ...]])
+
 
 
 def _partition(namespace: Namespace | str) -> dict[str, Any]:
@@ -156,7 +150,7 @@ def _partition(namespace: Namespace | str) -> dict[str, Any]:
     return {"user_id": ns.user_id, "agent_id": ns.agent_id}
 
 
-def _item_keys(keys: Iterable[tuple[Any, str]]) -> list[dict[str, Any]]:
+def _item_keys(keys: Iterable[tuple[Sequence[str], str]]) -> list[dict[str, Any]]:
     if isinstance(keys, (str, bytes, Mapping)):
         raise _errors.InvalidQueryError("keys", keys, "pass a list of (namespace, key) pairs")
     out = []
@@ -212,16 +206,10 @@ def _error(response: httpx.Response) -> MemoryExtError:
 def _decode(call: _Call, response: httpx.Response) -> Any:
     if response.status_code >= 400:
         raise _error(response)
-    if call.lines:
+    if call.op is not None and call.op.lines:
         return [json.loads(line) for line in response.text.splitlines() if line.strip()]
     data = response.json()
-    if call.unwrap is not None:
-        data = data[call.unwrap]
-    if call.model is None:
-        return data
-    if isinstance(call.model, TypeAdapter):
-        return call.model.validate_python(data)
-    return call.model.model_validate(data)
+    return data if call.op is None else call.op.decode(data)
 
 
 def _local_dir(url: str) -> Path:
@@ -260,7 +248,7 @@ class RemoteEngine:
             weakref.WeakKeyDictionary())
         self._closed = False
         try:
-            info = self._send(_Call("GET", "/v1/info"))
+            info = self._send(_Call(None, "/v1/info"))
         except BaseException:
             self._client.close()
             raise
@@ -370,7 +358,7 @@ class RemoteEngine:
         body: dict[str, Any] = {**fields, "turns": items}
         if wait:
             body["wait"] = True
-        return _Call("POST", "/v1/turns", body=body, model=AddResult)
+        return _op("add_turns", body=body)
 
     @staticmethod
     def _search_call(query: str, namespace: Namespace | str, k: int, filters: Mapping[str, Any] | None,
@@ -378,14 +366,14 @@ class RemoteEngine:
                      trace: bool, include_cold: bool, as_of: TimeLike) -> _Call:
         body = {**_ns_fields(namespace), "query": query, "k": k, "filters": filters, "action_state": action_state,
                 "explain": explain, "now": now, "trace": trace, "include_cold": include_cold, "as_of": as_of}
-        return _Call("POST", "/v1/search", body=body, model=SearchResult)
+        return _op("search", body=body)
 
     @staticmethod
     def _get_turns_call(namespace: Namespace | str, limit: int | None, offset: int) -> _Call:
         params = {**_ns_params(namespace), "offset": offset}
         if limit is not None:
             params["limit"] = limit
-        return _Call("GET", "/v1/turns", params=params, model=_TURNS)
+        return _op("get_turns", params=params)
 
     @staticmethod
     def _forget_call(namespace: Namespace | str, record_ids: Iterable[str] | None,
@@ -398,34 +386,34 @@ class RemoteEngine:
             return list(value)
         body = {**_ns_fields(namespace), "record_ids": ids("record_ids", record_ids),
                 "hook_ids": ids("hook_ids", hook_ids)}
-        return _Call("POST", "/v1/forget", body=body, model=ForgetReceipt)
+        return _op("forget", body=body)
 
     @staticmethod
     def _update_call(namespace: Namespace | str, memory_id: str, content: str | None,
                      metadata: Mapping[str, Any] | None, timestamp: TimeLike) -> _Call:
         body = {**_ns_fields(namespace), "id": memory_id, "content": content,
                 "metadata": None if metadata is None else dict(metadata), "timestamp": timestamp}
-        return _Call("POST", "/v1/memories/update", body=body, model=AddResult)
+        return _op("update", body=body)
 
     @staticmethod
     def _history_call(namespace: Namespace | str, memory_id: str) -> _Call:
-        return _Call("POST", "/v1/memories/history", body={**_ns_fields(namespace), "id": memory_id}, model=_VERSIONS)
+        return _op("history", body={**_ns_fields(namespace), "id": memory_id})
 
     @staticmethod
     def _list_memories_call(namespace: Namespace | str, filters: Mapping[str, Any] | None, limit: int,
                             cursor: str | None) -> _Call:
-        return _Call("POST", "/v1/memories/list", body={**_ns_fields(namespace), "filters": filters, "limit": limit,
-                                                         "cursor": cursor}, model=MemoryPage)
+        return _op("list_memories", body={**_ns_fields(namespace), "filters": filters, "limit": limit,
+                                          "cursor": cursor})
 
     @staticmethod
     def _get_memory_call(namespace: Namespace | str, memory_id: str) -> _Call:
         if not isinstance(memory_id, str) or not memory_id:
             raise _errors.InvalidQueryError("id", memory_id, "give the id of a memory")
-        return _Call("GET", f"/v1/memories/{quote(memory_id, safe='')}", params=_ns_params(namespace), model=Memory)
+        return _op("get_memory", params=_ns_params(namespace), memory_id=quote(memory_id, safe=""))
 
     @staticmethod
     def _export_call(namespace: Namespace | str | None) -> _Call:
-        return _Call("GET", "/v1/export", params=_ns_params(namespace, session=False), lines=True)
+        return _op("export", params=_ns_params(namespace, session=False))
 
     @staticmethod
     def _import_call(lines: Iterable[str | Mapping[str, Any]] | Mapping[str, Any], format: str,
@@ -439,46 +427,45 @@ class RemoteEngine:
                                  for line in lines)
         params: dict[str, Any] = {"format": format, "wait": wait,
                                   **({"user_id": user_id} if user_id is not None else {})}
-        return _Call("POST", "/v1/import", params=params, content=content.encode("utf-8"), model=ImportReport)
+        return _op("import_records", params=params, content=content.encode("utf-8"))
 
     @staticmethod
     def _delete_call(namespace: Namespace | str, ids: Iterable[str]) -> _Call:
         if isinstance(ids, str):
             raise _errors.InvalidQueryError("ids", ids, "pass a list of ids, even for one id")
-        return _Call("POST", "/v1/memories/delete", body={**_ns_fields(namespace), "ids": list(ids)},
-                     model=ForgetReceipt)
+        return _op("delete", body={**_ns_fields(namespace), "ids": list(ids)})
 
     @staticmethod
     def _hooks_call(namespace: Namespace | str, include_merged: bool) -> _Call:
         params = {**_ns_params(namespace, session=False), "include_merged": include_merged}
-        return _Call("GET", "/v1/hooks", params=params, model=_HOOKS)
+        return _op("hooks", params=params)
 
     @staticmethod
     def _prompt_call(namespace: Namespace | str, budget_tokens: int | None, query: str | None) -> _Call:
         body = {**_ns_fields(namespace), "budget_tokens": budget_tokens, "query": query}
-        return _Call("POST", "/v1/prompt", body=body, unwrap="prompt")
+        return _op("render_prompt", body=body)
 
     @staticmethod
-    def _hook_path(hook_id: str) -> str:
+    def _hook_id(hook_id: str) -> str:
         if not isinstance(hook_id, str) or not hook_id.strip():
             raise _errors.HookNotFoundError("hook_id", hook_id, "give a hook id as shown by render_prompt() or hooks()")
-        return "/v1/files/" + quote(hook_id.strip(), safe="")
+        return quote(hook_id.strip(), safe="")
 
     def _retrieve_call(self, hook_id: str, namespace: Namespace | str | None) -> _Call:
-        return _Call("GET", self._hook_path(hook_id), params=_ns_params(namespace, session=False), model=MemoryFile)
+        return _op("retrieve", params=_ns_params(namespace, session=False), hook_id=self._hook_id(hook_id))
 
     def _importance_call(self, hook_id: str, importance: int, namespace: Namespace | str | None) -> _Call:
         body = {"importance": importance, **_ns_params(namespace, session=False)}
-        return _Call("PUT", self._hook_path(hook_id) + "/importance", body=body, model=IndexHook)
+        return _op("set_importance", body=body, hook_id=self._hook_id(hook_id))
 
     @staticmethod
     def _compact_call(namespace: Namespace | str, period: str, key: str | None, now: TimeLike) -> _Call:
         body = {**_ns_fields(namespace), "period": period, "key": key, "now": now}
-        return _Call("POST", "/v1/compact", body=body, model=CompactionReport)
+        return _op("compact", body=body)
 
     @staticmethod
     def _maybe_compact_call(namespace: Namespace | str, now: TimeLike) -> _Call:
-        return _Call("POST", "/v1/maybe_compact", body={**_ns_fields(namespace), "now": now}, model=CompactionReport)
+        return _op("maybe_compact", body={**_ns_fields(namespace), "now": now})
 
     @staticmethod
     def _pre_compress_call(namespace: Namespace | str, full_context: str | list[Any] | dict[str, Any],
@@ -486,7 +473,7 @@ class RemoteEngine:
                            now: TimeLike) -> _Call:
         body = {**_ns_fields(namespace), "full_context": full_context, "estimated_tokens": estimated_tokens,
                 "task_state": dict(task_state) if isinstance(task_state, Mapping) else task_state, "now": now}
-        return _Call("POST", "/v1/pre_compress", body=body, unwrap="hook_id")
+        return _op("pre_compress", body=body)
 
     @staticmethod
     def _put_items_call(namespace: Namespace | str, items: Iterable[ItemPut | Mapping[str, Any]],
@@ -495,13 +482,13 @@ class RemoteEngine:
             raise _errors.InvalidQueryError("items", items, "pass a list of items, even for one item")
         body = {**_partition(namespace), "items": [i.model_dump(mode="json") if isinstance(i, ItemPut) else dict(i)
                                                    for i in items], "now": now}
-        return _Call("POST", "/v1/store/put", body=body, unwrap="count")
+        return _op("put_items", body=body)
 
     @staticmethod
-    def _get_items_call(namespace: Namespace | str, keys: Iterable[tuple[Any, str]], refresh_ttl: bool,
+    def _get_items_call(namespace: Namespace | str, keys: Iterable[tuple[Sequence[str], str]], refresh_ttl: bool,
                         now: TimeLike) -> _Call:
         body = {**_partition(namespace), "keys": _item_keys(keys), "refresh_ttl": refresh_ttl, "now": now}
-        return _Call("POST", "/v1/store/get", body=body, model=_MAYBE_ITEMS)
+        return _op("get_items", body=body)
 
     @staticmethod
     def _search_items_call(namespace: Namespace | str, prefix: Any, query: str | None, query_vector: Any,
@@ -511,7 +498,7 @@ class RemoteEngine:
                 "query_vector": None if query_vector is None else [float(x) for x in query_vector],
                 "filter": None if filter is None else dict(filter), "limit": limit, "offset": offset,
                 "refresh_ttl": refresh_ttl, "now": now}
-        return _Call("POST", "/v1/store/search", body=body, model=_ITEMS)
+        return _op("search_items", body=body)
 
     @staticmethod
     def _list_item_namespaces_call(namespace: Namespace | str, match_conditions: Iterable[MatchCondition] | None,
@@ -519,20 +506,21 @@ class RemoteEngine:
         conditions = [{"match_type": kind, "path": list(path)} for kind, path in match_conditions or ()]
         body = {**_partition(namespace), "match_conditions": conditions, "max_depth": max_depth, "limit": limit,
                 "offset": offset, "now": now}
-        return _Call("POST", "/v1/store/namespaces", body=body, model=_ITEM_NAMESPACES)
+        return _op("list_item_namespaces", body=body)
 
     @staticmethod
-    def _delete_items_call(namespace: Namespace | str, keys: Iterable[tuple[Any, str]], now: TimeLike) -> _Call:
+    def _delete_items_call(namespace: Namespace | str, keys: Iterable[tuple[Sequence[str], str]],
+                           now: TimeLike) -> _Call:
         body = {**_partition(namespace), "keys": _item_keys(keys), "now": now}
-        return _Call("POST", "/v1/store/delete", body=body, unwrap="count")
+        return _op("delete_items", body=body)
 
     @staticmethod
     def _sweep_items_call(namespace: Namespace | str | None, now: TimeLike) -> _Call:
         body = {**(_partition(namespace) if namespace is not None else {}), "now": now}
-        return _Call("POST", "/v1/store/sweep", body=body, unwrap="count")
+        return _op("sweep_items", body=body)
 
-    _STATS = _Call("GET", "/v1/stats", model=StoreStats)
-    _NAMESPACES_CALL = _Call("GET", "/v1/namespaces", model=_NAMESPACES)
+    _STATS = _op("stats")
+    _NAMESPACES_CALL = _op("namespaces")
 
     # -- the engine API (sync) ---------------------------------------------------------------------------------
     def add_turns(self, turns: Iterable[Turn | Mapping[str, Any]], namespace: Namespace | str, *,
@@ -553,7 +541,7 @@ class RemoteEngine:
 
     def get_turns(self, namespace: Namespace | str, *, limit: int | None = None, offset: int = 0) -> list[Turn]:
         """The stored turns of a namespace, oldest first."""
-        listed: list[_ListedTurn] = self._send(self._get_turns_call(namespace, limit, offset))
+        listed: list[StoredTurn] = self._send(self._get_turns_call(namespace, limit, offset))
         return [_plain(t) for t in listed]
 
     def forget(self, namespace: Namespace | str, *, record_ids: Iterable[str] | None = None,
@@ -586,12 +574,12 @@ class RemoteEngine:
 
     def overview(self) -> list[NamespaceSummary]:
         """Every namespace the token reaches, with its counts (see :meth:`MemoryEngine.overview`)."""
-        summaries: list[NamespaceSummary] = self._send(_Call("GET", "/v1/overview", model=_SUMMARIES))
+        summaries: list[NamespaceSummary] = self._send(_op("overview"))
         return summaries
 
     def replaced_turns(self, namespace: Namespace | str) -> frozenset[str]:
         """Ids of the stored turns an update replaced (see :meth:`MemoryEngine.replaced_turns`)."""
-        listed: list[_ListedTurn] = self._send(self._get_turns_call(namespace, None, 0))
+        listed: list[StoredTurn] = self._send(self._get_turns_call(namespace, None, 0))
         return frozenset(t.id for t in listed if not t.current and t.id is not None)
 
     def export(self, namespace: Namespace | str | None = None) -> list[dict[str, Any]]:
@@ -670,15 +658,16 @@ class RemoteEngine:
             items, (Mapping, ItemPut, str, bytes)) else items, now))
         return count
 
-    def get_items(self, namespace: Namespace | str, keys: Iterable[tuple[Any, str]], *, refresh_ttl: bool = False,
-                  now: TimeLike = None) -> list[StoredItem | None]:
+    def get_items(self, namespace: Namespace | str, keys: Iterable[tuple[Sequence[str], str]], *,
+                  refresh_ttl: bool = False, now: TimeLike = None) -> list[StoredItem | None]:
         """Items by ``(namespace, key)`` (see :meth:`MemoryEngine.get_items`)."""
         found: list[StoredItem | None] = self._send(self._get_items_call(namespace, keys, refresh_ttl, now))
         return found
 
-    def search_items(self, namespace: Namespace | str, prefix: Any = (), *, query: str | None = None,
-                     query_vector: Any = None, filter: Mapping[str, Any] | None = None, limit: int = 10,
-                     offset: int = 0, refresh_ttl: bool = False, now: TimeLike = None) -> list[StoredItem]:
+    def search_items(self, namespace: Namespace | str, prefix: Sequence[str] = (), *, query: str | None = None,
+                     query_vector: Sequence[float] | None = None, filter: Mapping[str, Any] | None = None,
+                     limit: int = 10, offset: int = 0, refresh_ttl: bool = False,
+                     now: TimeLike = None) -> list[StoredItem]:
         """Items under a prefix, filtered and ranked (see :meth:`MemoryEngine.search_items`)."""
         found: list[StoredItem] = self._send(self._search_items_call(namespace, prefix, query, query_vector, filter,
                                                                      limit, offset, refresh_ttl, now))
@@ -692,7 +681,7 @@ class RemoteEngine:
                                                                                    max_depth, limit, offset, now))
         return spaces
 
-    def delete_items(self, namespace: Namespace | str, keys: Iterable[tuple[Any, str]], *,
+    def delete_items(self, namespace: Namespace | str, keys: Iterable[tuple[Sequence[str], str]], *,
                      now: TimeLike = None) -> int:
         """Delete items (see :meth:`MemoryEngine.delete_items`)."""
         count: int = self._send(self._delete_items_call(namespace, keys, now))
@@ -709,15 +698,16 @@ class RemoteEngine:
         count: int = await self._asend(self._put_items_call(namespace, list(items), now))
         return count
 
-    async def aget_items(self, namespace: Namespace | str, keys: Iterable[tuple[Any, str]], *,
+    async def aget_items(self, namespace: Namespace | str, keys: Iterable[tuple[Sequence[str], str]], *,
                          refresh_ttl: bool = False, now: TimeLike = None) -> list[StoredItem | None]:
         """Async twin of :meth:`get_items`."""
         found: list[StoredItem | None] = await self._asend(self._get_items_call(namespace, keys, refresh_ttl, now))
         return found
 
-    async def asearch_items(self, namespace: Namespace | str, prefix: Any = (), *, query: str | None = None,
-                            query_vector: Any = None, filter: Mapping[str, Any] | None = None, limit: int = 10,
-                            offset: int = 0, refresh_ttl: bool = False, now: TimeLike = None) -> list[StoredItem]:
+    async def asearch_items(self, namespace: Namespace | str, prefix: Sequence[str] = (), *, query: str | None = None,
+                            query_vector: Sequence[float] | None = None, filter: Mapping[str, Any] | None = None,
+                            limit: int = 10, offset: int = 0, refresh_ttl: bool = False,
+                     now: TimeLike = None) -> list[StoredItem]:
         """Async twin of :meth:`search_items`."""
         found: list[StoredItem] = await self._asend(self._search_items_call(
             namespace, prefix, query, query_vector, filter, limit, offset, refresh_ttl, now))
@@ -732,7 +722,7 @@ class RemoteEngine:
             namespace, match_conditions, max_depth, limit, offset, now))
         return spaces
 
-    async def adelete_items(self, namespace: Namespace | str, keys: Iterable[tuple[Any, str]], *,
+    async def adelete_items(self, namespace: Namespace | str, keys: Iterable[tuple[Sequence[str], str]], *,
                             now: TimeLike = None) -> int:
         """Async twin of :meth:`delete_items`."""
         count: int = await self._asend(self._delete_items_call(namespace, keys, now))
@@ -763,7 +753,7 @@ class RemoteEngine:
     async def aget_turns(self, namespace: Namespace | str, *, limit: int | None = None,
                          offset: int = 0) -> list[Turn]:
         """Async twin of :meth:`get_turns`."""
-        listed: list[_ListedTurn] = await self._asend(self._get_turns_call(namespace, limit, offset))
+        listed: list[StoredTurn] = await self._asend(self._get_turns_call(namespace, limit, offset))
         return [_plain(t) for t in listed]
 
     async def aforget(self, namespace: Namespace | str, *, record_ids: Iterable[str] | None = None,
@@ -796,7 +786,7 @@ class RemoteEngine:
 
     async def aoverview(self) -> list[NamespaceSummary]:
         """Async twin of :meth:`overview`."""
-        summaries: list[NamespaceSummary] = await self._asend(_Call("GET", "/v1/overview", model=_SUMMARIES))
+        summaries: list[NamespaceSummary] = await self._asend(_op("overview"))
         return summaries
 
     async def aexport(self, namespace: Namespace | str | None = None) -> list[dict[str, Any]]:

@@ -15,7 +15,7 @@ True
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import (
@@ -141,18 +141,19 @@ class EngineLike(Protocol, metaclass=_StaticProtocolMeta):
     def put_items(self, namespace: Namespace | str, items: Iterable[ItemPut | Mapping[str, Any]], *,
                   now: TimeLike = None) -> int: ...
 
-    def get_items(self, namespace: Namespace | str, keys: Iterable[tuple[Any, str]], *, refresh_ttl: bool = False,
-                  now: TimeLike = None) -> list[StoredItem | None]: ...
+    def get_items(self, namespace: Namespace | str, keys: Iterable[tuple[Sequence[str], str]], *,
+                  refresh_ttl: bool = False, now: TimeLike = None) -> list[StoredItem | None]: ...
 
-    def search_items(self, namespace: Namespace | str, prefix: Any = (), *, query: str | None = None,
-                     query_vector: Any = None, filter: Mapping[str, Any] | None = None, limit: int = 10,
-                     offset: int = 0, refresh_ttl: bool = False, now: TimeLike = None) -> list[StoredItem]: ...
+    def search_items(self, namespace: Namespace | str, prefix: Sequence[str] = (), *, query: str | None = None,
+                     query_vector: Sequence[float] | None = None, filter: Mapping[str, Any] | None = None,
+                     limit: int = 10, offset: int = 0, refresh_ttl: bool = False,
+                     now: TimeLike = None) -> list[StoredItem]: ...
 
     def list_item_namespaces(self, namespace: Namespace | str, *,
                              match_conditions: Iterable[MatchCondition] | None = None, max_depth: int | None = None,
                              limit: int = 100, offset: int = 0, now: TimeLike = None) -> list[tuple[str, ...]]: ...
 
-    def delete_items(self, namespace: Namespace | str, keys: Iterable[tuple[Any, str]], *,
+    def delete_items(self, namespace: Namespace | str, keys: Iterable[tuple[Sequence[str], str]], *,
                      now: TimeLike = None) -> int: ...
 
     def sweep_items(self, namespace: Namespace | str | None = None, *, now: TimeLike = None) -> int: ...
@@ -160,19 +161,20 @@ class EngineLike(Protocol, metaclass=_StaticProtocolMeta):
     async def aput_items(self, namespace: Namespace | str, items: Iterable[ItemPut | Mapping[str, Any]], *,
                          now: TimeLike = None) -> int: ...
 
-    async def aget_items(self, namespace: Namespace | str, keys: Iterable[tuple[Any, str]], *,
+    async def aget_items(self, namespace: Namespace | str, keys: Iterable[tuple[Sequence[str], str]], *,
                          refresh_ttl: bool = False, now: TimeLike = None) -> list[StoredItem | None]: ...
 
-    async def asearch_items(self, namespace: Namespace | str, prefix: Any = (), *, query: str | None = None,
-                            query_vector: Any = None, filter: Mapping[str, Any] | None = None, limit: int = 10,
-                            offset: int = 0, refresh_ttl: bool = False, now: TimeLike = None) -> list[StoredItem]: ...
+    async def asearch_items(self, namespace: Namespace | str, prefix: Sequence[str] = (), *, query: str | None = None,
+                            query_vector: Sequence[float] | None = None, filter: Mapping[str, Any] | None = None,
+                            limit: int = 10, offset: int = 0, refresh_ttl: bool = False,
+                     now: TimeLike = None) -> list[StoredItem]: ...
 
     async def alist_item_namespaces(self, namespace: Namespace | str, *,
                                     match_conditions: Iterable[MatchCondition] | None = None,
                                     max_depth: int | None = None, limit: int = 100, offset: int = 0,
                                     now: TimeLike = None) -> list[tuple[str, ...]]: ...
 
-    async def adelete_items(self, namespace: Namespace | str, keys: Iterable[tuple[Any, str]], *,
+    async def adelete_items(self, namespace: Namespace | str, keys: Iterable[tuple[Sequence[str], str]], *,
                             now: TimeLike = None) -> int: ...
 
     async def asweep_items(self, namespace: Namespace | str | None = None, *, now: TimeLike = None) -> int: ...

@@ -1,5 +1,9 @@
 """The REST API: ``/v1/...`` over one :class:`~memory_ext.MemoryEngine`, every call in a worker thread.
 
+The routes are built from :data:`memory_ext.operations.OPERATIONS` (one row per engine method: path, body model,
+result, summary); rows marked ``custom`` have their handler here (:data:`HANDLERS`), the others share one that
+parses the body, resolves the namespace against the caller's token and calls the engine.
+
 ==========  =====================================  ==============================================
 method      path                                   engine call
 ==========  =====================================  ==============================================
@@ -39,42 +43,32 @@ anywhere in it is a typed 400, never a 500.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import StreamingResponse
+from pydantic import BaseModel
 
 from .. import __version__
-from ..engine import AddResult, ForgetReceipt, MemoryEngine, StoreStats
+from ..engine import MemoryEngine
 from ..errors import InvalidArgumentError, InvalidImportError
-from ..lifecycle.api import CompactionReport
-from ..models import IndexHook, MemoryFile, Namespace, SearchResult
+from ..models import IndexHook, MemoryFile, Namespace
+from ..operations import OPERATIONS, Operation
 from ..portability import ImportReport
-from ..results import Memory, MemoryPage, MemoryVersion, NamespaceSummary
+from ..results import Memory, MemoryPage, NamespaceSummary, StoreStats
 from .auth import PermissionDenied, principal_of
-from .schemas import (
-    AddTurnsRequest,
-    CompactRequest,
-    DeleteRequest,
-    ForgetRequest,
-    HistoryRequest,
-    HookIdResponse,
-    ImportanceRequest,
-    InfoResponse,
-    ListMemoriesRequest,
-    MaybeCompactRequest,
-    PreCompressRequest,
-    PromptResponse,
-    RenderPromptRequest,
-    SearchRequest,
-    StoredTurn,
-    UpdateRequest,
-    check_arguments,
-)
+from .schemas import ImportanceRequest, InfoResponse, StoredTurn, check_arguments
 
-__all__ = ["build_router"]
+__all__ = ["EXTRA_ROUTES", "HANDLERS", "build_router", "build_routes"]
+
+EXTRA_ROUTES: dict[tuple[str, str], str] = {
+    ("GET", "/v1/memories"): "list_memories with query parameters (POST /v1/memories/list keeps filters out of URLs)",
+    ("GET", "/v1/info"): "what a RemoteEngine reads when it connects: version, engine config, embedder id, pin",
+}
+"""The ``/v1`` routes that are not a row of :data:`~memory_ext.operations.OPERATIONS`."""
 
 
 def _engine(request: Request) -> MemoryEngine:
@@ -119,216 +113,197 @@ def _safe_name(name: str) -> str:
     return "".join(c if c.isascii() and (c.isalnum() or c in "-_.") else "_" for c in name)
 
 
-def build_router() -> APIRouter:
-    """The ``/v1`` routes; the engine is ``request.app.state.engine``."""
-    router = APIRouter(prefix="/v1", dependencies=[Depends(_checked_body)])
+def _partition(request: Request, user_id: str | None, agent_id: str | None) -> Namespace:
+    """The caller's item partition, after checking that its token may touch this user."""
+    principal = principal_of(request)
+    user_id = user_id if user_id is not None else principal.user_id
+    if user_id is None:
+        raise PermissionDenied("user_id", "name the user whose items these are (user_id)")
+    if not principal.may_access(user_id):
+        raise PermissionDenied("user_id", f"this token is pinned to user {principal.user_id!r}; it cannot reach "
+                                          "another user's items")
+    return Namespace(user_id, agent_id)
 
-    @router.post("/search", response_model=SearchResult, tags=["search"],
-                 summary="Search a user's memory (MemoryEngine.search)")
-    async def search(body: SearchRequest, request: Request) -> SearchResult:
-        ns = _namespace(request, body.user_id, body.agent_id, body.session_id)
-        return await _engine(request).asearch(body.query, ns, k=body.k, filters=body.filters,
-                                              action_state=body.action_state, explain=body.explain, now=body.now,
-                                              trace=body.trace, include_cold=body.include_cold, as_of=body.as_of)
 
-    @router.post("/turns", response_model=AddResult, tags=["turns"], summary="Store turns (MemoryEngine.add_turns)")
-    async def add_turns(body: AddTurnsRequest, request: Request) -> AddResult:
-        ns = _namespace(request, body.user_id, body.agent_id, body.session_id)
-        return await _engine(request).aadd_turns(body.turns, ns, wait=body.wait)
+def _scoped(op: Operation, request: Request, body: BaseModel) -> Namespace | None:
+    """The namespace a body of ``op`` names, held to the caller's token."""
+    user_id, agent_id = getattr(body, "user_id", None), getattr(body, "agent_id", None)
+    if op.scope == "partition":
+        return _partition(request, user_id, agent_id)
+    if op.scope == "optional":
+        return _optional_namespace(request, user_id, agent_id)
+    return _namespace(request, user_id, agent_id, getattr(body, "session_id", None))
 
-    @router.get("/turns", response_model=list[StoredTurn], tags=["turns"],
-                summary="The stored turns of a namespace, oldest first, each saying whether it is its memory's "
-                        "current version (MemoryEngine.get_turns, replaced_turns)")
-    async def get_turns(request: Request, user_id: str, agent_id: str | None = None, session_id: str | None = None,
-                        limit: int | None = Query(default=None, ge=0), offset: int = Query(default=0, ge=0)
-                        ) -> list[StoredTurn]:
-        ns = _namespace(request, user_id, agent_id, session_id)
-        engine = _engine(request)
-        turns = await engine.aget_turns(ns, limit=limit, offset=offset)
-        replaced = await engine.areplaced_turns(ns) if turns else frozenset()
-        return [StoredTurn(**t.model_dump(), current=t.id not in replaced) for t in turns]
 
-    @router.get("/hooks", response_model=list[IndexHook], tags=["files"],
-                summary="The index hooks of a namespace's memory files (MemoryEngine.hooks)")
-    async def hooks(request: Request, user_id: str, agent_id: str | None = None,
-                    include_merged: bool = False) -> list[IndexHook]:
-        return await _engine(request).ahooks(_namespace(request, user_id, agent_id), include_merged=include_merged)
+def _body_endpoint(op: Operation) -> Callable[..., Awaitable[Any]]:
+    """The route of a row without a handler of its own: parse the body, resolve whose memory it is, call the
+    engine's async twin with the body's engine arguments, wrap the result if the row says so."""
+    async def endpoint(body: BaseModel, request: Request) -> Any:
+        ns = _scoped(op, request, body)
+        result = await getattr(_engine(request), "a" + op.name)(namespace=ns, **body.engine_kwargs())  # type: ignore[attr-defined]
+        return op.wire(**{op.unwrap: result}) if op.unwrap is not None else result
 
-    @router.post("/prompt", response_model=PromptResponse, tags=["files"],
-                 summary="The memory index for a system prompt (MemoryEngine.render_prompt)")
-    async def render_prompt(body: RenderPromptRequest, request: Request) -> PromptResponse:
-        ns = _namespace(request, body.user_id, body.agent_id, body.session_id)
-        text = await _engine(request).arender_prompt(ns, budget_tokens=body.budget_tokens, query=body.query)
-        return PromptResponse(prompt=text)
+    endpoint.__name__ = op.route_name or op.name
+    endpoint.__signature__ = inspect.Signature(  # type: ignore[attr-defined]  # FastAPI reads the body model here
+        [inspect.Parameter("body", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=op.request),
+         inspect.Parameter("request", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Request)],
+        return_annotation=op.response_model)
+    return endpoint
 
-    @router.get("/files/{hook_id}", response_model=MemoryFile, tags=["files"],
-                summary="A whole memory file by hook id or a 6+ character prefix (MemoryEngine.retrieve)")
-    async def retrieve(hook_id: str, request: Request, user_id: str | None = None,
-                       agent_id: str | None = None) -> MemoryFile:
-        return await _engine(request).aretrieve(hook_id, _optional_namespace(request, user_id, agent_id))
 
-    @router.put("/files/{hook_id}/importance", response_model=IndexHook, tags=["files"],
-                summary="Set a memory file's importance, 0-100 (MemoryEngine.set_importance)")
-    async def set_importance(hook_id: str, body: ImportanceRequest, request: Request) -> IndexHook:
-        ns = _optional_namespace(request, body.user_id, body.agent_id)
-        return await _engine(request).aset_importance(hook_id, body.importance, ns)
+# -- the rows with handlers of their own (path or query parameters, a raw body, a guard, a filter) --------------
+async def get_turns(request: Request, user_id: str, agent_id: str | None = None, session_id: str | None = None,
+                    limit: int | None = Query(default=None, ge=0), offset: int = Query(default=0, ge=0)
+                    ) -> list[StoredTurn]:
+    ns = _namespace(request, user_id, agent_id, session_id)
+    engine = _engine(request)
+    turns = await engine.aget_turns(ns, limit=limit, offset=offset)
+    replaced = await engine.areplaced_turns(ns) if turns else frozenset()
+    return [StoredTurn(**t.model_dump(), current=t.id not in replaced) for t in turns]
 
-    @router.post("/compact", response_model=CompactionReport, tags=["lifecycle"],
-                 summary="Weekly merge or monthly eviction (MemoryEngine.compact)")
-    async def compact(body: CompactRequest, request: Request) -> CompactionReport:
-        ns = _namespace(request, body.user_id, body.agent_id, body.session_id)
-        return await _engine(request).acompact(ns, body.period, key=body.key, now=body.now)  # type: ignore[arg-type]
 
-    @router.post("/maybe_compact", response_model=CompactionReport, tags=["lifecycle"],
-                 summary="The compaction that is due (MemoryEngine.maybe_compact)")
-    async def maybe_compact(body: MaybeCompactRequest, request: Request) -> CompactionReport:
-        ns = _namespace(request, body.user_id, body.agent_id, body.session_id)
-        return await _engine(request).amaybe_compact(ns, now=body.now)
+async def hooks(request: Request, user_id: str, agent_id: str | None = None,
+                include_merged: bool = False) -> list[IndexHook]:
+    return await _engine(request).ahooks(_namespace(request, user_id, agent_id), include_merged=include_merged)
 
-    @router.post("/pre_compress", response_model=HookIdResponse, tags=["lifecycle"],
-                 summary="Save a host's whole context before it compresses it (MemoryEngine.pre_compress)")
-    async def pre_compress(body: PreCompressRequest, request: Request) -> HookIdResponse:
-        ns = _namespace(request, body.user_id, body.agent_id, body.session_id)
-        hook_id = await _engine(request).apre_compress(ns, body.full_context, estimated_tokens=body.estimated_tokens,
-                                                       task_state=body.task_state, now=body.now)
-        return HookIdResponse(hook_id=hook_id)
 
-    @router.post("/forget", response_model=ForgetReceipt, tags=["lifecycle"],
-                 summary="Remove memories from every store; with no ids, the whole namespace (MemoryEngine.forget)")
-    async def forget(body: ForgetRequest, request: Request) -> ForgetReceipt:
-        ns = _namespace(request, body.user_id, body.agent_id, body.session_id)
-        return await _engine(request).aforget(ns, record_ids=body.record_ids, hook_ids=body.hook_ids)
+async def retrieve(hook_id: str, request: Request, user_id: str | None = None,
+                   agent_id: str | None = None) -> MemoryFile:
+    return await _engine(request).aretrieve(hook_id, _optional_namespace(request, user_id, agent_id))
 
-    @router.post("/memories/update", response_model=AddResult, tags=["memories"],
-                 summary="Write a new version of a memory (MemoryEngine.update)")
-    async def update(body: UpdateRequest, request: Request) -> AddResult:
-        ns = _namespace(request, body.user_id, body.agent_id, body.session_id)
-        return await _engine(request).aupdate(ns, body.id, content=body.content, metadata=body.metadata,
-                                              timestamp=body.timestamp)
 
-    @router.post("/memories/history", response_model=list[MemoryVersion], tags=["memories"],
-                 summary="The versions of a memory and the operations on it (MemoryEngine.history)")
-    async def history(body: HistoryRequest, request: Request) -> list[MemoryVersion]:
-        ns = _namespace(request, body.user_id, body.agent_id, body.session_id)
-        return await _engine(request).ahistory(ns, body.id)
+async def set_importance(hook_id: str, body: ImportanceRequest, request: Request) -> IndexHook:
+    ns = _optional_namespace(request, body.user_id, body.agent_id)
+    return await _engine(request).aset_importance(hook_id, body.importance, ns)
 
-    @router.post("/memories/delete", response_model=ForgetReceipt, tags=["memories"],
-                 summary="Remove exactly these memories from every store (MemoryEngine.delete)")
-    async def delete(body: DeleteRequest, request: Request) -> ForgetReceipt:
-        ns = _namespace(request, body.user_id, body.agent_id, body.session_id)
-        return await _engine(request).adelete(ns, body.ids)
 
-    @router.get("/memories", response_model=MemoryPage, tags=["memories"],
-                summary="The current memories, most recently written first, a page at a time "
-                        "(MemoryEngine.list_memories)")
-    async def list_memories(request: Request, user_id: str, agent_id: str | None = None,
-                            session_id: str | None = None, limit: int = Query(default=50, ge=1, le=1000),
-                            cursor: str | None = None,
-                            filters: str | None = Query(default=None, description="the search filters as JSON "
-                                                        "text (POST /v1/memories/list keeps them out of URLs)")
-                            ) -> MemoryPage:
-        ns = _namespace(request, user_id, agent_id, session_id)
-        parsed = None
-        if filters:
+async def list_memories(request: Request, user_id: str, agent_id: str | None = None,
+                        session_id: str | None = None, limit: int = Query(default=50, ge=1, le=1000),
+                        cursor: str | None = None,
+                        filters: str | None = Query(default=None, description="the search filters as JSON "
+                                                    "text (POST /v1/memories/list keeps them out of URLs)")
+                        ) -> MemoryPage:
+    ns = _namespace(request, user_id, agent_id, session_id)
+    parsed = None
+    if filters:
+        try:
+            parsed = json.loads(filters)
+        except ValueError:
+            raise InvalidArgumentError("filters", filters, "give the filters as JSON text, e.g. "
+                                       '{"metadata": {"topic": "travel"}}') from None
+        check_arguments(parsed)
+    return await _engine(request).alist_memories(ns, filters=parsed, limit=limit, cursor=cursor)
+
+
+async def get_memory(memory_id: str, request: Request, user_id: str, agent_id: str | None = None,
+                     session_id: str | None = None) -> Memory:
+    ns = _namespace(request, user_id, agent_id, session_id)
+    return await _engine(request).aget_memory(ns, memory_id)
+
+
+async def overview(request: Request) -> list[NamespaceSummary]:
+    principal = principal_of(request)
+    return [s for s in await _engine(request).aoverview() if principal.may_access(s.user_id)]
+
+
+async def export(request: Request, user_id: str | None = None, agent_id: str | None = None) -> StreamingResponse:
+    principal = principal_of(request)
+    engine = _engine(request)
+    ns = _namespace(request, user_id, agent_id) if user_id is not None or principal.user_id is not None \
+        else None
+    lines = await asyncio.to_thread(lambda: list(engine.export(ns)))
+
+    def body() -> Iterator[bytes]:
+        for line in lines:
+            yield (json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8")
+
+    name = f"memory-ext-{ns.user_id if ns is not None else 'all'}.jsonl"
+    return StreamingResponse(body(), media_type="application/x-ndjson",
+                             headers={"Content-Disposition": f'attachment; filename="{_safe_name(name)}"'})
+
+
+async def import_records(request: Request, format: str = Query(default="memory-ext",
+                                                               pattern="^(memory-ext|mem0)$"),
+                         user_id: str | None = None, wait: bool = False) -> ImportReport:
+    principal = principal_of(request)
+    raw = (await request.body()).decode("utf-8", errors="replace")
+    engine = _engine(request)
+    if format == "mem0":
+        try:
+            data = json.loads(raw)
+        except ValueError as exc:
+            raise InvalidImportError(1, "body", raw[:40], f"mem0's export is one JSON document ({exc})") from None
+        entries = data.get("results") if isinstance(data, dict) else data
+        owners = {e.get("user_id") or user_id for e in entries or [] if isinstance(e, dict)}
+        for owner in owners:
+            if owner is not None:
+                _namespace(request, str(owner))
+        if principal.user_id is not None and user_id is None and None in owners:
+            user_id = principal.user_id
+        return await engine.aimport_records(data, format="mem0", user_id=user_id, wait=wait, progress=False)
+    lines = raw.splitlines()
+    for n, line in enumerate(lines, start=1):  # a pinned token imports only into its own user
+        if '"namespace"' in line:
             try:
-                parsed = json.loads(filters)
+                record = json.loads(line)
             except ValueError:
-                raise InvalidArgumentError("filters", filters, "give the filters as JSON text, e.g. "
-                                           '{"metadata": {"topic": "travel"}}') from None
-            check_arguments(parsed)
-        return await _engine(request).alist_memories(ns, filters=parsed, limit=limit, cursor=cursor)
+                continue  # the import names the bad line
+            if isinstance(record, dict) and record.get("type") == "namespace" \
+                    and not principal.may_access(str(record.get("user_id"))):
+                raise PermissionDenied("user_id", f"line {n} names user {record.get('user_id')!r}; this "
+                                       f"token is pinned to user {principal.user_id!r}")
+    return await engine.aimport_records(lines, wait=wait, progress=False)
 
-    @router.post("/memories/list", response_model=MemoryPage, tags=["memories"],
-                 summary="list_memories with the filters in the body")
-    async def list_memories_body(body: ListMemoriesRequest, request: Request) -> MemoryPage:
-        ns = _namespace(request, body.user_id, body.agent_id, body.session_id)
-        return await _engine(request).alist_memories(ns, filters=body.filters, limit=body.limit, cursor=body.cursor)
 
-    @router.get("/memories/{memory_id}", response_model=Memory, tags=["memories"],
-                summary="One memory: its current version and its whole history (MemoryEngine.get_memory)")
-    async def get_memory(memory_id: str, request: Request, user_id: str, agent_id: str | None = None,
-                         session_id: str | None = None) -> Memory:
-        ns = _namespace(request, user_id, agent_id, session_id)
-        return await _engine(request).aget_memory(ns, memory_id)
+async def stats(request: Request) -> StoreStats:
+    if principal_of(request).user_id is not None:
+        raise PermissionDenied(None, "store statistics need a token that is not pinned to a user")
+    return await _engine(request).astats()
 
-    @router.get("/overview", response_model=list[NamespaceSummary], tags=["store"],
-                summary="Every namespace with its counts of memories and turns (a pinned token: its user's)")
-    async def overview(request: Request) -> list[NamespaceSummary]:
-        principal = principal_of(request)
-        return [s for s in await _engine(request).aoverview() if principal.may_access(s.user_id)]
 
-    @router.get("/export", tags=["store"], response_class=StreamingResponse,
-                summary="The memories as JSON lines, the format of memext export (MemoryEngine.export)",
-                responses={200: {"content": {"application/x-ndjson": {}}}})
-    async def export(request: Request, user_id: str | None = None, agent_id: str | None = None) -> StreamingResponse:
-        principal = principal_of(request)
-        engine = _engine(request)
-        ns = _namespace(request, user_id, agent_id) if user_id is not None or principal.user_id is not None \
-            else None
-        lines = await asyncio.to_thread(lambda: list(engine.export(ns)))
+async def namespaces(request: Request) -> list[Namespace]:
+    principal = principal_of(request)
+    return [ns for ns in await _engine(request).anamespaces() if principal.may_access(ns.user_id)]
 
-        def body() -> Iterator[bytes]:
-            for line in lines:
-                yield (json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8")
 
-        name = f"memory-ext-{ns.user_id if ns is not None else 'all'}.jsonl"
-        return StreamingResponse(body(), media_type="application/x-ndjson",
-                                 headers={"Content-Disposition": f'attachment; filename="{_safe_name(name)}"'})
+async def info(request: Request) -> InfoResponse:
+    engine = _engine(request)
+    config: dict[str, Any] = engine.config.model_dump(mode="json")
+    return InfoResponse(version=__version__, config=config,
+                        embedder_id=engine.embedder.id if engine.embedder is not None else None,
+                        user_id=principal_of(request).user_id)
 
-    @router.post("/import", response_model=ImportReport, tags=["store"],
-                 summary="Restore an export (or mem0's get_all output, format=mem0); the body is the file "
-                         "(MemoryEngine.import_records)")
-    async def import_records(request: Request, format: str = Query(default="memory-ext",
-                                                                   pattern="^(memory-ext|mem0)$"),
-                             user_id: str | None = None, wait: bool = False) -> ImportReport:
-        principal = principal_of(request)
-        raw = (await request.body()).decode("utf-8", errors="replace")
-        engine = _engine(request)
-        if format == "mem0":
-            try:
-                data = json.loads(raw)
-            except ValueError as exc:
-                raise InvalidImportError(1, "body", raw[:40], f"mem0's export is one JSON document ({exc})") from None
-            entries = data.get("results") if isinstance(data, dict) else data
-            owners = {e.get("user_id") or user_id for e in entries or [] if isinstance(e, dict)}
-            for owner in owners:
-                if owner is not None:
-                    _namespace(request, str(owner))
-            if principal.user_id is not None and user_id is None and None in owners:
-                user_id = principal.user_id
-            return await engine.aimport_records(data, format="mem0", user_id=user_id, wait=wait, progress=False)
-        lines = raw.splitlines()
-        for n, line in enumerate(lines, start=1):  # a pinned token imports only into its own user
-            if '"namespace"' in line:
-                try:
-                    record = json.loads(line)
-                except ValueError:
-                    continue  # the import names the bad line
-                if isinstance(record, dict) and record.get("type") == "namespace" \
-                        and not principal.may_access(str(record.get("user_id"))):
-                    raise PermissionDenied("user_id", f"line {n} names user {record.get('user_id')!r}; this "
-                                           f"token is pinned to user {principal.user_id!r}")
-        return await engine.aimport_records(lines, wait=wait, progress=False)
 
-    @router.get("/stats", response_model=StoreStats, tags=["store"], summary="Counts and size of the store")
-    async def stats(request: Request) -> StoreStats:
-        if principal_of(request).user_id is not None:
-            raise PermissionDenied(None, "store statistics need a token that is not pinned to a user")
-        return await _engine(request).astats()
+_NDJSON: dict[str, Any] = {"response_class": StreamingResponse, "response_model": None,
+                           "responses": {200: {"content": {"application/x-ndjson": {}}}}}
+HANDLERS: dict[str, tuple[Callable[..., Awaitable[Any]], dict[str, Any]]] = {
+    "get_turns": (get_turns, {}), "hooks": (hooks, {}), "retrieve": (retrieve, {}),
+    "set_importance": (set_importance, {}), "get_memory": (get_memory, {}), "overview": (overview, {}),
+    "export": (export, _NDJSON), "import_records": (import_records, {}), "stats": (stats, {}),
+    "namespaces": (namespaces, {}),
+}
+"""The handlers of the rows marked ``custom``, with their extra route arguments."""
 
-    @router.get("/namespaces", response_model=list[Namespace], tags=["store"],
-                summary="The (user_id, agent_id) partitions (a pinned token sees only its user's)")
-    async def namespaces(request: Request) -> list[Namespace]:
-        principal = principal_of(request)
-        return [ns for ns in await _engine(request).anamespaces() if principal.may_access(ns.user_id)]
 
-    @router.get("/info", response_model=InfoResponse, tags=["store"],
-                summary="Server version, engine configuration, embedder id and the caller's pinned user")
-    async def info(request: Request) -> InfoResponse:
-        engine = _engine(request)
-        config: dict[str, Any] = engine.config.model_dump(mode="json")
-        return InfoResponse(version=__version__, config=config,
-                            embedder_id=engine.embedder.id if engine.embedder is not None else None,
-                            user_id=principal_of(request).user_id)
+def build_routes(router: APIRouter, operations: Iterable[Operation]) -> None:
+    """Add the route of every row to ``router`` (whose prefix the rows' paths start with)."""
+    for op in operations:
+        if op.custom:
+            endpoint, extra = HANDLERS[op.name]
+        else:
+            endpoint, extra = _body_endpoint(op), {}
+        options: dict[str, Any] = {"response_model": op.response_model, **extra}
+        router.add_api_route(op.path.removeprefix(router.prefix), endpoint, methods=[op.method], tags=[op.tag],
+                             summary=op.summary, name=op.route_name or op.name, **options)
 
+
+def build_router() -> APIRouter:
+    """The ``/v1`` routes (all but the items' ``/v1/store``); the engine is ``request.app.state.engine``."""
+    router = APIRouter(prefix="/v1", dependencies=[Depends(_checked_body)])
+    build_routes(router, [op for op in OPERATIONS if op.scope != "partition"])
+    router.add_api_route("/memories", list_memories, methods=["GET"], response_model=MemoryPage, tags=["memories"],
+                         summary="The current memories, most recently written first, a page at a time "
+                                 "(MemoryEngine.list_memories)")
+    router.add_api_route("/info", info, methods=["GET"], response_model=InfoResponse, tags=["store"],
+                         summary="Server version, engine configuration, embedder id and the caller's pinned user")
     return router

@@ -1,7 +1,8 @@
-"""The wire format of the REST API (``/v1``): request bodies, small responses, and the error body.
+"""The server's side of the wire format (``/v1``): the error body, HTTP statuses, and the door every body
+passes (:func:`check_arguments`).
 
-Pure pydantic, shared by the server (:mod:`memory_ext.server.rest`) and the client
-(:class:`memory_ext.client.RemoteEngine`), so the two cannot drift. Responses are the engine's own models
+The request bodies and small responses live in :mod:`memory_ext.wire` (pure pydantic, shared with
+:class:`memory_ext.client.RemoteEngine`) and are re-exported here; responses are otherwise the engine's own models
 (``SearchResult``, ``AddResult``, ``MemoryFile``, ``IndexHook``, ``ForgetReceipt``, ``StoreStats``,
 ``CompactionReport``, ``Turn``, ``Namespace``).
 
@@ -17,10 +18,7 @@ Every error is ``{"error": {"type", "field", "message", "fix", "value"}}`` where
 from __future__ import annotations
 
 import json
-from datetime import datetime
-from typing import Annotated, Any
-
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt
+from typing import Any
 
 from ..errors import (
     ConfigError,
@@ -40,13 +38,33 @@ from ..errors import (
     StoreLockedError,
     ValidationError,
 )
-from ..models import ActionState, Turn
 from ..validate import MAX_JSON_DEPTH, check_json, repair_json
+from ..wire import (
+    AddTurnsRequest,
+    CompactRequest,
+    DeleteRequest,
+    ForgetRequest,
+    HistoryRequest,
+    HookIdResponse,
+    ImportanceRequest,
+    InfoResponse,
+    ListMemoriesRequest,
+    MaybeCompactRequest,
+    NamespaceFields,
+    PreCompressRequest,
+    PromptResponse,
+    RenderPromptRequest,
+    SearchRequest,
+    StoredTurn,
+    UpdateRequest,
+)
 
 __all__ = [
     "AddTurnsRequest",
     "CompactRequest",
+    "DeleteRequest",
     "ForgetRequest",
+    "HistoryRequest",
     "HookIdResponse",
     "ImportanceRequest",
     "InfoResponse",
@@ -58,163 +76,11 @@ __all__ = [
     "RenderPromptRequest",
     "SearchRequest",
     "StoredTurn",
+    "UpdateRequest",
     "check_arguments",
     "error_payload",
     "status_of",
 ]
-
-def _not_a_boolean(value: Any) -> Any:
-    if isinstance(value, bool):
-        raise ValueError("a time is an ISO-8601 string, a POSIX time (a number) or null, not a boolean")
-    return value
-
-
-TimeValue = Annotated[datetime | str | float | None, BeforeValidator(_not_a_boolean)]
-"""A time: an ISO-8601 string (naive = UTC), a POSIX time (a JSON number, never a boolean), or null."""
-
-
-class _Body(BaseModel):
-    """A request body: unknown fields are refused, and numbers and switches must be JSON numbers and booleans
-    (``"k": true`` or ``"wait": "yes"`` is a 422, not a silent 1 or True)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-
-class NamespaceFields(_Body):
-    """Whose memory: every request names a user (and optionally an agent and a session)."""
-
-    user_id: str = Field(description="The user whose memory this is.")
-    agent_id: str | None = Field(default=None, description="Optional agent partition of the user's memory.")
-    session_id: str | None = Field(default=None, description="Optional session: narrows search and forget; the "
-                                                              "session of written turns that carry none.")
-
-    def namespace(self) -> dict[str, Any]:
-        return {"user_id": self.user_id, "agent_id": self.agent_id, "session_id": self.session_id}
-
-
-class SearchRequest(NamespaceFields):
-    """``POST /v1/search``: the arguments of ``MemoryEngine.search``."""
-
-    query: str
-    k: StrictInt = 10
-    filters: dict[str, Any] | None = Field(default=None, description="session_id, speaker, role, since, until, kinds")
-    action_state: ActionState | None = None
-    explain: StrictBool = False
-    now: TimeValue = None
-    trace: StrictBool = False
-    include_cold: StrictBool = False
-    as_of: TimeValue = None
-
-
-class ListMemoriesRequest(NamespaceFields):
-    """``POST /v1/memories/list``: the arguments of ``MemoryEngine.list_memories`` (filters in the body, where
-    metadata values belong; ``GET /v1/memories`` takes the same as query parameters)."""
-
-    filters: dict[str, Any] | None = Field(default=None, description="The filters search takes: session_id, speaker, "
-                                                                      "role, since, until, kinds, metadata")
-    limit: StrictInt = 50
-    cursor: str | None = Field(default=None, description="next_cursor of the previous page")
-
-
-class StoredTurn(Turn):
-    """A turn as ``GET /v1/turns`` lists it: every field, and whether it is its memory's current version."""
-
-    current: bool = Field(default=True, description="False for a version an update replaced (a default search "
-                                                    "never returns it; as_of does)")
-
-
-class AddTurnsRequest(NamespaceFields):
-    """``POST /v1/turns``: turns to store (each a ``Turn``: role, content, speaker, timestamp, session_id, ...)."""
-
-    turns: list[dict[str, Any]] = Field(description="Turn objects: role (user|assistant|system|tool), content, and "
-                                                    "optionally speaker, timestamp, session_id, external_id, "
-                                                    "tool_calls, attachments, metadata.")
-    wait: StrictBool = Field(default=False, description="Return only once the turns are fully indexed (vectors too), "
-                                                  "as MemoryEngine.add_turns(wait=True).")
-
-
-class RenderPromptRequest(NamespaceFields):
-    """``POST /v1/prompt``: the memory index for a system prompt (``render_prompt``)."""
-
-    budget_tokens: StrictInt | None = None
-    query: str | None = None
-
-
-class PromptResponse(BaseModel):
-    prompt: str
-
-
-class ImportanceRequest(_Body):
-    """``PUT /v1/files/{hook_id}/importance``."""
-
-    importance: StrictInt = Field(description="0-100")
-    user_id: str | None = None
-    agent_id: str | None = None
-
-
-class CompactRequest(NamespaceFields):
-    """``POST /v1/compact``: one kind of compaction step."""
-
-    period: str = Field(description="weekly or monthly")
-    key: str | None = None
-    now: TimeValue = None
-
-
-class MaybeCompactRequest(NamespaceFields):
-    """``POST /v1/maybe_compact``: whatever compaction is due."""
-
-    now: TimeValue = None
-
-
-class PreCompressRequest(NamespaceFields):
-    """``POST /v1/pre_compress``: save a host's whole context before it compresses it."""
-
-    full_context: str | list[Any] | dict[str, Any]
-    estimated_tokens: StrictInt | None = None
-    task_state: dict[str, Any] | None = None
-    now: TimeValue = None
-
-
-class HookIdResponse(BaseModel):
-    hook_id: str
-
-
-class ForgetRequest(NamespaceFields):
-    """``POST /v1/forget``: with no ids, the whole namespace (or its session)."""
-
-    record_ids: list[str] | None = None
-    hook_ids: list[str] | None = None
-
-
-class UpdateRequest(NamespaceFields):
-    """``POST /v1/memories/update``: the arguments of ``MemoryEngine.update``."""
-
-    id: str = Field(description="The memory: a turn id, a record id (search result id) or an external_id.")
-    content: str | None = None
-    metadata: dict[str, Any] | None = None
-    timestamp: TimeValue = None
-
-
-class HistoryRequest(NamespaceFields):
-    """``POST /v1/memories/history``: the arguments of ``MemoryEngine.history``."""
-
-    id: str
-
-
-class DeleteRequest(NamespaceFields):
-    """``POST /v1/memories/delete``: the arguments of ``MemoryEngine.delete``."""
-
-    ids: list[str]
-
-
-class InfoResponse(BaseModel):
-    """``GET /v1/info``: what a client needs to mirror the engine."""
-
-    version: str
-    config: dict[str, Any]
-    embedder_id: str | None
-    user_id: str | None = Field(default=None, description="The user the caller's token is pinned to, if any.")
-
 
 # -- errors ------------------------------------------------------------------------------------------------------
 _STATUS: tuple[tuple[type[BaseException], int], ...] = (
