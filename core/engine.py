@@ -16,7 +16,8 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
@@ -35,18 +36,18 @@ from .config import EngineConfig
 from .embed import Embedder
 from .errors import InvalidArgumentError, ValidationError
 from .ingest.pipeline import WritePipeline
-from .ingest.reindex import ReindexAPI
+from .ingest.reindex import ReindexReport, reindex_engine
 from .lifecycle.api import CompactionReport, Lifecycle
 from .lifecycle.forgetting import forget, purge_files
-from .lifecycle.items import ItemsAPI
-from .lifecycle.versions import VersionsAPI
+from .lifecycle.items import ItemPut, Items, ItemSweeper, MatchCondition, StoredItem
+from .lifecycle.versions import Versions
 from .llm import LLM
 from .models import ActionState, IndexHook, MemoryFile, Namespace, SearchResult, Turn
 from .portability import ImportReport, export_lines, from_mem0, import_lines
 from .rank.rerank import Reranker
 from .recall.base import RecallContext, Recaller
 from .recall.channels import build_channels
-from .results import AddResult, ForgetReceipt, NamespaceSummary, StoreStats
+from .results import AddResult, ForgetReceipt, Memory, MemoryPage, MemoryVersion, NamespaceSummary, StoreStats
 from .retrieval import ReadPipeline
 from .store.faces import Face, record_face
 from .store.sqlite import TruthStore
@@ -54,7 +55,9 @@ from .validate import check_page
 
 __all__ = ["AddResult", "ForgetReceipt", "MemoryEngine", "StoreStats"]
 
-class MemoryEngine(VersionsAPI, ReindexAPI, ItemsAPI):
+TimeLike = datetime | str | float | None
+
+class MemoryEngine:
     """Long-term memory over one store directory.
 
     Open it with :meth:`open`; write with :meth:`add_turns`; read with :meth:`search`; change with :meth:`update`,
@@ -91,10 +94,15 @@ class MemoryEngine(VersionsAPI, ReindexAPI, ItemsAPI):
         self._lifecycle = Lifecycle(store, config, llm, search=self.search, add_turns=self.add_turns,
                                     check_open=self._check_open, on_flags_changed=self._catalog.invalidate,
                                     add_in=self._writer.add_in)
+        # the composed parts: memory versions (update, history, delete, list) and the key/value items
+        self._versions = Versions(store, self._writer, lambda ns, rids: self.forget(ns, record_ids=rids))
+        self._items = Items(store, self._writer, self._versions, self.search, config.limits.max_k)
         self._faces: dict[str, Face] = {}
         self._closed = False
         self._writer.resume()  # the queue a previous writer left (closed early, or crashed)
-        self._open_items()  # an item file of an earlier version is imported; the writer sweeps expired items
+        self._sweeper = ItemSweeper(store, self._items)  # imports an earlier version's item file; sweeps on a timer
+        self.item_sweeps: threading.Event | None = self._sweeper.start()
+        """Set after each background sweep of expired items (tests wait on it); None for a read-only store."""
 
     # -- construction ----------------------------------------------------------------------------------------
     @classmethod
@@ -132,7 +140,7 @@ class MemoryEngine(VersionsAPI, ReindexAPI, ItemsAPI):
         if self._closed:
             return
         self._closed = True
-        self._close_items()
+        self._sweeper.stop()
         self._writer.close(self.config.ingest.close_timeout_s)  # what is left stays queued on disk
         self._pool.shutdown(wait=False, cancel_futures=True)
         if self._vector is not None:
@@ -367,6 +375,182 @@ class MemoryEngine(VersionsAPI, ReindexAPI, ItemsAPI):
     def _check_open(self) -> None:
         if self._closed:
             raise ValidationError("engine", "closed", "open a new engine with MemoryEngine.open(path)")
+
+    # -- memory versions (see memory_ext.lifecycle.versions.Versions) -----------------------------------------
+    def update(self, namespace: Namespace | str, id: str, *, content: str | None = None,
+               metadata: Mapping[str, Any] | None = None,
+               timestamp: datetime | str | float | None = None) -> AddResult:
+        """Write a new version of a memory; the old one keeps its validity interval.
+
+        ``id`` names the memory: a turn id, a record id (``RetrievedItem.id``) or an ``external_id``. The new
+        version is a new turn (same role, speaker, session, ``external_id``; ``content`` and ``metadata`` when
+        given, else the old ones; ``timestamp``, default now), indexed everywhere; the old version ends then
+        (``valid_to``, ``superseded_by``): default searches never return it, ``search(as_of=...)`` before the
+        update does, :meth:`history` lists both. Returns the new turn's ids (``turn_ids[0]``, ``record_ids[0]``).
+        An unknown or deleted id raises :class:`~memory_ext.errors.InvalidQueryError` and nothing is written.
+        """
+        self._check_open()
+        return self._versions.update(namespace, id, content=content, metadata=metadata, timestamp=timestamp)
+
+    def history(self, namespace: Namespace | str, id: str) -> list[MemoryVersion]:
+        """The versions of a memory and the operations on it (add / update / supersede / delete), oldest first.
+        ``id`` is any id :meth:`update` takes (after a delete: the memory's ``external_id`` or first turn id)."""
+        self._check_open()
+        return self._versions.history(namespace, id)
+
+    def delete(self, namespace: Namespace | str, ids: Iterable[str]) -> ForgetReceipt:
+        """Remove exactly these memories (every version) from every store, at a cost proportional to what is
+        removed; :meth:`history` records the delete without any text. ``ids`` as :meth:`update` takes them."""
+        self._check_open()
+        return self._versions.delete(namespace, ids)
+
+    def list_memories(self, namespace: Namespace | str, *, filters: Mapping[str, Any] | None = None,
+                      limit: int = 50, cursor: str | None = None) -> MemoryPage:
+        """The namespace's current memories — one per memory, its latest version not replaced by an update —
+        most recently written first, ``limit`` (1-1000) a page; pass ``next_cursor`` back for the next page.
+
+        ``filters`` takes the keys :meth:`search` takes (``session_id``, ``speaker``, ``role``, ``since``,
+        ``until``, ``kinds``, ``metadata``); each :class:`~memory_ext.results.Memory` has its id (what
+        :meth:`update`, :meth:`history` and :meth:`delete` take), content, speaker, role, time, metadata and
+        version count. A replaced version is never listed; a deleted memory is gone.
+
+        >>> import tempfile
+        >>> from memory_ext import MemoryEngine, Turn
+        >>> with MemoryEngine.open(tempfile.mkdtemp(), embedder="hashing") as engine:
+        ...     _ = engine.add_turns([Turn(role="user", content="Ana lives in Oslo", external_id="home"),
+        ...                           Turn(role="user", content="Ana plays the cello")], "ana")
+        ...     _ = engine.update("ana", "home", content="Ana lives in Porto")
+        ...     [(m.content, m.version_count) for m in engine.list_memories("ana").items]
+        [('Ana lives in Porto', 2), ('Ana plays the cello', 1)]
+        """
+        self._check_open()
+        return self._versions.list(namespace, filters=filters, limit=limit, cursor=cursor)
+
+    def get_memory(self, namespace: Namespace | str, id: str) -> Memory:
+        """One memory: its current version, its version count and its whole :meth:`history` (``Memory.history``).
+        ``id`` is any id :meth:`update` takes; a deleted or unknown one raises
+        :class:`~memory_ext.errors.InvalidQueryError`."""
+        self._check_open()
+        return self._versions.get(namespace, id)
+
+    async def alist_memories(self, namespace: Namespace | str, *, filters: Mapping[str, Any] | None = None,
+                             limit: int = 50, cursor: str | None = None) -> MemoryPage:
+        """Async twin of :meth:`list_memories`."""
+        return await asyncio.to_thread(self.list_memories, namespace, filters=filters, limit=limit, cursor=cursor)
+
+    async def aget_memory(self, namespace: Namespace | str, id: str) -> Memory:
+        """Async twin of :meth:`get_memory`."""
+        return await asyncio.to_thread(self.get_memory, namespace, id)
+
+    async def aupdate(self, namespace: Namespace | str, id: str, *, content: str | None = None,
+                      metadata: Mapping[str, Any] | None = None,
+                      timestamp: datetime | str | float | None = None) -> AddResult:
+        """Async twin of :meth:`update`."""
+        return await asyncio.to_thread(self.update, namespace, id, content=content, metadata=metadata,
+                                       timestamp=timestamp)
+
+    async def ahistory(self, namespace: Namespace | str, id: str) -> list[MemoryVersion]:
+        """Async twin of :meth:`history`."""
+        return await asyncio.to_thread(self.history, namespace, id)
+
+    async def adelete(self, namespace: Namespace | str, ids: Iterable[str]) -> ForgetReceipt:
+        """Async twin of :meth:`delete`."""
+        return await asyncio.to_thread(self.delete, namespace, list(ids))
+
+    # -- key/value items, the LangGraph store's (see memory_ext.lifecycle.items.Items) ------------------------
+    def put_items(self, namespace: Namespace | str, items: Iterable[ItemPut | Mapping[str, Any]], *,
+                  now: TimeLike = None) -> int:
+        """Write items of a ``(user_id, agent_id)`` partition (``value=None`` deletes), in one transaction with
+        the archive of their text (see :mod:`memory_ext.lifecycle.items`); ``now`` (default: the current time)
+        stamps them and starts their TTL. Expired items of the partition are swept first. Returns the writes."""
+        self._check_open()
+        return self._items.put(namespace, list(items) if not isinstance(items, (Mapping, ItemPut, str, bytes))
+                               else items, now)
+
+    def get_items(self, namespace: Namespace | str, keys: Iterable[tuple[Sequence[str], str]], *,
+                  refresh_ttl: bool = False, now: TimeLike = None) -> list[StoredItem | None]:
+        """The live items of ``(namespace tuple, key)`` pairs, in order (None for a missing or expired one);
+        ``refresh_ttl`` restarts the TTL of those returned."""
+        self._check_open()
+        return self._items.get(namespace, keys, refresh_ttl, now)
+
+    def search_items(self, namespace: Namespace | str, prefix: Sequence[str] = (), *, query: str | None = None,
+                     query_vector: Sequence[float] | None = None, filter: Mapping[str, Any] | None = None,
+                     limit: int = 10, offset: int = 0, refresh_ttl: bool = False,
+                     now: TimeLike = None) -> list[StoredItem]:
+        """Items under a namespace prefix passing ``filter`` (LangGraph's filter language on the value), ranked by
+        ``query_vector`` (cosine) or ``query`` (memory-ext retrieval) when given."""
+        self._check_open()
+        return self._items.search(namespace, prefix, query=query, query_vector=query_vector, filter=filter,
+                                  limit=limit, offset=offset, refresh_ttl=refresh_ttl, now=now)
+
+    def list_item_namespaces(self, namespace: Namespace | str, *,
+                             match_conditions: Iterable[MatchCondition] | None = None, max_depth: int | None = None,
+                             limit: int = 100, offset: int = 0, now: TimeLike = None) -> list[tuple[str, ...]]:
+        """The LangGraph namespaces holding live items, sorted (``match_conditions``: prefix/suffix paths)."""
+        self._check_open()
+        return self._items.list_namespaces(namespace, match_conditions, max_depth, limit, offset, now)
+
+    def delete_items(self, namespace: Namespace | str, keys: Iterable[tuple[Sequence[str], str]], *,
+                     now: TimeLike = None) -> int:
+        """Delete items and every version of their archived turns; returns how many were stored."""
+        self._check_open()
+        return self._items.delete(namespace, keys, now)
+
+    def sweep_items(self, namespace: Namespace | str | None = None, *, now: TimeLike = None) -> int:
+        """Remove the expired items (rows, vectors, turns) of a partition, or of the store; returns how many."""
+        self._check_open()
+        return self._items.sweep(namespace, now)
+
+    async def aput_items(self, namespace: Namespace | str, items: Iterable[ItemPut | Mapping[str, Any]], *,
+                         now: TimeLike = None) -> int:
+        """Async twin of :meth:`put_items`."""
+        return await asyncio.to_thread(self.put_items, namespace, list(items), now=now)
+
+    async def aget_items(self, namespace: Namespace | str, keys: Iterable[tuple[Sequence[str], str]], *,
+                         refresh_ttl: bool = False, now: TimeLike = None) -> list[StoredItem | None]:
+        """Async twin of :meth:`get_items`."""
+        return await asyncio.to_thread(self.get_items, namespace, list(keys), refresh_ttl=refresh_ttl, now=now)
+
+    async def asearch_items(self, namespace: Namespace | str, prefix: Sequence[str] = (), *,
+                            query: str | None = None, query_vector: Sequence[float] | None = None,
+                            filter: Mapping[str, Any] | None = None, limit: int = 10, offset: int = 0,
+                            refresh_ttl: bool = False, now: TimeLike = None) -> list[StoredItem]:
+        """Async twin of :meth:`search_items`."""
+        return await asyncio.to_thread(self.search_items, namespace, prefix, query=query, query_vector=query_vector,
+                                       filter=filter, limit=limit, offset=offset, refresh_ttl=refresh_ttl, now=now)
+
+    async def alist_item_namespaces(self, namespace: Namespace | str, *,
+                                    match_conditions: Iterable[MatchCondition] | None = None,
+                                    max_depth: int | None = None, limit: int = 100, offset: int = 0,
+                                    now: TimeLike = None) -> list[tuple[str, ...]]:
+        """Async twin of :meth:`list_item_namespaces`."""
+        return await asyncio.to_thread(self.list_item_namespaces, namespace, match_conditions=match_conditions,
+                                       max_depth=max_depth, limit=limit, offset=offset, now=now)
+
+    async def adelete_items(self, namespace: Namespace | str, keys: Iterable[tuple[Sequence[str], str]], *,
+                            now: TimeLike = None) -> int:
+        """Async twin of :meth:`delete_items`."""
+        return await asyncio.to_thread(self.delete_items, namespace, list(keys), now=now)
+
+    async def asweep_items(self, namespace: Namespace | str | None = None, *, now: TimeLike = None) -> int:
+        """Async twin of :meth:`sweep_items`."""
+        return await asyncio.to_thread(self.sweep_items, namespace, now=now)
+
+    # -- rebuilding (see memory_ext.ingest.reindex) --------------------------------------------------------------
+    def reindex(self, namespace: Namespace | str | None = None, *, progress: bool | None = None) -> ReindexReport:
+        """Rebuild every derived index of ``namespace`` (of the whole store if None) from the stored turns, with
+        the engine's current switches and embedder (:mod:`memory_ext.ingest.reindex`); resumable, one transaction
+        per namespace. ``progress``: a progress bar on stderr (default: when stderr is a terminal). A namespace
+        reindexed searches like one freshly ingested with the same switches. To change the embedder, open the
+        store with the new one and ``allow_embedder_change=True``, then reindex the whole store."""
+        self._check_open()
+        return reindex_engine(self._store, self._writer, self._indexes, self.embedder, namespace, progress=progress)
+
+    async def areindex(self, namespace: Namespace | str | None = None, *,
+                       progress: bool | None = None) -> ReindexReport:
+        """Async twin of :meth:`reindex`."""
+        return await asyncio.to_thread(self.reindex, namespace, progress=progress)
 
     # -- the memory files (see memory_ext.lifecycle.api.Lifecycle) ------------------------------------------
     def hooks(self, namespace: Namespace | str, *, include_merged: bool = False) -> list[IndexHook]:

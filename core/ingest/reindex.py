@@ -23,7 +23,6 @@ namespace is done, the store's ``embedder_id`` becomes the current embedder's: a
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from collections.abc import Sequence
@@ -42,7 +41,7 @@ if TYPE_CHECKING:
     from ..store.sqlite import TruthStore
     from .pipeline import WritePipeline
 
-__all__ = ["PROGRESS_KEY", "ReindexAPI", "ReindexReport", "reindex"]
+__all__ = ["PROGRESS_KEY", "ReindexReport", "reindex", "reindex_engine"]
 
 PROGRESS_KEY = "reindex_progress"
 """The ``meta`` row of a whole-store reindex in progress: ``{"done": [ns_id, ...]}``."""
@@ -128,34 +127,15 @@ def _rebuild(store: TruthStore, writer: WritePipeline, indexes: Sequence[Derived
     return len(rows)
 
 
-class ReindexAPI:
-    """The engine's ``reindex`` and ``areindex`` (``MemoryEngine`` inherits them)."""
-
-    _store: TruthStore
-    _writer: WritePipeline
-    _indexes: tuple[DerivedIndex, ...]
-    embedder: Embedder | None
-
-    def _check_open(self) -> None:  # pragma: no cover - MemoryEngine's own
-        raise NotImplementedError
-
-    def reindex(self, namespace: Namespace | str | None = None, *, progress: bool | None = None) -> ReindexReport:
-        """Rebuild every derived index of ``namespace`` (of the whole store if None) from the stored turns, with
-        the engine's current switches and embedder (:mod:`memory_ext.ingest.reindex`); resumable, one transaction
-        per namespace. ``progress``: a progress bar on stderr (default: when stderr is a terminal). A namespace
-        reindexed searches like one freshly ingested with the same switches. To change the embedder, open the
-        store with the new one and ``allow_embedder_change=True``, then reindex the whole store."""
-        self._check_open()
-        ns = None if namespace is None else Namespace.coerce(namespace)
-        embedder_id = None if self.embedder is None or not self._writer.vectors else self.embedder.id
-        stored = self._store.get_meta("embedder_id")
-        if ns is not None and embedder_id is not None and stored not in (None, embedder_id):
-            raise InvalidArgumentError("namespace", namespace, f"the store's vectors are {stored!r}: an embedder "
-                                       "change rebuilds the whole store, reindex with namespace=None")
-        return reindex(self._store, self._writer, self._indexes, namespace=ns, progress=progress,
-                       embedder_id=embedder_id)
-
-    async def areindex(self, namespace: Namespace | str | None = None, *,
-                       progress: bool | None = None) -> ReindexReport:
-        """Async twin of :meth:`reindex`."""
-        return await asyncio.to_thread(self.reindex, namespace, progress=progress)
+def reindex_engine(store: TruthStore, writer: WritePipeline, indexes: Sequence[DerivedIndex],
+                   embedder: Embedder | None, namespace: Namespace | str | None, *,
+                   progress: bool | None = None) -> ReindexReport:
+    """:meth:`MemoryEngine.reindex <memory_ext.MemoryEngine.reindex>`: :func:`reindex` with the engine's embedder,
+    refusing a namespace-only run when the embedder changed (that rebuilds the whole store)."""
+    ns = None if namespace is None else Namespace.coerce(namespace)
+    embedder_id = None if embedder is None or not writer.vectors else embedder.id
+    stored = store.get_meta("embedder_id")
+    if ns is not None and embedder_id is not None and stored not in (None, embedder_id):
+        raise InvalidArgumentError("namespace", namespace, f"the store's vectors are {stored!r}: an embedder "
+                                   "change rebuilds the whole store, reindex with namespace=None")
+    return reindex(store, writer, indexes, namespace=ns, progress=progress, embedder_id=embedder_id)

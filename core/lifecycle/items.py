@@ -23,7 +23,6 @@ same items, and ``forget`` removes them with the rest.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import threading
@@ -45,7 +44,7 @@ if TYPE_CHECKING:
     from ..store.sqlite import TruthStore
     from .versions import Versions
 
-__all__ = ["SWEEP_INTERVAL_S", "ItemPut", "Items", "ItemsAPI", "MatchCondition", "StoredItem"]
+__all__ = ["SWEEP_INTERVAL_S", "ItemPut", "ItemSweeper", "Items", "MatchCondition", "StoredItem"]
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +57,7 @@ MatchCondition = tuple[Literal["prefix", "suffix"], Sequence[str]]
 
 
 class ItemPut(BaseModel):
-    """One write of :meth:`ItemsAPI.put_items`: ``value=None`` deletes the item.
+    """One write of :meth:`MemoryEngine.put_items <memory_ext.MemoryEngine.put_items>`: ``value=None`` deletes the item.
 
     ``text`` is what is archived as an engine turn for natural-language search (None: not indexed);
     ``ttl_minutes`` the item's time to live; ``vectors`` client-side embeddings by field path (None: none).
@@ -442,44 +441,25 @@ class Items:
         return sorted(spaces)[offset:offset + limit]
 
 
-class ItemsAPI:
-    """The engine's item operations and their async twins (``MemoryEngine`` inherits them; they delegate to
-    :class:`Items`), and the writer's TTL sweeper."""
+class ItemSweeper:
+    """The writer's TTL sweeper: every :data:`SWEEP_INTERVAL_S` seconds, the store's expired items go."""
 
-    _store: TruthStore
-    _writer: WritePipeline
-    config: Any
-    search: Callable[..., SearchResult]
+    def __init__(self, store: TruthStore, items: Items) -> None:
+        self._store = store
+        self._items = items
+        self._thread: tuple[threading.Thread, threading.Event] | None = None
 
-    def _check_open(self) -> None:  # pragma: no cover - MemoryEngine's own
-        raise NotImplementedError
-
-    @property
-    def _versions(self) -> Versions:  # pragma: no cover - VersionsAPI's
-        raise NotImplementedError
-
-    _item_part: Items | None = None
-    _item_sweeper: tuple[threading.Thread, threading.Event] | None = None
-    item_sweeps: threading.Event | None = None
-    """Set after each background sweep (tests wait on it)."""
-
-    @property
-    def _items(self) -> Items:
-        if self._item_part is None:
-            self._item_part = Items(self._store, self._writer, self._versions, self.search,
-                                    self.config.limits.max_k)
-        return self._item_part
-
-    def _open_items(self) -> None:
-        """At open: import an item file of an earlier version; the writer sweeps expired items on a timer."""
+    def start(self) -> threading.Event | None:
+        """At open: import an item file of an earlier version and start the timer; returns the event set after
+        each sweep (tests wait on it), or None for a read-only store (which neither imports nor sweeps)."""
         from ..store.items import import_legacy_file
 
         if self._store.read_only:
-            return
+            return None
         interval_s = SWEEP_INTERVAL_S
         import_legacy_file(self._store)
         stop = threading.Event()
-        self.item_sweeps = threading.Event()
+        sweeps = threading.Event()
 
         def run() -> None:
             while not stop.wait(interval_s):
@@ -489,96 +469,18 @@ class ItemsAPI:
                     if stop.is_set():
                         return
                     logger.exception("item TTL sweep failed; retrying in %s s", interval_s)
-                if self.item_sweeps is not None:
-                    self.item_sweeps.set()
+                sweeps.set()
 
         thread = threading.Thread(target=run, name="memory-ext-item-sweeper", daemon=True)
-        self._item_sweeper = (thread, stop)
+        self._thread = (thread, stop)
         thread.start()
+        return sweeps
 
-    def _close_items(self) -> None:
-        if self._item_sweeper is not None:
-            thread, stop = self._item_sweeper
+    def stop(self) -> None:
+        """Stop the timer (idempotent)."""
+        if self._thread is not None:
+            thread, stop = self._thread
             stop.set()
             if thread is not threading.current_thread():
                 thread.join()
-            self._item_sweeper = None
-
-    def put_items(self, namespace: Namespace | str, items: Iterable[ItemPut | Mapping[str, Any]], *,
-                  now: TimeLike = None) -> int:
-        """Write items of a ``(user_id, agent_id)`` partition (``value=None`` deletes), in one transaction with
-        the archive of their text (see :mod:`memory_ext.lifecycle.items`); ``now`` (default: the current time)
-        stamps them and starts their TTL. Expired items of the partition are swept first. Returns the writes."""
-        self._check_open()
-        return self._items.put(namespace, list(items) if not isinstance(items, (Mapping, ItemPut, str, bytes))
-                               else items, now)
-
-    def get_items(self, namespace: Namespace | str, keys: Iterable[tuple[Sequence[str], str]], *,
-                  refresh_ttl: bool = False, now: TimeLike = None) -> list[StoredItem | None]:
-        """The live items of ``(namespace tuple, key)`` pairs, in order (None for a missing or expired one);
-        ``refresh_ttl`` restarts the TTL of those returned."""
-        self._check_open()
-        return self._items.get(namespace, keys, refresh_ttl, now)
-
-    def search_items(self, namespace: Namespace | str, prefix: Sequence[str] = (), *, query: str | None = None,
-                     query_vector: Sequence[float] | None = None, filter: Mapping[str, Any] | None = None,
-                     limit: int = 10, offset: int = 0, refresh_ttl: bool = False,
-                     now: TimeLike = None) -> list[StoredItem]:
-        """Items under a namespace prefix passing ``filter`` (LangGraph's filter language on the value), ranked by
-        ``query_vector`` (cosine) or ``query`` (memory-ext retrieval) when given."""
-        self._check_open()
-        return self._items.search(namespace, prefix, query=query, query_vector=query_vector, filter=filter,
-                                  limit=limit, offset=offset, refresh_ttl=refresh_ttl, now=now)
-
-    def list_item_namespaces(self, namespace: Namespace | str, *,
-                             match_conditions: Iterable[MatchCondition] | None = None, max_depth: int | None = None,
-                             limit: int = 100, offset: int = 0, now: TimeLike = None) -> list[tuple[str, ...]]:
-        """The LangGraph namespaces holding live items, sorted (``match_conditions``: prefix/suffix paths)."""
-        self._check_open()
-        return self._items.list_namespaces(namespace, match_conditions, max_depth, limit, offset, now)
-
-    def delete_items(self, namespace: Namespace | str, keys: Iterable[tuple[Sequence[str], str]], *,
-                     now: TimeLike = None) -> int:
-        """Delete items and every version of their archived turns; returns how many were stored."""
-        self._check_open()
-        return self._items.delete(namespace, keys, now)
-
-    def sweep_items(self, namespace: Namespace | str | None = None, *, now: TimeLike = None) -> int:
-        """Remove the expired items (rows, vectors, turns) of a partition, or of the store; returns how many."""
-        self._check_open()
-        return self._items.sweep(namespace, now)
-
-    async def aput_items(self, namespace: Namespace | str, items: Iterable[ItemPut | Mapping[str, Any]], *,
-                         now: TimeLike = None) -> int:
-        """Async twin of :meth:`put_items`."""
-        return await asyncio.to_thread(self.put_items, namespace, list(items), now=now)
-
-    async def aget_items(self, namespace: Namespace | str, keys: Iterable[tuple[Sequence[str], str]], *,
-                         refresh_ttl: bool = False, now: TimeLike = None) -> list[StoredItem | None]:
-        """Async twin of :meth:`get_items`."""
-        return await asyncio.to_thread(self.get_items, namespace, list(keys), refresh_ttl=refresh_ttl, now=now)
-
-    async def asearch_items(self, namespace: Namespace | str, prefix: Sequence[str] = (), *,
-                            query: str | None = None, query_vector: Sequence[float] | None = None,
-                            filter: Mapping[str, Any] | None = None, limit: int = 10, offset: int = 0,
-                            refresh_ttl: bool = False, now: TimeLike = None) -> list[StoredItem]:
-        """Async twin of :meth:`search_items`."""
-        return await asyncio.to_thread(self.search_items, namespace, prefix, query=query, query_vector=query_vector,
-                                       filter=filter, limit=limit, offset=offset, refresh_ttl=refresh_ttl, now=now)
-
-    async def alist_item_namespaces(self, namespace: Namespace | str, *,
-                                    match_conditions: Iterable[MatchCondition] | None = None,
-                                    max_depth: int | None = None, limit: int = 100, offset: int = 0,
-                                    now: TimeLike = None) -> list[tuple[str, ...]]:
-        """Async twin of :meth:`list_item_namespaces`."""
-        return await asyncio.to_thread(self.list_item_namespaces, namespace, match_conditions=match_conditions,
-                                       max_depth=max_depth, limit=limit, offset=offset, now=now)
-
-    async def adelete_items(self, namespace: Namespace | str, keys: Iterable[tuple[Sequence[str], str]], *,
-                            now: TimeLike = None) -> int:
-        """Async twin of :meth:`delete_items`."""
-        return await asyncio.to_thread(self.delete_items, namespace, list(keys), now=now)
-
-    async def asweep_items(self, namespace: Namespace | str | None = None, *, now: TimeLike = None) -> int:
-        """Async twin of :meth:`sweep_items`."""
-        return await asyncio.to_thread(self.sweep_items, namespace, now=now)
+            self._thread = None

@@ -32,8 +32,6 @@ by their turn records' ids — the cost is that of the removed turns, not of the
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
@@ -49,7 +47,7 @@ if TYPE_CHECKING:
     from ..ingest.pipeline import WritePipeline
     from ..store.sqlite import TruthStore, TurnRow
 
-__all__ = ["Versions", "VersionsAPI"]
+__all__ = ["Versions"]
 
 def _dt(ts: float | None) -> datetime:
     return datetime.fromtimestamp(ts if ts is not None else 0.0, UTC)
@@ -247,102 +245,3 @@ class Versions:
                         store.add_history(wconn, ns_id, key, session, "add", None, t.ts or now)
                 store.add_history(wconn, ns_id, key, session, "delete", None, now)
         return receipt
-
-
-class VersionsAPI:
-    """The engine's ``update``/``history``/``delete`` and their async twins (``MemoryEngine`` inherits them; they
-    delegate to :class:`Versions`)."""
-
-    _store: TruthStore
-    _writer: WritePipeline
-
-    def _check_open(self) -> None:  # pragma: no cover - MemoryEngine's own
-        raise NotImplementedError
-
-    def forget(self, namespace: Namespace | str, *, record_ids: Iterable[str] | None = None,
-               hook_ids: Iterable[str] | None = None) -> ForgetReceipt:  # pragma: no cover - MemoryEngine's own
-        raise NotImplementedError
-
-    @functools.cached_property
-    def _versions(self) -> Versions:
-        return Versions(self._store, self._writer, lambda ns, rids: self.forget(ns, record_ids=rids))
-
-    def update(self, namespace: Namespace | str, id: str, *, content: str | None = None,
-               metadata: Mapping[str, Any] | None = None,
-               timestamp: datetime | str | float | None = None) -> AddResult:
-        """Write a new version of a memory; the old one keeps its validity interval.
-
-        ``id`` names the memory: a turn id, a record id (``RetrievedItem.id``) or an ``external_id``. The new
-        version is a new turn (same role, speaker, session, ``external_id``; ``content`` and ``metadata`` when
-        given, else the old ones; ``timestamp``, default now), indexed everywhere; the old version ends then
-        (``valid_to``, ``superseded_by``): default searches never return it, ``search(as_of=...)`` before the
-        update does, :meth:`history` lists both. Returns the new turn's ids (``turn_ids[0]``, ``record_ids[0]``).
-        An unknown or deleted id raises :class:`~memory_ext.errors.InvalidQueryError` and nothing is written.
-        """
-        self._check_open()
-        return self._versions.update(namespace, id, content=content, metadata=metadata, timestamp=timestamp)
-
-    def history(self, namespace: Namespace | str, id: str) -> list[MemoryVersion]:
-        """The versions of a memory and the operations on it (add / update / supersede / delete), oldest first.
-        ``id`` is any id :meth:`update` takes (after a delete: the memory's ``external_id`` or first turn id)."""
-        self._check_open()
-        return self._versions.history(namespace, id)
-
-    def delete(self, namespace: Namespace | str, ids: Iterable[str]) -> ForgetReceipt:
-        """Remove exactly these memories (every version) from every store, at a cost proportional to what is
-        removed; :meth:`history` records the delete without any text. ``ids`` as :meth:`update` takes them."""
-        self._check_open()
-        return self._versions.delete(namespace, ids)
-
-    def list_memories(self, namespace: Namespace | str, *, filters: Mapping[str, Any] | None = None,
-                      limit: int = 50, cursor: str | None = None) -> MemoryPage:
-        """The namespace's current memories — one per memory, its latest version not replaced by an update —
-        most recently written first, ``limit`` (1-1000) a page; pass ``next_cursor`` back for the next page.
-
-        ``filters`` takes the keys :meth:`search` takes (``session_id``, ``speaker``, ``role``, ``since``,
-        ``until``, ``kinds``, ``metadata``); each :class:`~memory_ext.results.Memory` has its id (what
-        :meth:`update`, :meth:`history` and :meth:`delete` take), content, speaker, role, time, metadata and
-        version count. A replaced version is never listed; a deleted memory is gone.
-
-        >>> import tempfile
-        >>> from memory_ext import MemoryEngine, Turn
-        >>> with MemoryEngine.open(tempfile.mkdtemp(), embedder="hashing") as engine:
-        ...     _ = engine.add_turns([Turn(role="user", content="Ana lives in Oslo", external_id="home"),
-        ...                           Turn(role="user", content="Ana plays the cello")], "ana")
-        ...     _ = engine.update("ana", "home", content="Ana lives in Porto")
-        ...     [(m.content, m.version_count) for m in engine.list_memories("ana").items]
-        [('Ana lives in Porto', 2), ('Ana plays the cello', 1)]
-        """
-        self._check_open()
-        return self._versions.list(namespace, filters=filters, limit=limit, cursor=cursor)
-
-    def get_memory(self, namespace: Namespace | str, id: str) -> Memory:
-        """One memory: its current version, its version count and its whole :meth:`history` (``Memory.history``).
-        ``id`` is any id :meth:`update` takes; a deleted or unknown one raises
-        :class:`~memory_ext.errors.InvalidQueryError`."""
-        self._check_open()
-        return self._versions.get(namespace, id)
-
-    async def alist_memories(self, namespace: Namespace | str, *, filters: Mapping[str, Any] | None = None,
-                             limit: int = 50, cursor: str | None = None) -> MemoryPage:
-        """Async twin of :meth:`list_memories`."""
-        return await asyncio.to_thread(self.list_memories, namespace, filters=filters, limit=limit, cursor=cursor)
-
-    async def aget_memory(self, namespace: Namespace | str, id: str) -> Memory:
-        """Async twin of :meth:`get_memory`."""
-        return await asyncio.to_thread(self.get_memory, namespace, id)
-
-    async def aupdate(self, namespace: Namespace | str, id: str, *, content: str | None = None,
-                      metadata: Mapping[str, Any] | None = None,
-                      timestamp: datetime | str | float | None = None) -> AddResult:
-        """Async twin of :meth:`update`."""
-        return await asyncio.to_thread(self.update, namespace, id, content=content, metadata=metadata,
-                                       timestamp=timestamp)
-
-    async def ahistory(self, namespace: Namespace | str, id: str) -> list[MemoryVersion]:
-        """Async twin of :meth:`history`."""
-        return await asyncio.to_thread(self.history, namespace, id)
-
-    async def adelete(self, namespace: Namespace | str, ids: Iterable[str]) -> ForgetReceipt:
-        """Async twin of :meth:`delete`."""
-        return await asyncio.to_thread(self.delete, namespace, list(ids))
