@@ -34,6 +34,7 @@ __all__ = [
     "IndexHook",
     "MemoryFile",
     "Namespace",
+    "QuestionType",
     "RecordKind",
     "RetrievedItem",
     "Role",
@@ -60,7 +61,13 @@ class Role(StrEnum):
 
 
 class RecordKind(StrEnum):
-    """What a retrieved record is."""
+    """What a record is: the one vocabulary of record kinds. Turns are ranked; every other kind is evidence for
+    the turn it is anchored to: its ±1-turn ``window``, the kinds derived from what a user stated (``fact`` ...
+    ``failure_pattern``), and the memory files' summary layers ``l0`` (title) and ``l1`` (abstract).
+
+    >>> RecordKind.FACT.code, RecordKind.FACT.derived, RecordKind.WINDOW.derived, RecordKind.L1.code
+    (2, True, False, 8)
+    """
 
     TURN = "turn"
     WINDOW = "window"
@@ -69,6 +76,41 @@ class RecordKind(StrEnum):
     EVENT = "event"
     PROCEDURE = "procedure"
     FAILURE_PATTERN = "failure_pattern"
+    L0 = "l0"
+    L1 = "l1"
+
+    @property
+    def code(self) -> int:
+        """The kind's number in the record catalog (an ``int8`` column; the order of the members)."""
+        return _KIND_ORDER.index(self)
+
+    @property
+    def derived(self) -> bool:
+        """Derived from a turn's statement by the LLM-free extractors (:mod:`memory_ext.ingest.kinds`)."""
+        return self in _STATED
+
+    @property
+    def stated(self) -> bool:
+        """What a user stated: such a record, and its turn, is never made cold (:mod:`memory_ext.store.tiers`)."""
+        return self in _STATED
+
+
+_KIND_ORDER: tuple[RecordKind, ...] = tuple(RecordKind)
+_STATED = frozenset({RecordKind.FACT, RecordKind.PREFERENCE, RecordKind.EVENT, RecordKind.PROCEDURE,
+                     RecordKind.FAILURE_PATTERN})
+
+
+class QuestionType(StrEnum):
+    """What a question asks for, as a planner classifies it (``SearchPlan.question_type``); each type has its
+    ranking strategy (:data:`memory_ext.plan.strategy.STRATEGIES`)."""
+
+    SINGLE = "single"
+    AGGREGATE = "aggregate"
+    TEMPORAL = "temporal"
+    COMPARISON = "comparison"
+    PERSONALIZED_ADVICE = "personalized_advice"
+    PRIOR_ASSISTANT_RESPONSE = "prior_assistant_response"
+    OTHER = "other"
 
 
 def to_utc(value: Any, field: str = "timestamp") -> datetime | None:

@@ -10,10 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from ..models import QuestionType
+
 __all__ = ["QUESTION_TYPES", "STRATEGIES", "Strategy"]
 
-QUESTION_TYPES = ("single", "aggregate", "temporal", "comparison", "personalized_advice",
-                  "prior_assistant_response", "other")
+QUESTION_TYPES = tuple(t.value for t in QuestionType)
+"""The question types (:class:`~memory_ext.models.QuestionType`), as plain strings."""
 
 
 @dataclass(frozen=True)

@@ -15,15 +15,15 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from ..models import RecordKind
 from .base import CachedIndex, RecordBatch
 
 __all__ = ["DERIVED_KINDS", "KIND_CODES", "Catalog", "RecordCatalog"]
 
-KIND_CODES = {"turn": 0, "window": 1, "fact": 2, "preference": 3, "event": 4, "procedure": 5,
-              "failure_pattern": 6, "l0": 7, "l1": 8}
-"""Record kinds by code. Turns are ranked; every other kind is evidence for the turn it is anchored to."""
+KIND_CODES = {kind.value: kind.code for kind in RecordKind}
+"""Record kinds by code (:class:`~memory_ext.models.RecordKind` says which is which)."""
 OTHER_KIND = 9
-DERIVED_KINDS = ("fact", "preference", "event", "procedure", "failure_pattern")
+DERIVED_KINDS = tuple(kind.value for kind in RecordKind if kind.derived)
 
 
 @dataclass

@@ -11,9 +11,11 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
+from ..models import RecordKind
+
 __all__ = ["STATED_KINDS", "bump_flags", "cold_tids", "set_cold"]
 
-STATED_KINDS = ("fact", "preference", "event", "procedure", "failure_pattern")
+STATED_KINDS = tuple(kind.value for kind in RecordKind if kind.stated)
 """Derived record kinds that are never demoted to the cold tier, nor is the turn they are anchored to."""
 
 
