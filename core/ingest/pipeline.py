@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -152,6 +153,20 @@ def dedup_rows(store: TruthStore, conn: sqlite3.Connection, ns: Namespace, rows:
     return tuple(ids), tuple(dict.fromkeys(existing)), keep
 
 
+@dataclass(frozen=True)
+class _Prepared:
+    """What a write derives before its transaction writes it (:meth:`WritePipeline._prepare`)."""
+
+    records: list[dict[str, Any]]
+    """The turn records, one per turn."""
+    anchored: list[dict[str, Any]]
+    """The records anchored to a turn: windows, layers, derived kinds."""
+    context: list[dict[str, Any]]
+    """The stored tail of the namespace the derivation read (the turns before these)."""
+    work: list[tuple[int, int]]
+    """The ``(dense, sparse)`` model work of each record, turn records first (:meth:`WritePipeline._work`)."""
+
+
 class WritePipeline:
     """Stores turns and derives and indexes their records (see the module docstring).
 
@@ -190,8 +205,8 @@ class WritePipeline:
             prepared = self._prepare(store.reader(), rows, ns)
             with store.transaction("add_turns") as conn:
                 self._write(conn, ns, rows, prepared)
-        self._kick(prepared)
-        return AddResult(turn_ids=ids, record_ids=tuple(r["id"] for r in prepared["records"]),
+        self._kick(prepared.work)
+        return AddResult(turn_ids=ids, record_ids=tuple(r["id"] for r in prepared.records),
                          existing_ids=existing)
 
     def resume(self) -> None:
@@ -245,33 +260,33 @@ class WritePipeline:
                 return AddResult(turn_ids=ids, record_ids=(), existing_ids=existing)
         prepared = self._prepare(conn, rows, ns)
         self._write(conn, ns, rows, prepared)
-        self._store.after_commit(lambda: self._kick(prepared))
-        return AddResult(turn_ids=ids, record_ids=tuple(r["id"] for r in prepared["records"]),
+        self._store.after_commit(lambda: self._kick(prepared.work))
+        return AddResult(turn_ids=ids, record_ids=tuple(r["id"] for r in prepared.records),
                          existing_ids=existing)
 
-    def _prepare(self, conn: sqlite3.Connection, rows: list[dict[str, Any]], ns: Namespace) -> dict[str, Any]:
+    def _prepare(self, conn: sqlite3.Connection, rows: list[dict[str, Any]], ns: Namespace) -> _Prepared:
         """Everything derived before the write: records and their model work (``conn`` reads the stored tail)."""
         known_ns = self._store.namespace_id(conn, ns.key)
         context = self._store.tail_turns(conn, known_ns, KIND_CONTEXT_TURNS) if known_ns is not None else []
         records, anchored, windows = self._derive(rows, context)
         work = self._work(records, anchored, windows)
         self._check_embedder(records)
-        return {"records": records, "anchored": anchored, "context": context, "work": work}
+        return _Prepared(records, anchored, context, work)
 
     def _write(self, conn: sqlite3.Connection, ns: Namespace, rows: list[dict[str, Any]],
-               prepared: dict[str, Any]) -> None:
+               prepared: _Prepared) -> None:
         ns_id = self._store.ensure_namespace(conn, ns.key)
         try:
-            self._persist(conn, ns_id, rows, prepared["records"], prepared["anchored"], prepared["context"],
-                          prepared["work"])
+            self._persist(conn, ns_id, rows, prepared.records, prepared.anchored, prepared.context,
+                          prepared.work)
         except BaseException:
             for index in self._indexes:
                 index.invalidate(ns_id)
             raise
 
-    def _kick(self, prepared: dict[str, Any]) -> None:
+    def _kick(self, work: Sequence[tuple[int, int]]) -> None:
         """Start the model work a committed write queued (in the background, or now)."""
-        if self.indexer is None or not any(d or s for d, s in prepared["work"]):
+        if self.indexer is None or not any(d or s for d, s in work):
             return
         if self.indexer.background:
             self.indexer.notify()
@@ -381,7 +396,7 @@ class WritePipeline:
     def kick(self) -> None:
         """Start the queued model work (in the background, or now)."""
         if self.indexer is not None:
-            self._kick({"work": [(1, 0)]})
+            self._kick([(EMBED, 0)])
 
     def _turn_facets(self, conn: sqlite3.Connection, ns_id: int, records: list[dict[str, Any]],
                      rows: list[dict[str, Any]], context: list[dict[str, Any]]
