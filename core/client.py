@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, Self, TypeVar
+from typing import Any, Literal, Self
 from urllib.parse import quote
 
 from pydantic import BaseModel
@@ -59,7 +59,6 @@ except ImportError:  # pragma: no cover - the server extra is missing
 
 __all__ = ["AuthenticationError", "PermissionDeniedError", "RemoteEngine", "RemoteError", "ServerUnavailableError"]
 
-M = TypeVar("M")
 TimeLike = datetime | str | float | None
 DEFAULT_TIMEOUT = 60.0
 

@@ -82,9 +82,6 @@ class NamespaceFields(_Body):
     session_id: str | None = Field(default=None, description="Optional session: narrows search and forget; the "
                                                               "session of written turns that carry none.")
 
-    def namespace(self) -> dict[str, Any]:
-        return {"user_id": self.user_id, "agent_id": self.agent_id, "session_id": self.session_id}
-
 
 class SearchRequest(NamespaceFields):
     """``POST /v1/search``: the arguments of ``MemoryEngine.search``."""

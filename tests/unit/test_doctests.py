@@ -13,6 +13,8 @@ MODULES = [
     "memory_ext.embed",
     "memory_ext.engine",
     "memory_ext.errors",
+    "memory_ext.operations",
+    "memory_ext.wire",
     "memory_ext.ingest.derive",
     "memory_ext.ingest.kinds",
     "memory_ext.ingest.layers",
