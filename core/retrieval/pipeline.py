@@ -18,7 +18,7 @@ from ..config import EngineConfig
 from ..models import ActionState, ChannelError, Namespace, RetrievedItem, SearchResult
 from ..plan.heuristic import plan_search
 from ..plan.llm_planner import Planner
-from ..plan.strategy import STRATEGIES
+from ..plan.strategy import strategy_for
 from ..rank.calibration import bounded_scores
 from ..rank.rerank import Reranker
 from ..recall.channels import ChannelSet
@@ -148,8 +148,9 @@ class ReadPipeline:
         t_rank = time.perf_counter()
         weights = cfg.channel_weights
         pool_size = k if cfg.mmr_lambda >= 1.0 else k * cfg.mmr_pool_factor
-        scored = score_routes(cat, plan, recalled, strategy=STRATEGIES[plan.question_type], weights=weights,
-                              scope=scope, channel_kinds=calls.channel_kinds, fusion=cfg.fusion, limit=limit)
+        strategy = strategy_for(plan.question_type, cfg.strategy)
+        scored = score_routes(cat, plan, recalled, strategy=strategy, weights=weights, scope=scope,
+                              channel_kinds=calls.channel_kinds, fusion=cfg.fusion, limit=limit)
         fused = fuse(cat, scored, scope, fusion=cfg.fusion, rrf_k=cfg.rrf_k, weights=weights,
                      pool_size=pool_size, as_of=request.as_of)
         pool_rids, pool_scores = fused.rids, fused.scores
