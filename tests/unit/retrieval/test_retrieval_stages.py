@@ -225,3 +225,24 @@ def test_strategy_overrides_apply_to_every_question_type() -> None:
     assert strategy_for("single", {}) is STRATEGIES["single"]
     with pytest.raises(ConfigError, match="speakers"):
         EngineConfig.from_dict({"recall": {"strategy": {"speakers": 2.0}}})
+
+
+def test_the_fusion_is_one_strategy_object() -> None:
+    from memory_ext.retrieval.fuse import RRFFusion, ZScoreFusion, fusion_for
+
+    rrf = fusion_for("rrf", rrf_k=10)
+    assert isinstance(rrf, RRFFusion) and rrf.rrf_k == 10 and not rrf.reranks
+    assert isinstance(fusion_for("zscore"), ZScoreFusion) and fusion_for("zscore").reranks
+    assert fusion_for(rrf) is rrf
+    with pytest.raises(ValueError, match="zscore"):
+        fusion_for("borda")
+    # the object and its name fuse alike; a smaller rrf_k weighs the first ranks more
+    cat = catalog(["s1", "s1", "s2"])
+    route_hits = {"keyword": hits({1: 3.0, 2: 2.0, 3: 1.0}), "vector": hits({3: 0.9, 2: 0.8, 1: 0.1})}
+    by_name = score_routes(cat, SearchPlan(routes=(MAIN,)), recalled(route_hits), strategy=PLAIN, weights={},
+                           scope=Scope(), channel_kinds={}, fusion="rrf", limit=10)
+    by_object = score_routes(cat, SearchPlan(routes=(MAIN,)), recalled(route_hits), strategy=PLAIN, weights={},
+                             scope=Scope(), channel_kinds={}, fusion=rrf, limit=10)
+    assert by_name.rrf_parts == by_object.rrf_parts == {"keyword": [1, 2, 3], "vector": [3, 2, 1]}
+    pooled = fuse(cat, by_object, Scope(), fusion=rrf, weights={"vector": 2.0}, pool_size=3, as_of=None)
+    assert pooled.rids[0] == 3 and pooled.details[3]["rrf_k"] == 10
