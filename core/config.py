@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pydantic
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .errors import ConfigError
 
@@ -120,6 +120,26 @@ class RecallConfig(_Section):
     """Weight per channel name (in both fusions); 0 removes a channel's influence on the ranking. ``sparse``
     runs for conversation excerpts only (MADial zh dev Recall@5 with weight 1.0 / 1.5 / 2.0 / 3.0: 0.475 /
     0.503 / 0.521 / 0.506)."""
+    strategy: dict[str, float] = Field(default_factory=dict)
+    """Overrides of the ranking strategies' weights for every question type (fields of
+    :class:`memory_ext.plan.strategy.Strategy`: ``window``, ``session``, ``speaker``, ``time``, ``assistant``,
+    ``derived``, ``kind_bonus``), e.g. ``{"speaker": 1.0}``; empty: the tables of ``plan/strategy.py``."""
+    @field_validator("strategy")
+    @classmethod
+    def _strategy_fields(cls, value: dict[str, float]) -> dict[str, float]:
+        import dataclasses
+        import math
+
+        from .plan.strategy import Strategy
+
+        names = sorted(f.name for f in dataclasses.fields(Strategy))
+        for key, weight in value.items():
+            if key not in names:
+                raise ValueError(f"unknown strategy weight {key!r}; valid: {', '.join(names)}")
+            if not math.isfinite(weight):
+                raise ValueError(f"strategy weight {key!r} must be a finite number, got {weight!r}")
+        return value
+
     mmr_lambda: float = Field(default=0.85, ge=0.0, le=1.0)
     """Maximal marginal relevance: 1 ranks by relevance alone; lower values trade relevance for diversity."""
     mmr_pool_factor: int = Field(default=4, ge=1, le=20)

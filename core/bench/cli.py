@@ -94,6 +94,15 @@ def _add_commands(commands: Any) -> None:
     locomo = commands.add_parser("locomo", help="LoCoMo turn-level evidence retrieval (English)",
                                  description="Run systems side by side on LoCoMo conversations (locomo10.json schema).")
     _add_common(locomo, "a JSON file in the locomo10.json schema (any number of conversations)")
+    locomo.add_argument("--conversation-ids", type=_csv, default=None, metavar="ID,ID",
+                        help="use only these conversations (by sample_id, e.g. conv-26)")
+    locomo.add_argument("--folds", choices=["loco"], default=None,
+                        help="loco: choose among the --grid candidates leave-one-conversation-out and report the "
+                             "held-out results (memory-ext only; see memory_ext.bench.folds)")
+    locomo.add_argument("--grid", type=Path, default=None,
+                        help="with --folds: a JSON/YAML/TOML file {candidates: {name: partial engine config}}")
+    locomo.add_argument("--select", default="evid_recall@10",
+                        help="with --folds: the micro metric a fold maximises on its training conversations")
     locomo.set_defaults(func=run_args, bench_handler=_cmd_dataset, dataset="locomo")
 
     madial = commands.add_parser("madial", help="MADial-Bench memory recall (Chinese)",
@@ -287,6 +296,12 @@ def _cmd_dataset(args: argparse.Namespace) -> int:
         conversations = load_locomo(args.data) if args.dataset == "locomo" else load_madial(args.data)
     except DatasetError as exc:
         raise BenchUsageError(str(exc)) from None
+    ids = getattr(args, "conversation_ids", None)
+    if ids:
+        missing = sorted(set(ids) - {c.id for c in conversations})
+        if missing:
+            raise BenchUsageError(f"--conversation-ids: no conversation {', '.join(missing)} in {args.data}")
+        conversations = [c for c in conversations if c.id in ids]
     if args.conversations is not None:
         conversations = conversations[: args.conversations]
     if args.limit_questions is not None:
@@ -306,16 +321,50 @@ def _cmd_dataset(args: argparse.Namespace) -> int:
                    "ranking": list(r.ranking), "metrics": r.metrics, "latency_ms": r.latency_ms}
             sink_file.write(json.dumps(row, ensure_ascii=False) + "\n")
 
+    meta = {"data": str(args.data), "command": args._command_line,
+            "engine_config": str(args.config) if args.config else None}
     try:
+        if getattr(args, "folds", None):
+            return _run_folds(args, spec, conversations, embedder, sink, meta)
         result = run_benchmark(spec, conversations, args.systems, embedder, progress=not args.no_progress,
                                system_options=options, rankings_sink=sink, interleave=args.interleave,
-                               meta={"data": str(args.data), "command": args._command_line,
-                                     "engine_config": str(args.config) if args.config else None})
+                               meta=meta)
     finally:
         if sink_file is not None:
             sink_file.close()
     _emit(result, args)
     return _status(result)
+
+
+def _run_folds(args: argparse.Namespace, spec: Any, conversations: Any, embedder: Any, sink: Any,
+               meta: dict[str, Any]) -> int:
+    from .folds import format_folds_markdown, load_grid, run_folds
+
+    if args.grid is None:
+        raise BenchUsageError("--folds needs --grid (the candidate configurations)")
+    try:
+        grid = load_grid(args.grid)
+    except (OSError, ValueError) as exc:
+        raise BenchUsageError(str(exc)) from None
+    if len(conversations) < 2:
+        raise BenchUsageError("--folds loco needs at least two conversations")
+    base = _engine_config(args.config)
+    result = run_folds(spec, conversations, grid, embedder,
+                       base_config=base.model_dump(exclude_unset=True) if base is not None else None,
+                       metric=args.select, progress=not args.no_progress, rankings_sink=sink,
+                       meta={**meta, "grid": str(args.grid)})
+    _write_and_print(result, args, format_folds_markdown(result))
+    return EXIT_OK
+
+
+def _write_and_print(result: dict[str, Any], args: argparse.Namespace, markdown: str) -> None:
+    """``--json`` and, unless ``--quiet``, the Markdown summary on stdout."""
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    if not args.quiet:
+        sys.stdout.write(markdown)
+        sys.stdout.flush()
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
@@ -330,12 +379,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     result = run_serve(turns=args.turns, namespaces=args.namespaces, queries=args.queries, clients=args.clients,
                        ops=args.ops, write_every=args.write_every, embedder=args.embedder, seed=args.seed,
                        workdir=args.workdir, command=args._command_line)
-    if args.json is not None:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    if not args.quiet:
-        sys.stdout.write(format_serve_markdown(result))
-        sys.stdout.flush()
+    _write_and_print(result, args, format_serve_markdown(result))
     return EXIT_OK if result["concurrent"]["errors"] == 0 and result["concurrent"]["lost_writes"] == 0 \
         else EXIT_SYSTEM_FAILED
 

@@ -385,6 +385,7 @@ class MemoryExtSystem(System):
         self._config = config
         self._tmp = Path(tempfile.mkdtemp(prefix="memext-bench-"))
         self._engine: Any = None
+        self._engine_path: Any = None
         self._namespace: Any = None
         self._now: datetime | None = None
         self._search_takes_now = False
@@ -404,6 +405,7 @@ class MemoryExtSystem(System):
         if self.embedder is not None:
             kwargs["embedder"] = self.embedder
         self._engine = self._engine_cls.open(store, **kwargs)
+        self._engine_path = store
         self._search_takes_now = "now" in inspect.signature(self._engine.search).parameters
         self._namespace = self._namespace_cls(conversation_id)
         self._now = now

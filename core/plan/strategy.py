@@ -7,12 +7,13 @@ given speaker as much as half a standard deviation of evidence. Values were set 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 
 from ..models import QuestionType
 
-__all__ = ["QUESTION_TYPES", "STRATEGIES", "Strategy"]
+__all__ = ["QUESTION_TYPES", "STRATEGIES", "Strategy", "strategy_for"]
 
 QUESTION_TYPES = tuple(t.value for t in QuestionType)
 """The question types (:class:`~memory_ext.models.QuestionType`), as plain strings."""
@@ -50,3 +51,9 @@ STRATEGIES: MappingProxyType[str, Strategy] = MappingProxyType({
     "prior_assistant_response": Strategy(assistant=0.5),
     "other": _BASE,
 })
+
+
+def strategy_for(question_type: str, overrides: Mapping[str, float] | None = None) -> Strategy:
+    """The question type's strategy with ``overrides`` (``recall.strategy``) laid over it."""
+    base = STRATEGIES[question_type]
+    return replace(base, **dict(overrides)) if overrides else base

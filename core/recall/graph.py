@@ -5,7 +5,13 @@ naming entity ``e``):
 
 * **specificity** ``spec(e) = log(1 + N / df(e)) / log(1 + N)``, in (0, 1]: 1 for an entity named once, small
   for a hub such as the user's own name (an IDF, normalised so that scores of different queries compare);
-* **seeds** ``S`` = the entities the query names (:meth:`EntityGraph.entities_in`); no seed -> no hit;
+* **hubs**: an entity named by more than ``max_seed_share`` of the ``N`` records, and by at least
+  :data:`HUB_MIN_RECORDS` (a small graph has no hubs), (in a conversation, the
+  speakers themselves: each is named in most windows) is neither a seed nor reached through an edge. A hub
+  reaches nearly every record, and once the fusion standardises the channel's scores that near-constant signal
+  counts as much as a real match; who is speaking is the planner's speaker evidence, not the graph's;
+* **seeds** ``S`` = the entities the query names (:meth:`EntityGraph.entities_in`) that are not hubs; no seed ->
+  no hit;
 * **hop 0**: each seed has activation ``act(s) = w0 * spec(s)`` (``w0`` = 1);
 * **hop 1**: a neighbour ``n`` of the seeds (not itself a seed) gets
   ``act(n) = decay * sum_s act(s) * w(s, n) / max_m w(s, m)``, where ``w`` is the edge weight
@@ -37,7 +43,10 @@ from .base import Hits, RecallRequest
 if TYPE_CHECKING:
     from ..store.graph import EntityGraph, GraphSnapshot
 
-__all__ = ["GraphRecaller"]
+__all__ = ["HUB_MIN_RECORDS", "GraphRecaller"]
+
+HUB_MIN_RECORDS = 10
+"""An entity named by fewer records is never a hub, whatever its share of a small graph."""
 
 
 class GraphRecaller:
@@ -58,6 +67,7 @@ class GraphRecaller:
         max_neighbours: int = 32,
         max_postings: int = 1000,
         max_hop2_sources: int = 16,
+        max_seed_share: float = 0.2,
     ) -> None:
         graph = getattr(ctx, "graph_index", None)
         if graph is None:
@@ -71,6 +81,9 @@ class GraphRecaller:
         self.max_neighbours = int(max_neighbours)
         self.max_postings = int(max_postings)
         self.max_hop2_sources = int(max_hop2_sources)
+        if not 0.0 < max_seed_share <= 1.0:
+            raise ValueError(f"max_seed_share must be in (0, 1], got {max_seed_share!r}")
+        self.max_seed_share = float(max_seed_share)
 
     def recall(self, request: RecallRequest) -> Hits:
         """The records connected to the query's entities, scored by hop distance and edge weight.
@@ -88,6 +101,8 @@ class GraphRecaller:
         seeds = [i for i in (index.get(e) for e in self.graph.match(conn, request.ns_id, request.query,
                                                                      stats=snap.stats))
                  if i is not None]
+        hub = (snap.df > self.max_seed_share * max(snap.n_records, 1)) & (snap.df >= HUB_MIN_RECORDS)
+        seeds = [i for i in seeds if not hub[i]]
         if not seeds:
             return Hits.empty()
         n_rec = len(snap.rids)
@@ -116,7 +131,7 @@ class GraphRecaller:
         seed_idx = np.array(seeds, np.int64)
         seed_act = self.seed_weight * snap.specificity(seed_idx)
         credit(seed_idx, seed_act)
-        reached = np.zeros(snap.size, bool)
+        reached = hub.copy()  # hubs are never reached
         reached[seed_idx] = True
         hop1_idx, hop1_act = self._spread(snap, seed_idx, seed_act, reached)
         credit(hop1_idx, hop1_act * snap.specificity(hop1_idx))

@@ -3,19 +3,25 @@
 * **Score** (:func:`score_routes`): per route, :func:`memory_ext.rank.zscore.rank_turns` turns the channels'
   hits into turn scores (z-scores per channel and record kind, windows, derived records, the route's speakers,
   time filter and boosted kinds, the session prior) with the question type's strategy.
-* **Fuse** (:func:`fuse`): ``recall.fusion: zscore`` sums the routes weighted by ``EvidenceRoute.weight``;
-  ``rrf`` fuses every channel call's turn ranking by reciprocal rank, each weighted by its route's weight times
-  its channel's weight. A superseded turn lifts its successor just above itself (unless ``as_of``); then the
-  cold-tier prior: a cold turn loses ``Scope.cold_penalty`` (zscore: subtracted; rrf: its score divided by
-  ``1 + cold_penalty / 10``, about five ranks down at the top of one channel), so a strong match in the cold
+* **Fuse** (:func:`fuse`): the fusion strategy (:class:`Fusion`, one object per ``recall.fusion``, made by
+  :func:`fusion_for`) draws the pool. :class:`ZScoreFusion` sums the routes weighted by ``EvidenceRoute.weight``;
+  :class:`RRFFusion` fuses every channel call's turn ranking by reciprocal rank, each weighted by its route's
+  weight times its channel's weight. A superseded turn lifts its successor just above itself (unless ``as_of``);
+  then the cold-tier prior: a cold turn loses ``Scope.cold_penalty`` (zscore: subtracted; rrf: its score divided
+  by ``1 + cold_penalty / 10``, about five ranks down at the top of one channel), so a strong match in the cold
   tier still ranks first; the scope's ``as_of`` mask is applied last. The pool is the best ``pool_size`` turns.
+
+Everything that differs between the fusions lives in its strategy object: how a route's scores are accumulated
+(:meth:`Fusion.add_route`), how the pool is drawn (:meth:`Fusion.pool`), which score of an item the calibration
+reads (:meth:`Fusion.fused_values`) and whether the pool can be reranked and explained channel by channel
+(:attr:`Fusion.reranks`). The read pipeline holds one and never branches on the fusion's name.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -27,7 +33,8 @@ from ..store.catalog import Catalog
 from .recall import Recalled
 from .scope import Scope
 
-__all__ = ["Fused", "RouteScores", "channel_label", "fuse", "promote_successors", "score_routes"]
+__all__ = ["FUSIONS", "Fused", "Fusion", "RRFFusion", "RouteScores", "ZScoreFusion", "channel_label", "fuse",
+           "fusion_for", "promote_successors", "score_routes"]
 
 
 def channel_label(channel: str, route: EvidenceRoute) -> str:
@@ -53,13 +60,11 @@ class RouteScores:
 
 def score_routes(cat: Catalog, plan: SearchPlan, recalled: Recalled, *, strategy: Strategy,
                  weights: Mapping[str, float], scope: Scope, channel_kinds: Mapping[str, np.ndarray],
-                 fusion: str, limit: int) -> RouteScores:
-    """Score every route of ``plan`` over the catalog (routes without hits are left out)."""
-    total = np.zeros(len(cat))
-    per_route: dict[str, TurnScores] = {}
-    routes: dict[str, EvidenceRoute] = {}
-    rrf_parts: dict[str, list[int]] = {}
-    part_weights: dict[str, tuple[str, float]] = {}
+                 fusion: Fusion | str, limit: int) -> RouteScores:
+    """Score every route of ``plan`` over the catalog (routes without hits are left out); ``fusion`` (a
+    :class:`Fusion` or its name) accumulates them."""
+    fusion = fusion_for(fusion)
+    scored = RouteScores(per_route={}, routes={}, total=np.zeros(len(cat)))
     for r_index, route in enumerate(plan.routes):
         hits = recalled.route_hits[r_index]
         if not hits:
@@ -68,20 +73,10 @@ def score_routes(cat: Catalog, plan: SearchPlan, recalled: Recalled, *, strategy
         scores = rank_turns(cat, hits, weights, strategy, allowed=scope.allowed, speakers=list(route.speakers),
                             time_span=span, assistant_roles=cat.assistant,
                             bonus_kinds=[kind.value for kind in route.boost_kinds], channel_kinds=channel_kinds)
-        per_route[route.name] = scores
-        routes[route.name] = route
-        if fusion == "zscore":
-            total += route.weight * scores.total
-        else:
-            rankable = np.isfinite(scores.total) & (scope.flags if scope.flags is not None else True)
-            for ch, raw in scores.channel_raw.items():
-                order = np.flatnonzero(rankable)[np.argsort(-raw[rankable], kind="stable")]
-                order = order[raw[order] > 0][:limit]
-                label = channel_label(ch, route)
-                rrf_parts[label] = cat.rids[order].tolist()
-                part_weights[label] = (ch, route.weight)
-    return RouteScores(per_route=per_route, routes=routes, total=total, rrf_parts=rrf_parts,
-                       rrf_part_weights=part_weights)
+        scored.per_route[route.name] = scores
+        scored.routes[route.name] = route
+        fusion.add_route(scored, cat, route, scores, scope=scope, limit=limit)
+    return scored
 
 
 def promote_successors(cat: Catalog, total: np.ndarray, allowed: np.ndarray | None) -> dict[int, str]:
@@ -115,20 +110,100 @@ class Fused:
     details: dict[int, dict[str, Any]] = field(default_factory=dict)
 
 
-def fuse(cat: Catalog, scored: RouteScores, scope: Scope, *, fusion: str, rrf_k: int,
+def fuse(cat: Catalog, scored: RouteScores, scope: Scope, *, fusion: Fusion | str, rrf_k: int = 60,
          weights: Mapping[str, float], pool_size: int, as_of: float | None) -> Fused:
-    """Fuse the routes into one score per turn and draw the pool (see the module docstring)."""
+    """Fuse the routes into one score per turn and draw the pool (see the module docstring); ``fusion`` is a
+    :class:`Fusion` or its name (``rrf_k`` serves a name only)."""
+    fusion = fusion_for(fusion, rrf_k=rrf_k)
     total = scored.total.copy()
     supersedes = promote_successors(cat, total, scope.flags) if as_of is None else {}
     cold = cat.cold if scope.cold_penalty > 0 and cat.cold.any() else None
-    if cold is not None and fusion != "rrf":
-        total[cold] -= scope.cold_penalty
-    if scope.flags is not None:
-        total[~scope.flags] = -np.inf
-    if fusion == "rrf":
+    return fusion.pool(cat, scored, scope, total, supersedes=supersedes, cold=cold, weights=weights,
+                       pool_size=pool_size)
+
+
+class Fusion:
+    """How the routes' turn scores become one pool (``recall.fusion``); see the module docstring."""
+
+    name: ClassVar[str]
+    reranks: ClassVar[bool]
+    """Whether a reranker may reorder the pool and ``explain`` breaks it down by channel z-scores."""
+
+    def add_route(self, scored: RouteScores, cat: Catalog, route: EvidenceRoute, scores: TurnScores, *,
+                  scope: Scope, limit: int) -> None:
+        """Accumulate one route's scores into ``scored`` (in place)."""
+        raise NotImplementedError
+
+    def pool(self, cat: Catalog, scored: RouteScores, scope: Scope, total: np.ndarray, *,
+             supersedes: dict[int, str], cold: np.ndarray | None, weights: Mapping[str, float],
+             pool_size: int) -> Fused:
+        """The best ``pool_size`` turns (``total``: the routes' sum with successors lifted, a copy to change)."""
+        raise NotImplementedError
+
+    def fused_values(self, cat: Catalog, total: np.ndarray, rids: Sequence[int], pool_rids: Sequence[int],
+                     pool_scores: Sequence[float], scored: RouteScores,
+                     weights: Mapping[str, float]) -> tuple[list[float], float]:
+        """Each returned item's fused score and the highest score one turn can have (what calibration reads:
+        :func:`memory_ext.rank.calibration.bounded_scores`)."""
+        raise NotImplementedError
+
+
+class ZScoreFusion(Fusion):
+    """Standardised score fusion: the routes' turn scores summed, weighted by ``EvidenceRoute.weight``."""
+
+    name = "zscore"
+    reranks = True
+
+    def add_route(self, scored: RouteScores, cat: Catalog, route: EvidenceRoute, scores: TurnScores, *,
+                  scope: Scope, limit: int) -> None:
+        scored.total[:] += route.weight * scores.total
+
+    def pool(self, cat: Catalog, scored: RouteScores, scope: Scope, total: np.ndarray, *,
+             supersedes: dict[int, str], cold: np.ndarray | None, weights: Mapping[str, float],
+             pool_size: int) -> Fused:
+        if cold is not None:
+            total[cold] -= scope.cold_penalty
+        if scope.flags is not None:
+            total[~scope.flags] = -np.inf
+        finite = np.flatnonzero(np.isfinite(total))
+        ordered = finite[np.lexsort((cat.rids[finite], -total[finite]))]
+        top = ordered[:pool_size]
+        return Fused(total=total, rids=cat.rids[top].tolist(), scores=total[top].tolist(), ordered=ordered,
+                     supersedes=supersedes)
+
+    def fused_values(self, cat: Catalog, total: np.ndarray, rids: Sequence[int], pool_rids: Sequence[int],
+                     pool_scores: Sequence[float], scored: RouteScores,
+                     weights: Mapping[str, float]) -> tuple[list[float], float]:
+        pos = cat.pos_of(np.asarray(rids, np.int64))
+        return [float(total[p]) if p >= 0 else -np.inf for p in pos], 1.0
+
+
+@dataclass(frozen=True)
+class RRFFusion(Fusion):
+    """Reciprocal rank fusion of every channel call's turn ranking (``recall.rrf_k``)."""
+
+    rrf_k: int = 60
+    name: ClassVar[str] = "rrf"
+    reranks: ClassVar[bool] = False
+
+    def add_route(self, scored: RouteScores, cat: Catalog, route: EvidenceRoute, scores: TurnScores, *,
+                  scope: Scope, limit: int) -> None:
+        rankable = np.isfinite(scores.total) & (scope.flags if scope.flags is not None else True)
+        for ch, raw in scores.channel_raw.items():
+            order = np.flatnonzero(rankable)[np.argsort(-raw[rankable], kind="stable")]
+            order = order[raw[order] > 0][:limit]
+            label = channel_label(ch, route)
+            scored.rrf_parts[label] = cat.rids[order].tolist()
+            scored.rrf_part_weights[label] = (ch, route.weight)
+
+    def pool(self, cat: Catalog, scored: RouteScores, scope: Scope, total: np.ndarray, *,
+             supersedes: dict[int, str], cold: np.ndarray | None, weights: Mapping[str, float],
+             pool_size: int) -> Fused:
+        if scope.flags is not None:
+            total[~scope.flags] = -np.inf
         rrf_weights = {name: route_weight * weights.get(channel, 1.0)
                        for name, (channel, route_weight) in scored.rrf_part_weights.items()}
-        items = rrf(scored.rrf_parts, k=rrf_k, weights=rrf_weights)
+        items = rrf(scored.rrf_parts, k=self.rrf_k, weights=rrf_weights)
         rids = [int(f.id) for f in items]  # type: ignore[call-overload]
         scores = [f.score for f in items]
         if cold is not None and rids:
@@ -137,12 +212,30 @@ def fuse(cat: Catalog, scored: RouteScores, scope: Scope, *, fusion: str, rrf_k:
             order = sorted(range(len(rids)), key=lambda i: -scores[i])  # stable: ties keep the rrf order
             items, rids, scores = [items[i] for i in order], [rids[i] for i in order], [scores[i] for i in order]
         items, rids, scores = items[:pool_size], rids[:pool_size], scores[:pool_size]
-        details = {rid: {"fusion": "rrf", "rrf_k": rrf_k,
+        details = {rid: {"fusion": "rrf", "rrf_k": self.rrf_k,
                          "channels": {c: {"rank": r, "contribution": v} for c, (r, v) in f.contributions.items()}}
                    for rid, f in zip(rids, items, strict=True)}
         return Fused(total=total, rids=rids, scores=scores, supersedes=supersedes, details=details)
-    finite = np.flatnonzero(np.isfinite(total))
-    ordered = finite[np.lexsort((cat.rids[finite], -total[finite]))]
-    top = ordered[:pool_size]
-    return Fused(total=total, rids=cat.rids[top].tolist(), scores=total[top].tolist(), ordered=ordered,
-                 supersedes=supersedes)
+
+    def fused_values(self, cat: Catalog, total: np.ndarray, rids: Sequence[int], pool_rids: Sequence[int],
+                     pool_scores: Sequence[float], scored: RouteScores,
+                     weights: Mapping[str, float]) -> tuple[list[float], float]:
+        score_of = dict(zip(pool_rids, pool_scores, strict=True))
+        best = sum(route_weight * weights.get(channel, 1.0) / (self.rrf_k + 1)
+                   for channel, route_weight in scored.rrf_part_weights.values())
+        return [float(score_of[r]) for r in rids], best
+
+
+FUSIONS: Mapping[str, type[Fusion]] = {"zscore": ZScoreFusion, "rrf": RRFFusion}
+"""The fusion strategy of each ``recall.fusion`` value."""
+
+
+def fusion_for(fusion: Fusion | str, *, rrf_k: int = 60) -> Fusion:
+    """The strategy object of ``recall.fusion`` (an object is returned as it is)."""
+    if isinstance(fusion, Fusion):
+        return fusion
+    if fusion == "rrf":
+        return RRFFusion(rrf_k=rrf_k)
+    if fusion == "zscore":
+        return ZScoreFusion()
+    raise ValueError(f"unknown fusion {fusion!r}; valid: {', '.join(FUSIONS)}")

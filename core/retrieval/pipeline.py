@@ -18,7 +18,7 @@ from ..config import EngineConfig
 from ..models import ActionState, ChannelError, Namespace, RetrievedItem, SearchResult
 from ..plan.heuristic import plan_search
 from ..plan.llm_planner import Planner
-from ..plan.strategy import STRATEGIES
+from ..plan.strategy import strategy_for
 from ..rank.calibration import bounded_scores
 from ..rank.rerank import Reranker
 from ..recall.channels import ChannelSet
@@ -28,7 +28,7 @@ from ..store.sqlite import TruthStore
 from ..store.vector import VectorIndex
 from .context import render_context
 from .explain import build_trace, channel_ranks, zscore_details
-from .fuse import RouteScores, fuse, score_routes
+from .fuse import Fusion, RouteScores, fuse, fusion_for, score_routes
 from .hydrate import Hydrated, hydrate
 from .recall import plan_calls, recall
 from .request import SearchRequest, parse_request
@@ -67,6 +67,7 @@ class ReadPipeline:
         self.vector_index = vector_index
         self.evidence_index = evidence_index
         self.embedder_warning = embedder_warning
+        self.fusion: Fusion = fusion_for(config.recall.fusion, rrf_k=config.recall.rrf_k)
 
     def search(self, query: str, namespace: Namespace | str, *, k: int = 10,
                filters: Mapping[str, Any] | None = None,
@@ -84,18 +85,10 @@ class ReadPipeline:
                  pool_rids: Sequence[int], scored: RouteScores, request: SearchRequest, *,
                  cold_penalty: float) -> list[RetrievedItem]:
         """The items with ``score`` = their bounded relevance (:mod:`memory_ext.rank.calibration`)."""
-        cfg = self.config.recall
-        if cfg.fusion == "rrf":
-            score_of = dict(zip(pool_rids, pool_scores, strict=True))
-            fused_values = [float(score_of[r]) for r in hydrated.rids]
-            rrf_max = sum(route_weight * cfg.channel_weights.get(channel, 1.0) / (cfg.rrf_k + 1)
-                          for channel, route_weight in scored.rrf_part_weights.values())
-        else:
-            pos = cat.pos_of(np.asarray(hydrated.rids, np.int64))
-            fused_values = [float(total[p]) if p >= 0 else -np.inf for p in pos]
-            rrf_max = 1.0
+        fused_values, best = self.fusion.fused_values(cat, total, hydrated.rids, pool_rids, pool_scores, scored,
+                                                      self.config.recall.channel_weights)
         bounded = bounded_scores(fused_values, texts=[i.text for i in hydrated.items], query=request.query,
-                                 fusion=cfg.fusion, rrf_max=rrf_max)
+                                 fusion=self.fusion.name, rrf_max=best)
         out = []
         for rid, item, fused_value, score in zip(hydrated.rids, hydrated.items, fused_values, bounded, strict=True):
             update: dict[str, Any] = {"score": score}
@@ -148,14 +141,15 @@ class ReadPipeline:
         t_rank = time.perf_counter()
         weights = cfg.channel_weights
         pool_size = k if cfg.mmr_lambda >= 1.0 else k * cfg.mmr_pool_factor
-        scored = score_routes(cat, plan, recalled, strategy=STRATEGIES[plan.question_type], weights=weights,
-                              scope=scope, channel_kinds=calls.channel_kinds, fusion=cfg.fusion, limit=limit)
-        fused = fuse(cat, scored, scope, fusion=cfg.fusion, rrf_k=cfg.rrf_k, weights=weights,
-                     pool_size=pool_size, as_of=request.as_of)
+        strategy = strategy_for(plan.question_type, cfg.strategy)
+        scored = score_routes(cat, plan, recalled, strategy=strategy, weights=weights, scope=scope,
+                              channel_kinds=calls.channel_kinds, fusion=self.fusion, limit=limit)
+        fused = fuse(cat, scored, scope, fusion=self.fusion, weights=weights, pool_size=pool_size,
+                     as_of=request.as_of)
         pool_rids, pool_scores = fused.rids, fused.scores
         details = {rid: dict(parts) for rid, parts in fused.details.items()}
         rerank_ms: float | None = None
-        if cfg.fusion != "rrf":
+        if self.fusion.reranks:
             # rerank
             reranked: dict[int, dict[str, float]] = {}
             if self.reranker is not None and pool_rids:

@@ -61,7 +61,7 @@ def quotas_and_budget(cat: Catalog, order: list[int], per_route: Mapping[str, Tu
     if episode_budget:
         pos = cat.pos_of(np.asarray(order, np.int64))
         episode_of = {r: int(cat.session[p]) for r, p in zip(order, pos, strict=True) if p >= 0}
-        order = apply_episode_budget(order, episode_of, budget=episode_budget, k=len(order))  # type: ignore[arg-type]
+        order = apply_episode_budget(order, episode_of, budget=episode_budget, k=k)  # type: ignore[arg-type]
     route_best: dict[str, list[int]] = {}
     if route_quota and len(per_route) > 1:
         returnable = np.isfinite(total)

@@ -195,3 +195,54 @@ def test_explain_is_assembled_from_the_route_scores() -> None:
     assert parts["routes"]["query"]["route_score"] == pytest.approx(float(scored.per_route["query"].total[0]))
     ranks = channel_ranks(cat, scored, CHANNEL_SPECS, [1, 3])
     assert ranks == {1: {"keyword": 1}, 3: {"keyword@action": 1}}  # keyword lists matches only
+
+
+def test_episode_budget_reaches_the_k_returned() -> None:
+    """At most ``episode_budget`` of the k items come from one session while other sessions have candidates."""
+    cat = catalog(["a", "a", "a", "b", "c"])
+    plan = SearchPlan(routes=(MAIN,))
+    scored = score_routes(cat, plan, recalled({"keyword": hits({1: 5.0, 2: 4.0, 3: 3.0, 4: 2.0, 5: 1.0})}),
+                          strategy=PLAIN, weights={}, scope=Scope(), channel_kinds={}, fusion="zscore", limit=10)
+    order = [1, 2, 3, 4, 5]
+    one = quotas_and_budget(cat, order, scored.per_route, scored.routes, scored.total, 3, episode_budget=1,
+                            route_quota=1)
+    assert one == [1, 4, 5]
+    two = quotas_and_budget(cat, order, scored.per_route, scored.routes, scored.total, 4, episode_budget=2,
+                            route_quota=1)
+    assert two == [1, 2, 4, 5]
+    # too few sessions: the over-budget items fill the rest in rank order
+    assert quotas_and_budget(cat, [1, 2, 3], scored.per_route, scored.routes, scored.total, 3, episode_budget=1,
+                             route_quota=1) == [1, 2, 3]
+
+
+def test_strategy_overrides_apply_to_every_question_type() -> None:
+    from memory_ext.errors import ConfigError
+    from memory_ext.plan.strategy import STRATEGIES, strategy_for
+
+    overrides = EngineConfig.from_dict({"recall": {"strategy": {"speaker": 2.0}}}).recall.strategy
+    assert strategy_for("temporal", overrides).speaker == 2.0
+    assert strategy_for("temporal", overrides).time == STRATEGIES["temporal"].time  # the rest is the type's own
+    assert strategy_for("single", {}) is STRATEGIES["single"]
+    with pytest.raises(ConfigError, match="speakers"):
+        EngineConfig.from_dict({"recall": {"strategy": {"speakers": 2.0}}})
+
+
+def test_the_fusion_is_one_strategy_object() -> None:
+    from memory_ext.retrieval.fuse import RRFFusion, ZScoreFusion, fusion_for
+
+    rrf = fusion_for("rrf", rrf_k=10)
+    assert isinstance(rrf, RRFFusion) and rrf.rrf_k == 10 and not rrf.reranks
+    assert isinstance(fusion_for("zscore"), ZScoreFusion) and fusion_for("zscore").reranks
+    assert fusion_for(rrf) is rrf
+    with pytest.raises(ValueError, match="zscore"):
+        fusion_for("borda")
+    # the object and its name fuse alike; a smaller rrf_k weighs the first ranks more
+    cat = catalog(["s1", "s1", "s2"])
+    route_hits = {"keyword": hits({1: 3.0, 2: 2.0, 3: 1.0}), "vector": hits({3: 0.9, 2: 0.8, 1: 0.1})}
+    by_name = score_routes(cat, SearchPlan(routes=(MAIN,)), recalled(route_hits), strategy=PLAIN, weights={},
+                           scope=Scope(), channel_kinds={}, fusion="rrf", limit=10)
+    by_object = score_routes(cat, SearchPlan(routes=(MAIN,)), recalled(route_hits), strategy=PLAIN, weights={},
+                             scope=Scope(), channel_kinds={}, fusion=rrf, limit=10)
+    assert by_name.rrf_parts == by_object.rrf_parts == {"keyword": [1, 2, 3], "vector": [3, 2, 1]}
+    pooled = fuse(cat, by_object, Scope(), fusion=rrf, weights={"vector": 2.0}, pool_size=3, as_of=None)
+    assert pooled.rids[0] == 3 and pooled.details[3]["rrf_k"] == 10
