@@ -25,8 +25,6 @@ truncates the write-ahead log, then zeroes the unallocated space of every page
 from __future__ import annotations
 
 import contextlib
-import functools
-import json
 import os
 import shutil
 import sqlite3
@@ -34,29 +32,22 @@ import threading
 import time
 import uuid
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from ..errors import (
     ConfigError,
     CorruptStoreError,
-    EmbedderMismatchError,
     ReadOnlyStoreError,
     SchemaVersionError,
     StoreError,
     StoreLockedError,
 )
-from ..models import Turn
-from ..validate import stored_json
-from .filters import RecordFilter, filter_sql
-from .items import ItemTables
-from .snapshots import chunks, marks
+from .interface import Connection
+from .repos import MetaRepo, QueueRepo, RecordRepo, TurnRepo, VersionRepo
+from .rows import RecordRow, TurnRow
 from .sqlite_scrub import scrub
 
 __all__ = ["DB_FILE", "DURABILITY", "SCHEMA_VERSION", "RecordRow", "TruthStore", "TurnRow"]
@@ -195,14 +186,14 @@ class _ReaderCursor(sqlite3.Cursor):
         return row
 
 
-def _run_script(conn: sqlite3.Connection, script: str) -> None:
+def _run_script(conn: Connection, script: str) -> None:
     """Execute ``;``-separated DDL inside the caller's transaction (``executescript`` would commit it)."""
     for statement in script.split(";"):
         if statement.strip():
             conn.execute(statement)
 
 
-def _v1(conn: sqlite3.Connection) -> None:
+def _v1(conn: Connection) -> None:
     _run_script(
         conn,
         """
@@ -273,7 +264,7 @@ def _v1(conn: sqlite3.Connection) -> None:
     )
 
 
-def _v2(conn: sqlite3.Connection) -> None:
+def _v2(conn: Connection) -> None:
     """Records point at the turn record they are anchored to (a window at its centre turn)."""
     conn.execute("ALTER TABLE records ADD COLUMN anchor_rid INTEGER")
     conn.execute("UPDATE records SET anchor_rid = rid WHERE kind = 'turn'")
@@ -282,7 +273,7 @@ def _v2(conn: sqlite3.Connection) -> None:
                  " AND r.kind = 'turn' AND r.turn_ids = json_array(turns.id))")
 
 
-def _v3(conn: sqlite3.Connection) -> None:
+def _v3(conn: Connection) -> None:
     """The lifecycle: memory files with their index hooks, file membership, cold tier, claims for supersession."""
     _run_script(
         conn,
@@ -345,7 +336,7 @@ def _v3(conn: sqlite3.Connection) -> None:
     )
 
 
-def _v4(conn: sqlite3.Connection) -> None:
+def _v4(conn: Connection) -> None:
     """Memory versions: records replaced by an update (hidden from default searches, reachable with ``as_of``),
     the history of updates and deletes, dedup lookups by (namespace, external id), and the indexes that keep a
     delete proportional to what it removes (records by anchor, by what superseded them)."""
@@ -371,7 +362,7 @@ def _v4(conn: sqlite3.Connection) -> None:
     )
 
 
-def _v5(conn: sqlite3.Connection) -> None:
+def _v5(conn: Connection) -> None:
     """Key/value items (the LangGraph store's) in the truth store: :mod:`memory_ext.store.items`."""
     from .items import create_item_schema
 
@@ -381,49 +372,6 @@ def _v5(conn: sqlite3.Connection) -> None:
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3, _v4, _v5]
 """MIGRATIONS[i] upgrades a store from schema version i to i + 1. Append, never edit."""
 SCHEMA_VERSION = len(MIGRATIONS)
-
-
-@dataclass(frozen=True, slots=True)
-class TurnRow:
-    """A stored turn, as the engine reads it back."""
-
-    tid: int
-    id: str
-    seq: int
-    session_id: str | None
-    role: str
-    speaker: str | None
-    content: str
-    ts: float | None
-    external_id: str | None
-    tool_calls: list[dict[str, Any]]
-    attachments: list[dict[str, Any]]
-    metadata: dict[str, Any]
-    token_count: int
-    record_rid: int | None = None
-    """The rid of the turn's own record (its position in the catalog decides whether a search may show it)."""
-
-    def to_turn(self) -> Turn:
-        """The public :class:`~memory_ext.models.Turn` of this row."""
-        return Turn(role=self.role, content=self.content, speaker=self.speaker, session_id=self.session_id,
-                    timestamp=datetime.fromtimestamp(self.ts, UTC) if self.ts is not None else None,
-                    external_id=self.external_id, tool_calls=tuple(self.tool_calls),
-                    attachments=tuple(self.attachments), metadata=self.metadata, id=self.id)
-
-
-@dataclass(frozen=True, slots=True)
-class RecordRow:
-    """A stored record, as the read path needs it."""
-
-    rid: int
-    id: str
-    kind: str
-    text: str
-    turn_ids: list[str]
-    source_role: str | None
-    speaker: str | None
-    session_id: str | None
-    ref_ts: float | None
 
 
 def _lock_holder(path: Path) -> str:
@@ -486,7 +434,7 @@ def check_embedder_shape(embedder: Any) -> None:
                                                "vector dimension as a positive integer")
 
 
-class TruthStore:
+class TruthStore(QueueRepo, VersionRepo, RecordRepo, TurnRepo, MetaRepo):
     """SQLite truth store of one directory. Use through :class:`memory_ext.MemoryEngine`.
 
     A directory it creates gets ``dir_mode`` (default ``0o700``) and the database ``file_mode`` (``0o600``).
@@ -634,7 +582,7 @@ class TruthStore:
         return conn
 
     @contextmanager
-    def transaction(self, operation: str) -> Iterator[sqlite3.Connection]:
+    def transaction(self, operation: str) -> Iterator[Connection]:
         """One write transaction on the writer connection; rolled back whole on any error."""
         if self._writer is None:
             raise ReadOnlyStoreError(operation)
@@ -671,13 +619,7 @@ class TruthStore:
                     if operation == "forget":
                         self._scrub_pending = self._purge_pending = True
                     self._scrub_mark_done = False
-                callbacks, self._after_commit = self._after_commit, None
-                for callback in callbacks:  # e.g. Chroma deletions: only once the truth store has committed
-                    try:
-                        callback()
-                    except Exception as exc:  # noqa: BLE001  the commit stands; the index is repaired at the next open
-                        warnings.warn(f"after-commit step of {operation!r} failed ({type(exc).__name__}: {exc}); "
-                                      "the next open repairs the derived index", RuntimeWarning, stacklevel=3)
+                self._run_after_commit(operation)
                 if self.purge_pending:  # an earlier forget could not finish its on-disk purge: try again
                     self.purge()
 
@@ -685,27 +627,6 @@ class TruthStore:
         """The write lock for a write of one namespace: on SQLite the store's one write lock (a PostgreSQL store
         lets writers of different namespaces proceed side by side)."""
         return self.write_lock
-
-    def after_commit(self, callback: Callable[[], None]) -> None:
-        """Run ``callback`` once the current write transaction has committed (dropped if it rolls back).
-
-        Derived stores outside SQLite (Chroma) delete through this: a crash before the commit leaves them
-        untouched, a crash after it leaves extra entries that the next open removes — never a record whose
-        vector is gone.
-        """
-        if self._after_commit is None:
-            raise StoreError("after_commit: no write transaction is open")
-        self._after_commit.append(callback)
-
-    @property
-    def purge_pending(self) -> bool:
-        """True while forgotten bytes may still be in the write-ahead log or in unallocated database space."""
-        return self._purge_pending
-
-    @property
-    def pending_targets(self) -> tuple[str, ...]:
-        """The files that may still hold forgotten bytes while :attr:`purge_pending` (relative to the store)."""
-        return getattr(self, "_pending_targets", ()) if self._purge_pending else ()
 
     def purge(self, *, wait_s: float = 0.0) -> bool:
         """Remove every byte of forgotten data from the store's files; True when that completed.
@@ -774,10 +695,6 @@ class TruthStore:
         self._scrub_pending, self._scrub_mark_done = False, True
         return True
 
-    def checkpoint(self) -> bool:
-        """Alias of :meth:`purge` (non-blocking); True when the log was truncated."""
-        return self.purge()
-
     def close(self) -> None:
         """Close every connection and release the writer lock. A read connection whose statement is still
         running (a channel call abandoned at its timeout) is waited for at most ``READER_CLOSE_WAIT_S`` in all,
@@ -830,7 +747,7 @@ class TruthStore:
 
     # -- schema --------------------------------------------------------------------------------------------
     @staticmethod
-    def _schema_version(conn: sqlite3.Connection) -> int:
+    def _schema_version(conn: Connection) -> int:
         row = conn.execute("SELECT name FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
         if row is None:
             return 0
@@ -853,598 +770,13 @@ class TruthStore:
                 raise
             conn.execute("COMMIT")
 
-    def add_schema(self, create: Callable[[sqlite3.Connection], None]) -> None:
+    def add_schema(self, create: Callable[[Connection], None]) -> None:
         """Let an index create its own tables (idempotent ``CREATE ... IF NOT EXISTS``)."""
         if self._writer is None:
             return
         with self.transaction("create index schema") as conn:
             create(conn)
 
-    @functools.cached_property
-    def items(self) -> ItemTables:
-        """The statements on key/value items (:mod:`memory_ext.store.items`)."""
-        return ItemTables(self.dialect)
-
-    # -- meta ------------------------------------------------------------------------------------------------
-    @property
-    def store_id(self) -> str:
-        """A random id made when the store was created; it keys derived indexes shared between stores."""
-        value = self.get_meta("store_id")
-        if value is None:
-            raise StoreError(f"store {str(self.directory)!r} has no store_id: open it once without read_only")
-        return value
-
-    def get_meta(self, key: str) -> str | None:
-        row = self.reader().execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
-        return row[0] if row else None
-
-    def check_embedder(self, embedder_id: str) -> bool:
-        """Raise if the store was indexed with another embedder; True when the store has no vectors yet."""
-        stored = self.get_meta("embedder_id")
-        if stored is not None and stored != embedder_id:
-            raise EmbedderMismatchError(stored, embedder_id)
-        return stored is None
-
-    @staticmethod
-    def set_meta(conn: sqlite3.Connection, key: str, value: str) -> None:
-        conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)", (key, value))
-
-    @staticmethod
-    def delete_meta(conn: sqlite3.Connection, key: str) -> None:
-        conn.execute("DELETE FROM meta WHERE key=?", (key,))
-
-    # -- namespaces ----------------------------------------------------------------------------------------
-    def find_namespace(self, key: tuple[str, str]) -> int | None:
-        return self.namespace_id(self.reader(), key)
-
-    @staticmethod
-    def namespace_id(conn: sqlite3.Connection, key: tuple[str, str]) -> int | None:
-        """The row id of namespace ``(user_id, agent_id)`` as ``conn`` sees it (None: not stored)."""
-        row = conn.execute("SELECT ns_id FROM namespaces WHERE user_id=? AND agent_id=?", key).fetchone()
-        return int(row[0]) if row else None
-
-    @staticmethod
-    def ensure_namespace(conn: sqlite3.Connection, key: tuple[str, str]) -> int:
-        row = conn.execute("SELECT ns_id FROM namespaces WHERE user_id=? AND agent_id=?", key).fetchone()
-        if row:
-            return int(row[0])
-        cur = conn.execute("INSERT INTO namespaces(user_id, agent_id, created_at) VALUES(?, ?, ?)",
-                           (*key, time.time()))
-        assert cur.lastrowid is not None
-        return cur.lastrowid
-
-    def namespaces(self) -> list[tuple[int, str, str]]:
-        return [(int(r[0]), r[1], r[2]) for r in
-                self.reader().execute("SELECT ns_id, user_id, agent_id FROM namespaces ORDER BY ns_id")]
-
-    # -- writes (inside a transaction) ---------------------------------------------------------------------
-    @staticmethod
-    def next_seq(conn: sqlite3.Connection, ns_id: int) -> int:
-        row = conn.execute("SELECT COALESCE(MAX(seq), -1) FROM turns WHERE ns_id=?", (ns_id,)).fetchone()
-        return int(row[0]) + 1
-
-    @staticmethod
-    def insert_turns(conn: sqlite3.Connection, ns_id: int, rows: Sequence[dict[str, Any]]) -> None:
-        now = time.time()
-        conn.executemany(
-            "INSERT INTO turns(id, ns_id, seq, session_id, role, speaker, content, ts, external_id, tool_calls,"
-            " attachments, metadata, token_count, created_at) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            [(r["id"], ns_id, r["seq"], r["session_id"], r["role"], r["speaker"], r["content"], r["ts"],
-              r["external_id"], json.dumps(r["tool_calls"], default=str),
-              json.dumps(r["attachments"], default=str), json.dumps(r["metadata"], default=str),
-              r["token_count"], now) for r in rows],
-        )
-
-    @staticmethod
-    def insert_records(conn: sqlite3.Connection, ns_id: int, rows: Sequence[dict[str, Any]],
-                       anchor_rids: Sequence[int | None] | None = None) -> list[int]:
-        """Insert records; returns their rids in order. ``anchor_rids``: the turn record each row is evidence for
-        (a turn record is its own anchor)."""
-        now = time.time()
-        rids = []
-        anchors = anchor_rids if anchor_rids is not None else [None] * len(rows)
-        for r, anchor in zip(rows, anchors, strict=True):
-            cur = conn.execute(
-                "INSERT INTO records(id, ns_id, kind, text, index_text, l0, l1, entities, tags, ref_ts, turn_ids,"
-                " source_role, speaker, session_id, importance, anchor_rid, created_at, updated_at)"
-                " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (r["id"], ns_id, r["kind"], r["text"], r["index_text"], r.get("l0"), r.get("l1"),
-                 json.dumps(r.get("entities", [])), json.dumps(r.get("tags", [])), r.get("ref_ts"),
-                 json.dumps(r["turn_ids"]), r.get("source_role"), r.get("speaker"), r.get("session_id"),
-                 r.get("importance", 0.5), anchor, now, now),
-            )
-            assert cur.lastrowid is not None
-            rid = cur.lastrowid
-            if r["kind"] == "turn":
-                conn.execute("UPDATE records SET anchor_rid=? WHERE rid=?", (rid, rid))
-            if r["kind"] == "turn" and r["turn_ids"]:
-                conn.execute("UPDATE turns SET record_rid=? WHERE ns_id=? AND id=?", (rid, ns_id, r["turn_ids"][0]))
-            rids.append(rid)
-        return rids
-
-    def insert_embeddings(self, conn: sqlite3.Connection, ns_id: int, rids: Sequence[int], vectors: np.ndarray,
-                          embedder_id: str) -> None:
-        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-        dim = int(vectors.shape[1])
-        if self.get_meta("embedder_id") is None:
-            self.set_meta(conn, "embedder_id", embedder_id)
-            self.set_meta(conn, "embedder_dim", str(dim))
-        conn.executemany(
-            "INSERT OR REPLACE INTO embeddings(rid, ns_id, embedder_id, dim, vector) VALUES(?,?,?,?,?)",
-            [(rid, ns_id, embedder_id, dim, vectors[i].tobytes()) for i, rid in enumerate(rids)],
-        )
-
-    @staticmethod
-    def tail_turns(conn: sqlite3.Connection, ns_id: int, n: int = 2) -> list[dict[str, Any]]:
-        """The namespace's last ``n`` turns (oldest first), with the rid of each one's turn record."""
-        rows = conn.execute(
-            "SELECT id, session_id, speaker, content, ts, tool_calls, record_rid, role, attachments, metadata"
-            " FROM turns"
-            " WHERE ns_id=? ORDER BY seq DESC LIMIT ?", (ns_id, n)).fetchall()
-        return [{"id": r[0], "session_id": r[1], "speaker": r[2], "content": r[3], "ts": r[4],
-                 "tool_calls": stored_json(r[5], list), "rid": int(r[6]), "role": r[7],
-                 "attachments": stored_json(r[8], list), "metadata": stored_json(r[9], dict)} for r in reversed(rows)]
-
-    # -- reads -------------------------------------------------------------------------------------------------
-    def records_by_rid(self, ns_id: int, rids: Sequence[int]) -> dict[int, RecordRow]:
-        out: dict[int, RecordRow] = {}
-        conn = self.reader()
-        for chunk in chunks(list(rids)):
-            for r in conn.execute(
-                f"SELECT rid, id, kind, text, turn_ids, source_role, speaker, session_id, ref_ts FROM records"
-                f" WHERE +ns_id=? AND rid IN {marks(len(chunk))}", (ns_id, *chunk)):
-                out[int(r[0])] = RecordRow(int(r[0]), r[1], r[2], r[3], json.loads(r[4]), r[5], r[6], r[7], r[8])
-        return out
-
-    def vectors_by_rid(self, ns_id: int, rids: Sequence[int]) -> dict[int, np.ndarray]:
-        """Stored vectors of the given records of one namespace (damaged blobs are left out)."""
-        out: dict[int, np.ndarray] = {}
-        for chunk in chunks(list(rids)):
-            rows = self.reader().execute(
-                f"SELECT rid, vector, dim FROM embeddings WHERE +ns_id=? AND rid IN {marks(len(chunk))}",
-                (ns_id, *chunk))
-            # a damaged blob (not dim float32 values) is skipped: callers fall back as for a missing vector
-            out.update((int(r[0]), np.frombuffer(r[1], dtype=np.float32)) for r in rows
-                       if isinstance(r[1], bytes) and len(r[1]) == 4 * int(r[2]))
-        return out
-
-    def turns_by_id(self, ns_id: int, turn_ids: Iterable[str]) -> dict[str, TurnRow]:
-        out: dict[str, TurnRow] = {}
-        conn = self.reader()
-        for chunk in chunks(list(dict.fromkeys(turn_ids))):
-            for r in conn.execute(f"SELECT {_TURN_COLS} FROM turns WHERE +ns_id=? AND id IN {marks(len(chunk))}",
-                                  (ns_id, *chunk)):
-                row = _turn_row(r)
-                out[row.id] = row
-        return out
-
-    def list_turns(self, ns_id: int, session_id: str | None = None, limit: int | None = None,
-                   offset: int = 0) -> list[TurnRow]:
-        sql = f"SELECT {_TURN_COLS} FROM turns WHERE ns_id=?"
-        args: list[Any] = [ns_id]
-        if session_id is not None:
-            sql += " AND session_id=?"
-            args.append(session_id)
-        sql += " ORDER BY seq LIMIT ? OFFSET ?"
-        args += [-1 if limit is None else limit, offset]
-        return [_turn_row(r) for r in self.reader().execute(sql, args)]
-
-    def turns_by_seq_ranges(self, ns_id: int, ranges: Sequence[tuple[int, int]]) -> list[TurnRow]:
-        """Turns whose seq falls in any of the inclusive ``ranges``, in seq order."""
-        out: list[TurnRow] = []
-        conn = self.reader()
-        for lo, hi in ranges:
-            out += [_turn_row(r) for r in conn.execute(
-                f"SELECT {_TURN_COLS} FROM turns WHERE ns_id=? AND seq BETWEEN ? AND ? ORDER BY seq", (ns_id, lo, hi))]
-        return out
-
-    def filter_rids(self, ns_id: int, where: str, args: Sequence[Any]) -> set[int]:
-        """rids of the namespace matching a SQL condition built by the engine from validated filters."""
-        sql = f"SELECT rid FROM records WHERE ns_id=? AND ({where})"
-        return {int(r[0]) for r in self.reader().execute(sql, (ns_id, *args))}
-
-    def namespace_key(self, ns_id: int) -> tuple[str, str]:
-        """``(user_id, agent_id)`` of a namespace row (agent_id '' when none)."""
-        row = self.reader().execute("SELECT user_id, agent_id FROM namespaces WHERE ns_id=?", (ns_id,)).fetchone()
-        return row[0], row[1]
-
-    def recent_turns(self, ns_id: int, limit: int) -> list[tuple[str, str, int]]:
-        """``(role, content, tid)`` of the namespace's last ``limit`` turns, newest first."""
-        return [(r[0], r[1], int(r[2])) for r in self.reader().execute(
-            "SELECT role, content, tid FROM turns WHERE ns_id=? ORDER BY seq DESC LIMIT ?", (ns_id, limit))]
-
-    # -- what a forget selects ----------------------------------------------------------------------------------
-    def turn_tids(self, ns_id: int, session_id: str | None = None) -> list[int]:
-        """Row ids of every turn of the namespace (of one session when given)."""
-        sql, args = "SELECT tid FROM turns WHERE ns_id=?", [ns_id]
-        args_: list[Any] = list(args)
-        if session_id is not None:
-            sql += " AND session_id=?"
-            args_.append(session_id)
-        return [int(r[0]) for r in self.reader().execute(sql, args_)]
-
-    def file_fids(self, ns_id: int) -> list[int]:
-        """Row ids of every memory file of the namespace."""
-        return [int(r[0]) for r in self.reader().execute("SELECT fid FROM files WHERE ns_id=?", (ns_id,))]
-
-    def tids_of_record(self, ns_id: int, record_id: str) -> list[int] | None:
-        """Row ids of the turns a record was built from (None: no record of the namespace has this id)."""
-        conn = self.reader()
-        row = conn.execute("SELECT turn_ids FROM records WHERE ns_id=? AND id=?", (ns_id, record_id)).fetchone()
-        if row is None:
-            return None
-        ids = json.loads(row[0])
-        return [int(r[0]) for part in chunks(ids) for r in conn.execute(
-            f"SELECT tid FROM turns WHERE ns_id=? AND id IN {marks(len(part))}", (ns_id, *part))]
-
-    def tids_of_file(self, fid: int) -> list[int]:
-        """Row ids of the turns of one memory file."""
-        return [int(r[0]) for r in self.reader().execute("SELECT tid FROM file_turns WHERE fid=?", (fid,))]
-
-    def neighbour_tids(self, ns_id: int, tids: Sequence[int]) -> list[int]:
-        """Turns of the same session right before or after the given ones (and not among them), sorted."""
-        conn = self.reader()
-        gone = set(tids)
-        out: set[int] = set()
-        for tid in tids:
-            row = conn.execute("SELECT seq, session_id FROM turns WHERE tid=? AND ns_id=?", (tid, ns_id)).fetchone()
-            if row is None:
-                continue
-            for r in conn.execute("SELECT tid, session_id FROM turns WHERE ns_id=? AND seq IN (?, ?)",
-                                  (ns_id, row[0] - 1, row[0] + 1)):
-                if r[1] == row[1] and r[0] not in gone:
-                    out.add(int(r[0]))
-        return sorted(out)
-
-    @staticmethod
-    def turn_records_with_neighbours(conn: sqlite3.Connection, ns_id: int,
-                                     tids: Sequence[int]) -> list[dict[str, Any]]:
-        """The turn records of ``tids`` (rid, text, speaker, ref_ts, session_id) with the contents of their
-        current +-1 neighbours of the same session (``neighbours``), as ``conn`` sees them."""
-        items = []
-        for tid in tids:
-            row = conn.execute("SELECT t.seq, t.session_id, t.record_rid, r.text, r.speaker, r.ref_ts FROM turns t"
-                               " JOIN records r ON r.rid = t.record_rid WHERE t.tid=? AND t.ns_id=?",
-                               (tid, ns_id)).fetchone()
-            if row is None:
-                continue
-            seq, session, rid, text, speaker, ref_ts = row
-            near = [r[0] for r in conn.execute(
-                "SELECT content FROM turns WHERE ns_id=? AND session_id IS ? AND seq IN"
-                " ((SELECT MAX(seq) FROM turns WHERE ns_id=? AND seq<?),"
-                "  (SELECT MIN(seq) FROM turns WHERE ns_id=? AND seq>?))", (ns_id, session, ns_id, seq, ns_id, seq))]
-            items.append({"rid": int(rid), "text": text, "speaker": speaker, "ref_ts": ref_ts, "session_id": session,
-                          "neighbours": near})
-        return items
-
-    @staticmethod
-    def turns_from_seq(conn: sqlite3.Connection, ns_id: int, seq: int) -> list[tuple[int, float, str]]:
-        """``(tid, ts, content)`` of the namespace's turns from ``seq`` on, in order (what a write archives)."""
-        return conn.execute("SELECT tid, ts, content FROM turns WHERE ns_id=? AND seq>=? ORDER BY seq",
-                            (ns_id, seq)).fetchall()
-
-    # -- memory versions: dedup, update, history (memory_ext.lifecycle.versions) ----------------------------------
-    @staticmethod
-    def turns_with_external_ids(conn: sqlite3.Connection, ns_id: int, external_ids: Sequence[str]
-                                ) -> dict[tuple[str, str | None], str]:
-        """``(external id, session id)`` -> id of its latest stored turn, for those of ``external_ids`` the
-        namespace holds (an index lookup on ``turns(ns_id, external_id)``)."""
-        out: dict[tuple[str, str | None], str] = {}
-        for part in chunks(list(dict.fromkeys(external_ids))):
-            for ext, session, turn_id in conn.execute(
-                    f"SELECT external_id, session_id, id FROM turns WHERE ns_id=? AND external_id IN"
-                    f" {marks(len(part))} ORDER BY seq", (ns_id, *part)):
-                out[(ext, session)] = turn_id
-        return out
-
-    @staticmethod
-    def turn_lookup(conn: sqlite3.Connection, ns_id: int, ident: str, session_id: str | None) -> TurnRow | None:
-        """The turn of a namespace with this id, else the one whose record has this id, else the latest one with
-        this external id (in ``session_id`` when given) (None: no such turn)."""
-        row = conn.execute(f"SELECT {_TURN_COLS} FROM turns WHERE id=? AND +ns_id=?", (ident, ns_id)).fetchone()
-        if row is None:
-            rec = conn.execute("SELECT anchor_rid FROM records WHERE id=? AND +ns_id=?", (ident, ns_id)).fetchone()
-            if rec is not None and rec[0] is not None:
-                row = conn.execute(f"SELECT {_TURN_COLS} FROM turns WHERE record_rid=? AND +ns_id=?",
-                                   (int(rec[0]), ns_id)).fetchone()
-        if row is None:
-            row = conn.execute(f"SELECT {_TURN_COLS} FROM turns WHERE ns_id=? AND external_id=? AND (? IS NULL OR"
-                               " session_id=?) ORDER BY seq DESC LIMIT 1",
-                               (ns_id, ident, session_id, session_id)).fetchone()
-        return None if row is None else _turn_row(row)
-
-    @staticmethod
-    def turns_of_memory(conn: sqlite3.Connection, ns_id: int, key: str, session_id: str | None
-                        ) -> list[tuple[TurnRow, float | None, int]]:
-        """Every stored version of a memory (its key: an external id, within ``session_id``, or its first turn's
-        id), oldest first, each with its turn record's ``valid_to`` and ``replaced`` flag."""
-        rows = conn.execute(
-            f"SELECT {', '.join('t.' + c.strip() for c in _TURN_COLS.split(','))}, r.valid_to, r.replaced"
-            " FROM turns t LEFT JOIN records r ON r.rid = t.record_rid WHERE t.ns_id=? AND ((t.external_id=? AND"
-            " t.session_id IS ?) OR t.id=? OR t.id IN (SELECT turn_id FROM memory_history WHERE ns_id=? AND"
-            " memory_key=? AND session_id IS ?)) ORDER BY t.seq",
-            (ns_id, key, session_id, key, ns_id, key, session_id)).fetchall()
-        return [(_turn_row(r[:TURN_NCOLS]), r[TURN_NCOLS], int(r[TURN_NCOLS + 1] or 0)) for r in rows]
-
-    @staticmethod
-    def turn_record_ids(conn: sqlite3.Connection, ns_id: int, turn_ids: Sequence[str]) -> list[str]:
-        """Ids of the turn records of these turns (what ``forget(record_ids=...)`` takes)."""
-        out: list[str] = []
-        for part in chunks(list(turn_ids)):
-            out += [r[0] for r in conn.execute(
-                f"SELECT r.id FROM turns t JOIN records r ON r.rid = t.record_rid WHERE t.id IN {marks(len(part))}"
-                " AND t.ns_id=?", (*part, ns_id))]
-        return out
-
-    @staticmethod
-    def memory_key_of(conn: sqlite3.Connection, ns_id: int, turn_id: str) -> str | None:
-        """The memory key an update recorded for this turn (None: the turn was not written by an update)."""
-        row = conn.execute("SELECT memory_key FROM memory_history WHERE turn_id=? AND ns_id=? LIMIT 1",
-                           (turn_id, ns_id)).fetchone()
-        return None if row is None else str(row[0])
-
-    @staticmethod
-    def mark_replaced(conn: sqlite3.Connection, ns_id: int, turn_id: str, ts: float, by_record_id: str) -> None:
-        """An update replaced this turn: its turn record and the records anchored to it end at ``ts``."""
-        conn.execute("UPDATE records SET valid_to=?, superseded_by=?, replaced=1 WHERE ns_id=? AND rid IN"
-                     " (SELECT r.rid FROM turns t JOIN records r ON r.rid = t.record_rid OR r.anchor_rid = t.record_rid"
-                     " WHERE t.id=? AND t.ns_id=?)", (ts, by_record_id, ns_id, turn_id, ns_id))
-        conn.execute("UPDATE namespaces SET flags_generation = flags_generation + 1 WHERE ns_id=?", (ns_id,))
-
-    @staticmethod
-    def add_history(conn: sqlite3.Connection, ns_id: int, key: str, session_id: str | None, op: str,
-                    turn_id: str | None, ts: float) -> None:
-        """Record an operation (``update`` with the new version's turn id; ``delete`` with none)."""
-        conn.execute("INSERT INTO memory_history(ns_id, memory_key, session_id, op, turn_id, ts)"
-                     " VALUES(?,?,?,?,?,?)", (ns_id, key, session_id, op, turn_id, ts))
-
-    @staticmethod
-    def history_ops(conn: sqlite3.Connection, ns_id: int, key: str, session_id: str | None
-                    ) -> list[tuple[str, str | None, float, str | None]]:
-        """``(op, turn id, ts, session id)`` of the operations recorded for a memory (in ``session_id`` when
-        given), oldest first."""
-        return [(r[0], r[1], float(r[2]), r[3]) for r in conn.execute(
-            "SELECT op, turn_id, ts, session_id FROM memory_history WHERE ns_id=? AND memory_key=? AND (? IS NULL OR"
-            " session_id IS ?) ORDER BY hid", (ns_id, key, session_id, session_id))]
-
-    def current_turns(self, conn: sqlite3.Connection, ns_id: int, record_filter: RecordFilter, *,
-                      before_seq: int | None, limit: int) -> list[TurnRow]:
-        """The namespace's turns whose version is current (their turn record not replaced by an update) and that
-        pass ``record_filter``, most recently written first, ``limit`` of them, below ``before_seq`` when given."""
-        where, args = filter_sql(record_filter, self.dialect)
-        sql = (f"SELECT {', '.join('t.' + c.strip() for c in _TURN_COLS.split(','))} FROM turns t"
-               " LEFT JOIN records r ON r.rid = t.record_rid WHERE t.ns_id=? AND COALESCE(r.replaced, 0) = 0")
-        params: list[Any] = [ns_id]
-        if where:
-            sql += f" AND t.record_rid IN (SELECT rid FROM records WHERE ns_id=? AND kind='turn' AND ({where}))"
-            params += [ns_id, *args]
-        if before_seq is not None:
-            sql += " AND t.seq < ?"
-            params.append(before_seq)
-        sql += " ORDER BY t.seq DESC LIMIT ?"
-        return [_turn_row(r) for r in conn.execute(sql, (*params, limit))]
-
-    def replaced_turn_ids(self, ns_id: int) -> set[str]:
-        """Ids of the namespace's turns whose version an update replaced."""
-        return {str(r[0]) for r in self.reader().execute(
-            "SELECT t.id FROM turns t JOIN records r ON r.rid = t.record_rid WHERE t.ns_id=? AND r.replaced=1",
-            (ns_id,))}
-
-    def namespace_counts(self) -> list[tuple[str, str, int, int]]:
-        """``(user_id, agent_id, current memories, turns)`` of every namespace, in creation order."""
-        return [(str(r[0]), str(r[1]), int(r[2]), int(r[3])) for r in self.reader().execute(
-            "SELECT n.user_id, n.agent_id,"
-            " (SELECT COUNT(*) FROM turns t LEFT JOIN records r ON r.rid = t.record_rid"
-            "  WHERE t.ns_id = n.ns_id AND COALESCE(r.replaced, 0) = 0),"
-            " (SELECT COUNT(*) FROM turns t WHERE t.ns_id = n.ns_id)"
-            " FROM namespaces n ORDER BY n.ns_id")]
-
-    @staticmethod
-    def live_update_counts(conn: sqlite3.Connection, ns_id: int, keys: Sequence[str]
-                           ) -> dict[tuple[str, str | None], int]:
-        """Per ``(memory key, session)``: how many versions written by an update are still stored (a memory's
-        version count is one more), one query per 500 keys."""
-        out: dict[tuple[str, str | None], int] = {}
-        for part in chunks(list(dict.fromkeys(keys))):
-            for key, session, n in conn.execute(
-                    "SELECT h.memory_key, h.session_id, COUNT(*) FROM memory_history h JOIN turns t ON t.id = h.turn_id"
-                    f" AND t.ns_id = h.ns_id WHERE h.ns_id=? AND h.op='update' AND h.memory_key IN {marks(len(part))}"
-                    " GROUP BY h.memory_key, h.session_id", (ns_id, *part)):
-                out[(str(key), session)] = int(n)
-        return out
-
-    @staticmethod
-    def memory_keys_of(conn: sqlite3.Connection, ns_id: int, turn_ids: Sequence[str]) -> dict[str, str]:
-        """The memory key an update recorded for each of these turns (turns not written by an update are left
-        out): one query per 500 turns, for a page of :meth:`current_turns`."""
-        out: dict[str, str] = {}
-        for part in chunks(list(turn_ids)):
-            out.update((str(r[0]), str(r[1])) for r in conn.execute(
-                f"SELECT turn_id, memory_key FROM memory_history WHERE ns_id=? AND turn_id IN {marks(len(part))}",
-                (ns_id, *part)))
-        return out
-
-    @staticmethod
-    def record_ids_by_rid(conn: sqlite3.Connection, ns_id: int, rids: Sequence[int]) -> dict[int, str]:
-        """The public ids of these records."""
-        out: dict[int, str] = {}
-        for part in chunks(list(rids)):
-            out.update((int(r[0]), str(r[1])) for r in conn.execute(
-                f"SELECT rid, id FROM records WHERE ns_id=? AND rid IN {marks(len(part))}", (ns_id, *part)))
-        return out
-
-    @staticmethod
-    def delete_history(conn: sqlite3.Connection, ns_id: int) -> None:
-        """Forget a whole namespace's history."""
-        conn.execute("DELETE FROM memory_history WHERE ns_id=?", (ns_id,))
-
-    # -- reindex (memory_ext.ingest.reindex) --------------------------------------------------------------------
-    @staticmethod
-    def reindex_state(conn: sqlite3.Connection, ns_id: int) -> dict[str, Any]:
-        """What a reindex of a namespace keeps of its records: each turn's record id, the turns whose version
-        an update replaced (``(turn id, valid_to, superseded_by)``) and the turns (tids) in the cold tier."""
-        rows = conn.execute("SELECT t.id, r.id, r.replaced, r.valid_to, r.superseded_by, r.cold, t.tid FROM turns t"
-                            " JOIN records r ON r.rid = t.record_rid WHERE t.ns_id=?", (ns_id,)).fetchall()
-        return {"record_ids": {r[0]: r[1] for r in rows},
-                "replaced": [(r[0], float(r[3]), r[4]) for r in rows if r[2] and r[3] is not None and r[4]],
-                "cold": [int(r[6]) for r in rows if r[5]]}
-
-    @staticmethod
-    def clear_records(conn: sqlite3.Connection, ns_id: int) -> None:
-        """Delete every record of a namespace with its vectors and claims (the turns and files stay)."""
-        conn.execute("DELETE FROM embeddings WHERE ns_id=?", (ns_id,))
-        conn.execute("DELETE FROM claims WHERE ns_id=?", (ns_id,))
-        conn.execute("DELETE FROM records WHERE ns_id=?", (ns_id,))
-        conn.execute("UPDATE turns SET record_rid=NULL WHERE ns_id=?", (ns_id,))
-        conn.execute("UPDATE namespaces SET generation = generation + 1 WHERE ns_id=?", (ns_id,))
-
-    @staticmethod
-    def stored_turn_rows(conn: sqlite3.Connection, ns_id: int) -> list[dict[str, Any]]:
-        """Every turn of a namespace in seq order, as the write pipeline's rows."""
-        return [{"id": t.id, "seq": t.seq, "session_id": t.session_id, "role": t.role, "speaker": t.speaker,
-                 "content": t.content, "ts": t.ts, "external_id": t.external_id, "tool_calls": t.tool_calls,
-                 "attachments": t.attachments, "metadata": t.metadata, "token_count": t.token_count}
-                for t in (_turn_row(r) for r in conn.execute(
-                    f"SELECT {_TURN_COLS} FROM turns WHERE ns_id=? ORDER BY seq", (ns_id,)))]
-
-    @staticmethod
-    def delete_claims(conn: sqlite3.Connection, ns_id: int) -> None:
-        """Every supersession claim of the namespace (when it is forgotten whole)."""
-        conn.execute("DELETE FROM claims WHERE ns_id=?", (ns_id,))
-    def rids_matching(self, ns_id: int, record_filter: RecordFilter) -> set[int]:
-        """rids of the namespace's records that pass ``record_filter`` (every rid when it is empty)."""
-        where, args = filter_sql(record_filter, self.dialect)
-        return self.filter_rids(ns_id, where or "1", args)
-
-    # -- the durable queue of model work (see memory_ext.ingest.indexer) ------------------------------------
-    @staticmethod
-    def create_queue_schema(conn: sqlite3.Connection) -> None:
-        """``index_queue``: one row per record whose dense vector (``dense``: 1 embed its text, 2 the mean of
-        its turns' vectors, 3 its turn's vector) or sparse encoding (``sparse`` = 1) is still to be made."""
-        conn.execute("CREATE TABLE IF NOT EXISTS index_queue(rid INTEGER PRIMARY KEY, ns_id INTEGER NOT NULL,"
-                     " dense INTEGER NOT NULL DEFAULT 0, sparse INTEGER NOT NULL DEFAULT 0)")
-        conn.execute("CREATE INDEX IF NOT EXISTS index_queue_ns ON index_queue(ns_id)")
-
-    @staticmethod
-    def enqueue(conn: sqlite3.Connection, ns_id: int, items: Sequence[tuple[int, int, int]]) -> None:
-        """Queue ``(rid, dense, sparse)`` work items of the namespace (inside the write transaction)."""
-        conn.executemany("INSERT OR REPLACE INTO index_queue(rid, ns_id, dense, sparse) VALUES(?,?,?,?)",
-                         [(int(r), ns_id, int(d), int(s)) for r, d, s in items if d or s])
-
-    @staticmethod
-    def dequeue(conn: sqlite3.Connection, rids: Sequence[int], ns_id: int | None = None) -> None:
-        """Remove work items (done, or their records forgotten); with ``ns_id``, only that namespace's."""
-        for part in chunks([int(r) for r in rids]):
-            if ns_id is None:
-                conn.execute(f"DELETE FROM index_queue WHERE rid IN {marks(len(part))}", part)
-            else:
-                conn.execute(f"DELETE FROM index_queue WHERE ns_id=? AND rid IN {marks(len(part))}", (ns_id, *part))
-
-    @staticmethod
-    def drop_queue(conn: sqlite3.Connection, ns_id: int) -> None:
-        conn.execute("DELETE FROM index_queue WHERE ns_id=?", (ns_id,))
-
-    @staticmethod
-    def queued(conn: sqlite3.Connection, limit: int, rids: Sequence[int] | None = None,
-               ns_id: int | None = None) -> list[tuple[int, int, int, int]]:
-        """``(rid, ns_id, dense, sparse)`` of the oldest ``limit`` work items (of ``rids`` only when given; of
-        namespace ``ns_id`` only when given)."""
-        if rids is None:
-            where, args = ("", (limit,)) if ns_id is None else (" WHERE ns_id=?", (ns_id, limit))
-            return [(int(r[0]), int(r[1]), int(r[2]), int(r[3])) for r in conn.execute(
-                f"SELECT rid, ns_id, dense, sparse FROM index_queue{where} ORDER BY rid LIMIT ?", args)]
-        out = []
-        for part in chunks(sorted(int(r) for r in rids)):
-            out += [(int(r[0]), int(r[1]), int(r[2]), int(r[3])) for r in conn.execute(
-                f"SELECT rid, ns_id, dense, sparse FROM index_queue WHERE rid IN {marks(len(part))}", part)]
-        return out
-
-    @staticmethod
-    def queued_windows(conn: sqlite3.Connection, turn_rids: Sequence[int]) -> list[tuple[int, int, int, int]]:
-        """Work items (as :meth:`queued`) of the queued windows anchored to these turn records: the indexer
-        encodes a turn and its window in one pass of the run of turns around them."""
-        out = []
-        for part in chunks(sorted(int(r) for r in turn_rids)):
-            out += [(int(r[0]), int(r[1]), int(r[2]), int(r[3])) for r in conn.execute(
-                "SELECT q.rid, q.ns_id, q.dense, q.sparse FROM index_queue q JOIN records r ON r.rid = q.rid"
-                f" WHERE r.anchor_rid IN {marks(len(part))} AND r.kind = 'window'", part)]
-        return out
-
-    @contextmanager
-    def claimed_work(self, limit: int) -> Iterator[list[tuple[int, int, int, int]]]:
-        """The next batch of queued work for this process's indexer: the oldest ``limit`` items. Only one
-        process writes a SQLite store, so nothing else claims work; the PostgreSQL store hands each indexer one
-        namespace at a time (see :meth:`memory_ext.store.pg.truth.PgTruthStore.claimed_work`)."""
-        yield self.queued(self.reader(), limit)
-
-    def pending(self, ns_id: int | None = None) -> int:
-        """Records (of ``ns_id``, or of the store) whose vectors or sparse encodings are not written yet."""
-        sql, args = ("SELECT COUNT(*) FROM index_queue", ()) if ns_id is None else \
-            ("SELECT COUNT(*) FROM index_queue WHERE ns_id=?", (ns_id,))
-        try:
-            return int(self.reader().execute(sql, args).fetchone()[0])
-        except sqlite3.OperationalError:  # a store written before the queue existed (read-only opener)
-            return 0
-
-    def work_sources(self, rids: Sequence[int]) -> dict[int, tuple[str, str, list[int], int | None]]:
-        """``rid -> (index_text, text, rids of its turns' turn records, anchor rid)`` of queued records."""
-        conn = self.reader()
-        rows: list[tuple[int, int, str, str, list[str], int | None]] = []
-        for part in chunks(sorted(int(r) for r in rids)):
-            rows += [(int(rid), int(ns_id), index_text, text, json.loads(turn_ids), anchor) for
-                     rid, ns_id, index_text, text, turn_ids, anchor in conn.execute(
-                         f"SELECT rid, ns_id, index_text, text, turn_ids, anchor_rid FROM records"
-                         f" WHERE rid IN {marks(len(part))}", part).fetchall()]
-        # the turns of every record at once, per namespace: (seq, turn record rid) by turn id
-        turn_of: dict[tuple[int, str], tuple[int, int]] = {}
-        wanted: dict[int, set[str]] = {}
-        for _, ns_id, _, _, ids, _ in rows:
-            wanted.setdefault(ns_id, set()).update(ids)
-        for ns_id, turn_ids in wanted.items():
-            for part in chunks(sorted(turn_ids)):
-                # "+ns_id": SQLite must use the id index, not scan the namespace by seq
-                for turn_id, seq, record_rid in conn.execute(
-                        f"SELECT id, seq, record_rid FROM turns WHERE +ns_id=? AND id IN {marks(len(part))}"
-                        " AND record_rid IS NOT NULL", (ns_id, *part)):
-                    turn_of[(ns_id, turn_id)] = (int(seq), int(record_rid))
-        out: dict[int, tuple[str, str, list[int], int | None]] = {}
-        for rid, ns_id, index_text, text, ids, anchor in rows:
-            members = [m[1] for m in sorted(turn_of[(ns_id, i)] for i in ids if (ns_id, i) in turn_of)]
-            out[rid] = (index_text, text, members, None if anchor is None else int(anchor))
-        return out
-
-    @staticmethod
-    def stored_vectors(conn: sqlite3.Connection, rids: Sequence[int]) -> dict[int, np.ndarray]:
-        """Stored vectors of the given records, as ``conn`` sees them (any namespace: rids are global)."""
-        out: dict[int, np.ndarray] = {}
-        for part in chunks(sorted({int(r) for r in rids})):
-            out.update((int(r[0]), np.frombuffer(r[1], dtype=np.float32)) for r in conn.execute(
-                f"SELECT rid, vector FROM embeddings WHERE rid IN {marks(len(part))}", part))
-        return out
-
-    def count(self, table: str, ns_id: int | None = None) -> int:
-        if table not in ("turns", "records", "embeddings"):
-            raise ValueError(table)
-        if ns_id is None:
-            return int(self.reader().execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
-        return int(self.reader().execute(f"SELECT COUNT(*) FROM {table} WHERE ns_id=?", (ns_id,)).fetchone()[0])
-
     def disk_bytes(self) -> int:
         return sum(p.stat().st_size for p in self.directory.rglob("*") if p.is_file())
-
-
-# "+ns_id" keeps the namespace check but stops SQLite from scanning the namespace's index instead of using the
-# primary key: a lookup of k rows stays O(k) however large the namespace is.
-_TURN_COLS = ("tid, id, seq, session_id, role, speaker, content, ts, external_id, tool_calls, attachments, metadata,"
-              " token_count, record_rid")
-TURN_NCOLS = len(_TURN_COLS.split(","))
-"""How many columns :data:`_TURN_COLS` selects (a query that selects more reads its own after them)."""
-
-
-def _turn_row(r: Sequence[Any]) -> TurnRow:
-    # the JSON columns are repaired as they are read (memory_ext.validate.stored_json): a row an older version
-    # stored with a lone surrogate, NaN or deep nesting reads back as values every face can serialise
-    return TurnRow(int(r[0]), r[1], int(r[2]), r[3], r[4], r[5], r[6], r[7], r[8], stored_json(r[9], list),
-                   stored_json(r[10], list), stored_json(r[11], dict), int(r[12]),
-                   int(r[13]) if r[13] is not None else None)
 
