@@ -53,7 +53,8 @@ if TYPE_CHECKING:
     from .rows import RecordRow, TurnRow
 
 __all__ = ["TRUTH_STORE_METHODS", "Connection", "Connections", "Cursor", "MetaRepository", "PurgeRepository",
-           "QueueRepository", "RecordRepository", "StoreConflict", "TruthStore", "TurnRepository",
+           "QueueRepository", "RecordRepository", "StoreConflict", "StoreOperationError", "TruthStore",
+           "TurnRepository",
            "VersionRepository", "WorkItem"]
 
 WorkItem = tuple[int, int, int, int]
@@ -71,6 +72,13 @@ class StoreConflict(StoreError):
     def __init__(self, what: str, detail: str, fix: str) -> None:
         super().__init__(f"{what}: {detail}; {fix}")
         self.what, self.detail, self.fix = what, detail, fix
+
+
+class StoreOperationError(StoreError):
+    """A statement could not run in the backend (a lost connection, a missing table, a failed transaction).
+
+    The PostgreSQL backend raises it for its driver's errors (the driver's error is chained as the cause).
+    """
 
 
 @runtime_checkable

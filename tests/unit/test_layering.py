@@ -153,3 +153,12 @@ def test_no_sqlite3_import_above_store() -> None:
                                                                          _package(path))
                       if module == "sqlite3" or module.startswith("sqlite3.")]
     assert not offenders, "sqlite3 imported above store/ (use memory_ext.store.interface):\n" + "\n".join(offenders)
+
+
+def test_the_postgres_backend_imports_nothing_of_sqlite() -> None:
+    offenders = []
+    for path in sorted((CORE / "store" / "pg").rglob("*.py")):
+        offenders += [f"core/{path.relative_to(CORE).as_posix()}:{line}: {module}"
+                      for line, module in _imports(path.read_text(encoding="utf-8"), _package(path))
+                      if module == "sqlite3" or module.startswith(("sqlite3.", "memory_ext.store.sqlite."))]
+    assert not offenders, "store/pg imports the SQLite backend or sqlite3:\n" + "\n".join(offenders)

@@ -1,10 +1,10 @@
 """The truth store on PostgreSQL: the same tables and statements as the SQLite store, many writer processes.
 
-:class:`PgTruthStore` is :class:`~memory_ext.store.sqlite.TruthStore` with PostgreSQL underneath: every method
-that reads or writes the truth tables is inherited (their SQL goes through
-:mod:`memory_ext.store.pg.dialect`), and what differs is here — connections (a psycopg pool of per-thread
-readers, one writer connection), the schema (a PostgreSQL schema, ``storage.postgres_schema``, holds the tables),
-concurrency and purging.
+:class:`PgTruthStore` implements :class:`memory_ext.store.interface.TruthStore`: it composes the repositories of
+``store/repos`` (their statements still go through :mod:`memory_ext.store.pg.dialect` at run time) with what is
+its own here — connections (a psycopg pool of per-thread readers, one writer connection), the write transaction,
+the schema (``store/pg/schema.py``, in the PostgreSQL schema ``storage.postgres_schema``), concurrency and
+purging. It imports nothing from the SQLite backend.
 
 Concurrency: any number of engine processes on any number of hosts open the same schema; there is no process
 lock. A write holds a PostgreSQL advisory lock from its first read of the stored tail to its commit: a write of
@@ -43,12 +43,13 @@ from typing import Any
 
 from ...errors import ConfigError, MissingDependencyError, ReadOnlyStoreError, SchemaVersionError, StoreError
 from ..filters import RecordFilter
+from ..interface import StoreOperationError
 from ..locate import DSN_ENV, dsn_from
 from ..repos import MetaRepo, QueueRepo, RecordRepo, TurnRepo, VersionRepo
 from ..rows import TURN_COLS as _TURN_COLS
 from ..rows import TurnRow
 from ..rows import turn_row as _turn_row
-from .connection import PgConnection, as_sqlite_error
+from .connection import PgConnection, as_store_error
 from .schema import MIGRATIONS, SCHEMA_VERSION
 
 __all__ = ["DSN_ENV", "NewSchema", "PgTruthStore", "dsn_from"]
@@ -165,7 +166,7 @@ class _WriteLock:
                     except psycopg.Error as exc:
                         if attempt == 0 and raw.closed:
                             continue  # lost since the last write: once more, on a new connection
-                        raise as_sqlite_error(exc) from exc
+                        raise as_store_error(exc) from exc
                 self._held = list(statements)
             except BaseException:
                 self._depth -= 1
@@ -219,6 +220,7 @@ class PgTruthStore(QueueRepo, VersionRepo, RecordRepo, TurnRepo, MetaRepo):
     """
 
     dialect = "postgres"
+    _missing_table = (StoreOperationError,)
     PURGE_TARGET = "postgres:dead-row-versions"
 
     def __init__(self, dsn: str, *, schema: str = "memory_ext", read_only: bool = False, pool_size: int = 16,
@@ -424,7 +426,7 @@ class PgTruthStore(QueueRepo, VersionRepo, RecordRepo, TurnRepo, MetaRepo):
                         except self._psycopg.Error as exc:
                             if attempt == 0 and claim.closed:
                                 continue  # the connection was lost (its claims went with it): once more
-                            raise as_sqlite_error(exc) from exc
+                            raise as_store_error(exc) from exc
                     if got:
                         held = int(ns_id)
                         break
@@ -679,7 +681,7 @@ class PgTruthStore(QueueRepo, VersionRepo, RecordRepo, TurnRepo, MetaRepo):
 class NewSchema:
     """What an open on PostgreSQL created — the schema, when it did not exist before — for the open to undo if it
     fails after the store was opened (a bad embedder, say): :meth:`undo` drops the schema again unless a turn was
-    written to it meanwhile. The PostgreSQL twin of :class:`~memory_ext.store.sqlite.NewDirectory`."""
+    written to it meanwhile. What a new SQLite directory is to the SQLite backend."""
 
     def __init__(self, dsn: str, schema: str, created: bool) -> None:
         self.top = None

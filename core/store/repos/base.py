@@ -28,6 +28,8 @@ class CommonStore:
     directory: Path
     """``"sqlite"`` | ``"postgres"``: the SQL dialect of statements built per backend (metadata filters)."""
     _after_commit: list[Callable[[], None]] | None
+    _missing_table: tuple[type[Exception], ...] = ()
+    """What the backend's connections raise for a table that does not exist (an old store opened read-only)."""
     _purge_pending: bool
 
     def reader(self) -> Connection:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
@@ -83,7 +82,7 @@ class QueueRepo(CommonStore):
             ("SELECT COUNT(*) FROM index_queue WHERE ns_id=?", (ns_id,))
         try:
             return int(self.reader().execute(sql, args).fetchone()[0])
-        except sqlite3.OperationalError:  # a store written before the queue existed (read-only opener)
+        except self._missing_table:  # a store written before the queue existed (read-only opener)
             return 0
 
     def work_sources(self, rids: Sequence[int]) -> dict[int, tuple[str, str, list[int], int | None]]:

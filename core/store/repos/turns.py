@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -16,7 +15,9 @@ from ..rows import turn_row as _turn_row
 from ..snapshots import chunks, marks
 from .base import CommonStore
 
-__all__ = ["TurnRepo"]
+__all__ = ["TURN_ID_FIX", "TurnRepo"]
+
+TURN_ID_FIX = "turn ids must be unique in the store; omit id to get a fresh one"
 
 
 class TurnRepo(CommonStore):
@@ -32,9 +33,8 @@ class TurnRepo(CommonStore):
         now = time.time()
         try:
             _insert_turns(conn, ns_id, rows, now)
-        except sqlite3.IntegrityError as exc:  # (the PostgreSQL connection raises it for a unique violation too)
-            raise StoreConflict("turns.id", str(exc), "turn ids must be unique in the store; omit id to get a "
-                                "fresh one") from None
+        except StoreConflict as exc:  # what the backend raises for a unique violation
+            raise StoreConflict("turns.id", exc.detail, TURN_ID_FIX) from None
 
     @staticmethod
     def tail_turns(conn: Connection, ns_id: int, n: int = 2) -> list[dict[str, Any]]:
