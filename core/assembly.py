@@ -29,11 +29,14 @@ from .store.base import DerivedIndex
 from .store.catalog import RecordCatalog
 from .store.evidence import EvidenceIndex
 from .store.graph import EntityGraph
+from .store.interface import TruthStore
 from .store.keyword import KeywordIndex
+from .store.locate import is_dsn
 from .store.pg import vector as _pgvector  # noqa: F401  (registers the backend; psycopg loads only when used)
-from .store.pg.truth import NewSchema, PgTruthStore, is_dsn
+from .store.pg.truth import NewSchema, PgTruthStore
 from .store.sparse import SparseIndex
-from .store.sqlite import NewDirectory, TruthStore, check_embedder_shape
+from .store.sqlite import NewDirectory, check_embedder_shape
+from .store.sqlite import TruthStore as SqliteTruthStore
 from .store.timeindex import TimeIndex
 from .store.vector import VectorIndex
 
@@ -84,7 +87,7 @@ def build_planner_and_reranker(config: EngineConfig, llm: LLM | None,
 
 def open_store(path: str | os.PathLike[str] | None, cfg: EngineConfig, *, read_only: bool,
                embedder: Embedder | str | None, allow_embedder_change: bool = False
-               ) -> tuple[TruthStore, Embedder | None, str | None, NewDirectory]:
+               ) -> tuple[TruthStore, Embedder | None, str | None, NewDirectory | NewSchema]:
     """Open (or create) the truth store in ``path`` (default ``~/.memory_ext``) and resolve its embedder: the one
     given, else the built-in that wrote the store. Returns the store, the embedder (None without vectors), the
     embedder's fallback warning and what the open created (``undo()`` removes a new directory again).
@@ -93,13 +96,13 @@ def open_store(path: str | os.PathLike[str] | None, cfg: EngineConfig, *, read_o
     if cfg.storage.backend == "postgres" or is_dsn(path):
         pg = open_postgres(path, cfg, read_only=read_only)
         store: TruthStore = pg
-        new_dir: NewDirectory = NewSchema(pg.dsn, pg.schema, pg.created_schema)  # a new schema is dropped again
+        new_dir: NewDirectory | NewSchema = NewSchema(pg.dsn, pg.schema, pg.created_schema)  # dropped again
     else:
         directory = Path(path).expanduser() if path is not None else Path("~/.memory_ext").expanduser()
         new_dir = NewDirectory(directory)  # what this open creates; removed again if the open fails
         try:
-            store = TruthStore(directory, read_only=read_only, dir_mode=cfg.storage.dir_mode,
-                               file_mode=cfg.storage.file_mode, durability=cfg.storage.durability)
+            store = SqliteTruthStore(directory, read_only=read_only, dir_mode=cfg.storage.dir_mode,
+                                     file_mode=cfg.storage.file_mode, durability=cfg.storage.durability)
         except BaseException:
             new_dir.undo()
             raise
@@ -132,7 +135,7 @@ def backend_for_path(path: str | os.PathLike[str] | None, cfg: EngineConfig) -> 
 def open_postgres(path: str | os.PathLike[str] | None, cfg: EngineConfig, *, read_only: bool) -> PgTruthStore:
     """The PostgreSQL truth store of ``storage.postgres_*`` (the DSN: a ``postgresql://`` path, else
     ``storage.postgres_dsn``, else ``MEMORY_EXT_POSTGRES_DSN``)."""
-    from .store.pg.truth import DSN_ENV, dsn_from
+    from .store.locate import DSN_ENV, dsn_from
 
     storage = cfg.storage
     dsn = dsn_from(path, storage.postgres_dsn)

@@ -80,7 +80,7 @@ def _postgres_target(target: str, config: Any) -> tuple[str, str] | None:
     postgres`` in the configuration), else None."""
     from .assembly import backend_for_path
     from .config import EngineConfig
-    from .store.pg.truth import dsn_from
+    from .store.locate import dsn_from
 
     cfg = backend_for_path(target, EngineConfig.coerce(config if not isinstance(config, os.PathLike)
                                                        else Path(config)))
@@ -436,7 +436,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.argv = list(argv) if argv is not None else None
     if hasattr(args, "path"):
         args.path_given = args.path is not None
-        from .store.pg.truth import is_dsn
+        from .store.locate import is_dsn
 
         if not is_dsn(args.path):  # a DSN is not a file path
             args.path = str(Path(args.path or "~/.memory_ext").expanduser())

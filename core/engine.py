@@ -50,7 +50,7 @@ from .recall.channels import build_channels
 from .results import AddResult, ForgetReceipt, Memory, MemoryPage, MemoryVersion, NamespaceSummary, StoreStats
 from .retrieval import ReadPipeline
 from .store.faces import Face, record_face
-from .store.sqlite import TruthStore
+from .store.interface import TruthStore
 from .validate import check_page
 
 __all__ = ["AddResult", "ForgetReceipt", "MemoryEngine", "StoreStats"]

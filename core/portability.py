@@ -57,7 +57,7 @@ from .store.tiers import set_cold
 if TYPE_CHECKING:
     from .ingest.pipeline import WritePipeline
     from .store.base import DerivedIndex
-    from .store.sqlite import TruthStore
+    from .store.interface import TruthStore
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "ImportReport", "export_lines", "from_mem0", "import_lines"]
 

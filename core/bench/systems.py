@@ -419,7 +419,7 @@ class MemoryExtSystem(System):
 
     def _postgres_dsn(self) -> str | None:
         from memory_ext.config import EngineConfig
-        from memory_ext.store.pg.truth import dsn_from
+        from memory_ext.store.locate import dsn_from
 
         cfg = EngineConfig.coerce(self._config)
         return dsn_from(None, cfg.storage.postgres_dsn) if cfg.storage.backend == "postgres" else None

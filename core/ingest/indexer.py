@@ -33,7 +33,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -44,13 +43,14 @@ import numpy as np
 
 from ..embed import Embedder, SegmentEmbedder, SparseEmbedder, check_vectors
 from ..store.base import RecordBatch
+from ..store.interface import Connection
 from ..store.sparse import normalise
 from ..text import tokenize
 from .contextual import encode_in_context
 
 if TYPE_CHECKING:
     from ..store.base import DerivedIndex
-    from ..store.sqlite import TruthStore
+    from ..store.interface import TruthStore
 
 __all__ = ["COPY", "EMBED", "MEAN", "NONE", "IndexQueue", "Indexer", "word_overlap"]
 
@@ -92,18 +92,18 @@ class IndexQueue:
     def __init__(self, store: TruthStore) -> None:
         self._store = store
 
-    def create_schema(self, conn: sqlite3.Connection) -> None:
+    def create_schema(self, conn: Connection) -> None:
         self._store.create_queue_schema(conn)
 
-    def index(self, conn: sqlite3.Connection, ns_id: int, batch: RecordBatch) -> None:
+    def index(self, conn: Connection, ns_id: int, batch: RecordBatch) -> None:
         items = batch.extra.get("queue")
         if items:
             self._store.enqueue(conn, ns_id, items)
 
-    def remove(self, conn: sqlite3.Connection, ns_id: int, rids: Sequence[int]) -> None:
+    def remove(self, conn: Connection, ns_id: int, rids: Sequence[int]) -> None:
         self._store.dequeue(conn, rids, ns_id)
 
-    def drop_namespace(self, conn: sqlite3.Connection, ns_id: int) -> None:
+    def drop_namespace(self, conn: Connection, ns_id: int) -> None:
         self._store.drop_queue(conn, ns_id)
 
     def invalidate(self, ns_id: int | None = None) -> None:
@@ -387,7 +387,7 @@ class Indexer:
         sparse = dict(zip([r for r, _ in sparse_pairs], normalise([p for _, p in sparse_pairs]), strict=True))
         return dense, sparse
 
-    def _write(self, conn: sqlite3.Connection, live: dict[int, tuple[int, int, int, int]],
+    def _write(self, conn: Connection, live: dict[int, tuple[int, int, int, int]],
                sources: dict[int, tuple[str, str, list[int], int | None]], dense: dict[int, np.ndarray],
                sparse: dict[int, tuple[np.ndarray, np.ndarray]]) -> None:
         """Write what is still queued (in rid order: means and copies see the vectors made before them)."""

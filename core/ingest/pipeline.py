@@ -27,7 +27,6 @@ embedder's output (a broken embedder fails before anything is written; the index
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -40,6 +39,7 @@ from ..lifecycle.supersede import supersede
 from ..models import Namespace, Turn
 from ..results import AddResult
 from ..store.base import DerivedIndex, IndexedRecord, RecordBatch
+from ..store.interface import Connection, StoreConflict
 from ..text import estimate_tokens
 from ..validate import check_json
 from .derive import derive_turn_record, derive_windows, new_id
@@ -51,7 +51,7 @@ from .layers import derive_layers
 if TYPE_CHECKING:
     from ..config import EngineConfig, LimitsConfig
     from ..store.graph import EntityGraph
-    from ..store.sqlite import TruthStore
+    from ..store.interface import TruthStore
     from ..store.timeindex import TimeIndex
     from ..store.vector import VectorIndex
 
@@ -117,7 +117,7 @@ def _content_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
             *(json.dumps(row[k], sort_keys=True, default=str) for k in ("tool_calls", "attachments", "metadata")))
 
 
-def dedup_rows(store: TruthStore, conn: sqlite3.Connection, ns: Namespace, rows: list[dict[str, Any]],
+def dedup_rows(store: TruthStore, conn: Connection, ns: Namespace, rows: list[dict[str, Any]],
                consecutive: bool) -> tuple[tuple[str, ...], tuple[str, ...], list[dict[str, Any]]]:
     """Idempotent ingest: ``(id of each turn of the call, ids already stored, rows to write)``.
 
@@ -240,7 +240,7 @@ class WritePipeline:
             return self.pending(ns), None
         return self.indexer.settle(self._store.find_namespace(ns.key), wait_s)
 
-    def add_in(self, conn: sqlite3.Connection, turns: Iterable[Turn | Mapping[str, Any]],
+    def add_in(self, conn: Connection, turns: Iterable[Turn | Mapping[str, Any]],
                ns: Namespace, *, dedup: bool = True) -> AddResult:
         """:meth:`add` inside the caller's open write transaction (``store.transaction(...)``), which commits or
         rolls back everything together — so a caller such as ``pre_compress`` stays one transaction. Nothing is
@@ -264,7 +264,7 @@ class WritePipeline:
         return AddResult(turn_ids=ids, record_ids=tuple(r["id"] for r in prepared.records),
                          existing_ids=existing)
 
-    def _prepare(self, conn: sqlite3.Connection, rows: list[dict[str, Any]], ns: Namespace) -> _Prepared:
+    def _prepare(self, conn: Connection, rows: list[dict[str, Any]], ns: Namespace) -> _Prepared:
         """Everything derived before the write: records and their model work (``conn`` reads the stored tail)."""
         known_ns = self._store.namespace_id(conn, ns.key)
         context = self._store.tail_turns(conn, known_ns, KIND_CONTEXT_TURNS) if known_ns is not None else []
@@ -273,7 +273,7 @@ class WritePipeline:
         self._check_embedder(records)
         return _Prepared(records, anchored, context, work)
 
-    def _write(self, conn: sqlite3.Connection, ns: Namespace, rows: list[dict[str, Any]],
+    def _write(self, conn: Connection, ns: Namespace, rows: list[dict[str, Any]],
                prepared: _Prepared) -> None:
         ns_id = self._store.ensure_namespace(conn, ns.key)
         try:
@@ -339,7 +339,7 @@ class WritePipeline:
             self.indexer.remember(text, vector)
         self._checked = True
 
-    def _persist(self, conn: sqlite3.Connection, ns_id: int, rows: list[dict[str, Any]],
+    def _persist(self, conn: Connection, ns_id: int, rows: list[dict[str, Any]],
                  records: list[dict[str, Any]], anchored: list[dict[str, Any]], context: list[dict[str, Any]],
                  work: list[tuple[int, int]], *, fresh: bool = True) -> list[int]:
         """Persist and index a batch; ``fresh=False`` (reindex): the turns and their memory files are stored
@@ -351,9 +351,8 @@ class WritePipeline:
                 for offset, row in enumerate(rows):
                     row["seq"] = seq + offset
                 store.insert_turns(conn, ns_id, rows)
-        except sqlite3.IntegrityError as exc:
-            raise InvalidTurnError("turns[].id", [r["id"] for r in rows], "turn ids must be unique in the store; "
-                                   f"omit id to get a fresh one ({exc})") from None
+        except StoreConflict as exc:
+            raise InvalidTurnError("turns[].id", [r["id"] for r in rows], f"{exc.fix} ({exc.detail})") from None
         rids = store.insert_records(conn, ns_id, records)
         turn_rids = list(rids)
         rid_of = {t["id"]: t["rid"] for t in context}
@@ -374,7 +373,7 @@ class WritePipeline:
                       derived_rids=rids[len(records):])
         return turn_rids
 
-    def rederive(self, conn: sqlite3.Connection, ns_id: int, rows: list[dict[str, Any]],
+    def rederive(self, conn: Connection, ns_id: int, rows: list[dict[str, Any]],
                  context: list[dict[str, Any]], record_ids: Mapping[str, str]) -> tuple[list[int], bool]:
         """Reindex: derive and index the records of stored turns ``rows`` (seq order, after ``context``, the
         turns re-derived just before them, each with its new turn record's ``rid``) inside the caller's
@@ -398,7 +397,7 @@ class WritePipeline:
         if self.indexer is not None:
             self._kick([(EMBED, 0)])
 
-    def _turn_facets(self, conn: sqlite3.Connection, ns_id: int, records: list[dict[str, Any]],
+    def _turn_facets(self, conn: Connection, ns_id: int, records: list[dict[str, Any]],
                      rows: list[dict[str, Any]], context: list[dict[str, Any]]
                      ) -> list[tuple[list[str], list[Any], list[str] | None]]:
         """Entities, time spans and (when the evidence index is written) evidence keys of each turn record."""

@@ -38,7 +38,7 @@ from .pipeline import KIND_CONTEXT_TURNS
 if TYPE_CHECKING:
     from ..embed import Embedder
     from ..store.base import DerivedIndex
-    from ..store.sqlite import TruthStore
+    from ..store.interface import TruthStore
     from .pipeline import WritePipeline
 
 __all__ = ["PROGRESS_KEY", "ReindexReport", "reindex", "reindex_engine"]

@@ -48,7 +48,7 @@ from .summary import summarize, summarize_with_llm
 if TYPE_CHECKING:
     from ..config import EngineConfig
     from ..llm import LLM
-    from ..store.sqlite import TruthStore
+    from ..store.interface import TruthStore
 
 __all__ = ["CompactionReport", "Lifecycle"]
 

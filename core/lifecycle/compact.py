@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import math
-import sqlite3
 import time
 import unicodedata
 from collections import Counter
@@ -36,6 +35,7 @@ from dataclasses import dataclass, replace
 from datetime import date
 from typing import Any
 
+from ..store.interface import Connection
 from ..store.memory_files import (
     FileRow,
     Member,
@@ -82,7 +82,7 @@ def _parts(members: Sequence[Member]) -> list[Any]:
     return [replace(m.turn, content=m.text) if not m.whole else m.turn for m in members]
 
 
-def refresh_hook(conn: sqlite3.Connection, row: FileRow, *, summary: HookSummary | None = None,
+def refresh_hook(conn: Connection, row: FileRow, *, summary: HookSummary | None = None,
                  summary_error: str | None = None, threshold: int = 70) -> FileRow:
     """Recompute a file's hook from its turns (and, for merged files, from its sources' hooks)."""
     members = file_turns(conn, row.fid)
@@ -158,7 +158,7 @@ def _tokens(members: Sequence[Member]) -> int:
     return sum(estimate_tokens(m.text) for m in members)
 
 
-def merge_week(conn: sqlite3.Connection, ns_id: int, week: str) -> dict[str, Any]:
+def merge_week(conn: Connection, ns_id: int, week: str) -> dict[str, Any]:
     """Merge the daily files of ISO week ``week`` (``YYYY-Www``) into its weekly file; idempotent."""
     monday, sunday = week_bounds(week)
     dailies = [f for f in list_files(conn, ns_id, period="daily")
@@ -234,11 +234,11 @@ def score_files(files: Sequence[FileRow], *, now: float, weights: EvictionWeight
     return out
 
 
-def weeks_of_month(conn: sqlite3.Connection, ns_id: int, month: str) -> list[FileRow]:
+def weeks_of_month(conn: Connection, ns_id: int, month: str) -> list[FileRow]:
     return [f for f in list_files(conn, ns_id, period="weekly") if month_key_of_week(f.period_key) == month]
 
 
-def evict_month(conn: sqlite3.Connection, ns_id: int, month: str, *, now: float, weights: EvictionWeights,
+def evict_month(conn: Connection, ns_id: int, month: str, *, now: float, weights: EvictionWeights,
                 relevance: Mapping[str, float] | None, importance_threshold: int = 70,
                 relevance_source: str = "retrieval") -> dict[str, Any]:
     """Keep the month's best weekly file (and the others' high-value turns) as its monthly file; idempotent."""
@@ -294,14 +294,14 @@ def evict_month(conn: sqlite3.Connection, ns_id: int, month: str, *, now: float,
             "turns": len(keep), "cold_turns": len(cold), "scores": scores}
 
 
-def due_weeks(conn: sqlite3.Connection, ns_id: int, current_week: str) -> list[str]:
+def due_weeks(conn: Connection, ns_id: int, current_week: str) -> list[str]:
     """ISO weeks before ``current_week`` whose daily files are not all merged."""
     weeks = {iso_week_key(date.fromisoformat(f.period_key))
              for f in list_files(conn, ns_id, period="daily", statuses=("open", "closed"))}
     return sorted(w for w in weeks if w < current_week)
 
 
-def due_months(conn: sqlite3.Connection, ns_id: int, current_month: str) -> list[str]:
+def due_months(conn: Connection, ns_id: int, current_month: str) -> list[str]:
     """Months before ``current_month`` with weekly files not yet evicted into a monthly file."""
     months = {month_key_of_week(f.period_key) for f in list_files(conn, ns_id, period="weekly",
                                                                    statuses=("closed",))}

@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import json
 import math
-import sqlite3
 import time
 from collections.abc import Sequence
 from datetime import UTC, date, datetime
 from typing import Any
 
 from ..models import IndexHook, Namespace, Turn
+from ..store.interface import Connection
 from ..store.memory_files import (
     FileRow,
     Member,
@@ -120,7 +120,7 @@ def _cut_point(text: str, start: int, n: int) -> int:
     return end
 
 
-def archive_turns(conn: sqlite3.Connection, ns_id: int, turns: Sequence[tuple[int, float, str]], *,
+def archive_turns(conn: Connection, ns_id: int, turns: Sequence[tuple[int, float, str]], *,
                   soft_tokens: int) -> set[int]:
     """Append turns ``(tid, ts, content)`` (in order) to the namespace's daily files; returns the touched fids."""
     hard = max(1, math.floor(soft_tokens * HARD_FACTOR))

@@ -13,7 +13,6 @@ rewrites the changed tables, see :meth:`memory_ext.store.pg.truth.PgTruthStore.p
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -23,12 +22,13 @@ from ..models import Namespace
 from ..results import ForgetReceipt
 from ..store.faces import forget_in_faces
 from ..store.forget_rows import forget_turns
+from ..store.interface import Connection
 
 if TYPE_CHECKING:
     from ..store.base import DerivedIndex
     from ..store.evidence import EvidenceIndex
     from ..store.faces import Face
-    from ..store.sqlite import TruthStore
+    from ..store.interface import TruthStore
     from .files import FileRow
 
 __all__ = ["forget", "id_list", "purge_files"]
@@ -154,7 +154,7 @@ def purge_files(store: TruthStore, indexes: Sequence[DerivedIndex] = (), *, wait
     return tuple(pending)
 
 
-def _reindex_evidence(store: TruthStore, evidence: EvidenceIndex, conn: sqlite3.Connection, ns_id: int,
+def _reindex_evidence(store: TruthStore, evidence: EvidenceIndex, conn: Connection, ns_id: int,
                       tids: Sequence[int]) -> None:
     """Derive the evidence keys of these turns again, from their current neighbours."""
     items = store.turn_records_with_neighbours(conn, ns_id, tids)

@@ -40,8 +40,8 @@ from ..store.metadata_filter import parse_metadata_filter
 
 if TYPE_CHECKING:
     from ..ingest.pipeline import WritePipeline
+    from ..store.interface import TruthStore
     from ..store.items import ItemRow
-    from ..store.sqlite import TruthStore
     from .versions import Versions
 
 __all__ = ["SWEEP_INTERVAL_S", "ItemPut", "ItemSweeper", "Items", "MatchCondition", "StoredItem"]

@@ -13,11 +13,11 @@ above the replaced one.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..store.claims import insert_claim, live_claims, supersede_record
+from ..store.interface import Connection
 from ..store.tiers import bump_flags
 from .conflicts import Claim, conflicts, extract_claims
 
@@ -27,7 +27,7 @@ CLAIM_ROLES = ("user",)
 """Roles whose statements about themselves and others are tracked (assistants' words are not the user's facts)."""
 
 
-def supersede(conn: sqlite3.Connection, ns_id: int, records: Sequence[Mapping[str, Any]], rids: Sequence[int], *,
+def supersede(conn: Connection, ns_id: int, records: Sequence[Mapping[str, Any]], rids: Sequence[int], *,
               derived: Sequence[Mapping[str, Any]] = (), derived_rids: Sequence[int] = ()) -> int:
     """Record the claims of new records and supersede older conflicting ones; returns how many records were.
 

@@ -32,7 +32,6 @@ by their turn records' ids — the cost is that of the removed turns, not of the
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
@@ -41,11 +40,13 @@ from ..errors import InvalidQueryError, ReadOnlyStoreError
 from ..models import Namespace, Turn, to_utc
 from ..results import AddResult, ForgetReceipt, Memory, MemoryPage, MemoryVersion
 from ..store.filters import RecordFilter
+from ..store.interface import Connection
 from .forgetting import id_list
 
 if TYPE_CHECKING:
     from ..ingest.pipeline import WritePipeline
-    from ..store.sqlite import TruthStore, TurnRow
+    from ..store.interface import TruthStore
+    from ..store.rows import TurnRow
 
 __all__ = ["Versions"]
 
@@ -89,7 +90,7 @@ class Versions:
             raise InvalidQueryError(field, ident, "this namespace has no memories; check the namespace")
         return ns_id
 
-    def _key(self, conn: sqlite3.Connection, ns_id: int, ident: str, field: str, session_id: str | None
+    def _key(self, conn: Connection, ns_id: int, ident: str, field: str, session_id: str | None
              ) -> tuple[str, str | None, TurnRow | None]:
         """The memory key of ``ident``, its session and its turn (None when only its history is left)."""
         if not isinstance(ident, str) or not ident:
@@ -123,7 +124,7 @@ class Versions:
             return self.update_in(conn, ns, ns_id, memory_id, content=content, metadata=metadata,
                                   timestamp=timestamp)
 
-    def update_in(self, conn: sqlite3.Connection, ns: Namespace, ns_id: int, memory_id: str, *,
+    def update_in(self, conn: Connection, ns: Namespace, ns_id: int, memory_id: str, *,
                   content: str | None, metadata: Mapping[str, Any] | None,
                   timestamp: datetime | str | float | None) -> AddResult:
         """:meth:`update` inside the caller's open write transaction (the LangGraph store's put)."""

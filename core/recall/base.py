@@ -14,8 +14,8 @@ if TYPE_CHECKING:
     from ..models import EvidenceRoute
     from ..store.evidence import EvidenceIndex
     from ..store.graph import EntityGraph
+    from ..store.interface import TruthStore
     from ..store.keyword import KeywordIndex
-    from ..store.sqlite import TruthStore
     from ..store.timeindex import TimeIndex
     from ..store.vector import VectorIndex
     from .sparse import SparseIndex

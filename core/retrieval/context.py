@@ -17,7 +17,8 @@ import numpy as np
 from ..ingest.derive import WINDOW_MAX_GAP_S
 from ..models import RetrievedItem
 from ..store.catalog import Catalog
-from ..store.sqlite import TruthStore, TurnRow
+from ..store.interface import TruthStore
+from ..store.rows import TurnRow
 from ..text import estimate_tokens
 
 __all__ = ["DISCLOSE_MIN_CHARS", "context_line", "render_context", "shown_turns"]

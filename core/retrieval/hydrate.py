@@ -10,7 +10,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..models import RecordKind, RetrievedItem, Role
-from ..store.sqlite import TruthStore, TurnRow
+from ..store.interface import TruthStore
+from ..store.rows import TurnRow
 
 __all__ = ["Hydrated", "hydrate"]
 

@@ -24,7 +24,7 @@ from ..rank.rerank import Reranker
 from ..recall.channels import ChannelSet
 from ..store.catalog import Catalog, RecordCatalog
 from ..store.evidence import EvidenceIndex
-from ..store.sqlite import TruthStore
+from ..store.interface import TruthStore
 from ..store.vector import VectorIndex
 from .context import render_context
 from .explain import build_trace, channel_ranks, zscore_details

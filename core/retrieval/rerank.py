@@ -16,7 +16,7 @@ from ..config import RecallConfig
 from ..models import ChannelError
 from ..rank.rerank import Candidate, Reranker, apply_rerank, fair_pool
 from ..store.catalog import Catalog
-from ..store.sqlite import TruthStore
+from ..store.interface import TruthStore
 from .fuse import Fused, RouteScores
 
 __all__ = ["Reranked", "rerank"]

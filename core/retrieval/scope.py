@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..store.catalog import KIND_CODES, Catalog
-from ..store.sqlite import TruthStore
+from ..store.interface import TruthStore
 from .request import SearchRequest
 
 __all__ = ["Scope", "flag_mask", "scope_of"]

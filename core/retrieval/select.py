@@ -21,7 +21,7 @@ from ..rank.mmr import jaccard_matrix, mmr
 from ..rank.select import apply_episode_budget, apply_route_quotas
 from ..rank.zscore import TurnScores
 from ..store.catalog import Catalog
-from ..store.sqlite import TruthStore
+from ..store.interface import TruthStore
 from ..text import tokenize
 
 __all__ = ["Selection", "mmr_order", "quotas_and_budget", "select"]

@@ -31,7 +31,7 @@ from typing import Any
 
 from ..config import read_config_file
 from ..errors import ConfigError
-from ..store.pg.truth import is_dsn
+from ..store.locate import is_dsn
 from .guards import DEFAULT_MAX_BODY_BYTES, parse_allowed_hosts, parse_allowed_origins, parse_max_body_bytes
 
 __all__ = ["ENV_PREFIX", "Principal", "ServerSettings", "TokenTable", "is_loopback", "load_config_file"]

@@ -19,7 +19,6 @@ Indexes that keep per-namespace in-memory snapshots share :class:`CachedIndex`: 
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
+from .interface import Connection
 from .snapshots import synced_snapshot
 
 __all__ = ["CachedIndex", "DerivedIndex", "IndexedRecord", "RecordBatch"]
@@ -80,16 +80,16 @@ class DerivedIndex(Protocol):
     name: str
     """The index's name in receipts and errors (``keyword``, ``graph``, ``vector:numpy``...)."""
 
-    def create_schema(self, conn: sqlite3.Connection) -> None:
+    def create_schema(self, conn: Connection) -> None:
         """Create the index's tables if they do not exist (no commit)."""
 
-    def index(self, conn: sqlite3.Connection, ns_id: int, batch: RecordBatch) -> None:
+    def index(self, conn: Connection, ns_id: int, batch: RecordBatch) -> None:
         """Store what this index keeps of a new batch."""
 
-    def remove(self, conn: sqlite3.Connection, ns_id: int, rids: Sequence[int]) -> None:
+    def remove(self, conn: Connection, ns_id: int, rids: Sequence[int]) -> None:
         """Delete these records of ``ns_id`` (unknown rids are ignored)."""
 
-    def drop_namespace(self, conn: sqlite3.Connection, ns_id: int) -> None:
+    def drop_namespace(self, conn: Connection, ns_id: int) -> None:
         """Delete everything of ``ns_id``."""
 
     def invalidate(self, ns_id: int | None = None) -> None:
@@ -125,8 +125,8 @@ class CachedIndex(Generic[C]):
                 else:
                     cache.pop(ns_id, None)
 
-    def _synced(self, conn: sqlite3.Connection, ns_id: int, read_stats: Callable[[sqlite3.Connection, int], Any],
-                load: Callable[[sqlite3.Connection, int, Any], C]) -> C | None:
+    def _synced(self, conn: Connection, ns_id: int, read_stats: Callable[[Connection, int], Any],
+                load: Callable[[Connection, int, Any], C]) -> C | None:
         """The namespace's snapshot brought in sync with the tables (see :func:`synced_snapshot`)."""
         return synced_snapshot(conn, ns_id, cache=self._cache, snap_lock=self._snap_lock,  # type: ignore[type-var]
                                lock=self._lock, invalidate=self.invalidate, read_stats=read_stats, load=load)

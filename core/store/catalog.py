@@ -9,7 +9,6 @@ numpy instead of SQL per candidate.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
@@ -17,6 +16,7 @@ import numpy as np
 
 from ..models import RecordKind
 from .base import CachedIndex, RecordBatch
+from .interface import Connection
 
 __all__ = ["DERIVED_KINDS", "KIND_CODES", "Catalog", "RecordCatalog"]
 
@@ -104,19 +104,19 @@ class RecordCatalog(CachedIndex[Catalog]):
     name = "catalog"
 
     @staticmethod
-    def create_schema(conn: sqlite3.Connection) -> None:
+    def create_schema(conn: Connection) -> None:
         """Nothing: the catalog reads the truth store's ``records`` table."""
 
-    def index(self, conn: sqlite3.Connection, ns_id: int, batch: RecordBatch) -> None:
+    def index(self, conn: Connection, ns_id: int, batch: RecordBatch) -> None:
         """Nothing: new records are read by the next :meth:`get` (rows with a higher rid)."""
 
-    def remove(self, conn: sqlite3.Connection, ns_id: int, rids: Sequence[int]) -> None:
+    def remove(self, conn: Connection, ns_id: int, rids: Sequence[int]) -> None:
         self.invalidate(ns_id)
 
-    def drop_namespace(self, conn: sqlite3.Connection, ns_id: int) -> None:
+    def drop_namespace(self, conn: Connection, ns_id: int) -> None:
         self.invalidate(ns_id)
 
-    def get(self, conn: sqlite3.Connection, ns_id: int) -> Catalog:
+    def get(self, conn: Connection, ns_id: int) -> Catalog:
         """The namespace's catalog, brought up to date (reads only rows newer than the cached ones)."""
         row = conn.execute("SELECT generation, flags_generation FROM namespaces WHERE ns_id=?", (ns_id,)).fetchone()
         generation = (int(row[0]), int(row[1])) if row else (0, 0)

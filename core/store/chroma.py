@@ -66,10 +66,10 @@ import numpy as np
 
 from ..errors import ConfigError, EmbedderError, MissingDependencyError, StoreError
 from ..registry import vector_backends
+from .interface import Connection
 from .vector import VectorBatches
 
 if TYPE_CHECKING:
-    import sqlite3
 
     from chromadb.api.client import Client
 
@@ -172,7 +172,7 @@ class ChromaVectorIndex(VectorBatches):
     def __init__(self, *, storage: StorageConfig, directory: Path, embedder_id: str, dim: int,
                  store_id: str | None = None, batch_size: int | None = None,
                  on_commit: Callable[[Callable[[], None]], None] | None = None,
-                 reader: Callable[[], sqlite3.Connection] | None = None, **_: object) -> None:
+                 reader: Callable[[], Connection] | None = None, **_: object) -> None:
         self._on_commit = on_commit  # TruthStore.after_commit: deletions wait for the SQLite commit
         self._reader = reader  # the truth store's reader: reconcile and purge rebuild from it
         self._dirty = False  # something was deleted since the last purge
@@ -267,7 +267,7 @@ class ChromaVectorIndex(VectorBatches):
         return arr
 
     # -- writes --------------------------------------------------------------------------------------------
-    def add(self, conn: sqlite3.Connection, ns_id: int, rids: Sequence[int], vectors: np.ndarray) -> None:
+    def add(self, conn: Connection, ns_id: int, rids: Sequence[int], vectors: np.ndarray) -> None:
         """Upsert ``rids`` with ``vectors`` into the namespace; all or nothing (raises StoreError on failure)."""
         rids = [int(r) for r in rids]
         if not rids:
@@ -319,7 +319,7 @@ class ChromaVectorIndex(VectorBatches):
             return f"{type(exc).__name__}: {exc}"
         return None
 
-    def remove(self, conn: sqlite3.Connection, ns_id: int, rids: Sequence[int]) -> None:
+    def remove(self, conn: Connection, ns_id: int, rids: Sequence[int]) -> None:
         """Delete the namespace's ``rids`` (ids of other namespaces are never touched) — after the commit of the
         caller's transaction when the engine gave ``on_commit``, at once otherwise."""
         ids = [str(int(r)) for r in rids]
@@ -341,10 +341,10 @@ class ChromaVectorIndex(VectorBatches):
         """Nothing is cached in this process: Chroma is always current."""
 
     @staticmethod
-    def create_schema(conn: sqlite3.Connection) -> None:
+    def create_schema(conn: Connection) -> None:
         """Nothing in SQLite: the collection is created when the index opens."""
 
-    def drop_namespace(self, conn: sqlite3.Connection, ns_id: int) -> None:
+    def drop_namespace(self, conn: Connection, ns_id: int) -> None:
         """Delete every vector of the namespace (after the commit, as :meth:`remove`)."""
         def delete() -> None:
             self._call("drop namespace", self._collection.delete, where={"ns_id": int(ns_id)})
@@ -491,7 +491,7 @@ class ChromaVectorIndex(VectorBatches):
                 shutil.rmtree(child, ignore_errors=True)
 
     # -- reads ---------------------------------------------------------------------------------------------
-    def search(self, conn: sqlite3.Connection, ns_id: int, query: np.ndarray, k: int, *,
+    def search(self, conn: Connection, ns_id: int, query: np.ndarray, k: int, *,
                allowed: Collection[int] | None = None) -> list[tuple[int, float]]:
         """The ``k`` rids of namespace ``ns_id`` nearest to ``query``: ``(rid, cosine similarity)``, best first."""
         if k <= 0:
@@ -544,7 +544,7 @@ class ChromaVectorIndex(VectorBatches):
         ids, dists = res["ids"][0], cast(list[list[float]], res["distances"])[0]  # present: asked for by `include`
         return [(int(i), 1.0 - float(d)) for i, d in zip(ids, dists, strict=True)]
 
-    def _verify(self, conn: sqlite3.Connection, ns_id: int, q: np.ndarray,
+    def _verify(self, conn: Connection, ns_id: int, q: np.ndarray,
                 hits: list[tuple[int, float]]) -> list[tuple[int, float]]:
         """Keep the hits whose vector is in the truth store (same namespace, same vector); score them exactly.
 

@@ -7,13 +7,14 @@ accepted by SQLite and by the PostgreSQL store's connection.
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
+
+from .interface import Connection
 
 __all__ = ["insert_claim", "live_claims", "supersede_record"]
 
 
-def live_claims(conn: sqlite3.Connection, ns_id: int, holder: str, subject: str, attribute: str,
+def live_claims(conn: Connection, ns_id: int, holder: str, subject: str, attribute: str,
                 other_than: int) -> list[tuple[Any, ...]]:
     """``(rid, value, negated, ts)`` of the claims on this holder, subject and attribute whose records are not
     superseded, the record ``other_than`` left out."""
@@ -23,13 +24,13 @@ def live_claims(conn: sqlite3.Connection, ns_id: int, holder: str, subject: str,
         " AND c.rid != ?", (ns_id, holder, subject, attribute, other_than)).fetchall()
 
 
-def supersede_record(conn: sqlite3.Connection, ns_id: int, rid: int, valid_to: float | None, by_record_id: str) -> None:
+def supersede_record(conn: Connection, ns_id: int, rid: int, valid_to: float | None, by_record_id: str) -> None:
     """The record ``rid`` stops being valid at ``valid_to``: ``by_record_id`` replaced it."""
     conn.execute("UPDATE records SET valid_to=?, superseded_by=? WHERE rid=? AND ns_id=?",
                  (valid_to, by_record_id, rid, ns_id))
 
 
-def insert_claim(conn: sqlite3.Connection, ns_id: int, rid: int, holder: str, subject: str, attribute: str,
+def insert_claim(conn: Connection, ns_id: int, rid: int, holder: str, subject: str, attribute: str,
                  value: str, negated: bool, ts: float | None) -> None:
     """One claim of the record ``rid``."""
     conn.execute("INSERT INTO claims(ns_id, rid, holder, subject, attribute, value, negated, ts)"

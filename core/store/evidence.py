@@ -46,7 +46,6 @@ Every statement carries ``ns_id``: one namespace never reads or changes another'
 
 from __future__ import annotations
 
-import sqlite3
 from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
@@ -57,6 +56,7 @@ import numpy as np
 
 from ..text.entity_keys import key_extent, match_known
 from .base import CachedIndex, RecordBatch
+from .interface import Connection
 from .snapshots import chunks, marks, remove_indexed
 
 __all__ = [
@@ -137,7 +137,7 @@ class _Stats:
     n_records: int
 
 
-def _read_stats(conn: sqlite3.Connection, ns_id: int) -> _Stats | None:
+def _read_stats(conn: Connection, ns_id: int) -> _Stats | None:
     row = conn.execute("SELECT version, last_pid, n_records FROM evidence_stats WHERE ns_id=?", (ns_id,)).fetchone()
     return None if row is None else _Stats(int(row[0]), int(row[1]), int(row[2]))
 
@@ -207,7 +207,7 @@ class EvidenceSnapshot:
         self.max_tokens, self.max_cjk = key_extent(ents, self.max_tokens, self.max_cjk)
 
     @classmethod
-    def load(cls, conn: sqlite3.Connection, ns_id: int, stats: _Stats) -> EvidenceSnapshot:
+    def load(cls, conn: Connection, ns_id: int, stats: _Stats) -> EvidenceSnapshot:
         """Read all nodes and postings of ``ns_id`` (call inside one read transaction)."""
         snap = cls()
         nodes = conn.execute("SELECT nid, key FROM evidence_nodes WHERE ns_id=? ORDER BY nid", (ns_id,)).fetchall()
@@ -230,7 +230,7 @@ class EvidenceSnapshot:
         snap._set_stats(stats)
         return snap
 
-    def extended(self, conn: sqlite3.Connection, ns_id: int, stats: _Stats) -> EvidenceSnapshot | None:
+    def extended(self, conn: Connection, ns_id: int, stats: _Stats) -> EvidenceSnapshot | None:
         """This snapshot plus the postings written since (same ``version``), or None when a full load is due
         (a delete, a record added with a rid below the newest one loaded, a large delta)."""
         if stats.version != self.version or stats.last_pid < self.last_pid:
@@ -346,18 +346,18 @@ class EvidenceIndex(CachedIndex["EvidenceSnapshot"]):
     name = "evidence"
 
     @staticmethod
-    def create_schema(conn: sqlite3.Connection) -> None:
+    def create_schema(conn: Connection) -> None:
         """Create the ``evidence_`` tables and indexes if they do not exist (no commit)."""
         for statement in _SCHEMA:
             conn.execute(statement)
 
     # ------------------------------------------------------------------------------------------ writes
 
-    def index(self, conn: sqlite3.Connection, ns_id: int, batch: RecordBatch) -> None:
+    def index(self, conn: Connection, ns_id: int, batch: RecordBatch) -> None:
         """Store the node keys the write pipeline derived for the batch's records."""
         self.add(conn, ns_id, [(r.rid, r.evidence_keys) for r in batch.records if r.evidence_keys is not None])
 
-    def add(self, conn: sqlite3.Connection, ns_id: int, items: Sequence[tuple[int, Sequence[str]]]) -> None:
+    def add(self, conn: Connection, ns_id: int, items: Sequence[tuple[int, Sequence[str]]]) -> None:
         """Index records ``(rid, node keys)`` inside the CALLER's open transaction (never commits).
 
         The keys come from :func:`memory_ext.ingest.evidence_keys.window_keys`. Re-adding a rid already indexed
@@ -393,7 +393,7 @@ class EvidenceIndex(CachedIndex["EvidenceSnapshot"]):
             conn.execute("INSERT INTO evidence_stats(ns_id, version, last_pid, n_records) VALUES (?,0,?,?)",
                          (ns_id, last_pid, len(latest)))
 
-    def remove(self, conn: sqlite3.Connection, ns_id: int, rids: Sequence[int]) -> None:
+    def remove(self, conn: Connection, ns_id: int, rids: Sequence[int]) -> None:
         """Delete the records ``rids`` of ``ns_id`` inside the caller's transaction; nodes left without a record
         are deleted with their keys. Unknown rids are ignored."""
         wanted = sorted({int(r) for r in rids})
@@ -418,7 +418,7 @@ class EvidenceIndex(CachedIndex["EvidenceSnapshot"]):
                      " WHERE ns_id=?", (len(gone), ns_id))
         self.invalidate(ns_id)
 
-    def drop_namespace(self, conn: sqlite3.Connection, ns_id: int) -> None:
+    def drop_namespace(self, conn: Connection, ns_id: int) -> None:
         """Delete every node and posting of ``ns_id`` inside the caller's transaction (the stats row stays,
         zeroed with a new version, so other processes holding a snapshot notice)."""
         conn.execute("DELETE FROM evidence_postings WHERE ns_id=?", (ns_id,))
@@ -429,26 +429,26 @@ class EvidenceIndex(CachedIndex["EvidenceSnapshot"]):
     # ------------------------------------------------------------------------------------------- reads
 
     @staticmethod
-    def known_entities(conn: sqlite3.Connection, ns_id: int) -> set[str]:
+    def known_entities(conn: Connection, ns_id: int) -> set[str]:
         """The entity keys of ``ns_id`` (from its ``e:`` nodes)."""
         rows = conn.execute("SELECT key FROM evidence_nodes WHERE ns_id=? AND key >= 'e:' AND key < 'e;'", (ns_id,))
         return {r[0][2:] for r in rows}
 
     @staticmethod
-    def record_count(conn: sqlite3.Connection, ns_id: int) -> int:
+    def record_count(conn: Connection, ns_id: int) -> int:
         """Number of records of ``ns_id`` with at least one node."""
         stats = _read_stats(conn, ns_id)
         return 0 if stats is None else stats.n_records
 
     @staticmethod
-    def nodes_of(conn: sqlite3.Connection, ns_id: int, rid: int) -> list[str]:
+    def nodes_of(conn: Connection, ns_id: int, rid: int) -> list[str]:
         """The node keys of record ``rid`` of ``ns_id``, sorted."""
         return sorted(r[0] for r in conn.execute(
             "SELECT n.key FROM evidence_postings p JOIN evidence_nodes n ON n.nid = p.nid"
             " WHERE p.ns_id=? AND p.rid=?", (ns_id, int(rid))))
 
     @staticmethod
-    def node_info(conn: sqlite3.Connection, ns_id: int, keys: Sequence[str]) -> dict[str, int]:
+    def node_info(conn: Connection, ns_id: int, keys: Sequence[str]) -> dict[str, int]:
         """key -> number of records, for the nodes of ``ns_id`` among ``keys``."""
         out: dict[str, int] = {}
         for part in chunks(list(dict.fromkeys(keys))):
@@ -459,7 +459,7 @@ class EvidenceIndex(CachedIndex["EvidenceSnapshot"]):
                 out[key] = int(n)
         return out
 
-    def snapshot(self, conn: sqlite3.Connection, ns_id: int) -> EvidenceSnapshot | None:
+    def snapshot(self, conn: Connection, ns_id: int) -> EvidenceSnapshot | None:
         """The in-memory :class:`EvidenceSnapshot` of ``ns_id`` as ``conn`` sees it (None: nothing indexed yet).
 
         Unchanged -> one SQL statement; only records added -> their postings and new nodes are read and

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from ..models import Namespace
-    from .sqlite import TruthStore
+    from .interface import TruthStore
 
 __all__ = ["FACES_META", "Face", "forget_in_faces", "record_face"]
 

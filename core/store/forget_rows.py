@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 from collections.abc import Iterable, Sequence
 
+from .interface import Connection
 from .memory_files import get_file
 
 __all__ = ["forget_turns", "records_of_turns"]
@@ -40,7 +40,7 @@ def _raw_patterns(contents: Iterable[str]) -> list[re.Pattern[str]]:
     return out
 
 
-def records_of_turns(conn: sqlite3.Connection, ns_id: int, turn_ids: Sequence[str]) -> list[int]:
+def records_of_turns(conn: Connection, ns_id: int, turn_ids: Sequence[str]) -> list[int]:
     """rids of every record built from any of these turns (turn records and the windows that include them)."""
     wanted = set(turn_ids)
     if not wanted:
@@ -64,7 +64,7 @@ ANCHOR_REACH = 10
 kinds read up to ``KIND_CONTEXT_TURNS`` (8) stored turns back."""
 
 
-def _records_by_anchor(conn: sqlite3.Connection, ns_id: int, wanted: set[str]) -> list[int]:
+def _records_by_anchor(conn: Connection, ns_id: int, wanted: set[str]) -> list[int]:
     """:func:`records_of_turns` through the anchors near each turn (indexed lookups: the cost of the turns, not
     of the namespace)."""
     out: set[int] = set()
@@ -81,7 +81,7 @@ def _records_by_anchor(conn: sqlite3.Connection, ns_id: int, wanted: set[str]) -
     return sorted(out)
 
 
-def forget_turns(conn: sqlite3.Connection, ns_id: int, tids: Sequence[int], *,
+def forget_turns(conn: Connection, ns_id: int, tids: Sequence[int], *,
                  drop_files: Sequence[int] = ()) -> dict[str, list]:
     """Delete turns ``tids`` of a namespace and everything derived from them; returns what was removed.
 

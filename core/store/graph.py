@@ -56,7 +56,6 @@ Every statement carries ``ns_id``: one namespace never reads or changes another'
 from __future__ import annotations
 
 import math
-import sqlite3
 from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -68,6 +67,7 @@ from ..errors import ConfigError
 from ..text.entities import extract_entities
 from ..text.entity_keys import entity_key, key_extent, match_known, record_entities
 from .base import CachedIndex, RecordBatch
+from .interface import Connection
 from .snapshots import SQL_CHUNK, chunks, marks, remove_indexed
 
 __all__ = ["EntityGraph", "GraphSnapshot", "entity_key", "record_entities"]
@@ -124,7 +124,7 @@ class _Stats:
     max_ts: float | None
 
 
-def _read_stats(conn: sqlite3.Connection, ns_id: int) -> _Stats | None:
+def _read_stats(conn: Connection, ns_id: int) -> _Stats | None:
     row = conn.execute(
         "SELECT version, last_eid, n_records, max_ts FROM graph_stats WHERE ns_id=?", (ns_id,)
     ).fetchone()
@@ -236,7 +236,7 @@ class GraphSnapshot:
                 and self.last_eid >= stats.last_eid and self.max_ts == stats.max_ts)
 
     @classmethod
-    def load(cls, conn: sqlite3.Connection, ns_id: int, stats: _Stats, half_life_s: float) -> GraphSnapshot:
+    def load(cls, conn: Connection, ns_id: int, stats: _Stats, half_life_s: float) -> GraphSnapshot:
         """Read the whole graph of ``ns_id`` (call inside one read transaction)."""
         snap = cls(half_life_s)
         ent = conn.execute("SELECT eid, name, n_records FROM graph_entities WHERE ns_id=? ORDER BY eid",
@@ -276,7 +276,7 @@ class GraphSnapshot:
         snap._set_stats(stats)
         return snap
 
-    def extended(self, conn: sqlite3.Connection, ns_id: int, stats: _Stats) -> GraphSnapshot | None:
+    def extended(self, conn: Connection, ns_id: int, stats: _Stats) -> GraphSnapshot | None:
         """This snapshot plus the records added since (same ``version``), or None when a full load is due.
 
         New records are the postings with a rid above every rid loaded; if they do not account for all of
@@ -467,17 +467,17 @@ class EntityGraph(CachedIndex["GraphSnapshot"]):
     # ----------------------------------------------------------------------------------------- writes
 
     @staticmethod
-    def create_schema(conn: sqlite3.Connection) -> None:
+    def create_schema(conn: Connection) -> None:
         """Create the ``graph_`` tables and indexes if they do not exist (no commit)."""
         for statement in _SCHEMA:
             conn.execute(statement)
 
-    def index(self, conn: sqlite3.Connection, ns_id: int, batch: RecordBatch) -> None:
+    def index(self, conn: Connection, ns_id: int, batch: RecordBatch) -> None:
         """Store the entities the write pipeline extracted for the batch's records."""
         self.add(conn, ns_id, [(r.rid, r.entities, r.ref_ts) for r in batch.records if r.entities is not None])
 
     def add(
-        self, conn: sqlite3.Connection, ns_id: int, items: Sequence[tuple[int, Sequence[str], float | None]]
+        self, conn: Connection, ns_id: int, items: Sequence[tuple[int, Sequence[str], float | None]]
     ) -> None:
         """Index records ``(rid, entity names, timestamp)`` inside the CALLER's open transaction (never commit).
 
@@ -539,7 +539,7 @@ class EntityGraph(CachedIndex["GraphSnapshot"]):
 
     @staticmethod
     def _upsert_entities(
-        conn: sqlite3.Connection, ns_id: int, latest: Mapping[int, tuple[dict[str, str], float | None]]
+        conn: Connection, ns_id: int, latest: Mapping[int, tuple[dict[str, str], float | None]]
     ) -> dict[str, int]:
         """Create missing entities, add the new records to ``n_records``; return key -> eid."""
         df: Counter[str] = Counter()
@@ -563,7 +563,7 @@ class EntityGraph(CachedIndex["GraphSnapshot"]):
                 eid_of[key] = int(eid)
         return eid_of
 
-    def remove(self, conn: sqlite3.Connection, ns_id: int, rids: Sequence[int]) -> None:
+    def remove(self, conn: Connection, ns_id: int, rids: Sequence[int]) -> None:
         """Delete the records ``rids`` of ``ns_id`` from the graph inside the caller's transaction.
 
         Their postings go; the co-occurrences they contributed are subtracted (an edge left with no record is
@@ -637,7 +637,7 @@ class EntityGraph(CachedIndex["GraphSnapshot"]):
         )
         self.invalidate(ns_id)
 
-    def drop_namespace(self, conn: sqlite3.Connection, ns_id: int) -> None:
+    def drop_namespace(self, conn: Connection, ns_id: int) -> None:
         """Delete the whole graph of ``ns_id`` inside the caller's transaction.
 
         The ``graph_stats`` row stays (counters only, zeroed with a new version) so that other processes
@@ -653,12 +653,12 @@ class EntityGraph(CachedIndex["GraphSnapshot"]):
 
     # ------------------------------------------------------------------------------------------ reads
 
-    def record_count(self, conn: sqlite3.Connection, ns_id: int) -> int:
+    def record_count(self, conn: Connection, ns_id: int) -> int:
         """Number of records of ``ns_id`` that name at least one entity."""
         stats = _read_stats(conn, ns_id)
         return 0 if stats is None else stats.n_records
 
-    def reference_time(self, conn: sqlite3.Connection, ns_id: int) -> float | None:
+    def reference_time(self, conn: Connection, ns_id: int) -> float | None:
         """The newest record time of ``ns_id`` (what edge recency is measured from by default)."""
         stats = _read_stats(conn, ns_id)
         return None if stats is None else stats.max_ts
@@ -669,7 +669,7 @@ class EntityGraph(CachedIndex["GraphSnapshot"]):
             return 1.0
         return float(0.5 ** ((now - last_ts) / self.half_life_s))
 
-    def match(self, conn: sqlite3.Connection, ns_id: int, text: str, *, stats: _Stats | None = None) -> list[int]:
+    def match(self, conn: Connection, ns_id: int, text: str, *, stats: _Stats | None = None) -> list[int]:
         """The eids of the known entities ``text`` names (see the module docstring), without reading their names
         (an eid may be unknown to a connection that has not seen the latest write)."""
         if not text or not text.strip():
@@ -682,7 +682,7 @@ class EntityGraph(CachedIndex["GraphSnapshot"]):
         extracted = [e for e in (by_key.get(entity_key(name)) for name in extract_entities(text)) if e is not None]
         return list(dict.fromkeys([*found, *extracted]))
 
-    def snapshot(self, conn: sqlite3.Connection, ns_id: int) -> GraphSnapshot | None:
+    def snapshot(self, conn: Connection, ns_id: int) -> GraphSnapshot | None:
         """The in-memory :class:`GraphSnapshot` of ``ns_id`` as ``conn`` sees it (None: no graph).
 
         Synced from ``graph_stats`` like the key cache: unchanged -> one SQL statement; only records added
@@ -691,7 +691,7 @@ class EntityGraph(CachedIndex["GraphSnapshot"]):
         """
         return self._synced(conn, ns_id, _read_stats, lambda c, n, st: GraphSnapshot.load(c, n, st, self.half_life_s))
 
-    def _sync(self, conn: sqlite3.Connection, ns_id: int, stats: _Stats | None = None) -> _KeyCache | None:
+    def _sync(self, conn: Connection, ns_id: int, stats: _Stats | None = None) -> _KeyCache | None:
         """The key cache of ``ns_id``, brought up to date with the database (``stats``: already read)."""
         if stats is None:
             stats = _read_stats(conn, ns_id)
@@ -714,7 +714,7 @@ class EntityGraph(CachedIndex["GraphSnapshot"]):
             self._keys[ns_id] = cache
             return cache
 
-    def known_keys(self, conn: sqlite3.Connection, ns_id: int) -> Collection[str]:
+    def known_keys(self, conn: Connection, ns_id: int) -> Collection[str]:
         """The normalised keys of every entity of ``ns_id`` (a read-only view of the cache)."""
         cache = self._sync(conn, ns_id)
         return () if cache is None else cache.by_key.keys()

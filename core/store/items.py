@@ -26,10 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .interface import Connection
 from .metadata_filter import MetadataFilter, metadata_sql
 
 if TYPE_CHECKING:
-    from .sqlite import TruthStore
+    from .interface import TruthStore
 
 __all__ = ["LEGACY_FILE", "ItemRow", "ItemTables", "create_item_schema", "drop_legacy_face", "import_legacy_file"]
 
@@ -40,7 +41,7 @@ _COLS = ("i.ns, i.key, i.value, i.created_at, i.updated_at, i.turn_id, i.record_
 _LIVE = "(i.expires_at IS NULL OR i.expires_at > ?)"
 
 
-def create_item_schema(conn: sqlite3.Connection) -> None:
+def create_item_schema(conn: Connection) -> None:
     """Schema step 5: the item tables (idempotent), and the forget hook earlier versions recorded dropped."""
     for statement in (
         "CREATE TABLE IF NOT EXISTS store_items(iid INTEGER PRIMARY KEY, ns_id INTEGER NOT NULL, ns TEXT NOT NULL,"
@@ -80,7 +81,7 @@ class ItemTables:
         self.dialect = dialect
 
     # -- reads ---------------------------------------------------------------------------------------------------
-    def rows(self, conn: sqlite3.Connection, ns_id: int, now: float, *, prefix: str | None = None,
+    def rows(self, conn: Connection, ns_id: int, now: float, *, prefix: str | None = None,
              exact: Sequence[tuple[str, str]] | None = None, where: MetadataFilter | None = None) -> list[ItemRow]:
         """Live items of a namespace, LangGraph namespace by namespace in the order they first appeared, then by
         insertion: all, those under ``prefix`` (a joined namespace), or those named by ``exact`` ``(ns, key)``;
@@ -103,7 +104,7 @@ class ItemTables:
         return [_row(r) for r in conn.execute(sql + " ORDER BY n.seq, i.iid", args)]
 
     @staticmethod
-    def stored(conn: sqlite3.Connection, ns_id: int, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], ItemRow]:
+    def stored(conn: Connection, ns_id: int, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], ItemRow]:
         """The rows of these ``(ns, key)``, expired or not."""
         out: dict[tuple[str, str], ItemRow] = {}
         for ns, key in keys:
@@ -114,18 +115,18 @@ class ItemTables:
         return out
 
     @staticmethod
-    def live_namespaces(conn: sqlite3.Connection, ns_id: int, now: float) -> list[str]:
+    def live_namespaces(conn: Connection, ns_id: int, now: float) -> list[str]:
         return [r[0] for r in conn.execute(
             "SELECT DISTINCT i.ns FROM store_items i WHERE i.ns_id = ? AND " + _LIVE, (ns_id, now))]
 
     @staticmethod
-    def vectors(conn: sqlite3.Connection, ns_id: int) -> list[tuple[str, str, bytes]]:
+    def vectors(conn: Connection, ns_id: int) -> list[tuple[str, str, bytes]]:
         """``(ns, key, float64 blob)`` of every stored vector of the namespace, in the order they were written."""
         return [(r[0], r[1], bytes(r[2])) for r in conn.execute(
             "SELECT ns, key, vector FROM store_vectors WHERE ns_id = ? ORDER BY vid", (ns_id,))]
 
     @staticmethod
-    def expired(conn: sqlite3.Connection, now: float, ns_id: int | None = None
+    def expired(conn: Connection, now: float, ns_id: int | None = None
                 ) -> list[tuple[int, str, str, str | None]]:
         """``(ns_id, ns, key, turn_id)`` of the expired items (of one namespace, or of the store)."""
         sql = "SELECT ns_id, ns, key, turn_id FROM store_items WHERE expires_at <= ?"
@@ -137,7 +138,7 @@ class ItemTables:
 
     # -- writes (inside a transaction) ---------------------------------------------------------------------------
     @staticmethod
-    def upsert(conn: sqlite3.Connection, ns_id: int, ns: str, key: str, value: str, stamp: str,
+    def upsert(conn: Connection, ns_id: int, ns: str, key: str, value: str, stamp: str,
                turn_id: str | None, record_id: str | None, expires_at: float | None, ttl: float | None) -> None:
         """Write an item (an update keeps its ``created_at`` and its place) and note its namespace's first use."""
         conn.execute("INSERT OR IGNORE INTO store_namespaces(ns_id, ns) VALUES(?, ?)", (ns_id, ns))
@@ -149,14 +150,14 @@ class ItemTables:
             (ns_id, ns, key, value, stamp, stamp, turn_id, record_id, expires_at, ttl))
 
     @staticmethod
-    def set_vectors(conn: sqlite3.Connection, ns_id: int, ns: str, key: str,
+    def set_vectors(conn: Connection, ns_id: int, ns: str, key: str,
                     vectors: Sequence[tuple[str, bytes]]) -> None:
         conn.execute("DELETE FROM store_vectors WHERE ns_id = ? AND ns = ? AND key = ?", (ns_id, ns, key))
         conn.executemany("INSERT INTO store_vectors(ns_id, ns, key, path, vector) VALUES(?, ?, ?, ?, ?)",
                          [(ns_id, ns, key, path, blob) for path, blob in vectors])
 
     @staticmethod
-    def delete(conn: sqlite3.Connection, ns_id: int, keys: Sequence[tuple[str, str]]) -> int:
+    def delete(conn: Connection, ns_id: int, keys: Sequence[tuple[str, str]]) -> int:
         removed = 0
         for ns, key in keys:
             removed += conn.execute("DELETE FROM store_items WHERE ns_id = ? AND ns = ? AND key = ?",
@@ -165,13 +166,13 @@ class ItemTables:
         return removed
 
     @staticmethod
-    def refresh(conn: sqlite3.Connection, ns_id: int, now: float, keys: Sequence[tuple[str, str]]) -> None:
+    def refresh(conn: Connection, ns_id: int, now: float, keys: Sequence[tuple[str, str]]) -> None:
         """Restart the TTL of these items (those that have one)."""
         conn.executemany("UPDATE store_items SET expires_at = ? + ttl_minutes * 60 WHERE ns_id = ? AND ns = ? AND "
                          "key = ? AND ttl_minutes IS NOT NULL", [(now, ns_id, ns, key) for ns, key in keys])
 
     @staticmethod
-    def forget(conn: sqlite3.Connection, ns_id: int, *, session: str | None = None,
+    def forget(conn: Connection, ns_id: int, *, session: str | None = None,
                turn_ids: Sequence[str] | None = None) -> int:
         """Forget's part: the whole namespace's items, one LangGraph namespace's (``session``: the engine session
         its items are archived in), or the items archived as ``turn_ids``. Returns the items removed."""
@@ -255,7 +256,7 @@ def import_legacy_file(store: TruthStore) -> int:
     return len(items)
 
 
-def drop_legacy_face(conn: sqlite3.Connection) -> None:
+def drop_legacy_face(conn: Connection) -> None:
     """Earlier versions recorded the LangGraph store's forget hook (``meta`` key ``faces``); its items are rows
     of the truth store now, which forget reaches directly."""
     row = conn.execute("SELECT value FROM meta WHERE key = ?", ("faces",)).fetchone()

@@ -36,7 +36,6 @@ and no query can reach another namespace's rows.
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from collections import Counter
 from collections.abc import Collection, Sequence
@@ -49,6 +48,7 @@ import numpy.typing as npt
 from ..errors import ConfigError, InvalidQueryError
 from ..text.tokenize import tokenize
 from .base import CachedIndex, RecordBatch
+from .interface import Connection
 from .snapshots import chunks, marks, remove_indexed
 
 __all__ = ["KeywordIndex", "bm25_idf", "bm25_tf_weight", "okapi_idf_floor", "term_hash"]
@@ -159,7 +159,7 @@ class _Stats:
     version: int
 
 
-def _read_stats(conn: sqlite3.Connection, ns_id: int) -> _Stats | None:
+def _read_stats(conn: Connection, ns_id: int) -> _Stats | None:
     row = conn.execute(
         "SELECT n_docs, total_len, last_seq, version FROM kw_stats WHERE ns_id=?", (ns_id,)
     ).fetchone()
@@ -419,16 +419,16 @@ class KeywordIndex(CachedIndex["_NsIndex"]):
     # ----------------------------------------------------------------------------------------- writes
 
     @staticmethod
-    def create_schema(conn: sqlite3.Connection) -> None:
+    def create_schema(conn: Connection) -> None:
         """Create the ``kw_`` tables and indexes if they do not exist (no commit)."""
         for statement in _SCHEMA:
             conn.execute(statement)
 
-    def index(self, conn: sqlite3.Connection, ns_id: int, batch: RecordBatch) -> None:
+    def index(self, conn: Connection, ns_id: int, batch: RecordBatch) -> None:
         """Index every record of the batch under its index text."""
         self.add(conn, ns_id, [(r.rid, r.index_text) for r in batch.records])
 
-    def add(self, conn: sqlite3.Connection, ns_id: int, docs: Sequence[tuple[int, str]]) -> None:
+    def add(self, conn: Connection, ns_id: int, docs: Sequence[tuple[int, str]]) -> None:
         """Tokenize and write postings for ``(rid, text)`` docs inside the CALLER's open transaction (never commit).
 
         Re-adding a rid already indexed in ``ns_id`` replaces its text (within one call, the last wins).
@@ -460,7 +460,7 @@ class KeywordIndex(CachedIndex["_NsIndex"]):
                 (ns_id, len(rows), total, last_seq),
             )
 
-    def remove(self, conn: sqlite3.Connection, ns_id: int, rids: Sequence[int]) -> None:
+    def remove(self, conn: Connection, ns_id: int, rids: Sequence[int]) -> None:
         """Delete the postings of ``rids`` in ``ns_id`` inside the caller's transaction; unknown rids are ignored."""
         wanted = sorted({int(r) for r in rids})
         n_removed = removed_len = 0
@@ -481,7 +481,7 @@ class KeywordIndex(CachedIndex["_NsIndex"]):
             )
             self.invalidate(ns_id)
 
-    def drop_namespace(self, conn: sqlite3.Connection, ns_id: int) -> None:
+    def drop_namespace(self, conn: Connection, ns_id: int) -> None:
         """Delete every document of ``ns_id`` inside the caller's transaction.
 
         The namespace's ``kw_stats`` row stays, zeroed with a new version (it holds counters only), so that
@@ -495,14 +495,14 @@ class KeywordIndex(CachedIndex["_NsIndex"]):
 
     # ------------------------------------------------------------------------------------------ reads
 
-    def doc_count(self, conn: sqlite3.Connection, ns_id: int) -> int:
+    def doc_count(self, conn: Connection, ns_id: int) -> int:
         """Number of documents indexed in ``ns_id``."""
         stats = _read_stats(conn, ns_id)
         return 0 if stats is None else stats.n_docs
 
     def search(
         self,
-        conn: sqlite3.Connection,
+        conn: Connection,
         ns_id: int,
         query: str,
         k: int,
@@ -527,7 +527,7 @@ class KeywordIndex(CachedIndex["_NsIndex"]):
             return []
         return _top_k(snap, k, allowed)
 
-    def score_all(self, conn: sqlite3.Connection, ns_id: int, query: str) -> tuple[np.ndarray, np.ndarray]:
+    def score_all(self, conn: Connection, ns_id: int, query: str) -> tuple[np.ndarray, np.ndarray]:
         """Every document of ``ns_id`` that shares a term with ``query``: ``(rids, scores)``; all others score 0.
 
         The ranking code uses the whole score distribution (to standardise scores across channels).
@@ -539,7 +539,7 @@ class KeywordIndex(CachedIndex["_NsIndex"]):
         scores, cand = _scores(snap)
         return snap.rids[cand].astype(np.int64), scores[cand]
 
-    def _snapshot(self, conn: sqlite3.Connection, ns_id: int, qtf: Counter[str]) -> _Snapshot | None:
+    def _snapshot(self, conn: Connection, ns_id: int, qtf: Counter[str]) -> _Snapshot | None:
         with self._lock:
             ns_lock = self._ns_locks.setdefault(ns_id, threading.Lock())
         with ns_lock:
@@ -568,7 +568,7 @@ class KeywordIndex(CachedIndex["_NsIndex"]):
                 weight=w,
             )
 
-    def _sync(self, conn: sqlite3.Connection, ns_id: int) -> _NsIndex | None:
+    def _sync(self, conn: Connection, ns_id: int) -> _NsIndex | None:
         """Bring the cached copy of ``ns_id`` up to date with the database (caller holds the namespace lock)."""
         stats = _read_stats(conn, ns_id)
         if stats is None:
@@ -589,7 +589,7 @@ class KeywordIndex(CachedIndex["_NsIndex"]):
         return built
 
     @staticmethod
-    def _full_load(conn: sqlite3.Connection, ns_id: int, stats: _Stats) -> _NsIndex:
+    def _full_load(conn: Connection, ns_id: int, stats: _Stats) -> _NsIndex:
         """Build the namespace from its rows up to ``stats.last_seq``; retried if a delete ran meanwhile."""
         for _ in range(3):
             rows = conn.execute(_LOAD_SQL, (ns_id, 0, stats.last_seq)).fetchall()

@@ -10,15 +10,15 @@ rows they decide on. Every statement is accepted by SQLite and by the PostgreSQL
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .interface import Connection
+from .rows import TurnRow
 from .snapshots import chunks, marks
-from .sqlite import TurnRow
 
 __all__ = [
     "FileRow",
@@ -98,7 +98,7 @@ def new_file_id() -> str:
 
 
 # -- rows ----------------------------------------------------------------------------------------------------
-def insert_file(conn: sqlite3.Connection, ns_id: int, *, period: str, period_key: str, status: str, part: int = 1,
+def insert_file(conn: Connection, ns_id: int, *, period: str, period_key: str, status: str, part: int = 1,
                 sources: Sequence[str] = (), raw: str | None = None, meta: dict[str, Any] | None = None,
                 file_id: str | None = None) -> FileRow:
     now = time.time()
@@ -113,7 +113,7 @@ def insert_file(conn: sqlite3.Connection, ns_id: int, *, period: str, period_key
     return row
 
 
-def get_file(conn: sqlite3.Connection, *, fid: int | None = None, file_id: str | None = None,
+def get_file(conn: Connection, *, fid: int | None = None, file_id: str | None = None,
              ns_id: int | None = None) -> FileRow | None:
     if fid is not None:
         r = conn.execute(f"SELECT {_FILE_COLS} FROM files WHERE fid=?", (fid,)).fetchone()
@@ -125,7 +125,7 @@ def get_file(conn: sqlite3.Connection, *, fid: int | None = None, file_id: str |
     return row
 
 
-def list_files(conn: sqlite3.Connection, ns_id: int, *, period: str | None = None,
+def list_files(conn: Connection, ns_id: int, *, period: str | None = None,
                statuses: Iterable[str] | None = None, period_key: str | None = None) -> list[FileRow]:
     sql = f"SELECT {_FILE_COLS} FROM files WHERE ns_id=?"
     args: list[Any] = [ns_id]
@@ -143,7 +143,7 @@ def list_files(conn: sqlite3.Connection, ns_id: int, *, period: str | None = Non
     return [_file_row(r) for r in conn.execute(sql, args)]
 
 
-def resolve_file(conn: sqlite3.Connection, hook_id: str, ns_id: int | None = None) -> tuple[FileRow | None, list[str]]:
+def resolve_file(conn: Connection, hook_id: str, ns_id: int | None = None) -> tuple[FileRow | None, list[str]]:
     """The file a hook id (or a unique prefix of at least 6 characters) names; (None, candidates) otherwise."""
     row = get_file(conn, file_id=hook_id, ns_id=ns_id)
     if row is not None or len(hook_id) < 6:
@@ -160,23 +160,23 @@ def resolve_file(conn: sqlite3.Connection, hook_id: str, ns_id: int | None = Non
     return None, ids
 
 
-def count_access(conn: sqlite3.Connection, fid: int, when: float) -> None:
+def count_access(conn: Connection, fid: int, when: float) -> None:
     """One more access of a file (the monthly eviction counts them)."""
     conn.execute("UPDATE files SET access_count = access_count + 1, last_access=? WHERE fid=?", (when, fid))
 
 
-def file_raw(conn: sqlite3.Connection, fid: int) -> str | None:
+def file_raw(conn: Connection, fid: int) -> str | None:
     """The verbatim context a ``pre_compress`` file keeps (None for other files)."""
     row = conn.execute("SELECT raw FROM files WHERE fid=?", (fid,)).fetchone()
     return None if row is None else row[0]
 
 
-def set_file_importance(conn: sqlite3.Connection, fid: int, importance: int) -> None:
+def set_file_importance(conn: Connection, fid: int, importance: int) -> None:
     """A user-set importance (kept by merges)."""
     conn.execute("UPDATE files SET importance=?, importance_set=1 WHERE fid=?", (importance, fid))
 
 
-def write_hook(conn: sqlite3.Connection, fid: int, *, title: str, abstract: str, key_facts: Sequence[str],
+def write_hook(conn: Connection, fid: int, *, title: str, abstract: str, key_facts: Sequence[str],
                entities: Sequence[str], tags: Sequence[str], importance: int, source: str,
                meta: Mapping[str, Any]) -> None:
     """Store a recomputed hook (the hook is fresh again)."""
@@ -205,9 +205,11 @@ class Member:
         return self.start == 0 and (self.stop is None or self.stop >= len(self.turn.content))
 
 
-def file_turns(conn: sqlite3.Connection, fid: int) -> list[Member]:
+def file_turns(conn: Connection, fid: int) -> list[Member]:
     """The members of a file, in order."""
-    from .sqlite import _TURN_COLS, TURN_NCOLS, _turn_row
+    from .rows import TURN_COLS as _TURN_COLS
+    from .rows import TURN_NCOLS
+    from .rows import turn_row as _turn_row
 
     cols = ", ".join(f"t.{c.strip()}" for c in _TURN_COLS.split(","))
     rows = conn.execute(
@@ -216,7 +218,7 @@ def file_turns(conn: sqlite3.Connection, fid: int) -> list[Member]:
     return [Member(_turn_row(r[:TURN_NCOLS]), int(r[TURN_NCOLS]), r[TURN_NCOLS + 1]) for r in rows]
 
 
-def set_members(conn: sqlite3.Connection, fid: int, members: Sequence[tuple[int, int, int | None]],
+def set_members(conn: Connection, fid: int, members: Sequence[tuple[int, int, int | None]],
                 token_count: int) -> None:
     """Replace a file's membership with ``(tid, start, stop)`` rows and update its span and token count."""
     conn.execute("DELETE FROM file_turns WHERE fid=?", (fid,))
@@ -228,7 +230,7 @@ def set_members(conn: sqlite3.Connection, fid: int, members: Sequence[tuple[int,
                  (token_count, span[0], span[1], fid))
 
 
-def files_of_turns(conn: sqlite3.Connection, ns_id: int, turn_ids: Sequence[str]) -> list[tuple[str, str]]:
+def files_of_turns(conn: Connection, ns_id: int, turn_ids: Sequence[str]) -> list[tuple[str, str]]:
     """``(file id, turn id)`` of every file of the namespace holding one of the turns."""
     out: list[tuple[str, str]] = []
     for part in chunks(list(turn_ids)):
@@ -239,7 +241,7 @@ def files_of_turns(conn: sqlite3.Connection, ns_id: int, turn_ids: Sequence[str]
 
 
 # -- archiving (the statements of lifecycle.files.archive_turns) ------------------------------------------------
-def open_daily_file(conn: sqlite3.Connection, ns_id: int, day: str) -> tuple[int, int] | None:
+def open_daily_file(conn: Connection, ns_id: int, day: str) -> tuple[int, int] | None:
     """``(fid, token_count)`` of the namespace's open daily file of ``day`` (its last part), if any."""
     row = conn.execute(
         "SELECT fid, token_count FROM files WHERE ns_id=? AND period='daily' AND period_key=?"
@@ -247,36 +249,36 @@ def open_daily_file(conn: sqlite3.Connection, ns_id: int, day: str) -> tuple[int
     return None if row is None else (int(row[0]), int(row[1]))
 
 
-def close_earlier_dailies(conn: sqlite3.Connection, ns_id: int, day: str, when: float) -> None:
+def close_earlier_dailies(conn: Connection, ns_id: int, day: str, when: float) -> None:
     """Close the namespace's daily files of days before ``day`` that are still open."""
     conn.execute("UPDATE files SET status='closed', archived_at=? WHERE ns_id=? AND period='daily'"
                  " AND status='open' AND period_key < ?", (when, ns_id, day))
 
 
-def next_daily_part(conn: sqlite3.Connection, ns_id: int, day: str) -> int:
+def next_daily_part(conn: Connection, ns_id: int, day: str) -> int:
     """The part number a new daily file of ``day`` gets (1 for the day's first file)."""
     return int(conn.execute("SELECT COALESCE(MAX(part), 0) + 1 FROM files WHERE ns_id=?"
                             " AND period='daily' AND period_key=?", (ns_id, day)).fetchone()[0])
 
 
-def next_position(conn: sqlite3.Connection, fid: int) -> int:
+def next_position(conn: Connection, fid: int) -> int:
     """The position the next member of a file takes."""
     return int(conn.execute("SELECT COALESCE(MAX(pos), -1) + 1 FROM file_turns WHERE fid=?",
                             (fid,)).fetchone()[0])
 
 
-def close_file(conn: sqlite3.Connection, fid: int, *, truncated: bool, when: float) -> None:
+def close_file(conn: Connection, fid: int, *, truncated: bool, when: float) -> None:
     """Close a daily file (``truncated``: it was cut at its hard threshold)."""
     conn.execute("UPDATE files SET status='closed', truncated=?, archived_at=? WHERE fid=?",
                  (int(truncated), when, fid))
 
 
-def append_members(conn: sqlite3.Connection, rows: Sequence[tuple[int, int, int, int, int | None]]) -> None:
+def append_members(conn: Connection, rows: Sequence[tuple[int, int, int, int, int | None]]) -> None:
     """Add ``(fid, pos, tid, start, stop)`` member rows (one statement for the whole batch)."""
     conn.executemany("INSERT INTO file_turns(fid, pos, tid, start, stop) VALUES(?,?,?,?,?)", rows)
 
 
-def grow_spans(conn: sqlite3.Connection, spans: Mapping[int, Sequence[Any]]) -> None:
+def grow_spans(conn: Connection, spans: Mapping[int, Sequence[Any]]) -> None:
     """Per fid ``[token_count, first ts, last ts]`` of what was appended: the new size, the span widened, the hook
     stale."""
     conn.executemany("UPDATE files SET token_count=?, start_ts=MIN(COALESCE(start_ts, ?), ?),"
@@ -285,7 +287,7 @@ def grow_spans(conn: sqlite3.Connection, spans: Mapping[int, Sequence[Any]]) -> 
 
 
 # -- compaction (the statements of lifecycle.compact) ----------------------------------------------------------
-def set_sources(conn: sqlite3.Connection, fid: int, sources: Sequence[str], *, close: bool = False) -> None:
+def set_sources(conn: Connection, fid: int, sources: Sequence[str], *, close: bool = False) -> None:
     """A merged file's sources (``close``: and it is ``closed`` again, so its month is due again)."""
     if close:
         conn.execute("UPDATE files SET sources=?, status='closed' WHERE fid=?", (json.dumps(list(sources)), fid))
@@ -293,20 +295,20 @@ def set_sources(conn: sqlite3.Connection, fid: int, sources: Sequence[str], *, c
         conn.execute("UPDATE files SET sources=? WHERE fid=?", (json.dumps(list(sources)), fid))
 
 
-def set_compaction(conn: sqlite3.Connection, fid: int, *, access_count: int, archived_at: float,
+def set_compaction(conn: Connection, fid: int, *, access_count: int, archived_at: float,
                    meta: Mapping[str, Any]) -> None:
     """What a merge or an eviction gives the file it writes: access count, archive time, its report."""
     conn.execute("UPDATE files SET access_count=?, archived_at=?, meta=? WHERE fid=?",
                  (access_count, archived_at, json.dumps(meta), fid))
 
 
-def mark_merged(conn: sqlite3.Connection, fids: Sequence[int], into: str, when: float) -> None:
+def mark_merged(conn: Connection, fids: Sequence[int], into: str, when: float) -> None:
     """Daily files merged into the weekly file ``into`` (their first archive time kept)."""
     conn.executemany("UPDATE files SET status='merged', merged_into=?, archived_at=COALESCE(archived_at, ?)"
                      " WHERE fid=?", [(into, when, fid) for fid in fids])
 
 
-def merge_sources(conn: sqlite3.Connection, statuses: Mapping[int, str], into: str) -> None:
+def merge_sources(conn: Connection, statuses: Mapping[int, str], into: str) -> None:
     """Weekly files given to the monthly file ``into``: each its status (``merged`` or ``evicted``)."""
     conn.executemany("UPDATE files SET status=?, merged_into=? WHERE fid=?",
                      [(status, into, fid) for fid, status in statuses.items()])

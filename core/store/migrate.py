@@ -56,7 +56,9 @@ from pydantic import BaseModel, ConfigDict
 
 from ..config import EngineConfig
 from ..errors import InvalidArgumentError, SchemaVersionError, StoreError, StoreLockedError
-from .sqlite import DB_FILE, LOCK_FILE, SCHEMA_VERSION, NewDirectory, TruthStore
+from .interface import TruthStore
+from .sqlite import DB_FILE, LOCK_FILE, SCHEMA_VERSION, NewDirectory
+from .sqlite import TruthStore as SqliteTruthStore
 
 if TYPE_CHECKING:
     from ..embed import Embedder
@@ -129,7 +131,7 @@ def locate(spec: str | os.PathLike[str], schema: str | None = None, *, field: st
            config: EngineConfig | None = None) -> StoreLocation:
     """The store named by ``spec``: a ``postgresql://`` DSN (schema ``schema``, else ``storage.postgres_schema``),
     else a directory."""
-    from .pg.truth import is_dsn
+    from .locate import is_dsn
 
     text = os.fspath(spec)
     if not text.strip():
@@ -523,7 +525,7 @@ def _precheck_target(loc: StoreLocation) -> bool:
 
 def _open_target(loc: StoreLocation, cfg: EngineConfig) -> TruthStore:
     if loc.backend == "sqlite":
-        return TruthStore(loc.path, dir_mode=cfg.storage.dir_mode, file_mode=cfg.storage.file_mode)
+        return SqliteTruthStore(loc.path, dir_mode=cfg.storage.dir_mode, file_mode=cfg.storage.file_mode)
     from .pg.truth import PgTruthStore
 
     return PgTruthStore(loc.path, schema=str(loc.schema), pool_size=2)

@@ -8,10 +8,10 @@ exported or how an import resolves what is already there: that is :mod:`memory_e
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from .interface import Connection
 from .snapshots import chunks, marks
 
 __all__ = ["FILE_FIELDS", "ITEM_FIELDS", "existing", "file_rows", "history_rows", "insert_files", "insert_history",
@@ -28,7 +28,7 @@ _JSON_FIELDS = {"sources", "meta", "key_facts", "entities", "tags"}
 _BOOL_FIELDS = {"truncated", "importance_set", "hook_stale"}
 
 
-def turn_states(conn: sqlite3.Connection, ns_id: int) -> dict[str, tuple[str | None, float | None, str | None, bool]]:
+def turn_states(conn: Connection, ns_id: int) -> dict[str, tuple[str | None, float | None, str | None, bool]]:
     """Per turn id: its turn record's id, and — for a version an update replaced — ``valid_to`` and the record
     that replaced it, and whether it is in the cold tier."""
     out: dict[str, tuple[str | None, float | None, str | None, bool]] = {}
@@ -40,13 +40,13 @@ def turn_states(conn: sqlite3.Connection, ns_id: int) -> dict[str, tuple[str | N
     return out
 
 
-def history_rows(conn: sqlite3.Connection, ns_id: int) -> list[tuple[str, str | None, str, str | None, float]]:
+def history_rows(conn: Connection, ns_id: int) -> list[tuple[str, str | None, str, str | None, float]]:
     """``(memory_key, session_id, op, turn_id, ts)`` of the namespace's recorded operations, oldest first."""
     return [(str(r[0]), r[1], str(r[2]), r[3], float(r[4])) for r in conn.execute(
         "SELECT memory_key, session_id, op, turn_id, ts FROM memory_history WHERE ns_id=? ORDER BY hid", (ns_id,))]
 
 
-def file_rows(conn: sqlite3.Connection, ns_id: int) -> Iterator[dict[str, Any]]:
+def file_rows(conn: Connection, ns_id: int) -> Iterator[dict[str, Any]]:
     """Every memory file of the namespace (:data:`FILE_FIELDS`, JSON columns decoded), oldest first, each with
     ``members``: ``[turn id, start, stop]`` in file order."""
     files = conn.execute(f"SELECT fid, {', '.join(FILE_FIELDS)} FROM files WHERE ns_id=? ORDER BY fid",
@@ -61,7 +61,7 @@ def file_rows(conn: sqlite3.Connection, ns_id: int) -> Iterator[dict[str, Any]]:
         yield out
 
 
-def existing(conn: sqlite3.Connection, table: str, ns_id: int, ids: Sequence[str]) -> set[str]:
+def existing(conn: Connection, table: str, ns_id: int, ids: Sequence[str]) -> set[str]:
     """Which of ``ids`` the namespace's ``turns`` or ``files`` already hold (an import skips them)."""
     if table not in ("turns", "files"):
         raise ValueError(f"existing: no id lookup for table {table!r}")
@@ -72,7 +72,7 @@ def existing(conn: sqlite3.Connection, table: str, ns_id: int, ids: Sequence[str
     return found
 
 
-def tids_of(conn: sqlite3.Connection, ns_id: int, turn_ids: Sequence[str]) -> dict[str, int]:
+def tids_of(conn: Connection, ns_id: int, turn_ids: Sequence[str]) -> dict[str, int]:
     """The store's row ids of these turns."""
     out: dict[str, int] = {}
     for part in chunks(list(turn_ids)):
@@ -81,7 +81,7 @@ def tids_of(conn: sqlite3.Connection, ns_id: int, turn_ids: Sequence[str]) -> di
     return out
 
 
-def insert_history(conn: sqlite3.Connection, ns_id: int,
+def insert_history(conn: Connection, ns_id: int,
                    rows: Sequence[tuple[str, str | None, str, str | None, float]]) -> int:
     """Add the operations the namespace does not record yet (same key, session, operation, turn and time);
     returns how many were added."""
@@ -92,7 +92,7 @@ def insert_history(conn: sqlite3.Connection, ns_id: int,
     return len(fresh)
 
 
-def insert_files(conn: sqlite3.Connection, ns_id: int, files: Sequence[dict[str, Any]],
+def insert_files(conn: Connection, ns_id: int, files: Sequence[dict[str, Any]],
                  tids: dict[str, int]) -> None:
     """Insert memory files (:data:`FILE_FIELDS` and ``members``, whose turns ``tids`` maps to row ids)."""
     columns = ", ".join(FILE_FIELDS)
@@ -107,7 +107,7 @@ def insert_files(conn: sqlite3.Connection, ns_id: int, files: Sequence[dict[str,
                           for pos, (turn_id, start, stop) in enumerate(f["members"])])
 
 
-def item_rows(conn: sqlite3.Connection, ns_id: int, now: float) -> Iterator[dict[str, Any]]:
+def item_rows(conn: Connection, ns_id: int, now: float) -> Iterator[dict[str, Any]]:
     """The namespace's live LangGraph store items (:data:`ITEM_FIELDS`), in the order their namespaces first
     appeared, then by insertion, each with its client-side ``vectors``: ``[path, float64 blob as hex]``."""
     vectors: dict[tuple[str, str], list[list[str]]] = {}
@@ -123,7 +123,7 @@ def item_rows(conn: sqlite3.Connection, ns_id: int, now: float) -> Iterator[dict
         yield item
 
 
-def insert_items(conn: sqlite3.Connection, ns_id: int, items: Sequence[dict[str, Any]]) -> int:
+def insert_items(conn: Connection, ns_id: int, items: Sequence[dict[str, Any]]) -> int:
     """Add the items whose ``(ns, key)`` the namespace does not hold yet (with their vectors, and their
     namespaces' first-use order); returns how many were added."""
     added = 0

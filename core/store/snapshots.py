@@ -14,10 +14,11 @@ The module also holds the small SQL helpers these indexes share: :func:`chunks` 
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from collections.abc import Callable, Iterable, MutableMapping, Sequence
 from typing import Any, Protocol, TypeVar
+
+from .interface import Connection
 
 __all__ = ["SQL_CHUNK", "Snapshot", "chunks", "indexed_rids", "marks", "remove_indexed", "synced_snapshot"]
 
@@ -40,7 +41,7 @@ def marks(n: int) -> str:
     return "(" + ",".join("?" * n) + ")"
 
 
-def indexed_rids(conn: sqlite3.Connection, table: str, ns_id: int, rids: Sequence[int]) -> list[int]:
+def indexed_rids(conn: Connection, table: str, ns_id: int, rids: Sequence[int]) -> list[int]:
     """The rids among ``rids`` that ``table`` (a constant of the calling index) holds rows for, sorted."""
     found: set[int] = set()
     for part in chunks(sorted(set(rids))):
@@ -49,8 +50,8 @@ def indexed_rids(conn: sqlite3.Connection, table: str, ns_id: int, rids: Sequenc
     return sorted(found)
 
 
-def remove_indexed(conn: sqlite3.Connection, table: str, ns_id: int, rids: Sequence[int],
-                   remove: Callable[[sqlite3.Connection, int, Sequence[int]], None]) -> None:
+def remove_indexed(conn: Connection, table: str, ns_id: int, rids: Sequence[int],
+                   remove: Callable[[Connection, int, Sequence[int]], None]) -> None:
     """The first step of an index's ``add``: a re-added record replaces its rows, so the rids among ``rids``
     that ``table`` already holds go through the index's ``remove`` (which keeps its stats right)."""
     existing = indexed_rids(conn, table, ns_id, rids)
@@ -61,16 +62,16 @@ def remove_indexed(conn: sqlite3.Connection, table: str, ns_id: int, rids: Seque
 class Snapshot(Protocol):
     def matches(self, stats: Any) -> bool: ...
 
-    def extended(self, conn: sqlite3.Connection, ns_id: int, stats: Any) -> Any: ...
+    def extended(self, conn: Connection, ns_id: int, stats: Any) -> Any: ...
 
 
 S = TypeVar("S", bound=Snapshot)
 
 
-def synced_snapshot(conn: sqlite3.Connection, ns_id: int, *, cache: MutableMapping[int, S],
+def synced_snapshot(conn: Connection, ns_id: int, *, cache: MutableMapping[int, S],
                     snap_lock: threading.Lock, lock: threading.Lock, invalidate: Callable[[int], None],
-                    read_stats: Callable[[sqlite3.Connection, int], Any],
-                    load: Callable[[sqlite3.Connection, int, Any], S]) -> S | None:
+                    read_stats: Callable[[Connection, int], Any],
+                    load: Callable[[Connection, int, Any], S]) -> S | None:
     """The namespace's snapshot as ``conn`` sees it (None when nothing is indexed)."""
     stats = read_stats(conn, ns_id)
     snap = cache.get(ns_id)

@@ -7,13 +7,13 @@ seen (a delete bumps the namespace's generation). :mod:`memory_ext.recall.sparse
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from .base import CachedIndex, RecordBatch
+from .interface import Connection
 
 __all__ = ["SparseIndex", "normalise"]
 
@@ -43,33 +43,33 @@ class SparseIndex(CachedIndex[_Matrix]):
 
     name = "sparse"
 
-    def index(self, conn: sqlite3.Connection, ns_id: int, batch: RecordBatch) -> None:
+    def index(self, conn: Connection, ns_id: int, batch: RecordBatch) -> None:
         """Store the sparse encodings the write pipeline made for the batch (turn records)."""
         if batch.sparse is not None:
             self.add(conn, ns_id, batch.sparse_rids, batch.sparse)
 
     @staticmethod
-    def create_schema(conn: sqlite3.Connection) -> None:
+    def create_schema(conn: Connection) -> None:
         conn.execute("CREATE TABLE IF NOT EXISTS sparse_vectors(rid INTEGER PRIMARY KEY, ns_id INTEGER NOT NULL,"
                      " idx BLOB NOT NULL, val BLOB NOT NULL)")
         conn.execute("CREATE INDEX IF NOT EXISTS sparse_vectors_ns ON sparse_vectors(ns_id, rid)")
 
     @staticmethod
-    def add(conn: sqlite3.Connection, ns_id: int, rids: Sequence[int],
+    def add(conn: Connection, ns_id: int, rids: Sequence[int],
             vectors: Sequence[tuple[np.ndarray, np.ndarray]]) -> None:
         conn.executemany("INSERT OR REPLACE INTO sparse_vectors(rid, ns_id, idx, val) VALUES(?,?,?,?)",
                          [(int(r), ns_id, i.astype(np.int32).tobytes(), v.astype(np.float32).tobytes())
                           for r, (i, v) in zip(rids, vectors, strict=True)])
 
-    def remove(self, conn: sqlite3.Connection, ns_id: int, rids: Sequence[int]) -> None:
+    def remove(self, conn: Connection, ns_id: int, rids: Sequence[int]) -> None:
         conn.executemany("DELETE FROM sparse_vectors WHERE ns_id=? AND rid=?", [(ns_id, int(r)) for r in rids])
         self.invalidate(ns_id)
 
-    def drop_namespace(self, conn: sqlite3.Connection, ns_id: int) -> None:
+    def drop_namespace(self, conn: Connection, ns_id: int) -> None:
         conn.execute("DELETE FROM sparse_vectors WHERE ns_id=?", (ns_id,))
         self.invalidate(ns_id)
 
-    def matrix(self, conn: sqlite3.Connection, ns_id: int) -> _Matrix:
+    def matrix(self, conn: Connection, ns_id: int) -> _Matrix:
         row = conn.execute("SELECT generation FROM namespaces WHERE ns_id=?", (ns_id,)).fetchone()
         generation = int(row[0]) if row else 0
         with self._lock:

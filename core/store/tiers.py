@@ -8,10 +8,10 @@ fact, preference, event, procedure or failure pattern was derived from is never 
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 
 from ..models import RecordKind
+from .interface import Connection
 
 __all__ = ["STATED_KINDS", "bump_flags", "cold_tids", "set_cold"]
 
@@ -19,7 +19,7 @@ STATED_KINDS = tuple(kind.value for kind in RecordKind if kind.stated)
 """Derived record kinds that are never demoted to the cold tier, nor is the turn they are anchored to."""
 
 
-def set_cold(conn: sqlite3.Connection, ns_id: int, tids: Sequence[int], cold: int) -> None:
+def set_cold(conn: Connection, ns_id: int, tids: Sequence[int], cold: int) -> None:
     """Mark the records centred on these turns (their turn records, windows and layers) cold (1) or warm (0).
     A turn with a derived fact, preference, event, procedure or failure
     pattern (:data:`STATED_KINDS`) is never made cold, nor are those records: what a user stated stays warm."""
@@ -44,7 +44,7 @@ def set_cold(conn: sqlite3.Connection, ns_id: int, tids: Sequence[int], cold: in
             f" AND json_extract(turn_ids, '$[0]') IN ({marks})", (cold, ns_id, *STATED_KINDS, *chunk))
 
 
-def cold_tids(conn: sqlite3.Connection, ns_id: int, tids: Sequence[int]) -> list[int]:
+def cold_tids(conn: Connection, ns_id: int, tids: Sequence[int]) -> list[int]:
     """Those of ``tids`` whose turn record is in the cold tier."""
     out: list[int] = []
     for i in range(0, len(tids), 400):
@@ -55,7 +55,7 @@ def cold_tids(conn: sqlite3.Connection, ns_id: int, tids: Sequence[int]) -> list
     return out
 
 
-def bump_flags(conn: sqlite3.Connection, ns_id: int) -> None:
+def bump_flags(conn: Connection, ns_id: int) -> None:
     """The namespace's records changed tier or validity: cached ranking columns reload them
     (:mod:`memory_ext.store.catalog`)."""
     conn.execute("UPDATE namespaces SET flags_generation = flags_generation + 1 WHERE ns_id=?", (ns_id,))

@@ -42,7 +42,6 @@ Every statement carries ``ns_id``: one namespace never reads or changes another'
 from __future__ import annotations
 
 import math
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -53,6 +52,7 @@ import numpy as np
 from ..errors import ConfigError
 from ..text.timeexpr import extract_times
 from .base import CachedIndex, RecordBatch
+from .interface import Connection
 from .snapshots import chunks, marks, remove_indexed
 
 __all__ = ["Span", "TimeIndex", "TimeSnapshot", "record_spans"]
@@ -131,7 +131,7 @@ class _Stats:
     max_rid: int
 
 
-def _read_stats(conn: sqlite3.Connection, ns_id: int) -> _Stats | None:
+def _read_stats(conn: Connection, ns_id: int) -> _Stats | None:
     row = conn.execute(
         "SELECT version, n_records, n_spans, max_rid FROM time_stats WHERE ns_id=?", (ns_id,)
     ).fetchone()
@@ -165,7 +165,7 @@ class TimeSnapshot:
                 arr[:, 3] != 0, np.ascontiguousarray(arr[:, 4]))
 
     @classmethod
-    def load(cls, conn: sqlite3.Connection, ns_id: int, stats: _Stats) -> TimeSnapshot:
+    def load(cls, conn: Connection, ns_id: int, stats: _Stats) -> TimeSnapshot:
         """Read every span of ``ns_id`` (call inside one read transaction)."""
         return cls(stats, *cls._arrays(conn.execute(_SPAN_SQL, (ns_id, -1)).fetchall()))
 
@@ -173,7 +173,7 @@ class TimeSnapshot:
         return (self.version == stats.version and self.n_records == stats.n_records
                 and self.n_spans == stats.n_spans and self.max_rid == stats.max_rid)
 
-    def extended(self, conn: sqlite3.Connection, ns_id: int, stats: _Stats) -> TimeSnapshot | None:
+    def extended(self, conn: Connection, ns_id: int, stats: _Stats) -> TimeSnapshot | None:
         """This snapshot plus the records added since (same ``version``), or None when a full load is due
         (a delete, or new records that are not all above ``max_rid``)."""
         if stats.version != self.version:
@@ -217,7 +217,7 @@ class TimeIndex(CachedIndex["TimeSnapshot"]):
     # ----------------------------------------------------------------------------------------- writes
 
     @staticmethod
-    def create_schema(conn: sqlite3.Connection) -> None:
+    def create_schema(conn: Connection) -> None:
         """Create the ``time_`` tables and index if they do not exist (no commit)."""
         for statement in _SCHEMA:
             conn.execute(statement)
@@ -227,11 +227,11 @@ class TimeIndex(CachedIndex["TimeSnapshot"]):
         pipeline calls it once per record."""
         return record_spans(text, ref_ts, min_confidence=self.min_confidence)
 
-    def index(self, conn: sqlite3.Connection, ns_id: int, batch: RecordBatch) -> None:
+    def index(self, conn: Connection, ns_id: int, batch: RecordBatch) -> None:
         """Store the spans the write pipeline derived for the batch's records."""
         self.add(conn, ns_id, [(r.rid, r.time_spans) for r in batch.records if r.time_spans is not None])
 
-    def add(self, conn: sqlite3.Connection, ns_id: int, items: Sequence[tuple[int, Sequence[Span]]]) -> None:
+    def add(self, conn: Connection, ns_id: int, items: Sequence[tuple[int, Sequence[Span]]]) -> None:
         """Index records ``(rid, spans)`` inside the CALLER's open transaction (never commit).
 
         Re-adding a rid already indexed in ``ns_id`` replaces its spans (within one call the last wins). A record
@@ -258,7 +258,7 @@ class TimeIndex(CachedIndex["TimeSnapshot"]):
             conn.execute("INSERT INTO time_stats(ns_id, version, n_records, n_spans, max_rid) VALUES (?,0,?,?,?)",
                          (ns_id, len(latest), len(rows), max_rid))
 
-    def remove(self, conn: sqlite3.Connection, ns_id: int, rids: Sequence[int]) -> None:
+    def remove(self, conn: Connection, ns_id: int, rids: Sequence[int]) -> None:
         """Delete the spans of records ``rids`` of ``ns_id`` inside the caller's transaction (unknown rids are
         ignored)."""
         wanted = sorted({int(r) for r in rids})
@@ -281,7 +281,7 @@ class TimeIndex(CachedIndex["TimeSnapshot"]):
         )
         self.invalidate(ns_id)
 
-    def drop_namespace(self, conn: sqlite3.Connection, ns_id: int) -> None:
+    def drop_namespace(self, conn: Connection, ns_id: int) -> None:
         """Delete every span of ``ns_id`` inside the caller's transaction.
 
         The ``time_stats`` row stays (zeroed, with a new version) so that other processes holding a cached
@@ -293,19 +293,19 @@ class TimeIndex(CachedIndex["TimeSnapshot"]):
 
     # ------------------------------------------------------------------------------------------ reads
 
-    def record_count(self, conn: sqlite3.Connection, ns_id: int) -> int:
+    def record_count(self, conn: Connection, ns_id: int) -> int:
         """Number of records of ``ns_id`` with at least one span."""
         stats = _read_stats(conn, ns_id)
         return 0 if stats is None else stats.n_records
 
-    def spans(self, conn: sqlite3.Connection, ns_id: int,
+    def spans(self, conn: Connection, ns_id: int,
               rid: int) -> list[tuple[float, float, Source, float, str | None]]:
         """``(start_ts, end_ts, source, confidence, expr)`` of record ``rid`` of ``ns_id``, by start time."""
         return [(float(s), float(e), src, float(c), x) for s, e, src, c, x in conn.execute(
             "SELECT start_ts, end_ts, source, confidence, expr FROM time_spans WHERE ns_id=? AND rid=?"
             " ORDER BY start_ts, end_ts, source", (ns_id, int(rid)))]
 
-    def snapshot(self, conn: sqlite3.Connection, ns_id: int) -> TimeSnapshot | None:
+    def snapshot(self, conn: Connection, ns_id: int) -> TimeSnapshot | None:
         """The in-memory :class:`TimeSnapshot` of ``ns_id`` as ``conn`` sees it (None: nothing indexed yet).
 
         Unchanged -> one SQL statement; only records added -> their spans are read and appended; a delete

@@ -7,7 +7,6 @@ rows with a higher rid, so new writes (from this process or another) are seen wi
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Collection, Sequence
 from typing import Protocol, runtime_checkable
 
@@ -15,6 +14,7 @@ import numpy as np
 
 from ..registry import vector_backends
 from .base import CachedIndex, DerivedIndex, RecordBatch
+from .interface import Connection
 
 __all__ = ["NumpyVectorIndex", "VectorBatches", "VectorIndex"]
 
@@ -24,13 +24,13 @@ class VectorIndex(DerivedIndex, Protocol):
     """A derived index of dense vectors (see :class:`~memory_ext.store.base.DerivedIndex`), searchable.
     Writes happen inside the caller's SQLite transaction."""
 
-    def add(self, conn: sqlite3.Connection, ns_id: int, rids: Sequence[int], vectors: np.ndarray) -> None: ...
+    def add(self, conn: Connection, ns_id: int, rids: Sequence[int], vectors: np.ndarray) -> None: ...
 
-    def remove(self, conn: sqlite3.Connection, ns_id: int, rids: Sequence[int]) -> None: ...
+    def remove(self, conn: Connection, ns_id: int, rids: Sequence[int]) -> None: ...
 
     def invalidate(self, ns_id: int | None = None) -> None: ...
 
-    def search(self, conn: sqlite3.Connection, ns_id: int, query: np.ndarray, k: int, *,
+    def search(self, conn: Connection, ns_id: int, query: np.ndarray, k: int, *,
                allowed: Collection[int] | None = None) -> list[tuple[int, float]]: ...
 
     def close(self) -> None: ...
@@ -39,10 +39,10 @@ class VectorIndex(DerivedIndex, Protocol):
 class VectorBatches:
     """The ``index`` step every vector backend shares: a batch's vectors, when it has any, go to ``add``."""
 
-    def add(self, conn: sqlite3.Connection, ns_id: int, rids: Sequence[int], vectors: np.ndarray) -> None:
+    def add(self, conn: Connection, ns_id: int, rids: Sequence[int], vectors: np.ndarray) -> None:
         raise NotImplementedError
 
-    def index(self, conn: sqlite3.Connection, ns_id: int, batch: RecordBatch) -> None:
+    def index(self, conn: Connection, ns_id: int, batch: RecordBatch) -> None:
         """Store the batch's vectors (``batch.vector_rids``, one row each)."""
         if batch.vectors is not None:
             self.add(conn, ns_id, batch.vector_rids, batch.vectors)
@@ -84,19 +84,19 @@ class NumpyVectorIndex(CachedIndex[_Partition], VectorBatches):
         super().__init__()
 
     @staticmethod
-    def create_schema(conn: sqlite3.Connection) -> None:
+    def create_schema(conn: Connection) -> None:
         """Nothing: the vectors are the truth store's ``embeddings`` rows."""
 
-    def drop_namespace(self, conn: sqlite3.Connection, ns_id: int) -> None:
+    def drop_namespace(self, conn: Connection, ns_id: int) -> None:
         self.invalidate(ns_id)
 
-    def add(self, conn: sqlite3.Connection, ns_id: int, rids: Sequence[int], vectors: np.ndarray) -> None:
+    def add(self, conn: Connection, ns_id: int, rids: Sequence[int], vectors: np.ndarray) -> None:
         """Nothing beyond the truth store's rows: the partition picks them up at its next search."""
 
-    def remove(self, conn: sqlite3.Connection, ns_id: int, rids: Sequence[int]) -> None:
+    def remove(self, conn: Connection, ns_id: int, rids: Sequence[int]) -> None:
         self.invalidate(ns_id)
 
-    def _sync(self, conn: sqlite3.Connection, ns_id: int) -> _Partition | None:
+    def _sync(self, conn: Connection, ns_id: int) -> _Partition | None:
         row = conn.execute("SELECT generation FROM namespaces WHERE ns_id=?", (ns_id,)).fetchone()
         generation = int(row[0]) if row else 0
         with self._lock:
@@ -123,7 +123,7 @@ class NumpyVectorIndex(CachedIndex[_Partition], VectorBatches):
             part.append(rids, mat)
             return part
 
-    def score_all(self, conn: sqlite3.Connection, ns_id: int, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def score_all(self, conn: Connection, ns_id: int, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Cosine similarity of ``query`` to every vector of the namespace: ``(rids, scores)``."""
         part = self._sync(conn, ns_id)
         if part is None:
@@ -132,7 +132,7 @@ class NumpyVectorIndex(CachedIndex[_Partition], VectorBatches):
             matrix, rids = part.matrix[: part.n], part.rids[: part.n]
         return rids, matrix @ np.asarray(query, dtype=np.float32)
 
-    def search(self, conn: sqlite3.Connection, ns_id: int, query: np.ndarray, k: int, *,
+    def search(self, conn: Connection, ns_id: int, query: np.ndarray, k: int, *,
                allowed: Collection[int] | None = None) -> list[tuple[int, float]]:
         part = self._sync(conn, ns_id)
         if part is None or k <= 0:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -19,7 +18,7 @@ from typing import Any
 import pytest
 
 from memory_ext import MemoryEngine, Namespace, Turn
-from memory_ext.errors import ReadOnlyStoreError
+from memory_ext.errors import ReadOnlyStoreError, StoreError
 from tests.conftest import CONVERSATIONS, StoreTarget, make_turns
 from tests.postgres.conformance_kit import assert_same_ranking, store_rows, texts
 
@@ -443,7 +442,7 @@ def test_the_engine_carries_on_after_its_connections_are_lost(postgres_dsn: str,
             real(conn, ns_id, batch)
 
         monkeypatch.setattr(graph, "index", dies)
-        with pytest.raises(sqlite3.Error):
+        with pytest.raises(StoreError):
             engine.add_turns([Turn(role="user", content="The ferry to Tróia leaves at noon.")], "ana")
         monkeypatch.undo()
         assert store_rows(engine) == before

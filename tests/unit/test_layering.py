@@ -91,3 +91,74 @@ def test_the_allow_list_holds_only_modules_with_sql() -> None:
     for rel in ALLOWED:
         source = (CORE / rel).read_text(encoding="utf-8")
         assert sql_in(source), f"core/{rel} holds no SQL any more: drop it from ALLOWED"
+
+
+# -- the truth-store seam: code above store/ types against memory_ext.store.interface ---------------------------
+BACKEND_NAMERS = {"assembly.py", "cli.py"}
+"""Modules outside store/ that may name a backend package: assembly builds the store; the CLI's ``postgres``
+and ``migrate`` commands address one backend by name."""
+DRIVER_USERS = ("bench/",)
+"""Where ``sqlite3`` may be imported outside store/: the benchmarks measure SQLite on its own."""
+
+
+def _imports(source: str, package: str) -> list[tuple[int, str]]:
+    """``(line, module)`` of every import in a module of ``package`` (dotted, under memory_ext), resolved to an
+    absolute module name."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")
+            if node.level:
+                base = base[:len(base) - node.level + 1]
+                name = ".".join([*base, node.module] if node.module else base)
+            else:
+                name = node.module or ""
+            out += [(node.lineno, f"{name}.{a.name}") for a in node.names]
+    return out
+
+
+def _package(path: Path) -> str:
+    """The package a module's relative imports start from."""
+    return ".".join(["memory_ext", *path.relative_to(CORE).parent.parts])
+
+
+def test_the_import_resolver() -> None:
+    found = _imports("from ..sqlite import TruthStore\nfrom . import truth\nimport sqlite3\n", "memory_ext.store.pg")
+    assert [m for _, m in found] == ["memory_ext.store.sqlite.TruthStore", "memory_ext.store.pg.truth", "sqlite3"]
+
+
+def test_only_assembly_names_a_backend() -> None:
+    offenders = []
+    for path in sorted(CORE.rglob("*.py")):
+        rel = path.relative_to(CORE).as_posix()
+        if rel.startswith("store/") or rel in BACKEND_NAMERS:
+            continue
+        for line, module in _imports(path.read_text(encoding="utf-8"), _package(path)):
+            if module.startswith(("memory_ext.store.sqlite.", "memory_ext.store.pg.")) and \
+                    not (rel.startswith("bench/") and module.startswith("memory_ext.store.pg.server.")):
+                offenders.append(f"core/{rel}:{line}: {module}")
+    assert not offenders, ("a module above store/ names a backend (type against memory_ext.store.interface; only "
+                           "assembly.py builds a backend):\n" + "\n".join(offenders))
+
+
+def test_no_sqlite3_import_above_store() -> None:
+    offenders = []
+    for path in sorted(CORE.rglob("*.py")):
+        rel = path.relative_to(CORE).as_posix()
+        if rel.startswith(("store/", *DRIVER_USERS)):
+            continue
+        offenders += [f"core/{rel}:{line}" for line, module in _imports(path.read_text(encoding="utf-8"),
+                                                                         _package(path))
+                      if module == "sqlite3" or module.startswith("sqlite3.")]
+    assert not offenders, "sqlite3 imported above store/ (use memory_ext.store.interface):\n" + "\n".join(offenders)
+
+
+def test_the_postgres_backend_imports_nothing_of_sqlite() -> None:
+    offenders = []
+    for path in sorted((CORE / "store" / "pg").rglob("*.py")):
+        offenders += [f"core/{path.relative_to(CORE).as_posix()}:{line}: {module}"
+                      for line, module in _imports(path.read_text(encoding="utf-8"), _package(path))
+                      if module == "sqlite3" or module.startswith(("sqlite3.", "memory_ext.store.sqlite."))]
+    assert not offenders, "store/pg imports the SQLite backend or sqlite3:\n" + "\n".join(offenders)

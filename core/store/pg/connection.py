@@ -1,4 +1,4 @@
-"""A psycopg 3 connection that speaks to the engine like ``sqlite3.Connection`` does.
+"""A psycopg 3 connection with the DB-API surface of :class:`memory_ext.store.interface.Connection`.
 
 The truth store and the derived indexes call ``execute`` / ``executemany`` with SQLite statements, read
 ``fetchone`` / ``fetchall`` / iterate, ask ``lastrowid`` after an insert, ``rowcount`` after an update and
@@ -7,32 +7,32 @@ once (:mod:`memory_ext.store.pg.dialect`), values are bound client-side (``Clien
 typing of ``? IS NULL`` and friends keeps working), numpy scalars and booleans become plain numbers, and an
 insert into a table with an identity key returns it (``RETURNING``) for ``lastrowid``.
 
-Errors keep the DB-API classes the engine already handles: a unique violation is a ``sqlite3.IntegrityError``,
-a missing table or a lost server a ``sqlite3.OperationalError`` (the psycopg error is chained as the cause).
+Errors are the store's own (:mod:`memory_ext.store.interface`): a unique violation is a
+:class:`~memory_ext.store.interface.StoreConflict`, any other failure (a missing table, a lost server) a
+:class:`~memory_ext.store.interface.StoreOperationError`; the psycopg error is chained as the cause.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
+from ..interface import StoreConflict, StoreError, StoreOperationError
 from .dialect import identity_table, translate
 
-__all__ = ["PgConnection", "PgCursor", "as_sqlite_error"]
+__all__ = ["PgConnection", "PgCursor", "as_store_error"]
 
 
-def as_sqlite_error(exc: Exception) -> sqlite3.Error:
-    """The ``sqlite3`` exception class the engine expects for a psycopg error."""
+def as_store_error(exc: Exception) -> StoreError:
+    """The store's exception for a psycopg error: :class:`StoreConflict` for a unique (integrity) violation,
+    else :class:`StoreOperationError`."""
     import psycopg
 
     if isinstance(exc, psycopg.errors.IntegrityError):
-        return sqlite3.IntegrityError(str(exc).strip())
-    if isinstance(exc, (psycopg.OperationalError, psycopg.ProgrammingError, psycopg.errors.InFailedSqlTransaction)):
-        return sqlite3.OperationalError(str(exc).strip())
-    return sqlite3.DatabaseError(str(exc).strip())
+        return StoreConflict("PostgreSQL", str(exc).strip(), "the row is stored already")
+    return StoreOperationError(f"PostgreSQL: {str(exc).strip()}")
 
 
 def _value(v: Any) -> Any:
@@ -77,7 +77,7 @@ class PgCursor:
 
 
 class PgConnection:
-    """``sqlite3.Connection``'s surface over one psycopg connection (autocommit; ``BEGIN``/``COMMIT`` explicit).
+    """The store's connection surface over one psycopg connection (autocommit; ``BEGIN``/``COMMIT`` explicit).
 
     ``begin``: what a bare ``BEGIN`` becomes (readers open a repeatable-read snapshot, like a SQLite reader).
     ``identity``: table -> identity column; ``keys``: table -> primary key columns (from the catalog).
@@ -103,7 +103,7 @@ class PgConnection:
             self._tx = False
             if head.startswith("ROLLBACK"):
                 return False
-            raise sqlite3.OperationalError("the connection to PostgreSQL was lost inside a transaction; the "
+            raise StoreOperationError("the connection to PostgreSQL was lost inside a transaction; the "
                                            "transaction was rolled back")
         self.raw = self.reopen(self.raw)
         return True
@@ -154,7 +154,7 @@ class PgConnection:
                 if attempt == 0 and standalone and self.raw.closed and self.reopen is not None:
                     self.raw = self.reopen(self.raw)  # the connection was lost before this statement ran: again
                     continue
-                raise as_sqlite_error(exc) from exc
+                raise as_store_error(exc) from exc
         self._track(head)
         if returning:
             return PgCursor([], count, int(rows[0][0]) if rows else None)
@@ -174,7 +174,7 @@ class PgConnection:
                 count = cur.rowcount
         except Exception as exc:
             if _is_pg_error(exc):
-                raise as_sqlite_error(exc) from exc
+                raise as_store_error(exc) from exc
             raise
         return PgCursor([], count)
 

@@ -1,10 +1,10 @@
 """The truth store on PostgreSQL: the same tables and statements as the SQLite store, many writer processes.
 
-:class:`PgTruthStore` is :class:`~memory_ext.store.sqlite.TruthStore` with PostgreSQL underneath: every method
-that reads or writes the truth tables is inherited (their SQL goes through
-:mod:`memory_ext.store.pg.dialect`), and what differs is here — connections (a psycopg pool of per-thread
-readers, one writer connection), the schema (a PostgreSQL schema, ``storage.postgres_schema``, holds the tables),
-concurrency and purging.
+:class:`PgTruthStore` implements :class:`memory_ext.store.interface.TruthStore`: it composes the repositories of
+``store/repos`` (their statements still go through :mod:`memory_ext.store.pg.dialect` at run time) with what is
+its own here — connections (a psycopg pool of per-thread readers, one writer connection), the write transaction,
+the schema (``store/pg/schema.py``, in the PostgreSQL schema ``storage.postgres_schema``), concurrency and
+purging. It imports nothing from the SQLite backend.
 
 Concurrency: any number of engine processes on any number of hosts open the same schema; there is no process
 lock. A write holds a PostgreSQL advisory lock from its first read of the stored tail to its commit: a write of
@@ -41,31 +41,23 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ...errors import ConfigError, MissingDependencyError, SchemaVersionError, StoreError
+from ...errors import ConfigError, MissingDependencyError, ReadOnlyStoreError, SchemaVersionError, StoreError
 from ..filters import RecordFilter
-from ..sqlite import _TURN_COLS, MIGRATIONS, SCHEMA_VERSION, NewDirectory, TruthStore, TurnRow, _turn_row
-from .connection import PgConnection, as_sqlite_error
+from ..interface import StoreOperationError
+from ..locate import DSN_ENV, dsn_from
+from ..repos import MetaRepo, QueueRepo, RecordRepo, TurnRepo, VersionRepo
+from ..rows import TURN_COLS as _TURN_COLS
+from ..rows import TurnRow
+from ..rows import turn_row as _turn_row
+from .connection import PgConnection, as_store_error
+from .schema import MIGRATIONS, SCHEMA_VERSION
 
 __all__ = ["DSN_ENV", "NewSchema", "PgTruthStore", "dsn_from"]
 
-DSN_ENV = "MEMORY_EXT_POSTGRES_DSN"
-"""Environment variable read when ``storage.postgres_dsn`` is not set."""
 PURGE_META = "pg_purge_pending"
 """``meta`` key of a forget whose purge has not completed: ``{"xid": <its transaction>, "tables": [...]}``."""
 _TEXT_TYPES = {"text", "character varying", "character", "bytea", "json", "jsonb"}
 """Column types that can hold a copy of a memory's text: tables with one are rewritten by a purge."""
-
-
-def dsn_from(path: str | os.PathLike[str] | None, dsn: str | None) -> str | None:
-    """The DSN a store opens: a ``postgresql://`` path, else ``storage.postgres_dsn``, else :data:`DSN_ENV`."""
-    if is_dsn(path):
-        return str(path)
-    return dsn or os.environ.get(DSN_ENV) or None
-
-
-def is_dsn(path: str | os.PathLike[str] | None) -> bool:
-    """Whether a store path is a PostgreSQL connection URI rather than a directory."""
-    return path is not None and str(path).startswith(("postgresql://", "postgres://"))
 
 
 def store_exists(dsn: str, schema: str) -> bool:
@@ -85,16 +77,6 @@ def _lock_key(schema: str) -> int:
     """The advisory-lock key of a schema's write lock (a signed 64-bit number)."""
     return int.from_bytes(hashlib.blake2b(f"memory_ext:write:{schema}".encode(), digest_size=8).digest(),
                           "big", signed=True)
-
-
-def _v2_pg(conn: Any) -> None:
-    """Schema version 2 on PostgreSQL (the SQLite step fills ``record_rid`` with ``json_array``)."""
-    conn.execute("ALTER TABLE records ADD COLUMN anchor_rid INTEGER")
-    conn.execute("UPDATE records SET anchor_rid = rid WHERE kind = 'turn'")
-    conn.execute("ALTER TABLE turns ADD COLUMN record_rid INTEGER")
-
-
-_PG_MIGRATIONS: list[Callable[[Any], None]] = [MIGRATIONS[0], _v2_pg, *MIGRATIONS[2:]]
 
 
 POOL_WAIT_S = 0.5
@@ -184,7 +166,7 @@ class _WriteLock:
                     except psycopg.Error as exc:
                         if attempt == 0 and raw.closed:
                             continue  # lost since the last write: once more, on a new connection
-                        raise as_sqlite_error(exc) from exc
+                        raise as_store_error(exc) from exc
                 self._held = list(statements)
             except BaseException:
                 self._depth -= 1
@@ -231,13 +213,14 @@ def _unlock(lock_sql: str) -> str:
     return lock_sql.replace("pg_advisory_lock", "pg_advisory_unlock")
 
 
-class PgTruthStore(TruthStore):
+class PgTruthStore(QueueRepo, VersionRepo, RecordRepo, TurnRepo, MetaRepo):
     """The truth store in a PostgreSQL schema. Use through :class:`memory_ext.MemoryEngine`::
 
         engine = MemoryEngine.open("postgresql://memory@db-host/memory")   # or storage.backend: postgres
     """
 
     dialect = "postgres"
+    _missing_table = (StoreOperationError,)
     PURGE_TARGET = "postgres:dead-row-versions"
 
     def __init__(self, dsn: str, *, schema: str = "memory_ext", read_only: bool = False, pool_size: int = 16,
@@ -273,7 +256,7 @@ class PgTruthStore(TruthStore):
         self._raw: Any = None
         self._writer: Any = None
         self._lock = _WriteLock(self)
-        self.write_lock = self._lock  # type: ignore[assignment]
+        self.write_lock = self._lock
         self._psycopg = psycopg
         try:
             self._raw = psycopg.connect(dsn, autocommit=True, cursor_factory=psycopg.ClientCursor)
@@ -416,7 +399,7 @@ class PgTruthStore(TruthStore):
     def namespace_lock(self, key: tuple[str, str]) -> Any:
         """The write lock for a write of one namespace (``add_turns``, an indexer batch): writers of other
         namespaces, in other processes, go on meanwhile."""
-        return self.write_lock.namespace(key)  # type: ignore[attr-defined]
+        return self.write_lock.namespace(key)
 
     # -- the indexers of several processes ----------------------------------------------------------------------
     @contextmanager
@@ -443,7 +426,7 @@ class PgTruthStore(TruthStore):
                         except self._psycopg.Error as exc:
                             if attempt == 0 and claim.closed:
                                 continue  # the connection was lost (its claims went with it): once more
-                            raise as_sqlite_error(exc) from exc
+                            raise as_store_error(exc) from exc
                     if got:
                         held = int(ns_id)
                         break
@@ -454,7 +437,7 @@ class PgTruthStore(TruthStore):
                         claim.execute("SELECT pg_advisory_unlock(%s, %s)", (self.claim_key, held))
 
     # -- schema ------------------------------------------------------------------------------------------------
-    def _schema_version(self, conn: Any) -> int:  # type: ignore[override]
+    def _schema_version(self, conn: Any) -> int:
         row = conn.execute("SELECT to_regclass('meta') IS NOT NULL").fetchone()
         if not row or not row[0]:
             return 0
@@ -465,7 +448,7 @@ class PgTruthStore(TruthStore):
         current = self._schema_version(conn)
         for version in range(current, SCHEMA_VERSION):
             with self.transaction(f"migrate to schema version {version + 1}") as tx:
-                _PG_MIGRATIONS[version](tx)
+                MIGRATIONS[version](tx)
                 self._refresh_catalog(tx)
                 tx.execute("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)", (str(version + 1),))
                 tx.execute("INSERT OR IGNORE INTO meta(key, value) VALUES('store_id', ?)", (os.urandom(16).hex(),))
@@ -480,10 +463,26 @@ class PgTruthStore(TruthStore):
     # -- purge -------------------------------------------------------------------------------------------------
     @contextmanager
     def transaction(self, operation: str) -> Iterator[Any]:
-        with super().transaction(operation) as conn:
-            yield conn
-            if operation == "forget":
-                self._note_forget(conn)
+        """One write transaction on the writer connection (under the advisory write lock); rolled back whole on
+        any error. A forget records, in its own transaction, what :meth:`purge` must finish."""
+        if self._writer is None:
+            raise ReadOnlyStoreError(operation)
+        with self.write_lock:
+            conn = self._writer
+            conn.execute("BEGIN")
+            self._after_commit = []
+            try:
+                yield conn
+                if operation == "forget":
+                    self._note_forget(conn)
+            except BaseException:
+                self._after_commit = None
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+            self._run_after_commit(operation)
+            if self.purge_pending:  # an earlier forget could not finish its purge: try again
+                self.purge()
 
     def _note_forget(self, conn: Any) -> None:
         """Record, in the forget's own transaction, what :meth:`purge` must finish: the forget's transaction id
@@ -679,10 +678,10 @@ class PgTruthStore(TruthStore):
         return int(row[0]) if row else 0
 
 
-class NewSchema(NewDirectory):
+class NewSchema:
     """What an open on PostgreSQL created — the schema, when it did not exist before — for the open to undo if it
     fails after the store was opened (a bad embedder, say): :meth:`undo` drops the schema again unless a turn was
-    written to it meanwhile. The PostgreSQL twin of :class:`~memory_ext.store.sqlite.NewDirectory`."""
+    written to it meanwhile. What a new SQLite directory is to the SQLite backend."""
 
     def __init__(self, dsn: str, schema: str, created: bool) -> None:
         self.top = None

@@ -1,0 +1,113 @@
+"""``index_queue``, the durable queue of model work (:class:`memory_ext.store.interface.QueueRepository`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+from ..interface import Connection
+from ..snapshots import chunks, marks
+from .base import CommonStore
+
+__all__ = ["QueueRepo"]
+
+
+class QueueRepo(CommonStore):
+    """The statements of this table family, shared by the backends."""
+
+    @staticmethod
+    def create_queue_schema(conn: Connection) -> None:
+        """``index_queue``: one row per record whose dense vector (``dense``: 1 embed its text, 2 the mean of
+        its turns' vectors, 3 its turn's vector) or sparse encoding (``sparse`` = 1) is still to be made."""
+        conn.execute("CREATE TABLE IF NOT EXISTS index_queue(rid INTEGER PRIMARY KEY, ns_id INTEGER NOT NULL,"
+                     " dense INTEGER NOT NULL DEFAULT 0, sparse INTEGER NOT NULL DEFAULT 0)")
+        conn.execute("CREATE INDEX IF NOT EXISTS index_queue_ns ON index_queue(ns_id)")
+
+    @staticmethod
+    def enqueue(conn: Connection, ns_id: int, items: Sequence[tuple[int, int, int]]) -> None:
+        """Queue ``(rid, dense, sparse)`` work items of the namespace (inside the write transaction)."""
+        conn.executemany("INSERT OR REPLACE INTO index_queue(rid, ns_id, dense, sparse) VALUES(?,?,?,?)",
+                         [(int(r), ns_id, int(d), int(s)) for r, d, s in items if d or s])
+
+    @staticmethod
+    def dequeue(conn: Connection, rids: Sequence[int], ns_id: int | None = None) -> None:
+        """Remove work items (done, or their records forgotten); with ``ns_id``, only that namespace's."""
+        for part in chunks([int(r) for r in rids]):
+            if ns_id is None:
+                conn.execute(f"DELETE FROM index_queue WHERE rid IN {marks(len(part))}", part)
+            else:
+                conn.execute(f"DELETE FROM index_queue WHERE ns_id=? AND rid IN {marks(len(part))}", (ns_id, *part))
+
+    @staticmethod
+    def drop_queue(conn: Connection, ns_id: int) -> None:
+        conn.execute("DELETE FROM index_queue WHERE ns_id=?", (ns_id,))
+
+    @staticmethod
+    def queued(conn: Connection, limit: int, rids: Sequence[int] | None = None,
+               ns_id: int | None = None) -> list[tuple[int, int, int, int]]:
+        """``(rid, ns_id, dense, sparse)`` of the oldest ``limit`` work items (of ``rids`` only when given; of
+        namespace ``ns_id`` only when given)."""
+        if rids is None:
+            where, args = ("", (limit,)) if ns_id is None else (" WHERE ns_id=?", (ns_id, limit))
+            return [(int(r[0]), int(r[1]), int(r[2]), int(r[3])) for r in conn.execute(
+                f"SELECT rid, ns_id, dense, sparse FROM index_queue{where} ORDER BY rid LIMIT ?", args)]
+        out = []
+        for part in chunks(sorted(int(r) for r in rids)):
+            out += [(int(r[0]), int(r[1]), int(r[2]), int(r[3])) for r in conn.execute(
+                f"SELECT rid, ns_id, dense, sparse FROM index_queue WHERE rid IN {marks(len(part))}", part)]
+        return out
+
+    @staticmethod
+    def queued_windows(conn: Connection, turn_rids: Sequence[int]) -> list[tuple[int, int, int, int]]:
+        """Work items (as :meth:`queued`) of the queued windows anchored to these turn records: the indexer
+        encodes a turn and its window in one pass of the run of turns around them."""
+        out = []
+        for part in chunks(sorted(int(r) for r in turn_rids)):
+            out += [(int(r[0]), int(r[1]), int(r[2]), int(r[3])) for r in conn.execute(
+                "SELECT q.rid, q.ns_id, q.dense, q.sparse FROM index_queue q JOIN records r ON r.rid = q.rid"
+                f" WHERE r.anchor_rid IN {marks(len(part))} AND r.kind = 'window'", part)]
+        return out
+
+    @contextmanager
+    def claimed_work(self, limit: int) -> Iterator[list[tuple[int, int, int, int]]]:
+        """The next batch of queued work for this process's indexer: the oldest ``limit`` items. Only one
+        process writes a SQLite store, so nothing else claims work; the PostgreSQL store hands each indexer one
+        namespace at a time (see :meth:`memory_ext.store.pg.truth.PgTruthStore.claimed_work`)."""
+        yield self.queued(self.reader(), limit)
+
+    def pending(self, ns_id: int | None = None) -> int:
+        """Records (of ``ns_id``, or of the store) whose vectors or sparse encodings are not written yet."""
+        sql, args = ("SELECT COUNT(*) FROM index_queue", ()) if ns_id is None else \
+            ("SELECT COUNT(*) FROM index_queue WHERE ns_id=?", (ns_id,))
+        try:
+            return int(self.reader().execute(sql, args).fetchone()[0])
+        except self._missing_table:  # a store written before the queue existed (read-only opener)
+            return 0
+
+    def work_sources(self, rids: Sequence[int]) -> dict[int, tuple[str, str, list[int], int | None]]:
+        """``rid -> (index_text, text, rids of its turns' turn records, anchor rid)`` of queued records."""
+        conn = self.reader()
+        rows: list[tuple[int, int, str, str, list[str], int | None]] = []
+        for part in chunks(sorted(int(r) for r in rids)):
+            rows += [(int(rid), int(ns_id), index_text, text, json.loads(turn_ids), anchor) for
+                     rid, ns_id, index_text, text, turn_ids, anchor in conn.execute(
+                         f"SELECT rid, ns_id, index_text, text, turn_ids, anchor_rid FROM records"
+                         f" WHERE rid IN {marks(len(part))}", part).fetchall()]
+        # the turns of every record at once, per namespace: (seq, turn record rid) by turn id
+        turn_of: dict[tuple[int, str], tuple[int, int]] = {}
+        wanted: dict[int, set[str]] = {}
+        for _, ns_id, _, _, ids, _ in rows:
+            wanted.setdefault(ns_id, set()).update(ids)
+        for ns_id, turn_ids in wanted.items():
+            for part in chunks(sorted(turn_ids)):
+                # "+ns_id": SQLite must use the id index, not scan the namespace by seq
+                for turn_id, seq, record_rid in conn.execute(
+                        f"SELECT id, seq, record_rid FROM turns WHERE +ns_id=? AND id IN {marks(len(part))}"
+                        " AND record_rid IS NOT NULL", (ns_id, *part)):
+                    turn_of[(ns_id, turn_id)] = (int(seq), int(record_rid))
+        out: dict[int, tuple[str, str, list[int], int | None]] = {}
+        for rid, ns_id, index_text, text, ids, anchor in rows:
+            members = [m[1] for m in sorted(turn_of[(ns_id, i)] for i in ids if (ns_id, i) in turn_of)]
+            out[rid] = (index_text, text, members, None if anchor is None else int(anchor))
+        return out
