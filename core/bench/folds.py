@@ -6,17 +6,18 @@ with the best mean selection metric on the *other* folds and scores that choice 
 figure is the mean over all questions of the metrics of the candidate their fold chose — what the tuning procedure
 ("pick the best of these candidates") would achieve on questions it never saw.
 
-Folds: question ``i`` (in the dataset's order: MADial dialogues by user, then by id) goes to fold ``i % K``, so
+Folds: question ``i`` (in the dataset's order: MADial dialogues by user, then in file order) goes to fold ``i % K``, so
 every fold holds questions of every user. The selection metric is the mean of the two given metrics
 (``recall@5`` and ``recall@10`` for MADial); ties go to the candidate listed first.
 
 The candidates file is a JSON object ``{"name": {engine config overrides}, ...}`` (``{}`` is the default config).
+In the example below each candidate is right on one fold only: in-sample both score 0.5, held-out 0.
 
 >>> rows = {"a": [{"m": 1.0}, {"m": 0.0}, {"m": 1.0}, {"m": 0.0}],
 ...         "b": [{"m": 0.0}, {"m": 1.0}, {"m": 0.0}, {"m": 1.0}]}
 >>> out = cross_validate(rows, folds=2, select=("m",))
 >>> out["chosen"], out["held_out"]["m"]
-(['a', 'a'], 0.5)
+(['b', 'a'], 0.0)
 """
 
 from __future__ import annotations
