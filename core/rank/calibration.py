@@ -119,13 +119,13 @@ def bounded_scores(fused: Sequence[float], *, texts: Sequence[str] | None = None
     """The relevance of each item of a ranked list (see the module docstring), raised to the best one below it
     so that it never increases with rank."""
     words = set(tokenize(query)) if query and texts is not None else set()
+    covers = [coverage(words, t) for t in texts] if words and texts is not None else None
     if cosines is not None:
-        covers = [coverage(words, t) for t in texts] if words and texts is not None else [0.0] * len(cosines)
-        out = [cosine_relevance(c, v) for c, v in zip(cosines, covers, strict=True)]
+        out = [cosine_relevance(c, v) for c, v in zip(cosines, covers or [0.0] * len(cosines), strict=True)]
     else:
         out = [relevance(value, fusion=fusion, rrf_max=rrf_max) for value in fused]
-    if words and texts is not None:
-        out = [max(r, COVERAGE_WEIGHT * coverage(words, t) ** 2) for r, t in zip(out, texts, strict=True)]
+    if covers is not None:
+        out = [max(r, COVERAGE_WEIGHT * v ** 2) for r, v in zip(out, covers, strict=True)]
     for i in range(len(out) - 2, -1, -1):
         out[i] = max(out[i], out[i + 1])
     return out
