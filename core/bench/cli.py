@@ -43,7 +43,7 @@ def _csv(value: str) -> list[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
-_COMMANDS = "{locomo,madial,scale,ingest,serve,store,writers,report}"
+_COMMANDS = "{locomo,madial,calibration,scale,ingest,serve,store,writers,report}"
 
 
 def _sizes(value: str) -> list[int]:
@@ -53,6 +53,16 @@ def _sizes(value: str) -> list[int]:
         raise argparse.ArgumentTypeError(f"--sizes takes comma-separated integers, got {value!r}") from None
     if not sizes or any(s <= 0 for s in sizes):
         raise argparse.ArgumentTypeError(f"--sizes takes positive integers, got {value!r}")
+    return sizes
+
+
+def _calibration_sizes(value: str) -> list[int]:
+    try:
+        sizes = [0 if part == "full" else int(part) for part in _csv(value)]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--sizes takes integers and 'full', got {value!r}") from None
+    if not sizes or any(s < 0 for s in sizes):
+        raise argparse.ArgumentTypeError(f"--sizes takes positive integers and 'full', got {value!r}")
     return sizes
 
 
@@ -86,6 +96,11 @@ def _add_common(parser: argparse.ArgumentParser, data_help: str) -> None:
     parser.add_argument("--interleave", action="store_true",
                         help="systems take turns (per conversation, then per question) instead of running one after "
                              "the other: same-run ratios that hold on a machine whose load drifts")
+    parser.add_argument("--kfolds", type=_positive, default=None, metavar="K",
+                        help="held-out selection: score memory-ext under every --candidates configuration, choose "
+                             "one per fold on the other K-1 folds, report the held-out metrics")
+    parser.add_argument("--candidates", type=Path, default=None, metavar="FILE",
+                        help='with --kfolds: a JSON object {"name": {engine config}, ...} ({} = default config)')
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.add_argument("--quiet", action="store_true", help="do not print the Markdown summary")
 
@@ -110,6 +125,27 @@ def _add_commands(commands: Any) -> None:
                                              "(a folder with memories.jsonl and dialogues.jsonl).")
     _add_common(madial, "a folder holding memories.jsonl and dialogues.jsonl")
     madial.set_defaults(func=run_args, bench_handler=_cmd_dataset, dataset="madial")
+
+    calib = commands.add_parser("calibration", help="is item.score comparable across store sizes (3 .. full)?",
+                                description="Stores of 3, 10, 50 turns sampled from LoCoMo conversations (with the "
+                                            "gold of one question) and the full ones; the share of rank-1 gold kept "
+                                            "and of off-topic results dropped at each score threshold.")
+    calib.add_argument("--data", required=True, type=Path, help="a JSON file in the locomo10.json schema")
+    calib.add_argument("--sizes", type=_calibration_sizes, default=[3, 10, 50, 0],
+                       help="comma-separated store sizes in turns, 'full' for whole conversations (3,10,50,full)")
+    calib.add_argument("--per-size", type=_positive, default=15,
+                       help="sampled stores (one question each) per conversation and size (15)")
+    calib.add_argument("--k", type=_positive, default=5, help="results per search (5)")
+    calib.add_argument("--seed", type=int, default=7, help="sampling seed (7)")
+    calib.add_argument("--embedder", default="e5", help="e5 (default) or hashing")
+    calib.add_argument("--config", type=Path, default=None, help="engine configuration file")
+    calib.add_argument("--fit", action="store_true",
+                       help="also fit the cosine calibration leave-one-conversation-out and report it")
+    calib.add_argument("--rows", type=Path, default=None, help="write every result row here (JSON lines)")
+    calib.add_argument("--json", type=Path, default=None, help="write the result JSON here")
+    calib.add_argument("--no-progress", action="store_true", help="no progress lines")
+    calib.add_argument("--quiet", action="store_true", help="do not print the Markdown summary")
+    calib.set_defaults(func=run_args, bench_handler=_cmd_calibration, dataset="calibration")
 
     scale = commands.add_parser("scale", help="synthetic store sizes: ingest rate, search latency, RSS, disk",
                                 description="Build synthetic stores of the given sizes and measure them.")
@@ -308,6 +344,8 @@ def _cmd_dataset(args: argparse.Namespace) -> int:
         for conv in conversations:
             conv.questions = conv.questions[: args.limit_questions]
     embedder = resolve_bench_embedder(args.embedder)
+    if args.kfolds is not None:
+        return _cmd_folds(args, spec, conversations, embedder)
     options = {"memory-ext": {"config": _engine_config(args.config)}} if args.config else {}
     sink_file = None
     sink = None
@@ -365,6 +403,88 @@ def _write_and_print(result: dict[str, Any], args: argparse.Namespace, markdown:
     if not args.quiet:
         sys.stdout.write(markdown)
         sys.stdout.flush()
+
+
+def _candidates(path: Path | None) -> dict[str, Any]:
+    from ..config import EngineConfig
+    from ..errors import ConfigError
+
+    if path is None:
+        raise BenchUsageError("--kfolds needs --candidates FILE (a JSON object of engine configurations)")
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise BenchUsageError(f"--candidates {path}: {exc}") from None
+    if not isinstance(raw, dict) or not raw or not all(isinstance(v, dict) for v in raw.values()):
+        raise BenchUsageError(f"--candidates {path}: expected a non-empty JSON object of configuration objects")
+    try:
+        return {str(name): EngineConfig.from_dict(value) for name, value in raw.items()}
+    except ConfigError as exc:
+        raise BenchUsageError(f"--candidates {path}: {exc}") from None
+
+
+def _cmd_folds(args: argparse.Namespace, spec: Any, conversations: Any, embedder: Any) -> int:
+    from .kfolds import cross_validate, format_folds_markdown
+    from .runner import run_benchmark
+
+    candidates = _candidates(args.candidates)
+    n = sum(len(c.questions) for c in conversations)
+    if not 2 <= args.kfolds <= n:
+        raise BenchUsageError(f"--kfolds must be between 2 and the number of questions ({n}), got {args.kfolds}")
+    rows: dict[str, list[dict[str, float]]] = {}
+    sink_file = args.rankings.open("w", encoding="utf-8") if args.rankings is not None else None
+    try:
+        for name, config in candidates.items():
+            answered: dict[str, dict[str, float]] = {}
+
+            def sink(system: str, r: Any, name: str = name, answered: dict[str, dict[str, float]] = answered) -> None:
+                answered[r.question.qid] = r.metrics
+                if sink_file is not None:
+                    row = {"system": f"{system}:{name}", "conversation": r.conversation_id, "qid": r.question.qid,
+                           "question": r.question.text, "gold": list(r.question.gold), "ranking": list(r.ranking),
+                           "metrics": r.metrics}
+                    sink_file.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+            result = run_benchmark(spec, conversations, ["memory-ext"], embedder, progress=not args.no_progress,
+                                   system_options={"memory-ext": {"config": config}}, rankings_sink=sink)
+            if result["skipped"]:
+                raise BenchUsageError(f"candidate {name}: {result['skipped']}")
+            rows[name] = [answered[q.qid] for c in conversations for q in c.questions]
+    finally:
+        if sink_file is not None:
+            sink_file.close()
+    select = ("recall@5", "recall@10") if spec.name == "madial" else ("evid_recall@5", "evid_recall@10")
+    out = cross_validate(rows, folds=args.kfolds, select=select)
+    out["dataset"] = f"{spec.name}-folds"
+    out["meta"] = {"command": args._command_line, "data": str(args.data), "candidates": str(args.candidates),
+                   "embedder": getattr(embedder, "id", None)}
+    _write_and_print(out, args, format_folds_markdown(out))
+    return EXIT_OK
+
+
+def _cmd_calibration(args: argparse.Namespace) -> int:
+    from .calibration import THRESHOLDS, calibration_meta, fit_loco, format_calibration_markdown, rates, run_calibration
+    from .datasets import DatasetError, load_locomo
+
+    try:
+        conversations = load_locomo(args.data)
+    except DatasetError as exc:
+        raise BenchUsageError(str(exc)) from None
+    if len(conversations) < 2:
+        raise BenchUsageError("calibration needs two conversations at least (off-topic questions come from another)")
+    embedder = resolve_bench_embedder(args.embedder)
+    rows = run_calibration(conversations, embedder, sizes=args.sizes, per_size=args.per_size, k=args.k,
+                           seed=args.seed, config=_engine_config(args.config), progress=not args.no_progress)
+    meta = calibration_meta(args._command_line, embedder)
+    fit = fit_loco(rows) if args.fit else None
+    if args.rows is not None:
+        args.rows.parent.mkdir(parents=True, exist_ok=True)
+        args.rows.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    curve = {str(size): {f"{t:.1f}": rates([r for r in rows if r["size"] == size], t) for t in THRESHOLDS}
+             for size in sorted({r["size"] for r in rows})}
+    _write_and_print({"dataset": "calibration", args, "curve": curve, "fit": fit, "meta": meta},
+                  format_calibration_markdown(rows, meta, fit))
+    return EXIT_OK
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:

@@ -19,7 +19,7 @@ from ..models import ActionState, ChannelError, Namespace, RetrievedItem, Search
 from ..plan.heuristic import plan_search
 from ..plan.llm_planner import Planner
 from ..plan.strategy import strategy_for
-from ..rank.calibration import bounded_scores
+from ..rank.calibration import bounded_scores, item_cosines
 from ..rank.rerank import Reranker
 from ..recall.channels import ChannelSet
 from ..store.catalog import Catalog, RecordCatalog
@@ -30,7 +30,7 @@ from .context import render_context
 from .explain import build_trace, channel_ranks, zscore_details
 from .fuse import Fusion, RouteScores, fuse, fusion_for, score_routes
 from .hydrate import Hydrated, hydrate
-from .recall import plan_calls, recall
+from .recall import Recalled, plan_calls, recall
 from .request import SearchRequest, parse_request
 from .rerank import rerank
 from .scope import scope_of
@@ -82,19 +82,24 @@ class ReadPipeline:
         return self.run(request, started=t0)
 
     def _bounded(self, hydrated: Hydrated, cat: Catalog, total: np.ndarray, pool_scores: Sequence[float],
-                 pool_rids: Sequence[int], scored: RouteScores, request: SearchRequest, *,
+                 pool_rids: Sequence[int], scored: RouteScores, request: SearchRequest, recalled: Recalled, *,
                  cold_penalty: float) -> list[RetrievedItem]:
         """The items with ``score`` = their bounded relevance (:mod:`memory_ext.rank.calibration`)."""
         fused_values, best = self.fusion.fused_values(cat, total, hydrated.rids, pool_rids, pool_scores, scored,
                                                       self.config.recall.channel_weights)
+        cosines = item_cosines(recalled.route_hits[0].get("vector") if recalled.route_hits else None,
+                               hydrated.rids, getattr(getattr(self.channels.context, "embedder", None), "id", None))
         bounded = bounded_scores(fused_values, texts=[i.text for i in hydrated.items], query=request.query,
-                                 fusion=self.fusion.name, rrf_max=best)
+                                 fusion=self.fusion.name, rrf_max=best, cosines=cosines)
         out = []
-        for rid, item, fused_value, score in zip(hydrated.rids, hydrated.items, fused_values, bounded, strict=True):
+        for n, (rid, item, fused_value, score) in enumerate(
+                zip(hydrated.rids, hydrated.items, fused_values, bounded, strict=True)):
             update: dict[str, Any] = {"score": score}
             if item.explanation is not None:
                 explanation = dict(item.explanation)
                 explanation["score"] = {"relevance": score, "raw": item.raw_score, "fused": fused_value}
+                if cosines is not None:
+                    explanation["score"]["cosine"] = cosines[n]
                 p = cat.pos_of(np.asarray([rid], np.int64))[0]
                 if cold_penalty and p >= 0 and cat.cold[p]:
                     explanation["cold_penalty"] = cold_penalty
@@ -176,7 +181,7 @@ class ReadPipeline:
                            request.explain, raw_scores=selection.scores)
         # bounded scores (rank/calibration.py): from each item's fused score and query coverage, monotone
         items = self._bounded(hydrated, cat, fused.total, selection.scores, selection.rids, scored, request,
-                              cold_penalty=scope.cold_penalty)
+                              recalled, cold_penalty=scope.cold_penalty)
         timings = {f"channel.{n}": v for n, v in recalled.timings_ms.items()}
         timings["rank"] = _ms(t_rank)
         if rerank_ms is not None:

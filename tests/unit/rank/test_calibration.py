@@ -1,0 +1,66 @@
+"""Absolute scores: with e5, ``item.score`` comes from the query-item cosine and the query's coverage, not from
+where the item stands among the store's other candidates, so it means the same in every store size."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from memory_ext import MemoryEngine
+from memory_ext.rank.calibration import bounded_scores, cosine_relevance, item_cosines
+from memory_ext.recall.base import Hits
+
+E5 = "e5-small-q4-numpy-1:384"
+
+
+def test_item_cosines_read_each_items_own_record_and_only_for_calibrated_embedders() -> None:
+    hits = Hits(np.array([7, 3, 11], np.int64), np.array([0.81, 0.86, 0.74]))
+    assert item_cosines(hits, [3, 11, 7], E5) == [0.86, 0.74, 0.81]
+    assert item_cosines(hits, [5], E5) == [0.74]  # not listed: the lowest listed cosine
+    assert item_cosines(hits, [3], "hashing-v1:256") is None
+    assert item_cosines(None, [3], E5) is None and item_cosines(Hits.empty(), [3], E5) is None
+
+
+def test_the_same_match_scores_the_same_whatever_the_other_candidates() -> None:
+    alone = bounded_scores([0.4], texts=["I'm allergic to shellfish."], query="what can't Maya eat?",
+                           cosines=[0.85])
+    crowded = bounded_scores([25.0, 0.4, -3.0], texts=["x", "I'm allergic to shellfish.", "y"],
+                             query="what can't Maya eat?", cosines=[0.9, 0.85, 0.7])
+    assert alone[0] == crowded[1] == cosine_relevance(0.85, 0.0)  # the fused score plays no part
+    assert crowded == sorted(crowded, reverse=True)
+    assert cosine_relevance(0.95, 0.0) > cosine_relevance(0.85, 0.0) > cosine_relevance(0.75, 0.0)
+    assert cosine_relevance(0.85, 1.0) > cosine_relevance(0.85, 0.0)
+
+
+FILLER = ["We watched the new sci-fi film on Friday.", "The bakery on Elm Street closes at six.",
+          "My laptop battery died during the meeting.", "I walked the dog along the river this morning.",
+          "Our team finished the quarterly report early.", "The train to Leeds was delayed by an hour.",
+          "I repainted the kitchen cabinets a pale green.", "Grandma sent a postcard from Madeira.",
+          "The gym was crowded after work today.", "I finally fixed the squeaky bedroom door."]
+
+
+def _scores(engine: MemoryEngine, query: str) -> dict[str, float]:
+    return {i.text: i.score for i in engine.search(query, "maya", k=20).items}
+
+
+def test_a_memory_scores_alike_in_a_three_memory_store_and_a_bigger_one(tmp_path: Path) -> None:
+    """The README's recipe, ``score_threshold: 0.5``, on the default e5 embedder: a question asked in the memory's
+    words passes it, an off-topic one does not, and neither depends on how many other memories the store holds
+    (the fused z-scores did: a three-memory store scored every answer low)."""
+    turns = ["I'm allergic to shellfish.", "My brother Tom lives in Lyon.", "I started learning the cello in May."]
+    questions = ["where does Maya's brother live?", "is Maya allergic to anything?", "what can't Maya eat?"]
+    scores = []
+    for name, memories in (("small", turns), ("big", turns + FILLER)):
+        with MemoryEngine.open(tmp_path / name) as engine:
+            engine.add_turns([{"role": "user", "content": t} for t in memories], "maya", wait=True)
+            scores.append({q: _scores(engine, q) for q in questions})
+            off = engine.search("how do I reset my router password?", "maya", k=3).items
+            assert all(i.score < 0.5 for i in off), [(i.text, i.score) for i in off]
+    small, big = scores
+    assert small[questions[0]][turns[1]] >= 0.5 and big[questions[0]][turns[1]] >= 0.5
+    assert small[questions[1]][turns[0]] >= 0.5 and big[questions[1]][turns[0]] >= 0.5
+    for q in questions:
+        for text, score in small[q].items():
+            if score >= 0.1:
+                assert abs(big[q][text] - score) < 0.25, (q, text, score, big[q][text])
