@@ -482,8 +482,8 @@ def _cmd_calibration(args: argparse.Namespace) -> int:
         args.rows.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     curve = {str(size): {f"{t:.1f}": rates([r for r in rows if r["size"] == size], t) for t in THRESHOLDS}
              for size in sorted({r["size"] for r in rows})}
-    _write_and_print({"dataset": "calibration", args, "curve": curve, "fit": fit, "meta": meta},
-                  format_calibration_markdown(rows, meta, fit))
+    _write_and_print({"dataset": "calibration", "curve": curve, "fit": fit, "meta": meta}, args,
+                     format_calibration_markdown(rows, meta, fit))
     return EXIT_OK
 
 
