@@ -35,8 +35,9 @@ __all__ = ["PASS_GATE", "E5Numpy", "Encoded", "PassGate", "background_work", "mo
 _QK = 32
 SAE_SPLIT_MIN_ROWS = 48
 """Texts of at least this many tokens run the two halves of their sparse head side by side (given an executor)."""
-SAE_CHUNK_ROWS = 64
-"""Tokens the sparse head runs over at a time (its pre-activations: 64 x 16k float32, 4 MB)."""
+SAE_CHUNK_ROWS = 256
+"""Tokens the sparse head runs over at a time (its pre-activations: 256 x 16k float32, 16 MB). Each chunk reads
+the whole head (384 x 16k float32, 25 MB), so chunks are not made smaller than that."""
 _SAE_BLOCK = 64
 _META = "\u2581"
 _BLOCK = np.dtype([("d", "<f2"), ("qs", "u1", (16,))])
@@ -122,8 +123,17 @@ class PassGate:
 
 _local = threading.local()
 
-PASS_GATE = PassGate(2)
-"""The process's :class:`PassGate` (every :class:`E5Numpy` pass goes through it)."""
+def _default_slots() -> int:
+    try:
+        return max(1, int(os.environ.get("MEMORY_EXT_FORWARD_PASSES", "2")))
+    except ValueError:
+        return 2
+
+
+PASS_GATE = PassGate(_default_slots())
+"""The process's :class:`PassGate` (every :class:`E5Numpy` pass goes through it): two slots, or the environment
+variable ``MEMORY_EXT_FORWARD_PASSES`` when the module is first imported (see docs/operations.md, sizing a
+container); :meth:`PassGate.configure` changes it at run time."""
 
 
 def background_work(flag: bool = True) -> None:

