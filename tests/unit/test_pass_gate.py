@@ -119,3 +119,20 @@ def test_the_indexer_embeds_on_background_threads_and_a_search_does_not() -> Non
         emb.calls.clear()
         engine.search("hiking", "ana")
         assert emb.calls and not any(emb.calls)
+
+
+def test_malloc_tuning_is_left_to_an_environment_that_sets_it(monkeypatch) -> None:
+    import sys
+
+    from memory_ext.e5_numpy import limit_malloc_retention
+
+    for name, value in (("MALLOC_ARENA_MAX", "4"), ("GLIBC_TUNABLES", "glibc.malloc.arena_max=4"),
+                        ("MEMORY_EXT_MALLOC", "default")):
+        with monkeypatch.context() as m:
+            m.setenv(name, value)
+            assert limit_malloc_retention() is False
+    if sys.platform.startswith("linux"):
+        import platform
+
+        if platform.libc_ver()[0] == "glibc":
+            assert limit_malloc_retention() is True
