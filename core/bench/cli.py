@@ -199,6 +199,9 @@ def _add_commands(commands: Any) -> None:
     ingest.add_argument("--batch", type=_positive, default=32, help="turns per timed batch write (32)")
     ingest.add_argument("--batches", type=_positive, default=8, help="batch writes timed (8)")
     ingest.add_argument("--queries", type=_positive, default=40, help="query embeddings timed (40)")
+    ingest.add_argument("--during-queries", type=int, default=40, metavar="N",
+                        help="questions searched while idle and during a bulk ingest into another namespace, each "
+                             "phase twice (40; 0 skips it)")
     ingest.add_argument("--conversations", type=_positive, default=None, metavar="N",
                         help="use only the first N conversations")
     ingest.add_argument("--json", type=Path, default=None, help="write the result JSON here")
@@ -537,6 +540,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     embedder = resolve_bench_embedder(args.embedder)
     result = run_ingest(conversations, args.systems, embedder, config=_engine_config(args.config),
                         messages=args.messages, batch=args.batch, batches=args.batches, queries=args.queries,
+                        during_queries=max(0, args.during_queries),
                         meta={"data": str(args.data), "command": args._command_line})
     _emit(result, args)
     return _status(result)

@@ -10,7 +10,17 @@ process, one after the other:
   fully indexed (vectors and sparse encodings included): seconds and turns/s.
 
 Next to them, the p50 of one query embedding of the same embedder in the same run (``query_embed_ms``): a write
-that is faster than it ran no model in the foreground.
+that is faster than it ran no model in the foreground. Every system's entry has ``peak_rss_mb``, the process's
+``ru_maxrss`` after it ran (a high-water mark: a system inherits the peak of those before it; memory-ext runs
+first by default).
+
+**Searches during ingest** (``searches_during_ingest``, with ``--during-queries N``, 0 to skip): one memory-ext
+engine holds the first conversation, fully indexed, in one namespace; its questions are searched there while the
+engine is idle, then again while the same engine's background indexer works through a bulk ingest of the
+other conversations into another namespace (written in one call each, not waited for). The two phases alternate
+twice (idle, loaded, idle, loaded) so that the machine's drifting load hits both alike; ``ratio_p95`` is the
+loaded p95 over the idle p95. The questions are asked in one cycle through all of the conversation's, so that
+no search finds its query's encoding in the engine's cache of recent ones (64).
 
 Systems: ``memory-ext`` (the engine; ``--config`` applies), ``memory-ext:full`` and ``memory-ext:normal`` (the
 engine with ``storage.durability`` set to ``full``, the default, or ``normal``: ``--systems
@@ -28,8 +38,11 @@ packages are missing.
 
 from __future__ import annotations
 
+import resource
 import shutil
+import sys
 import tempfile
+import threading
 import time
 import traceback
 import uuid
@@ -233,9 +246,89 @@ def measure_system(system: IngestSystem, conversations: Sequence[Conversation], 
             "indexed_s": total_s, "turns": n, "turns_per_s": n / total_s if total_s > 0 else None}
 
 
+def _peak_rss_mb() -> float:
+    """The process's peak resident set so far (``ru_maxrss``), in MiB."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
+
+
+def _turn_rows(turn_cls: Any, turns: Sequence[BenchTurn]) -> list[Any]:
+    return [turn_cls(role=t.role, content=t.text, speaker=t.speaker, timestamp=t.timestamp,
+                     session_id=t.session_id, external_id=t.external_id) for t in turns]
+
+
+def searches_during_ingest(conversations: Sequence[Conversation], embedder: Any, *, config: Any = None,
+                           queries: int = 40, rounds: int = 2) -> dict[str, Any]:
+    """Search latency of one engine while idle and while its indexer works on another namespace's bulk ingest
+    (see the module docstring); ``{"idle_ms", "during_ms", "ratio_p50", "ratio_p95", ...}``."""
+    from .. import MemoryEngine, Turn
+    from ..config import EngineConfig
+
+    if len(conversations) < 2:
+        raise ValueError("searches during ingest need two conversations (one searched, one ingested)")
+    searched, bulk = conversations[0], [t for c in conversations[1:] for t in c.turns]
+    # one cycle through all of the conversation's questions, continued from phase to phase: with more than the
+    # engine's cache of query encodings (64) no search reuses another's encoding, so every search encodes
+    pool = [q.text for q in searched.questions] or ["what happened?"]
+    cursor = 0
+
+    def next_question() -> str:
+        nonlocal cursor
+        cursor += 1
+        return pool[(cursor - 1) % len(pool)]
+
+    tmp = Path(tempfile.mkdtemp(prefix="memext-bench-during-"))
+    idle: list[float] = []
+    during: list[float] = []
+    indexing_s: list[float] = []
+    searches_per_round: list[int] = []
+    try:
+        with MemoryEngine.open(tmp / "store", config=EngineConfig.coerce(config), embedder=embedder) as engine:
+            engine.add_turns(_turn_rows(Turn, searched.turns), "searched", wait=True)
+            for _ in range(3):  # warm-up (first-search work)
+                engine.search(next_question(), "searched")
+            for r in range(rounds):
+                idle += [_timed(partial(engine.search, next_question(), "searched")) for _ in range(queries)]
+                done = threading.Event()
+                ns = f"bulk-{r}"
+
+                def ingest(ns: str = ns, done: threading.Event = done) -> None:
+                    try:  # not waited for (a flush would run the indexer at the caller's priority): polled
+                        engine.add_turns(_turn_rows(Turn, bulk), ns)
+                        while engine.pending(ns):
+                            time.sleep(0.1)
+                    finally:
+                        done.set()
+
+                begin = time.perf_counter()
+                writer = threading.Thread(target=ingest, name="bench-bulk-ingest", daemon=True)
+                writer.start()
+                n = 0
+                while True:  # searches that start while the writer and the indexer work (at least one)
+                    during.append(_timed(partial(engine.search, next_question(), "searched")))
+                    n += 1
+                    if done.is_set():
+                        break
+                writer.join()
+                indexing_s.append(time.perf_counter() - begin)
+                searches_per_round.append(n)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    def stats(xs: list[float]) -> dict[str, Any]:
+        return {"p50": percentile(xs, 50), "p95": percentile(xs, 95), "n": len(xs)}
+
+    idle_s, during_s = stats(idle), stats(during)
+    return {"idle_ms": idle_s, "during_ms": during_s, "distinct_questions": len(pool),
+            "ratio_p50": during_s["p50"] / idle_s["p50"] if idle_s["p50"] else None,
+            "ratio_p95": during_s["p95"] / idle_s["p95"] if idle_s["p95"] else None,
+            "bulk_turns": len(bulk), "rounds": rounds, "bulk_indexed_s": indexing_s,
+            "searches_per_round": searches_per_round}
+
+
 def run_ingest(conversations: Sequence[Conversation], systems: Sequence[str], embedder: Any, *,
                config: Any = None, messages: int = 40, batch: int = 32, batches: int = 8, queries: int = 40,
-               meta: dict[str, Any] | None = None) -> dict[str, Any]:
+               during_queries: int = 0, meta: dict[str, Any] | None = None) -> dict[str, Any]:
     """Measure every system on the same turns; returns the result mapping (``dataset`` = ``"ingest"``)."""
     questions = [q.text for c in conversations for q in c.questions][: queries + 3]
     for text in questions[:3]:
@@ -258,12 +351,24 @@ def run_ingest(conversations: Sequence[Conversation], systems: Sequence[str], em
                                                      batches=batches)
             if isinstance(system, MemoryExtIngest):
                 result["systems"][name]["durability"] = system.durability
+            result["systems"][name]["peak_rss_mb"] = _peak_rss_mb()
         except Exception as exc:  # noqa: BLE001 - reported, the other systems still run
             result["skipped"][name] = f"failed: {type(exc).__name__}: {exc}"
             traceback.print_exc()
         finally:
             system.close()
+    if during_queries and len(conversations) >= 2:
+        try:
+            result["searches_during_ingest"] = searches_during_ingest(conversations, embedder, config=config,
+                                                                      queries=during_queries)
+        except Exception as exc:  # noqa: BLE001 - reported, the rest of the result stands
+            result["skipped"]["searches-during-ingest"] = f"failed: {type(exc).__name__}: {exc}"
+            traceback.print_exc()
     return result
+
+
+def _mb(value: Any) -> str:
+    return "—" if value is None else f"{value:.0f}"
 
 
 def format_ingest_markdown(result: dict[str, Any]) -> str:
@@ -276,14 +381,21 @@ def format_ingest_markdown(result: dict[str, Any]) -> str:
     if meta.get("command"):
         lines.append(f"- command: `{meta['command']}`")
     lines += ["", ("| system | message p50 ms | message p95 ms | batch p50 ms | batch p95 ms | "
-                   "full ingest until indexed s | turns/s |"), "|---|---|---|---|---|---|---|"]
+                   "full ingest until indexed s | turns/s | peak RSS MB |"), "|---|---|---|---|---|---|---|---|"]
     vector = result["systems"].get("vector", {}).get("turns_per_s")
     for name, s in result["systems"].items():
         ratio = f" ({s['turns_per_s'] / vector:.2f}× vector)" if vector and s["turns_per_s"] else ""
         label = f"{name.split(':')[0]} (durability {s['durability']})" if ":" in name and s.get("durability") else name
         lines.append(f"| {label} | {s['message_ms']['p50']:.1f} | {s['message_ms']['p95']:.1f} | "
                      f"{s['batch_ms']['p50']:.0f} | {s['batch_ms']['p95']:.0f} | {s['indexed_s']:.1f} | "
-                     f"{s['turns_per_s']:.1f}{ratio} |")
+                     f"{s['turns_per_s']:.1f}{ratio} | {_mb(s.get('peak_rss_mb'))} |")
+    during = result.get("searches_during_ingest")
+    if during:
+        i, d = during["idle_ms"], during["during_ms"]
+        lines += ["", (f"Searches while the same engine indexes {during['bulk_turns']} turns into another namespace "
+                       f"({during['rounds']} rounds): idle p50 / p95 {i['p50']:.1f} / {i['p95']:.1f} ms (n={i['n']}), "
+                       f"during {d['p50']:.1f} / {d['p95']:.1f} ms (n={d['n']}): p95 {during['ratio_p95']:.2f}× "
+                       f"idle, p50 {during['ratio_p50']:.2f}×")]
     if result.get("skipped"):
         lines += ["", "Skipped:"] + [f"- `{n}`: {why}" for n, why in result["skipped"].items()]
     return "\n".join(lines) + "\n"

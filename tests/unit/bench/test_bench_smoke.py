@@ -285,3 +285,20 @@ def test_interleaved_run_scores_like_one_system_after_the_other(tmp_path: Path,
                              for r in map(json.loads, (tmp_path / f"{mode}.jsonl").read_text("utf-8").splitlines())),
                             key=lambda r: (r["system"], r["qid"]))
     assert rows["sequential"] == rows["interleaved"]
+
+
+def test_bench_ingest_reports_peak_rss_and_searches_during_a_bulk_ingest(tmp_path: Path) -> None:
+    path = _locomo_file(tmp_path)
+    [conv] = json.loads(path.read_text(encoding="utf-8"))
+    two = tmp_path / "locomo_two.json"
+    two.write_text(json.dumps([conv, {**conv, "sample_id": "conv-tiny-2"}]), encoding="utf-8")
+    out = tmp_path / "ingest.json"
+    assert main(["ingest", "--data", str(two), "--systems", "memory-ext,vector", "--embedder", "hashing",
+                 "--messages", "2", "--batch", "2", "--batches", "1", "--queries", "2", "--during-queries", "3",
+                 "--json", str(out), "--quiet"]) == 0
+    result = json.loads(out.read_text(encoding="utf-8"))
+    assert all(entry["peak_rss_mb"] > 0 for entry in result["systems"].values())
+    during = result["searches_during_ingest"]
+    assert during["idle_ms"]["n"] == 2 * 3 and during["bulk_turns"] == len(conv["conversation"]["session_1"]) + \
+        len(conv["conversation"]["session_2"])
+    assert during["ratio_p95"] > 0 and len(during["searches_per_round"]) == 2
