@@ -443,12 +443,12 @@ class RetrievedItem(_Value):
     """One ranked memory. ``turn_ids`` and ``external_ids`` list the turns it covers, most relevant first.
 
     ``score`` is a bounded relevance in [0, 1], never higher than the score of the item above it, and comparable
-    across queries well enough for a threshold (:mod:`memory_ext.rank.calibration`): with the default
-    ``zscore`` fusion it is ``1 / (1 + exp(-(fused - 10) / 7))`` of the item's fused score (the weighted sum
-    of the routes' z-scores, after the cold-tier prior); with ``rrf`` the item's RRF score over the highest RRF
-    score a turn could reach. 0.5 is about where the gold evidence of LoCoMo dev questions begins (about 97 %
-    of it, when ranked in the top 3, scores at least 0.5, and about 80 % of the results of off-topic
-    questions score below it). ``raw_score`` is the unbounded value that ordered the pool (fused, or the
+    across queries and store sizes well enough for a threshold (:mod:`memory_ext.rank.calibration`): with the e5
+    embedder it is a logistic function of the query-item cosine and of the share of the query's words the item
+    contains (fitted leave-one-conversation-out on stores of 3 to ~400 turns: at 0.5, at least 90 % of rank-1
+    gold kept and 70 % of off-topic results dropped at every size measured, docs/benchmarks.md); with other
+    embedders, a logistic of the item's fused score (``zscore`` fusion) or its RRF score over the highest a
+    turn could reach (``rrf``). ``raw_score`` is the unbounded value that ordered the pool (fused, or the
     reranker's blend), also in ``explanation``.
 
     ``metadata`` is the ``Turn.metadata`` of the item's source turn (filter on it with
