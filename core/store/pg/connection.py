@@ -21,6 +21,7 @@ import numpy as np
 
 from ..interface import StoreConflict, StoreError, StoreOperationError
 from .dialect import identity_table, translate
+from .statements import POSTGRES, PgStatements, is_native
 
 __all__ = ["PgConnection", "PgCursor", "as_store_error"]
 
@@ -83,6 +84,9 @@ class PgConnection:
     ``identity``: table -> identity column; ``keys``: table -> primary key columns (from the catalog).
     """
 
+    sql: PgStatements = POSTGRES
+    """The statements this connection runs (:mod:`memory_ext.store.pg.statements`)."""
+
     def __init__(self, raw: Any, *, identity: dict[str, str], keys: dict[str, tuple[str, ...]],
                  begin: str = "BEGIN", reopen: Callable[[Any], Any] | None = None) -> None:
         self.raw = raw
@@ -124,6 +128,8 @@ class PgConnection:
         head = sql.lstrip()[:16].upper()
         if head.startswith("BEGIN"):
             return self._begin
+        if is_native(sql):
+            return sql
         return translate(sql, self.keys)
 
     def execute(self, sql: str, params: Sequence[Any] | None = ()) -> PgCursor:

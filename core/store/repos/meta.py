@@ -3,12 +3,41 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from ...errors import EmbedderMismatchError, StoreError
 from ..interface import Connection
+from ..statements import sql_of
 from .base import CommonStore
 
-__all__ = ["MetaRepo"]
+__all__ = ["MetaRepo", "MetaSql"]
+
+
+@dataclass(frozen=True)
+class MetaSql:
+    """The statements of ``meta`` and ``namespaces``, as each backend writes them
+    (:mod:`memory_ext.store.statements`)."""
+
+    get_meta: str
+    """``(key,)`` -> ``value``."""
+    set_meta: str
+    """``(key, value)``: insert or overwrite."""
+    delete_meta: str
+    """``(key,)``."""
+    namespace_id: str
+    """``(user_id, agent_id)`` -> ``ns_id``."""
+    insert_namespace: str
+    """``(user_id, agent_id, created_at)`` -> the new ``ns_id`` (``RETURNING``)."""
+    namespaces: str
+    """-> ``ns_id, user_id, agent_id`` of every namespace, by ``ns_id``."""
+    namespace_key: str
+    """``(ns_id,)`` -> ``user_id, agent_id``."""
+    namespace_counts: str
+    """-> ``user_id, agent_id, current memories, turns`` per namespace."""
+    count_all: str
+    """``{table}`` template -> row count."""
+    count_ns: str
+    """``{table}`` template, ``(ns_id,)`` -> row count of one namespace."""
 
 
 class MetaRepo(CommonStore):
@@ -23,7 +52,8 @@ class MetaRepo(CommonStore):
         return value
 
     def get_meta(self, key: str) -> str | None:
-        row = self.reader().execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        conn = self.reader()
+        row = conn.execute(sql_of(conn).meta.get_meta, (key,)).fetchone()
         return row[0] if row else None
 
     def check_embedder(self, embedder_id: str) -> bool:
@@ -35,11 +65,11 @@ class MetaRepo(CommonStore):
 
     @staticmethod
     def set_meta(conn: Connection, key: str, value: str) -> None:
-        conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)", (key, value))
+        conn.execute(sql_of(conn).meta.set_meta, (key, value))
 
     @staticmethod
     def delete_meta(conn: Connection, key: str) -> None:
-        conn.execute("DELETE FROM meta WHERE key=?", (key,))
+        conn.execute(sql_of(conn).meta.delete_meta, (key,))
 
     def find_namespace(self, key: tuple[str, str]) -> int | None:
         return self.namespace_id(self.reader(), key)
@@ -47,40 +77,37 @@ class MetaRepo(CommonStore):
     @staticmethod
     def namespace_id(conn: Connection, key: tuple[str, str]) -> int | None:
         """The row id of namespace ``(user_id, agent_id)`` as ``conn`` sees it (None: not stored)."""
-        row = conn.execute("SELECT ns_id FROM namespaces WHERE user_id=? AND agent_id=?", key).fetchone()
+        row = conn.execute(sql_of(conn).meta.namespace_id, key).fetchone()
         return int(row[0]) if row else None
 
     @staticmethod
     def ensure_namespace(conn: Connection, key: tuple[str, str]) -> int:
-        row = conn.execute("SELECT ns_id FROM namespaces WHERE user_id=? AND agent_id=?", key).fetchone()
+        sql = sql_of(conn).meta
+        row = conn.execute(sql.namespace_id, key).fetchone()
         if row:
             return int(row[0])
-        cur = conn.execute("INSERT INTO namespaces(user_id, agent_id, created_at) VALUES(?, ?, ?)",
-                           (*key, time.time()))
-        assert cur.lastrowid is not None
-        return cur.lastrowid
+        return int(conn.execute(sql.insert_namespace, (*key, time.time())).fetchone()[0])
 
     def namespaces(self) -> list[tuple[int, str, str]]:
-        return [(int(r[0]), r[1], r[2]) for r in
-                self.reader().execute("SELECT ns_id, user_id, agent_id FROM namespaces ORDER BY ns_id")]
+        conn = self.reader()
+        return [(int(r[0]), r[1], r[2]) for r in conn.execute(sql_of(conn).meta.namespaces)]
 
     def namespace_key(self, ns_id: int) -> tuple[str, str]:
         """``(user_id, agent_id)`` of a namespace row (agent_id '' when none)."""
-        row = self.reader().execute("SELECT user_id, agent_id FROM namespaces WHERE ns_id=?", (ns_id,)).fetchone()
+        conn = self.reader()
+        row = conn.execute(sql_of(conn).meta.namespace_key, (ns_id,)).fetchone()
         return row[0], row[1]
 
     def namespace_counts(self) -> list[tuple[str, str, int, int]]:
         """``(user_id, agent_id, current memories, turns)`` of every namespace, in creation order."""
-        return [(str(r[0]), str(r[1]), int(r[2]), int(r[3])) for r in self.reader().execute(
-            "SELECT n.user_id, n.agent_id,"
-            " (SELECT COUNT(*) FROM turns t LEFT JOIN records r ON r.rid = t.record_rid"
-            "  WHERE t.ns_id = n.ns_id AND COALESCE(r.replaced, 0) = 0),"
-            " (SELECT COUNT(*) FROM turns t WHERE t.ns_id = n.ns_id)"
-            " FROM namespaces n ORDER BY n.ns_id")]
+        conn = self.reader()
+        return [(str(r[0]), str(r[1]), int(r[2]), int(r[3])) for r in conn.execute(sql_of(conn).meta.namespace_counts)]
 
     def count(self, table: str, ns_id: int | None = None) -> int:
         if table not in ("turns", "records", "embeddings"):
             raise ValueError(table)
+        conn = self.reader()
+        sql = sql_of(conn).meta
         if ns_id is None:
-            return int(self.reader().execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
-        return int(self.reader().execute(f"SELECT COUNT(*) FROM {table} WHERE ns_id=?", (ns_id,)).fetchone()[0])
+            return int(conn.execute(sql.count_all.format(table=table)).fetchone()[0])
+        return int(conn.execute(sql.count_ns.format(table=table), (ns_id,)).fetchone()[0])

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ...errors import StoreError
+from .statements import SqliteConnection
 
 __all__ = ["READER_CLOSE_WAIT_S", "ReaderConnection"]
 
@@ -19,7 +20,7 @@ channel call abandoned at ``recall.channel_timeout_s``) before it leaves them to
 _CLOSED_MESSAGE = "the store is closed (a read that outlived MemoryEngine.close); open a new engine to read it"
 
 
-class _ReaderConnection(sqlite3.Connection):
+class _ReaderConnection(SqliteConnection):
     """A thread's read connection that :meth:`TruthStore.close` closes only between statements.
 
     Every statement step (``execute``, each ``fetch``, iteration in batches) runs holding ``gate``; the store

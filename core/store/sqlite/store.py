@@ -51,6 +51,7 @@ from ..repos.turns import TURN_ID_FIX
 from ..sqlite_scrub import scrub
 from .connection import READER_CLOSE_WAIT_S, _ReaderConnection
 from .schema import MIGRATIONS, SCHEMA_VERSION
+from .statements import SqliteConnection
 
 __all__ = ["DB_FILE", "DURABILITY", "LOCK_FILE", "NewDirectory", "TruthStore", "check_embedder_shape"]
 
@@ -217,7 +218,7 @@ class TruthStore(QueueRepo, VersionRepo, RecordRepo, TurnRepo, MetaRepo):
     # -- connections -------------------------------------------------------------------------------------
     @staticmethod
     def _connect(db_path: Path, *, read_only: bool,
-                 factory: type[sqlite3.Connection] = sqlite3.Connection) -> sqlite3.Connection:
+                 factory: type[sqlite3.Connection] = SqliteConnection) -> sqlite3.Connection:
         if read_only:
             conn = sqlite3.connect(f"{db_path.as_uri()}?mode=ro", uri=True, check_same_thread=False,
                                    isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000, factory=factory)

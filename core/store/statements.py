@@ -1,0 +1,65 @@
+"""The SQL of one database dialect, declared once and written by each backend for its own database.
+
+Every module of ``store/`` that runs SQL declares the statements it needs as a frozen dataclass of texts (a
+*family*: :class:`memory_ext.store.repos.meta.MetaSql` for ``meta`` and ``namespaces``, say), and reads them
+from the connection it runs on: ``sql_of(conn).meta.get``. Each backend package writes every family in its own
+dialect — ``store/sqlite/statements.py`` with ``?`` marks, ``INSERT OR REPLACE`` and ``json_each``,
+``store/pg/statements.py`` with ``%s`` marks, ``ON CONFLICT … DO UPDATE`` and JSONB — and its connections carry
+that set as ``conn.sql``. Nothing rewrites a statement at run time, and a family a backend does not write is a
+type error (mypy) and a failing conformance test (``tests/unit/store/test_statements.py``).
+
+Statements whose shape depends on the call (``IN`` lists of any length, a metadata filter) are built by the
+family's methods or from :meth:`Statements.marks`, so the placeholder of the dialect is never spelled in
+shared code.
+
+>>> import sqlite3
+>>> sql_of(sqlite3.connect(":memory:")).dialect
+'sqlite'
+>>> sql_of(sqlite3.connect(":memory:")).marks(3)
+'?,?,?'
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .repos.meta import MetaSql
+
+__all__ = ["Statements", "sql_of"]
+
+
+class Statements:
+    """One dialect's statement families (each backend subclasses it and writes every family).
+
+    ``dialect``: ``"sqlite"`` | ``"postgres"``; ``mark``: its positional placeholder.
+    """
+
+    dialect: str = ""
+    mark: str = "?"
+
+    def marks(self, n: int) -> str:
+        """``n`` comma-separated placeholders (``?,?`` or ``%s,%s``), for an ``IN (…)`` list or a ``VALUES`` row.
+
+        >>> Statements().marks(2)
+        '?,?'
+        """
+        if n < 1:
+            raise ValueError(f"marks: n must be at least 1, got {n}")
+        return ",".join([self.mark] * n)
+
+    @property
+    def meta(self) -> MetaSql:
+        """``meta`` and ``namespaces`` (:mod:`memory_ext.store.repos.meta`)."""
+        raise NotImplementedError(f"the {self.dialect or 'base'} statements do not write the meta family")
+
+
+def sql_of(conn: Any) -> Statements:
+    """The statements of the dialect ``conn`` runs (``conn.sql``); a plain ``sqlite3`` connection (as tests and
+    the doctests of the derived indexes open) runs SQLite's."""
+    sql = getattr(conn, "sql", None)
+    if isinstance(sql, Statements):
+        return sql
+    from .sqlite.statements import SQLITE
+
+    return SQLITE
