@@ -14,6 +14,7 @@ Errors are the store's own (:mod:`memory_ext.store.interface`): a unique violati
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
@@ -130,6 +131,8 @@ class PgConnection:
             return self._begin
         if is_native(sql):
             return sql
+        if _TRACE:
+            _trace(sql)
         return translate(sql, self.keys)
 
     def execute(self, sql: str, params: Sequence[Any] | None = ()) -> PgCursor:
@@ -186,6 +189,20 @@ class PgConnection:
 
     def close(self) -> None:
         self.raw.close()
+
+
+_TRACE = os.environ.get("MEMORY_EXT_PG_TRACE_TRANSLATED", "")
+"""Transitional (issue 23): a file that collects every statement still translated at run time, with the store
+module that ran it, until every family is written for PostgreSQL."""
+
+
+def _trace(sql: str) -> None:
+    import traceback
+
+    where = [f"{f.filename.split('/core/')[-1]}:{f.lineno}" for f in traceback.extract_stack()[:-3]
+             if "/core/store/" in f.filename and not f.filename.endswith(("pg/connection.py", "pg/dialect.py"))]
+    with open(_TRACE, "a", encoding="utf-8") as out:
+        out.write(f"{where[-1] if where else '?'}\t{' '.join(sql.split())[:200]}\n")
 
 
 def _is_pg_error(exc: Exception) -> bool:
