@@ -1,17 +1,32 @@
 """The SQL of supersession: the ``claims`` table and the validity of the records it supersedes.
 
 Which claims conflict, and which record is out of date, is decided in :mod:`memory_ext.lifecycle.supersede`
-(:func:`memory_ext.lifecycle.conflicts.conflicts`); this module reads and writes the rows. Every statement is
-accepted by SQLite and by the PostgreSQL store's connection.
+(:func:`memory_ext.lifecycle.conflicts.conflicts`); this module reads and writes the rows. Each backend writes
+the statements in its own dialect (:class:`ClaimsSql`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from .interface import Connection
+from .statements import sql_of
 
-__all__ = ["insert_claim", "live_claims", "supersede_record"]
+__all__ = ["ClaimsSql", "insert_claim", "live_claims", "supersede_record"]
+
+
+@dataclass(frozen=True)
+class ClaimsSql:
+    """The statements of supersession, as each backend writes them (:mod:`memory_ext.store.statements`)."""
+
+    live_claims: str
+    """``(ns_id, holder, subject, attribute, other_than)`` -> ``rid, value, negated, ts`` of the claims whose
+    records are not superseded."""
+    supersede_record: str
+    """``(valid_to, superseded_by, rid, ns_id)``."""
+    insert_claim: str
+    """``(ns_id, rid, holder, subject, attribute, value, negated, ts)``."""
 
 
 def live_claims(conn: Connection, ns_id: int, holder: str, subject: str, attribute: str,
@@ -19,19 +34,16 @@ def live_claims(conn: Connection, ns_id: int, holder: str, subject: str, attribu
     """``(rid, value, negated, ts)`` of the claims on this holder, subject and attribute whose records are not
     superseded, the record ``other_than`` left out."""
     return conn.execute(
-        "SELECT c.rid, c.value, c.negated, c.ts FROM claims c JOIN records r ON r.rid = c.rid"
-        " WHERE c.ns_id=? AND c.holder=? AND c.subject=? AND c.attribute=? AND r.superseded_by IS NULL"
-        " AND c.rid != ?", (ns_id, holder, subject, attribute, other_than)).fetchall()
+        sql_of(conn).claims.live_claims, (ns_id, holder, subject, attribute, other_than)).fetchall()
 
 
 def supersede_record(conn: Connection, ns_id: int, rid: int, valid_to: float | None, by_record_id: str) -> None:
     """The record ``rid`` stops being valid at ``valid_to``: ``by_record_id`` replaced it."""
-    conn.execute("UPDATE records SET valid_to=?, superseded_by=? WHERE rid=? AND ns_id=?",
+    conn.execute(sql_of(conn).claims.supersede_record,
                  (valid_to, by_record_id, rid, ns_id))
 
 
 def insert_claim(conn: Connection, ns_id: int, rid: int, holder: str, subject: str, attribute: str,
                  value: str, negated: bool, ts: float | None) -> None:
     """One claim of the record ``rid``."""
-    conn.execute("INSERT INTO claims(ns_id, rid, holder, subject, attribute, value, negated, ts)"
-                 " VALUES(?,?,?,?,?,?,?,?)", (ns_id, rid, holder, subject, attribute, value, int(negated), ts))
+    conn.execute(sql_of(conn).claims.insert_claim, (ns_id, rid, holder, subject, attribute, value, int(negated), ts))

@@ -28,6 +28,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from .statements import sql_of
+
 if TYPE_CHECKING:
     from ..models import Namespace
     from .interface import TruthStore
@@ -60,7 +62,7 @@ def record_face(store: TruthStore, name: str, hook: str | None) -> None:
     if hook is None or store.read_only or recorded_faces(store).get(name) == hook:
         return
     with store.transaction("register face") as conn:
-        row = conn.execute("SELECT value FROM meta WHERE key=?", (FACES_META,)).fetchone()
+        row = conn.execute(sql_of(conn).meta.get_meta, (FACES_META,)).fetchone()
         faces = dict(json.loads(row[0])) if row else {}
         faces[name] = hook
         store.set_meta(conn, FACES_META, json.dumps(faces, sort_keys=True))

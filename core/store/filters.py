@@ -103,24 +103,27 @@ class RecordFilter:
 
 def filter_sql(record_filter: RecordFilter, dialect: str = "sqlite") -> tuple[str, list[Any]]:
     """A SQL condition on the ``records`` table (and its arguments); ``""`` when the filter is empty.
-    ``dialect``: ``sqlite`` or ``postgres`` (only the metadata conditions differ)."""
+    ``dialect``: ``sqlite`` or ``postgres``, whose text the condition is written in (placeholders, the first turn
+    of a record, the metadata conditions)."""
+    postgres = dialect == "postgres"
+    mark = "%s" if postgres else "?"
     clauses: list[str] = []
     args: list[Any] = []
     if record_filter.namespace_session is not None:
-        clauses.append("session_id = ?")
+        clauses.append(f"session_id = {mark}")
         args.append(record_filter.namespace_session)
     for column, values in (("session_id", record_filter.session_ids), ("speaker", record_filter.speakers),
                            ("source_role", record_filter.roles), ("kind", record_filter.kinds)):
         if values:
-            clauses.append(f"{column} IN ({','.join('?' * len(values))})")
+            clauses.append(f"{column} IN ({','.join([mark] * len(values))})")
             args.extend(values)
     for column_op, bound in (("ref_ts >=", record_filter.since), ("ref_ts <=", record_filter.until)):
         if bound is not None:
-            clauses.append(f"{column_op} ?")
+            clauses.append(f"{column_op} {mark}")
             args.append(bound)
     if record_filter.metadata is not None:  # on the source turn's metadata (turns.id is unique: one index probe)
         where, meta_args = metadata_sql(record_filter.metadata, "t.metadata", dialect)
-        clauses.append(f"EXISTS (SELECT 1 FROM turns t WHERE t.id = json_extract(records.turn_ids, '$[0]')"
-                       f" AND {where})")
+        first_turn = "((records.turn_ids)::jsonb ->> 0)" if postgres else "json_extract(records.turn_ids, '$[0]')"
+        clauses.append(f"EXISTS (SELECT 1 FROM turns t WHERE t.id = {first_turn} AND {where})")
         args.extend(meta_args)
     return " AND ".join(clauses), args

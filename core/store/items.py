@@ -2,8 +2,8 @@
 
 An *item* belongs to one engine namespace (``ns_id``: a ``(user_id, agent_id)`` partition) and is named by a
 LangGraph namespace — its labels joined by ``"."`` (``ns``; LangGraph forbids ``"."`` inside a label) — and a
-``key``. Three tables, created by schema step 5 on both backends (the SQL below is accepted by both; PostgreSQL
-runs it through :mod:`memory_ext.store.pg.dialect`):
+``key``. Three tables, created by schema step 5 on both backends; each backend writes the statements on them in
+its own dialect (:class:`ItemsSql`):
 
 * ``store_items``: ``iid`` (insertion order: an update keeps it, a delete and re-put takes a new one), the JSON
   ``value``, ISO ``created_at`` / ``updated_at``, the archived turn (``turn_id``, ``record_id``: None when the
@@ -28,34 +28,71 @@ from typing import TYPE_CHECKING, Any
 
 from .interface import Connection
 from .metadata_filter import MetadataFilter, metadata_sql
+from .statements import sql_of
 
 if TYPE_CHECKING:
     from .interface import TruthStore
 
-__all__ = ["LEGACY_FILE", "ItemRow", "ItemTables", "create_item_schema", "drop_legacy_face", "import_legacy_file"]
+__all__ = ["ITEM_COLS", "LEGACY_FILE", "ItemRow", "ItemTables", "ItemsSql", "drop_legacy_face", "import_legacy_file"]
 
 LEGACY_FILE = "langgraph_store.sqlite3"
 """The item file of earlier versions, beside a SQLite store; imported and removed at open."""
-_COLS = ("i.ns, i.key, i.value, i.created_at, i.updated_at, i.turn_id, i.record_id, i.ttl_minutes, i.expires_at,"
-         " i.iid")
-_LIVE = "(i.expires_at IS NULL OR i.expires_at > ?)"
+ITEM_COLS = ("i.ns, i.key, i.value, i.created_at, i.updated_at, i.turn_id, i.record_id, i.ttl_minutes, i.expires_at,"
+             " i.iid")
+"""The columns of ``store_items i`` an :class:`ItemRow` is read from."""
 
 
-def create_item_schema(conn: Connection) -> None:
-    """Schema step 5: the item tables (idempotent), and the forget hook earlier versions recorded dropped."""
-    for statement in (
-        "CREATE TABLE IF NOT EXISTS store_items(iid INTEGER PRIMARY KEY, ns_id INTEGER NOT NULL, ns TEXT NOT NULL,"
-        " key TEXT NOT NULL, value TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, turn_id TEXT,"
-        " record_id TEXT, expires_at REAL, ttl_minutes REAL, UNIQUE(ns_id, ns, key))",
-        "CREATE INDEX IF NOT EXISTS store_items_turn ON store_items(ns_id, turn_id)",
-        "CREATE INDEX IF NOT EXISTS store_items_expiry ON store_items(expires_at)",
-        "CREATE TABLE IF NOT EXISTS store_namespaces(seq INTEGER PRIMARY KEY, ns_id INTEGER NOT NULL,"
-        " ns TEXT NOT NULL, UNIQUE(ns_id, ns))",
-        "CREATE TABLE IF NOT EXISTS store_vectors(vid INTEGER PRIMARY KEY, ns_id INTEGER NOT NULL, ns TEXT NOT NULL,"
-        " key TEXT NOT NULL, path TEXT NOT NULL, vector BLOB NOT NULL, UNIQUE(ns_id, ns, key, path))",
-    ):
-        conn.execute(statement)
-    drop_legacy_face(conn)
+@dataclass(frozen=True)
+class ItemsSql:
+    """The statements on the item tables, as each backend writes them (:mod:`memory_ext.store.statements`).
+    ``{marks}``: a template's ``IN`` list (``sql.marks(n)``); ITEM_COLS: :data:`ITEM_COLS`."""
+
+    live_rows: str
+    """``(ns_id, now)`` -> ITEM_COLS of the live items (a prefix: :meth:`ItemTables.rows` adds conditions)."""
+    under_prefix: str
+    """``(prefix, len(prefix) + 1, prefix + ".")``: `` AND`` the item's namespace is ``prefix`` or under it."""
+    exact_key: str
+    """``(ns, key)``: one alternative of a list of named items."""
+    stored: str
+    """``(ns_id, ns, key)`` -> ITEM_COLS, expired or not."""
+    live_namespaces: str
+    """``(ns_id, now)`` -> the distinct namespaces of the live items."""
+    vectors: str
+    """``(ns_id,)`` -> ``ns, key, vector`` in write order."""
+    expired: str
+    """``(now,)`` -> ``ns_id, ns, key, turn_id`` of the expired items (a prefix: `` AND ns_id=`` may follow)."""
+    note_namespace: str
+    """``(ns_id, ns)``: the namespace's first use (kept when already noted)."""
+    upsert: str
+    """``(ns_id, ns, key, value, created_at, updated_at, turn_id, record_id, expires_at, ttl_minutes)``: insert,
+    or update all but ``created_at`` (and the ``iid``)."""
+    delete_vectors: str
+    """``(ns_id, ns, key)``."""
+    insert_vector: str
+    """``(ns_id, ns, key, path, vector)``."""
+    delete_item: str
+    """``(ns_id, ns, key)``."""
+    refresh: str
+    """``(now, ns_id, ns, key)``: restart the TTL of an item that has one."""
+    items_of_turns: str
+    """``{marks}`` template, ``(ns_id, *turn ids)`` -> ``ns, key`` of the items archived as those turns."""
+    delete_session_vectors: str
+    """``(ns_id, ns)``."""
+    delete_session_namespace: str
+    """``(ns_id, ns)``."""
+    delete_session_items: str
+    """``(ns_id, ns)``."""
+    delete_ns_vectors: str
+    """``(ns_id,)``."""
+    delete_ns_namespaces: str
+    """``(ns_id,)``."""
+    delete_ns_items: str
+    """``(ns_id,)``."""
+    import_item: str
+    """``(ns_id, ns, key, value, created_at, updated_at, turn_id, record_id, expires_at, ttl_minutes)``: kept
+    when the item is stored already."""
+    import_vector: str
+    """``(ns_id, ns, key, path, vector)``: kept when stored already."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,16 +123,16 @@ class ItemTables:
         """Live items of a namespace, LangGraph namespace by namespace in the order they first appeared, then by
         insertion: all, those under ``prefix`` (a joined namespace), or those named by ``exact`` ``(ns, key)``;
         ``where`` is a parsed filter on the value (SQL over the JSON column)."""
-        sql = (f"SELECT {_COLS} FROM store_items i JOIN store_namespaces n ON n.ns_id = i.ns_id AND n.ns = i.ns "
-               f"WHERE i.ns_id = ? AND {_LIVE}")
+        statements = sql_of(conn).items
+        sql = statements.live_rows
         args: list[Any] = [ns_id, now]
         if prefix:
-            sql += " AND (i.ns = ? OR substr(i.ns, 1, ?) = ?)"
+            sql += statements.under_prefix
             args += [prefix, len(prefix) + 1, prefix + "."]
         if exact is not None:
             if not exact:
                 return []
-            sql += " AND (" + " OR ".join("(i.ns = ? AND i.key = ?)" for _ in exact) + ")"
+            sql += " AND (" + " OR ".join(statements.exact_key for _ in exact) + ")"
             args += [v for pair in exact for v in pair]
         if where is not None:
             condition, extra = metadata_sql(where, "i.value", self.dialect)
@@ -107,32 +144,31 @@ class ItemTables:
     def stored(conn: Connection, ns_id: int, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], ItemRow]:
         """The rows of these ``(ns, key)``, expired or not."""
         out: dict[tuple[str, str], ItemRow] = {}
+        sql = sql_of(conn).items
         for ns, key in keys:
-            r = conn.execute(f"SELECT {_COLS} FROM store_items i WHERE i.ns_id = ? AND i.ns = ? AND i.key = ?",
-                             (ns_id, ns, key)).fetchone()
+            r = conn.execute(sql.stored, (ns_id, ns, key)).fetchone()
             if r is not None:
                 out[(ns, key)] = _row(r)
         return out
 
     @staticmethod
     def live_namespaces(conn: Connection, ns_id: int, now: float) -> list[str]:
-        return [r[0] for r in conn.execute(
-            "SELECT DISTINCT i.ns FROM store_items i WHERE i.ns_id = ? AND " + _LIVE, (ns_id, now))]
+        return [r[0] for r in conn.execute(sql_of(conn).items.live_namespaces, (ns_id, now))]
 
     @staticmethod
     def vectors(conn: Connection, ns_id: int) -> list[tuple[str, str, bytes]]:
         """``(ns, key, float64 blob)`` of every stored vector of the namespace, in the order they were written."""
-        return [(r[0], r[1], bytes(r[2])) for r in conn.execute(
-            "SELECT ns, key, vector FROM store_vectors WHERE ns_id = ? ORDER BY vid", (ns_id,))]
+        return [(r[0], r[1], bytes(r[2])) for r in conn.execute(sql_of(conn).items.vectors, (ns_id,))]
 
     @staticmethod
     def expired(conn: Connection, now: float, ns_id: int | None = None
                 ) -> list[tuple[int, str, str, str | None]]:
         """``(ns_id, ns, key, turn_id)`` of the expired items (of one namespace, or of the store)."""
-        sql = "SELECT ns_id, ns, key, turn_id FROM store_items WHERE expires_at <= ?"
+        statements = sql_of(conn)
+        sql = statements.items.expired
         args: list[Any] = [now]
         if ns_id is not None:
-            sql += " AND ns_id = ?"
+            sql += f" AND ns_id = {statements.mark}"
             args.append(ns_id)
         return [(int(r[0]), r[1], r[2], r[3]) for r in conn.execute(sql + " ORDER BY iid", args)]
 
@@ -141,56 +177,55 @@ class ItemTables:
     def upsert(conn: Connection, ns_id: int, ns: str, key: str, value: str, stamp: str,
                turn_id: str | None, record_id: str | None, expires_at: float | None, ttl: float | None) -> None:
         """Write an item (an update keeps its ``created_at`` and its place) and note its namespace's first use."""
-        conn.execute("INSERT OR IGNORE INTO store_namespaces(ns_id, ns) VALUES(?, ?)", (ns_id, ns))
+        sql = sql_of(conn).items
+        conn.execute(sql.note_namespace, (ns_id, ns))
         conn.execute(
-            "INSERT INTO store_items(ns_id, ns, key, value, created_at, updated_at, turn_id, record_id, expires_at,"
-            " ttl_minutes) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (ns_id, ns, key) DO UPDATE SET"
-            " value = excluded.value, updated_at = excluded.updated_at, turn_id = excluded.turn_id,"
-            " record_id = excluded.record_id, expires_at = excluded.expires_at, ttl_minutes = excluded.ttl_minutes",
+            sql.upsert,
             (ns_id, ns, key, value, stamp, stamp, turn_id, record_id, expires_at, ttl))
 
     @staticmethod
     def set_vectors(conn: Connection, ns_id: int, ns: str, key: str,
                     vectors: Sequence[tuple[str, bytes]]) -> None:
-        conn.execute("DELETE FROM store_vectors WHERE ns_id = ? AND ns = ? AND key = ?", (ns_id, ns, key))
-        conn.executemany("INSERT INTO store_vectors(ns_id, ns, key, path, vector) VALUES(?, ?, ?, ?, ?)",
+        sql = sql_of(conn).items
+        conn.execute(sql.delete_vectors, (ns_id, ns, key))
+        conn.executemany(sql.insert_vector,
                          [(ns_id, ns, key, path, blob) for path, blob in vectors])
 
     @staticmethod
     def delete(conn: Connection, ns_id: int, keys: Sequence[tuple[str, str]]) -> int:
         removed = 0
+        sql = sql_of(conn).items
         for ns, key in keys:
-            removed += conn.execute("DELETE FROM store_items WHERE ns_id = ? AND ns = ? AND key = ?",
-                                    (ns_id, ns, key)).rowcount
-            conn.execute("DELETE FROM store_vectors WHERE ns_id = ? AND ns = ? AND key = ?", (ns_id, ns, key))
+            removed += conn.execute(sql.delete_item, (ns_id, ns, key)).rowcount
+            conn.execute(sql.delete_vectors, (ns_id, ns, key))
         return removed
 
     @staticmethod
     def refresh(conn: Connection, ns_id: int, now: float, keys: Sequence[tuple[str, str]]) -> None:
         """Restart the TTL of these items (those that have one)."""
-        conn.executemany("UPDATE store_items SET expires_at = ? + ttl_minutes * 60 WHERE ns_id = ? AND ns = ? AND "
-                         "key = ? AND ttl_minutes IS NOT NULL", [(now, ns_id, ns, key) for ns, key in keys])
+        conn.executemany(sql_of(conn).items.refresh, [(now, ns_id, ns, key) for ns, key in keys])
 
     @staticmethod
     def forget(conn: Connection, ns_id: int, *, session: str | None = None,
                turn_ids: Sequence[str] | None = None) -> int:
         """Forget's part: the whole namespace's items, one LangGraph namespace's (``session``: the engine session
         its items are archived in), or the items archived as ``turn_ids``. Returns the items removed."""
+        statements = sql_of(conn)
+        sql = statements.items
         if turn_ids is not None:
             keys: list[tuple[str, str]] = []
             ids = list(turn_ids)
             for chunk in (ids[i:i + 500] for i in range(0, len(ids), 500)):
                 keys += [(r[0], r[1]) for r in conn.execute(
-                    f"SELECT ns, key FROM store_items WHERE ns_id = ? AND turn_id IN ({','.join('?' * len(chunk))})",
-                    (ns_id, *chunk))]
+                    sql.items_of_turns.format(marks=statements.marks(len(chunk))), (ns_id, *chunk))]
             return ItemTables.delete(conn, ns_id, keys)
         if session is not None:
-            conn.execute("DELETE FROM store_vectors WHERE ns_id = ? AND ns = ?", (ns_id, session))
-            conn.execute("DELETE FROM store_namespaces WHERE ns_id = ? AND ns = ?", (ns_id, session))
-            return int(conn.execute("DELETE FROM store_items WHERE ns_id = ? AND ns = ?", (ns_id, session)).rowcount)
-        conn.execute("DELETE FROM store_vectors WHERE ns_id = ?", (ns_id,))
-        conn.execute("DELETE FROM store_namespaces WHERE ns_id = ?", (ns_id,))
-        return int(conn.execute("DELETE FROM store_items WHERE ns_id = ?", (ns_id,)).rowcount)
+            conn.execute(sql.delete_session_vectors, (ns_id, session))
+            conn.execute(sql.delete_session_namespace, (ns_id, session))
+            return int(conn.execute(sql.delete_session_items, (ns_id, session)).rowcount)
+        conn.execute(sql.delete_ns_vectors, (ns_id,))
+        conn.execute(sql.delete_ns_namespaces, (ns_id,))
+        return int(conn.execute(sql.delete_ns_items, (ns_id,)).rowcount)
 
 
 def _row(r: Sequence[Any]) -> ItemRow:
@@ -229,6 +264,7 @@ def import_legacy_file(store: TruthStore) -> int:
         old.close()
     with store.transaction("import the LangGraph store file") as conn:
         ids: dict[str, int] = {}
+        sql = sql_of(conn).items
 
         def ns_id(part: str) -> int:
             if part not in ids:
@@ -237,14 +273,13 @@ def import_legacy_file(store: TruthStore) -> int:
             return ids[part]
 
         for part, ns in [*order, *((r[0], r[1]) for r in items)]:  # first-seen order, then any the table lacks
-            conn.execute("INSERT OR IGNORE INTO store_namespaces(ns_id, ns) VALUES(?, ?)", (ns_id(part), ns))
+            conn.execute(sql.note_namespace, (ns_id(part), ns))
         for part, ns, key, value, created, updated, turn_id, record_id, expires, ttl in items:
             conn.execute(
-                "INSERT OR IGNORE INTO store_items(ns_id, ns, key, value, created_at, updated_at, turn_id, record_id,"
-                " expires_at, ttl_minutes) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                sql.import_item,
                 (ns_id(part), ns, key, json.dumps(json.loads(value)), created, updated, turn_id, record_id, expires,
                  ttl))
-        conn.executemany("INSERT OR IGNORE INTO store_vectors(ns_id, ns, key, path, vector) VALUES(?, ?, ?, ?, ?)",
+        conn.executemany(sql.import_vector,
                          [(ns_id(part), ns, key, vpath, bytes(blob)) for part, ns, key, vpath, blob in vectors])
         drop_legacy_face(conn)
     moved = directory / (LEGACY_FILE + ".migrated")
@@ -259,14 +294,15 @@ def import_legacy_file(store: TruthStore) -> int:
 def drop_legacy_face(conn: Connection) -> None:
     """Earlier versions recorded the LangGraph store's forget hook (``meta`` key ``faces``); its items are rows
     of the truth store now, which forget reaches directly."""
-    row = conn.execute("SELECT value FROM meta WHERE key = ?", ("faces",)).fetchone()
+    sql = sql_of(conn).meta
+    row = conn.execute(sql.get_meta, ("faces",)).fetchone()
     if row is None:
         return
     faces = dict(json.loads(row[0]))
     if faces.pop("langgraph_store", None) is not None:
-        conn.execute("DELETE FROM meta WHERE key = ?", ("faces",))
+        conn.execute(sql.delete_meta, ("faces",))
         if faces:
-            conn.execute("INSERT INTO meta(key, value) VALUES(?, ?)", ("faces", json.dumps(faces, sort_keys=True)))
+            conn.execute(sql.set_meta, ("faces", json.dumps(faces, sort_keys=True)))
 
 
 def _shred(path: Path) -> None:

@@ -224,15 +224,15 @@ def _condition_sql(c: Condition, column: str) -> tuple[str, list[Any]]:
 
 
 def _pg_value(column: str) -> str:
-    """The JSONB value at a path (one ``?``: the path as a text array) of the JSON text ``column``."""
-    return f"(({column})::jsonb #> ?::text[])"
+    """The JSONB value at a path (one placeholder: the path as a text array) of the JSON text ``column``."""
+    return f"(({column})::jsonb #> %s::text[])"
 
 
 def _pg_eq(x: str, path: list[str], value: Any) -> tuple[str, list[Any]]:
     """PostgreSQL (JSONB) twin of :func:`_eq`: JSON equality of the value at ``path`` and ``value``."""
     if value is None:
         return f"COALESCE(jsonb_typeof({x}) = 'null', TRUE)", [path]
-    return f"COALESCE({x} = ?::jsonb, FALSE)", [path, json.dumps(value, ensure_ascii=False)]
+    return f"COALESCE({x} = %s::jsonb, FALSE)", [path, json.dumps(value, ensure_ascii=False)]
 
 
 def _pg_condition_sql(c: Condition, column: str) -> tuple[str, list[Any]]:
@@ -249,8 +249,8 @@ def _pg_condition_sql(c: Condition, column: str) -> tuple[str, list[Any]]:
         return (sql, args) if c.op == "$in" else (f"NOT {sql}", args)
     if isinstance(c.value, str):  # by code point, as SQLite does — whatever collation the database has
         return (f"COALESCE(CASE WHEN jsonb_typeof({x}) = 'string' THEN ({x} #>> '{{}}') COLLATE \"C\" "
-                f"{_COMPARE[c.op]} ? END, FALSE)", [path, path, c.value])
-    return (f"COALESCE(CASE WHEN jsonb_typeof({x}) = 'number' THEN ({x})::numeric {_COMPARE[c.op]} ? END, FALSE)",
+                f"{_COMPARE[c.op]} %s END, FALSE)", [path, path, c.value])
+    return (f"COALESCE(CASE WHEN jsonb_typeof({x}) = 'number' THEN ({x})::numeric {_COMPARE[c.op]} %s END, FALSE)",
             [path, path, c.value])
 
 

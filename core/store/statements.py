@@ -24,7 +24,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .claims import ClaimsSql
+    from .forget_rows import ForgetSql
+    from .items import ItemsSql
+    from .memory_files import FilesSql
+    from .portable import PortableSql
     from .repos.meta import MetaSql
+    from .repos.queue import QueueSql
+    from .repos.records import RecordsSql
+    from .repos.turns import TurnsSql
+    from .repos.versions import VersionsSql
+    from .tiers import TiersSql
 
 __all__ = ["Statements", "sql_of"]
 
@@ -47,6 +57,56 @@ class Statements:
         if n < 1:
             raise ValueError(f"marks: n must be at least 1, got {n}")
         return ",".join([self.mark] * n)
+
+    @property
+    def turns(self) -> TurnsSql:
+        """``turns`` (:mod:`memory_ext.store.repos.turns`)."""
+        raise NotImplementedError(f"the {self.dialect or 'base'} statements do not write the turns family")
+
+    @property
+    def records(self) -> RecordsSql:
+        """``records`` and ``embeddings`` (:mod:`memory_ext.store.repos.records`)."""
+        raise NotImplementedError(f"the {self.dialect or 'base'} statements do not write the records family")
+
+    @property
+    def versions(self) -> VersionsSql:
+        """Memory versions (:mod:`memory_ext.store.repos.versions`)."""
+        raise NotImplementedError(f"the {self.dialect or 'base'} statements do not write the versions family")
+
+    @property
+    def queue(self) -> QueueSql:
+        """``index_queue`` (:mod:`memory_ext.store.repos.queue`)."""
+        raise NotImplementedError(f"the {self.dialect or 'base'} statements do not write the queue family")
+
+    @property
+    def files(self) -> FilesSql:
+        """The memory files (:mod:`memory_ext.store.memory_files`)."""
+        raise NotImplementedError(f"the {self.dialect or 'base'} statements do not write the files family")
+
+    @property
+    def tiers(self) -> TiersSql:
+        """The cold tier (:mod:`memory_ext.store.tiers`)."""
+        raise NotImplementedError(f"the {self.dialect or 'base'} statements do not write the tiers family")
+
+    @property
+    def claims(self) -> ClaimsSql:
+        """Supersession claims (:mod:`memory_ext.store.claims`)."""
+        raise NotImplementedError(f"the {self.dialect or 'base'} statements do not write the claims family")
+
+    @property
+    def forget(self) -> ForgetSql:
+        """Forgetting (:mod:`memory_ext.store.forget_rows`)."""
+        raise NotImplementedError(f"the {self.dialect or 'base'} statements do not write the forget family")
+
+    @property
+    def portable(self) -> PortableSql:
+        """Export and import (:mod:`memory_ext.store.portable`)."""
+        raise NotImplementedError(f"the {self.dialect or 'base'} statements do not write the portable family")
+
+    @property
+    def items(self) -> ItemsSql:
+        """Key/value items (:mod:`memory_ext.store.items`)."""
+        raise NotImplementedError(f"the {self.dialect or 'base'} statements do not write the items family")
 
     @property
     def meta(self) -> MetaSql:

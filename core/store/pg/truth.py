@@ -1,8 +1,8 @@
 """The truth store on PostgreSQL: the same tables and statements as the SQLite store, many writer processes.
 
 :class:`PgTruthStore` implements :class:`memory_ext.store.interface.TruthStore`: it composes the repositories of
-``store/repos`` (their statements still go through :mod:`memory_ext.store.pg.dialect` at run time) with what is
-its own here — connections (a psycopg pool of per-thread readers, one writer connection), the write transaction,
+``store/repos`` (which run the PostgreSQL text of their statement families, :mod:`memory_ext.store.pg.statements`)
+with what is its own here — connections (a psycopg pool of per-thread readers, one writer connection), the write transaction,
 the schema (``store/pg/schema.py``, in the PostgreSQL schema ``storage.postgres_schema``), concurrency and
 purging. It imports nothing from the SQLite backend.
 
@@ -46,11 +46,11 @@ from ..filters import RecordFilter
 from ..interface import StoreOperationError
 from ..locate import DSN_ENV, dsn_from
 from ..repos import MetaRepo, QueueRepo, RecordRepo, TurnRepo, VersionRepo
-from ..rows import TURN_COLS as _TURN_COLS
 from ..rows import TurnRow
 from ..rows import turn_row as _turn_row
 from .connection import PgConnection, as_store_error
 from .schema import MIGRATIONS, SCHEMA_VERSION
+from .statements import POSTGRES, native
 
 __all__ = ["DSN_ENV", "NewSchema", "PgTruthStore", "dsn_from"]
 
@@ -58,6 +58,14 @@ PURGE_META = "pg_purge_pending"
 """``meta`` key of a forget whose purge has not completed: ``{"xid": <its transaction>, "tables": [...]}``."""
 _TEXT_TYPES = {"text", "character varying", "character", "bytea", "json", "jsonb"}
 """Column types that can hold a copy of a memory's text: tables with one are rewritten by a purge."""
+_COMMIT = native("COMMIT")
+_ROLLBACK = native("ROLLBACK")
+_QUEUED_NAMESPACES = native("SELECT ns_id FROM index_queue GROUP BY ns_id ORDER BY MIN(rid)")
+_HAS_META = native("SELECT to_regclass('meta') IS NOT NULL")
+_SCHEMA_VERSION = native("SELECT value FROM meta WHERE key='schema_version'")
+_SET_VERSION = ("INSERT INTO meta(key, value) VALUES('schema_version', %s)"
+                " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value")
+_SET_STORE_ID = "INSERT INTO meta(key, value) VALUES('store_id', %s) ON CONFLICT DO NOTHING"
 
 
 def store_exists(dsn: str, schema: str) -> bool:
@@ -413,8 +421,7 @@ class PgTruthStore(QueueRepo, VersionRepo, RecordRepo, TurnRepo, MetaRepo):
             held: int | None = None
             claim: Any = None
             try:
-                for (ns_id,) in self.reader().execute(
-                        "SELECT ns_id FROM index_queue GROUP BY ns_id ORDER BY MIN(rid)").fetchall():
+                for (ns_id,) in self.reader().execute(_QUEUED_NAMESPACES).fetchall():
                     for attempt in (0, 1):
                         if self._claim_conn is None or self._claim_conn.closed:  # (a lost one is replaced)
                             self._claim_conn = self._psycopg.connect(self.dsn, autocommit=True)
@@ -438,10 +445,10 @@ class PgTruthStore(QueueRepo, VersionRepo, RecordRepo, TurnRepo, MetaRepo):
 
     # -- schema ------------------------------------------------------------------------------------------------
     def _schema_version(self, conn: Any) -> int:
-        row = conn.execute("SELECT to_regclass('meta') IS NOT NULL").fetchone()
+        row = conn.execute(_HAS_META).fetchone()
         if not row or not row[0]:
             return 0
-        row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        row = conn.execute(_SCHEMA_VERSION).fetchone()
         return int(row[0]) if row else 0
 
     def _migrate(self, conn: Any) -> None:
@@ -450,8 +457,8 @@ class PgTruthStore(QueueRepo, VersionRepo, RecordRepo, TurnRepo, MetaRepo):
             with self.transaction(f"migrate to schema version {version + 1}") as tx:
                 MIGRATIONS[version](tx)
                 self._refresh_catalog(tx)
-                tx.execute("INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', ?)", (str(version + 1),))
-                tx.execute("INSERT OR IGNORE INTO meta(key, value) VALUES('store_id', ?)", (os.urandom(16).hex(),))
+                tx.execute(_SET_VERSION, (str(version + 1),))
+                tx.execute(_SET_STORE_ID, (os.urandom(16).hex(),))
         from .rls import enable_rls, rls_enabled
 
         self.rls = self.rls or rls_enabled(conn, self.schema)  # once on, on for every process (disable_rls)
@@ -477,9 +484,9 @@ class PgTruthStore(QueueRepo, VersionRepo, RecordRepo, TurnRepo, MetaRepo):
                     self._note_forget(conn)
             except BaseException:
                 self._after_commit = None
-                conn.execute("ROLLBACK")
+                conn.execute(_ROLLBACK)
                 raise
-            conn.execute("COMMIT")
+            conn.execute(_COMMIT)
             self._run_after_commit(operation)
             if self.purge_pending:  # an earlier forget could not finish its purge: try again
                 self.purge()
@@ -499,11 +506,11 @@ class PgTruthStore(QueueRepo, VersionRepo, RecordRepo, TurnRepo, MetaRepo):
         earlier = self._pending_record(conn)
         if earlier is not None:
             xid, tables = max(xid, earlier[0]), tables | earlier[1]
-        conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)",
+        conn.execute(POSTGRES.meta.set_meta,
                      (PURGE_META, json.dumps({"xid": xid, "tables": sorted(tables)})))
 
     def _pending_record(self, conn: Any) -> tuple[int, set[str]] | None:
-        row = conn.execute("SELECT value FROM meta WHERE key = ?", (PURGE_META,)).fetchone()
+        row = conn.execute(POSTGRES.meta.get_meta, (PURGE_META,)).fetchone()
         if row is None:
             return None
         data = json.loads(row[0])
@@ -611,12 +618,12 @@ class PgTruthStore(QueueRepo, VersionRepo, RecordRepo, TurnRepo, MetaRepo):
     # -- what differs in SQL ------------------------------------------------------------------------------------
     def list_turns(self, ns_id: int, session_id: str | None = None, limit: int | None = None,
                    offset: int = 0) -> list[TurnRow]:
-        sql = f"SELECT {_TURN_COLS} FROM turns WHERE ns_id=?"
+        sql = POSTGRES.turns.list_turns
         args: list[Any] = [ns_id]
         if session_id is not None:
-            sql += " AND session_id=?"
+            sql += " AND session_id=%s"
             args.append(session_id)
-        sql += " ORDER BY seq" + ("" if limit is None else " LIMIT ?") + " OFFSET ?"
+        sql += " ORDER BY seq" + ("" if limit is None else " LIMIT %s") + " OFFSET %s"
         args += ([] if limit is None else [limit]) + [offset]
         return [_turn_row(r) for r in self.reader().execute(sql, args)]
 
@@ -640,17 +647,17 @@ class PgTruthStore(QueueRepo, VersionRepo, RecordRepo, TurnRepo, MetaRepo):
             got = {str(i): int(rid) for rid, i in conn.execute(
                 "INSERT INTO records(id, ns_id, kind, text, index_text, l0, l1, entities, tags, ref_ts, turn_ids,"
                 " source_role, speaker, session_id, importance, anchor_rid, created_at, updated_at) VALUES "
-                + ",".join(["(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"] * len(values)) + " RETURNING rid, id",
+                + ",".join([f"({POSTGRES.marks(18)})"] * len(values)) + " RETURNING rid, id",
                 [v for row in values for v in row]).fetchall()}
             rids += [got[r["id"]] for r, _ in part]
         own = [rid for rid, r in zip(rids, rows, strict=True) if r["kind"] == "turn"]
         if own:
-            conn.execute("UPDATE records SET anchor_rid = rid WHERE rid = ANY(?)", (own,))
+            conn.execute("UPDATE records SET anchor_rid = rid WHERE rid = ANY(%s)", (own,))
         turns = [(rid, r["turn_ids"][0]) for rid, r in zip(rids, rows, strict=True)
                  if r["kind"] == "turn" and r["turn_ids"]]
         if turns:
-            conn.execute("UPDATE turns SET record_rid = v.rid FROM unnest(?::bigint[], ?::text[]) AS v(rid, id)"
-                         " WHERE turns.ns_id = ? AND turns.id = v.id",
+            conn.execute("UPDATE turns SET record_rid = v.rid FROM unnest(%s::bigint[], %s::text[]) AS v(rid, id)"
+                         " WHERE turns.ns_id = %s AND turns.id = v.id",
                          ([t[0] for t in turns], [t[1] for t in turns], ns_id))
         return rids
 
@@ -659,9 +666,9 @@ class PgTruthStore(QueueRepo, VersionRepo, RecordRepo, TurnRepo, MetaRepo):
         (:meth:`TruthStore.turns_by_seq_ranges` reads one range per statement)."""
         out: dict[int, TurnRow] = {}
         for part in (ranges[i:i + 200] for i in range(0, len(ranges), 200)):
-            where = " OR ".join("seq BETWEEN ? AND ?" for _ in part)
+            where = " OR ".join("seq BETWEEN %s AND %s" for _ in part)
             out.update((row.seq, row) for row in (_turn_row(r) for r in self.reader().execute(
-                f"SELECT {_TURN_COLS} FROM turns WHERE ns_id=? AND ({where})",
+                f"{POSTGRES.turns.list_turns} AND ({where})",
                 (ns_id, *(v for lo_hi in part for v in lo_hi)))))
         return [out[seq] for seq in sorted(out)]
 
@@ -674,7 +681,7 @@ class PgTruthStore(QueueRepo, VersionRepo, RecordRepo, TurnRepo, MetaRepo):
     def disk_bytes(self) -> int:
         row = self.reader().execute(
             "SELECT COALESCE(SUM(pg_total_relation_size(quote_ident(schemaname) || '.' || quote_ident(tablename))),"
-            " 0) FROM pg_tables WHERE schemaname=?", (self.schema,)).fetchone()
+            " 0) FROM pg_tables WHERE schemaname=%s", (self.schema,)).fetchone()
         return int(row[0]) if row else 0
 
 

@@ -2,9 +2,9 @@
 statements. The repositories of ``store/repos`` build on it; a backend supplies :meth:`CommonStore.reader`,
 ``transaction``, :meth:`CommonStore.purge` and ``dialect``.
 
-The repositories hold the statements both backends run today: SQLite text with ``?`` marks, which the PostgreSQL
-connection (``store/pg/connection.py``) still rewrites at run time (issue 23: per-dialect statement sets are to
-replace that).
+The repositories declare the statements they run as families of texts (``TurnsSql``, ``RecordsSql``, ...) and
+read each one from the connection they run on (``sql_of(conn)``): each backend writes every family in its own
+dialect (``store/sqlite/statements.py``, ``store/pg/statements.py``), so nothing is rewritten at run time.
 """
 
 from __future__ import annotations

@@ -5,12 +5,51 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 from ..interface import Connection
-from ..snapshots import chunks, marks
+from ..snapshots import chunks
+from ..statements import sql_of
 from .base import CommonStore
 
-__all__ = ["QueueRepo"]
+__all__ = ["QueueRepo", "QueueSql"]
+
+
+@dataclass(frozen=True)
+class QueueSql:
+    """The statements of ``index_queue``, as each backend writes them (:mod:`memory_ext.store.statements`).
+    ``{marks}``: a template's ``IN`` list (``sql.marks(n)``)."""
+
+    create_table: str
+    """``index_queue(rid, ns_id, dense, sparse)`` (idempotent)."""
+    create_index: str
+    """The index on ``ns_id`` (idempotent)."""
+    enqueue: str
+    """``(rid, ns_id, dense, sparse)``: insert or overwrite a work item."""
+    dequeue: str
+    """``{marks}`` template, ``(*rids)``."""
+    dequeue_ns: str
+    """``{marks}`` template, ``(ns_id, *rids)``."""
+    drop_ns: str
+    """``(ns_id,)``: every work item of a namespace."""
+    oldest: str
+    """``(limit,)`` -> ``rid, ns_id, dense, sparse`` of the oldest items."""
+    oldest_ns: str
+    """``(ns_id, limit)`` -> the same, of one namespace."""
+    queued_rids: str
+    """``{marks}`` template, ``(*rids)`` -> ``rid, ns_id, dense, sparse``."""
+    queued_windows: str
+    """``{marks}`` template, ``(*turn record rids)`` -> ``rid, ns_id, dense, sparse`` of the queued windows
+    anchored to them."""
+    pending: str
+    """-> how many items the queue holds."""
+    pending_ns: str
+    """``(ns_id,)`` -> how many items of one namespace."""
+    work_records: str
+    """``{marks}`` template, ``(*rids)`` -> ``rid, ns_id, index_text, text, turn_ids, anchor_rid``."""
+    work_turns: str
+    """``{marks}`` template, ``(ns_id, *turn ids)`` -> ``id, seq, record_rid`` of those with a turn record (by the
+    id index)."""
 
 
 class QueueRepo(CommonStore):
@@ -20,42 +59,43 @@ class QueueRepo(CommonStore):
     def create_queue_schema(conn: Connection) -> None:
         """``index_queue``: one row per record whose dense vector (``dense``: 1 embed its text, 2 the mean of
         its turns' vectors, 3 its turn's vector) or sparse encoding (``sparse`` = 1) is still to be made."""
-        conn.execute("CREATE TABLE IF NOT EXISTS index_queue(rid INTEGER PRIMARY KEY, ns_id INTEGER NOT NULL,"
-                     " dense INTEGER NOT NULL DEFAULT 0, sparse INTEGER NOT NULL DEFAULT 0)")
-        conn.execute("CREATE INDEX IF NOT EXISTS index_queue_ns ON index_queue(ns_id)")
+        sql = sql_of(conn).queue
+        conn.execute(sql.create_table)
+        conn.execute(sql.create_index)
 
     @staticmethod
     def enqueue(conn: Connection, ns_id: int, items: Sequence[tuple[int, int, int]]) -> None:
         """Queue ``(rid, dense, sparse)`` work items of the namespace (inside the write transaction)."""
-        conn.executemany("INSERT OR REPLACE INTO index_queue(rid, ns_id, dense, sparse) VALUES(?,?,?,?)",
+        conn.executemany(sql_of(conn).queue.enqueue,
                          [(int(r), ns_id, int(d), int(s)) for r, d, s in items if d or s])
 
     @staticmethod
     def dequeue(conn: Connection, rids: Sequence[int], ns_id: int | None = None) -> None:
         """Remove work items (done, or their records forgotten); with ``ns_id``, only that namespace's."""
+        sql = sql_of(conn)
         for part in chunks([int(r) for r in rids]):
             if ns_id is None:
-                conn.execute(f"DELETE FROM index_queue WHERE rid IN {marks(len(part))}", part)
+                conn.execute(sql.queue.dequeue.format(marks=sql.marks(len(part))), part)
             else:
-                conn.execute(f"DELETE FROM index_queue WHERE ns_id=? AND rid IN {marks(len(part))}", (ns_id, *part))
+                conn.execute(sql.queue.dequeue_ns.format(marks=sql.marks(len(part))), (ns_id, *part))
 
     @staticmethod
     def drop_queue(conn: Connection, ns_id: int) -> None:
-        conn.execute("DELETE FROM index_queue WHERE ns_id=?", (ns_id,))
+        conn.execute(sql_of(conn).queue.drop_ns, (ns_id,))
 
     @staticmethod
     def queued(conn: Connection, limit: int, rids: Sequence[int] | None = None,
                ns_id: int | None = None) -> list[tuple[int, int, int, int]]:
         """``(rid, ns_id, dense, sparse)`` of the oldest ``limit`` work items (of ``rids`` only when given; of
         namespace ``ns_id`` only when given)."""
+        sql = sql_of(conn)
         if rids is None:
-            where, args = ("", (limit,)) if ns_id is None else (" WHERE ns_id=?", (ns_id, limit))
-            return [(int(r[0]), int(r[1]), int(r[2]), int(r[3])) for r in conn.execute(
-                f"SELECT rid, ns_id, dense, sparse FROM index_queue{where} ORDER BY rid LIMIT ?", args)]
+            text, args = (sql.queue.oldest, (limit,)) if ns_id is None else (sql.queue.oldest_ns, (ns_id, limit))
+            return [(int(r[0]), int(r[1]), int(r[2]), int(r[3])) for r in conn.execute(text, args)]
         out = []
         for part in chunks(sorted(int(r) for r in rids)):
             out += [(int(r[0]), int(r[1]), int(r[2]), int(r[3])) for r in conn.execute(
-                f"SELECT rid, ns_id, dense, sparse FROM index_queue WHERE rid IN {marks(len(part))}", part)]
+                sql.queue.queued_rids.format(marks=sql.marks(len(part))), part)]
         return out
 
     @staticmethod
@@ -63,10 +103,10 @@ class QueueRepo(CommonStore):
         """Work items (as :meth:`queued`) of the queued windows anchored to these turn records: the indexer
         encodes a turn and its window in one pass of the run of turns around them."""
         out = []
+        sql = sql_of(conn)
         for part in chunks(sorted(int(r) for r in turn_rids)):
             out += [(int(r[0]), int(r[1]), int(r[2]), int(r[3])) for r in conn.execute(
-                "SELECT q.rid, q.ns_id, q.dense, q.sparse FROM index_queue q JOIN records r ON r.rid = q.rid"
-                f" WHERE r.anchor_rid IN {marks(len(part))} AND r.kind = 'window'", part)]
+                sql.queue.queued_windows.format(marks=sql.marks(len(part))), part)]
         return out
 
     @contextmanager
@@ -78,22 +118,23 @@ class QueueRepo(CommonStore):
 
     def pending(self, ns_id: int | None = None) -> int:
         """Records (of ``ns_id``, or of the store) whose vectors or sparse encodings are not written yet."""
-        sql, args = ("SELECT COUNT(*) FROM index_queue", ()) if ns_id is None else \
-            ("SELECT COUNT(*) FROM index_queue WHERE ns_id=?", (ns_id,))
+        conn = self.reader()
+        queue = sql_of(conn).queue
+        sql, args = (queue.pending, ()) if ns_id is None else (queue.pending_ns, (ns_id,))
         try:
-            return int(self.reader().execute(sql, args).fetchone()[0])
+            return int(conn.execute(sql, args).fetchone()[0])
         except self._missing_table:  # a store written before the queue existed (read-only opener)
             return 0
 
     def work_sources(self, rids: Sequence[int]) -> dict[int, tuple[str, str, list[int], int | None]]:
         """``rid -> (index_text, text, rids of its turns' turn records, anchor rid)`` of queued records."""
         conn = self.reader()
+        sql = sql_of(conn)
         rows: list[tuple[int, int, str, str, list[str], int | None]] = []
         for part in chunks(sorted(int(r) for r in rids)):
             rows += [(int(rid), int(ns_id), index_text, text, json.loads(turn_ids), anchor) for
                      rid, ns_id, index_text, text, turn_ids, anchor in conn.execute(
-                         f"SELECT rid, ns_id, index_text, text, turn_ids, anchor_rid FROM records"
-                         f" WHERE rid IN {marks(len(part))}", part).fetchall()]
+                         sql.queue.work_records.format(marks=sql.marks(len(part))), part).fetchall()]
         # the turns of every record at once, per namespace: (seq, turn record rid) by turn id
         turn_of: dict[tuple[int, str], tuple[int, int]] = {}
         wanted: dict[int, set[str]] = {}
@@ -101,10 +142,9 @@ class QueueRepo(CommonStore):
             wanted.setdefault(ns_id, set()).update(ids)
         for ns_id, turn_ids in wanted.items():
             for part in chunks(sorted(turn_ids)):
-                # "+ns_id": SQLite must use the id index, not scan the namespace by seq
+                # SQLite's text ("+ns_id") makes it use the id index, not scan the namespace by seq
                 for turn_id, seq, record_rid in conn.execute(
-                        f"SELECT id, seq, record_rid FROM turns WHERE +ns_id=? AND id IN {marks(len(part))}"
-                        " AND record_rid IS NOT NULL", (ns_id, *part)):
+                        sql.queue.work_turns.format(marks=sql.marks(len(part))), (ns_id, *part)):
                     turn_of[(ns_id, turn_id)] = (int(seq), int(record_rid))
         out: dict[int, tuple[str, str, list[int], int | None]] = {}
         for rid, ns_id, index_text, text, ids, anchor in rows:

@@ -188,10 +188,23 @@ def _v4(conn: Connection) -> None:
 
 
 def _v5(conn: Connection) -> None:
-    """Key/value items (the LangGraph store's) in the truth store: :mod:`memory_ext.store.items`."""
-    from ..items import create_item_schema
+    """Key/value items (the LangGraph store's) in the truth store (:mod:`memory_ext.store.items`), idempotent;
+    the forget hook earlier versions recorded is dropped."""
+    from ..items import drop_legacy_face
 
-    create_item_schema(conn)
+    for statement in (
+        "CREATE TABLE IF NOT EXISTS store_items(iid INTEGER PRIMARY KEY, ns_id INTEGER NOT NULL, ns TEXT NOT NULL,"
+        " key TEXT NOT NULL, value TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL, turn_id TEXT,"
+        " record_id TEXT, expires_at REAL, ttl_minutes REAL, UNIQUE(ns_id, ns, key))",
+        "CREATE INDEX IF NOT EXISTS store_items_turn ON store_items(ns_id, turn_id)",
+        "CREATE INDEX IF NOT EXISTS store_items_expiry ON store_items(expires_at)",
+        "CREATE TABLE IF NOT EXISTS store_namespaces(seq INTEGER PRIMARY KEY, ns_id INTEGER NOT NULL,"
+        " ns TEXT NOT NULL, UNIQUE(ns_id, ns))",
+        "CREATE TABLE IF NOT EXISTS store_vectors(vid INTEGER PRIMARY KEY, ns_id INTEGER NOT NULL, ns TEXT NOT NULL,"
+        " key TEXT NOT NULL, path TEXT NOT NULL, vector BLOB NOT NULL, UNIQUE(ns_id, ns, key, path))",
+    ):
+        conn.execute(statement)
+    drop_legacy_face(conn)
 
 
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_v1, _v2, _v3, _v4, _v5]

@@ -10,10 +10,24 @@ from __future__ import annotations
 import sqlite3
 from functools import cached_property
 
+from ..claims import ClaimsSql
+from ..forget_rows import ForgetSql
+from ..items import ITEM_COLS, ItemsSql
+from ..memory_files import FILE_COLS, FilesSql
+from ..portable import FILE_FIELDS, ITEM_FIELDS, PortableSql
 from ..repos.meta import MetaSql
+from ..repos.queue import QueueSql
+from ..repos.records import RecordsSql
+from ..repos.turns import TurnsSql
+from ..repos.versions import VersionsSql
+from ..rows import TURN_COLS
 from ..statements import Statements
+from ..tiers import TiersSql
 
 __all__ = ["SQLITE", "SqliteConnection", "SqliteStatements"]
+
+T_COLS = ", ".join("t." + c.strip() for c in TURN_COLS.split(","))
+""":data:`~memory_ext.store.rows.TURN_COLS` of ``turns t``."""
 
 
 class SqliteStatements(Statements):
@@ -21,6 +35,281 @@ class SqliteStatements(Statements):
 
     dialect = "sqlite"
     mark = "?"
+
+    @cached_property
+    def turns(self) -> TurnsSql:
+        return TurnsSql(
+            next_seq="SELECT COALESCE(MAX(seq), -1) FROM turns WHERE ns_id=?",
+            insert_turn=("INSERT INTO turns(id, ns_id, seq, session_id, role, speaker, content, ts, external_id,"
+                         " tool_calls, attachments, metadata, token_count, created_at)"
+                         " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)"),
+            tail_turns=("SELECT id, session_id, speaker, content, ts, tool_calls, record_rid, role, attachments,"
+                        " metadata FROM turns WHERE ns_id=? ORDER BY seq DESC LIMIT ?"),
+            turns_by_id=f"SELECT {TURN_COLS} FROM turns WHERE +ns_id=? AND id IN ({{marks}})",
+            list_turns=f"SELECT {TURN_COLS} FROM turns WHERE ns_id=?",
+            seq_range=f"SELECT {TURN_COLS} FROM turns WHERE ns_id=? AND seq BETWEEN ? AND ? ORDER BY seq",
+            recent_turns="SELECT role, content, tid FROM turns WHERE ns_id=? ORDER BY seq DESC LIMIT ?",
+            turns_from_seq="SELECT tid, ts, content FROM turns WHERE ns_id=? AND seq>=? ORDER BY seq",
+            external_ids=("SELECT external_id, session_id, id FROM turns WHERE ns_id=? AND external_id IN"
+                          " ({marks}) ORDER BY seq"),
+            turn_by_id=f"SELECT {TURN_COLS} FROM turns WHERE id=? AND +ns_id=?",
+            record_anchor="SELECT anchor_rid FROM records WHERE id=? AND +ns_id=?",
+            turn_by_record=f"SELECT {TURN_COLS} FROM turns WHERE record_rid=? AND +ns_id=?",
+            turn_by_external=(f"SELECT {TURN_COLS} FROM turns WHERE ns_id=? AND external_id=? AND (? IS NULL OR"
+                              " session_id=?) ORDER BY seq DESC LIMIT 1"),
+            all_turns=f"SELECT {TURN_COLS} FROM turns WHERE ns_id=? ORDER BY seq",
+            turn_tids="SELECT tid FROM turns WHERE ns_id=?",
+            file_fids="SELECT fid FROM files WHERE ns_id=?",
+            record_turn_ids="SELECT turn_ids FROM records WHERE ns_id=? AND id=?",
+            tids_by_id="SELECT tid FROM turns WHERE ns_id=? AND id IN ({marks})",
+            tids_of_file="SELECT tid FROM file_turns WHERE fid=?",
+            seq_session="SELECT seq, session_id FROM turns WHERE tid=? AND ns_id=?",
+            seq_pair="SELECT tid, session_id FROM turns WHERE ns_id=? AND seq IN (?, ?)",
+            turn_record=("SELECT t.seq, t.session_id, t.record_rid, r.text, r.speaker, r.ref_ts FROM turns t"
+                         " JOIN records r ON r.rid = t.record_rid WHERE t.tid=? AND t.ns_id=?"),
+            neighbours=("SELECT content FROM turns WHERE ns_id=? AND session_id IS ? AND seq IN"
+                        " ((SELECT MAX(seq) FROM turns WHERE ns_id=? AND seq<?),"
+                        "  (SELECT MIN(seq) FROM turns WHERE ns_id=? AND seq>?))"),
+        )
+
+    @cached_property
+    def records(self) -> RecordsSql:
+        return RecordsSql(
+            insert_record=("INSERT INTO records(id, ns_id, kind, text, index_text, l0, l1, entities, tags, ref_ts,"
+                           " turn_ids, source_role, speaker, session_id, importance, anchor_rid, created_at,"
+                           " updated_at) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING rid"),
+            self_anchor="UPDATE records SET anchor_rid=? WHERE rid=?",
+            turn_record_rid="UPDATE turns SET record_rid=? WHERE ns_id=? AND id=?",
+            upsert_embedding=("INSERT OR REPLACE INTO embeddings(rid, ns_id, embedder_id, dim, vector)"
+                              " VALUES(?,?,?,?,?)"),
+            records_by_rid=("SELECT rid, id, kind, text, turn_ids, source_role, speaker, session_id, ref_ts"
+                            " FROM records WHERE +ns_id=? AND rid IN ({marks})"),
+            record_ids_by_rid="SELECT rid, id FROM records WHERE ns_id=? AND rid IN ({marks})",
+            vectors_by_rid="SELECT rid, vector, dim FROM embeddings WHERE +ns_id=? AND rid IN ({marks})",
+            stored_vectors="SELECT rid, vector FROM embeddings WHERE rid IN ({marks})",
+            filter_rids="SELECT rid FROM records WHERE ns_id=? AND ({where})",
+        )
+
+    @cached_property
+    def versions(self) -> VersionsSql:
+        return VersionsSql(
+            versions_of_memory=(
+                f"SELECT {T_COLS}, r.valid_to, r.replaced"
+                " FROM turns t LEFT JOIN records r ON r.rid = t.record_rid WHERE t.ns_id=? AND ((t.external_id=? AND"
+                " t.session_id IS ?) OR t.id=? OR t.id IN (SELECT turn_id FROM memory_history WHERE ns_id=? AND"
+                " memory_key=? AND session_id IS ?)) ORDER BY t.seq"),
+            turn_record_ids=("SELECT r.id FROM turns t JOIN records r ON r.rid = t.record_rid WHERE t.id IN"
+                             " ({marks}) AND t.ns_id=?"),
+            memory_key_of="SELECT memory_key FROM memory_history WHERE turn_id=? AND ns_id=? LIMIT 1",
+            memory_keys_of="SELECT turn_id, memory_key FROM memory_history WHERE ns_id=? AND turn_id IN ({marks})",
+            mark_replaced=(
+                "UPDATE records SET valid_to=?, superseded_by=?, replaced=1 WHERE ns_id=? AND rid IN"
+                " (SELECT r.rid FROM turns t JOIN records r ON r.rid = t.record_rid OR r.anchor_rid = t.record_rid"
+                " WHERE t.id=? AND t.ns_id=?)"),
+            bump_flags="UPDATE namespaces SET flags_generation = flags_generation + 1 WHERE ns_id=?",
+            add_history=("INSERT INTO memory_history(ns_id, memory_key, session_id, op, turn_id, ts)"
+                         " VALUES(?,?,?,?,?,?)"),
+            history_ops=("SELECT op, turn_id, ts, session_id FROM memory_history WHERE ns_id=? AND memory_key=?"
+                         " AND (? IS NULL OR session_id IS ?) ORDER BY hid"),
+            delete_history="DELETE FROM memory_history WHERE ns_id=?",
+            current_turns=(f"SELECT {T_COLS} FROM turns t LEFT JOIN records r ON r.rid = t.record_rid"
+                           " WHERE t.ns_id=? AND COALESCE(r.replaced, 0) = 0"),
+            current_filter=" AND t.record_rid IN (SELECT rid FROM records WHERE ns_id=? AND kind='turn' AND ({where}))",
+            replaced_turn_ids=("SELECT t.id FROM turns t JOIN records r ON r.rid = t.record_rid WHERE t.ns_id=?"
+                               " AND r.replaced=1"),
+            live_update_counts=(
+                "SELECT h.memory_key, h.session_id, COUNT(*) FROM memory_history h JOIN turns t ON t.id = h.turn_id"
+                " AND t.ns_id = h.ns_id WHERE h.ns_id=? AND h.op='update' AND h.memory_key IN ({marks})"
+                " GROUP BY h.memory_key, h.session_id"),
+            reindex_state=("SELECT t.id, r.id, r.replaced, r.valid_to, r.superseded_by, r.cold, t.tid FROM turns t"
+                           " JOIN records r ON r.rid = t.record_rid WHERE t.ns_id=?"),
+            delete_embeddings="DELETE FROM embeddings WHERE ns_id=?",
+            delete_claims="DELETE FROM claims WHERE ns_id=?",
+            delete_records="DELETE FROM records WHERE ns_id=?",
+            unlink_turns="UPDATE turns SET record_rid=NULL WHERE ns_id=?",
+            bump_generation="UPDATE namespaces SET generation = generation + 1 WHERE ns_id=?",
+        )
+
+    @cached_property
+    def queue(self) -> QueueSql:
+        return QueueSql(
+            create_table=("CREATE TABLE IF NOT EXISTS index_queue(rid INTEGER PRIMARY KEY, ns_id INTEGER NOT NULL,"
+                          " dense INTEGER NOT NULL DEFAULT 0, sparse INTEGER NOT NULL DEFAULT 0)"),
+            create_index="CREATE INDEX IF NOT EXISTS index_queue_ns ON index_queue(ns_id)",
+            enqueue="INSERT OR REPLACE INTO index_queue(rid, ns_id, dense, sparse) VALUES(?,?,?,?)",
+            dequeue="DELETE FROM index_queue WHERE rid IN ({marks})",
+            dequeue_ns="DELETE FROM index_queue WHERE ns_id=? AND rid IN ({marks})",
+            drop_ns="DELETE FROM index_queue WHERE ns_id=?",
+            oldest="SELECT rid, ns_id, dense, sparse FROM index_queue ORDER BY rid LIMIT ?",
+            oldest_ns="SELECT rid, ns_id, dense, sparse FROM index_queue WHERE ns_id=? ORDER BY rid LIMIT ?",
+            queued_rids="SELECT rid, ns_id, dense, sparse FROM index_queue WHERE rid IN ({marks})",
+            queued_windows=("SELECT q.rid, q.ns_id, q.dense, q.sparse FROM index_queue q JOIN records r"
+                            " ON r.rid = q.rid WHERE r.anchor_rid IN ({marks}) AND r.kind = 'window'"),
+            pending="SELECT COUNT(*) FROM index_queue",
+            pending_ns="SELECT COUNT(*) FROM index_queue WHERE ns_id=?",
+            work_records=("SELECT rid, ns_id, index_text, text, turn_ids, anchor_rid FROM records"
+                          " WHERE rid IN ({marks})"),
+            work_turns=("SELECT id, seq, record_rid FROM turns WHERE +ns_id=? AND id IN ({marks})"
+                        " AND record_rid IS NOT NULL"),
+        )
+
+    @cached_property
+    def files(self) -> FilesSql:
+        return FilesSql(
+            insert_file=("INSERT INTO files(id, ns_id, period, period_key, part, status, sources, raw, meta,"
+                         " created_at) VALUES(?,?,?,?,?,?,?,?,?,?) RETURNING fid"),
+            file_by_fid=f"SELECT {FILE_COLS} FROM files WHERE fid=?",
+            file_by_id=f"SELECT {FILE_COLS} FROM files WHERE id=?",
+            list_files=f"SELECT {FILE_COLS} FROM files WHERE ns_id=?",
+            ids_like="SELECT id FROM files WHERE id LIKE ? ESCAPE '\\'",
+            count_access="UPDATE files SET access_count = access_count + 1, last_access=? WHERE fid=?",
+            file_raw="SELECT raw FROM files WHERE fid=?",
+            set_importance="UPDATE files SET importance=?, importance_set=1 WHERE fid=?",
+            write_hook=("UPDATE files SET title=?, abstract=?, key_facts=?, entities=?, tags=?, importance=?,"
+                        " summary_source=?, meta=?, hook_stale=0 WHERE fid=?"),
+            members=(f"SELECT {T_COLS}, ft.start, ft.stop FROM file_turns ft JOIN turns t ON t.tid = ft.tid"
+                     " WHERE ft.fid=? ORDER BY ft.pos"),
+            delete_members="DELETE FROM file_turns WHERE fid=?",
+            insert_member="INSERT INTO file_turns(fid, pos, tid, start, stop) VALUES(?,?,?,?,?)",
+            member_span=("SELECT MIN(t.ts), MAX(t.ts) FROM file_turns ft JOIN turns t ON t.tid = ft.tid"
+                         " WHERE ft.fid=?"),
+            set_span="UPDATE files SET token_count=?, start_ts=?, end_ts=?, hook_stale=1 WHERE fid=?",
+            files_of_turns=("SELECT f.id, t.id FROM file_turns ft JOIN files f ON f.fid = ft.fid JOIN turns t"
+                            " ON t.tid = ft.tid WHERE f.ns_id=? AND t.id IN ({marks})"),
+            open_daily=("SELECT fid, token_count FROM files WHERE ns_id=? AND period='daily' AND period_key=?"
+                        " AND status='open' ORDER BY part DESC LIMIT 1"),
+            close_earlier=("UPDATE files SET status='closed', archived_at=? WHERE ns_id=? AND period='daily'"
+                           " AND status='open' AND period_key < ?"),
+            next_part=("SELECT COALESCE(MAX(part), 0) + 1 FROM files WHERE ns_id=? AND period='daily'"
+                       " AND period_key=?"),
+            next_position="SELECT COALESCE(MAX(pos), -1) + 1 FROM file_turns WHERE fid=?",
+            close_file="UPDATE files SET status='closed', truncated=?, archived_at=? WHERE fid=?",
+            grow_span=("UPDATE files SET token_count=?, start_ts=MIN(COALESCE(start_ts, ?), ?),"
+                       " end_ts=MAX(COALESCE(end_ts, ?), ?), hook_stale=1 WHERE fid=?"),
+            set_sources="UPDATE files SET sources=? WHERE fid=?",
+            set_sources_closed="UPDATE files SET sources=?, status='closed' WHERE fid=?",
+            set_compaction="UPDATE files SET access_count=?, archived_at=?, meta=? WHERE fid=?",
+            mark_merged=("UPDATE files SET status='merged', merged_into=?, archived_at=COALESCE(archived_at, ?)"
+                         " WHERE fid=?"),
+            merge_source="UPDATE files SET status=?, merged_into=? WHERE fid=?",
+        )
+
+    @cached_property
+    def tiers(self) -> TiersSql:
+        return TiersSql(
+            turn_ids="SELECT id FROM turns WHERE ns_id=? AND tid IN ({marks})",
+            stated_turns=("SELECT DISTINCT json_extract(turn_ids, '$[0]') FROM records WHERE ns_id=? AND kind IN"
+                          " ({kinds}) AND json_extract(turn_ids, '$[0]') IN ({marks})"),
+            set_cold=("UPDATE records SET cold=? WHERE ns_id=? AND kind NOT IN ({kinds})"
+                      " AND json_extract(turn_ids, '$[0]') IN ({marks})"),
+            cold_tids=("SELECT t.tid FROM turns t JOIN records r ON r.rid = t.record_rid WHERE t.ns_id=? AND"
+                       " r.cold=1 AND t.tid IN ({marks})"),
+        )
+
+    @cached_property
+    def claims(self) -> ClaimsSql:
+        return ClaimsSql(
+            live_claims=("SELECT c.rid, c.value, c.negated, c.ts FROM claims c JOIN records r ON r.rid = c.rid"
+                         " WHERE c.ns_id=? AND c.holder=? AND c.subject=? AND c.attribute=?"
+                         " AND r.superseded_by IS NULL AND c.rid != ?"),
+            supersede_record="UPDATE records SET valid_to=?, superseded_by=? WHERE rid=? AND ns_id=?",
+            insert_claim=("INSERT INTO claims(ns_id, rid, holder, subject, attribute, value, negated, ts)"
+                          " VALUES(?,?,?,?,?,?,?,?)"),
+        )
+
+    @cached_property
+    def forget(self) -> ForgetSql:
+        return ForgetSql(
+            any_unanchored="SELECT 1 FROM records WHERE anchor_rid IS NULL AND ns_id=? LIMIT 1",
+            records_holding=("SELECT rid FROM records WHERE ns_id=? AND EXISTS (SELECT 1 FROM"
+                             " json_each(records.turn_ids) j WHERE j.value = ?)"),
+            ns_records="SELECT rid, turn_ids FROM records WHERE ns_id=?",
+            turn_seq="SELECT seq FROM turns WHERE ns_id=? AND id=?",
+            anchored_near=("SELECT r.rid, r.turn_ids FROM turns n JOIN records r ON r.anchor_rid = n.record_rid"
+                           " WHERE n.ns_id=? AND n.seq BETWEEN ? AND ? AND r.ns_id=?"),
+            turns_of_tids="SELECT tid, id, content FROM turns WHERE ns_id=? AND tid IN ({marks})",
+            record_ids="SELECT id FROM records WHERE rid IN ({marks})",
+            delete_embeddings="DELETE FROM embeddings WHERE ns_id=? AND rid IN ({marks})",
+            delete_claims="DELETE FROM claims WHERE ns_id=? AND rid IN ({marks})",
+            delete_records="DELETE FROM records WHERE ns_id=? AND rid IN ({marks})",
+            unsupersede=("UPDATE records SET superseded_by=NULL, valid_to=NULL WHERE ns_id=? AND superseded_by IN"
+                         " ({marks})"),
+            files_of_tids="SELECT DISTINCT fid FROM file_turns WHERE tid IN ({marks})",
+            delete_memberships="DELETE FROM file_turns WHERE tid IN ({marks})",
+            raw_files="SELECT fid, raw FROM files WHERE ns_id=? AND raw IS NOT NULL",
+            set_raw="UPDATE files SET raw=? WHERE fid=?",
+            members_left="SELECT COUNT(*) FROM file_turns WHERE fid=?",
+            delete_file="DELETE FROM files WHERE fid=?",
+            member_texts=("SELECT t.content, ft.start, ft.stop FROM file_turns ft JOIN turns t ON t.tid = ft.tid"
+                          " WHERE ft.fid=?"),
+            set_tokens="UPDATE files SET token_count=? WHERE fid=?",
+            merged_files="SELECT fid, sources FROM files WHERE ns_id=? AND sources != '[]'",
+            unmerge="UPDATE files SET merged_into=NULL WHERE ns_id=? AND merged_into=?",
+            delete_turns="DELETE FROM turns WHERE ns_id=? AND tid IN ({marks})",
+            clear_hook=("UPDATE files SET title='', abstract='', key_facts='[]', entities='[]', tags='[]',"
+                        " hook_stale=1 WHERE id=? AND ns_id=?"),
+        )
+
+    @cached_property
+    def portable(self) -> PortableSql:
+        return PortableSql(
+            turn_states=("SELECT t.id, r.id, r.replaced, r.valid_to, r.superseded_by, r.cold FROM turns t"
+                         " LEFT JOIN records r ON r.rid = t.record_rid WHERE t.ns_id=?"),
+            history_rows=("SELECT memory_key, session_id, op, turn_id, ts FROM memory_history WHERE ns_id=?"
+                          " ORDER BY hid"),
+            file_rows=f"SELECT fid, {', '.join(FILE_FIELDS)} FROM files WHERE ns_id=? ORDER BY fid",
+            file_members=("SELECT t.id, ft.start, ft.stop FROM file_turns ft JOIN turns t ON t.tid = ft.tid"
+                          " WHERE ft.fid=? ORDER BY ft.pos"),
+            existing="SELECT id FROM {table} WHERE ns_id=? AND id IN ({marks})",
+            tids_of="SELECT id, tid FROM turns WHERE ns_id=? AND id IN ({marks})",
+            insert_history=("INSERT INTO memory_history(ns_id, memory_key, session_id, op, turn_id, ts)"
+                            " VALUES(?,?,?,?,?,?)"),
+            insert_file=(f"INSERT INTO files(ns_id, {', '.join(FILE_FIELDS)})"
+                         f" VALUES({self.marks(len(FILE_FIELDS) + 1)}) RETURNING fid"),
+            item_vectors="SELECT ns, key, path, vector FROM store_vectors WHERE ns_id=? ORDER BY vid",
+            item_rows=(f"SELECT {', '.join('i.' + f for f in ITEM_FIELDS)} FROM store_items i JOIN store_namespaces n"
+                       " ON n.ns_id = i.ns_id AND n.ns = i.ns WHERE i.ns_id=? AND (i.expires_at IS NULL OR"
+                       " i.expires_at > ?) ORDER BY n.seq, i.iid"),
+            item_exists="SELECT 1 FROM store_items WHERE ns_id=? AND ns=? AND key=?",
+            insert_item=(f"INSERT INTO store_items(ns_id, {', '.join(ITEM_FIELDS)})"
+                         f" VALUES({self.marks(len(ITEM_FIELDS) + 1)})"),
+        )
+
+    @cached_property
+    def items(self) -> ItemsSql:
+        return ItemsSql(
+            live_rows=(f"SELECT {ITEM_COLS} FROM store_items i JOIN store_namespaces n ON n.ns_id = i.ns_id"
+                       " AND n.ns = i.ns WHERE i.ns_id = ? AND (i.expires_at IS NULL OR i.expires_at > ?)"),
+            under_prefix=" AND (i.ns = ? OR substr(i.ns, 1, ?) = ?)",
+            exact_key="(i.ns = ? AND i.key = ?)",
+            stored=f"SELECT {ITEM_COLS} FROM store_items i WHERE i.ns_id = ? AND i.ns = ? AND i.key = ?",
+            live_namespaces=("SELECT DISTINCT i.ns FROM store_items i WHERE i.ns_id = ? AND"
+                             " (i.expires_at IS NULL OR i.expires_at > ?)"),
+            vectors="SELECT ns, key, vector FROM store_vectors WHERE ns_id = ? ORDER BY vid",
+            expired="SELECT ns_id, ns, key, turn_id FROM store_items WHERE expires_at <= ?",
+            note_namespace="INSERT OR IGNORE INTO store_namespaces(ns_id, ns) VALUES(?, ?)",
+            upsert=("INSERT INTO store_items(ns_id, ns, key, value, created_at, updated_at, turn_id, record_id,"
+                    " expires_at, ttl_minutes) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (ns_id, ns, key)"
+                    " DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at,"
+                    " turn_id = excluded.turn_id, record_id = excluded.record_id, expires_at = excluded.expires_at,"
+                    " ttl_minutes = excluded.ttl_minutes"),
+            delete_vectors="DELETE FROM store_vectors WHERE ns_id = ? AND ns = ? AND key = ?",
+            insert_vector="INSERT INTO store_vectors(ns_id, ns, key, path, vector) VALUES(?, ?, ?, ?, ?)",
+            delete_item="DELETE FROM store_items WHERE ns_id = ? AND ns = ? AND key = ?",
+            refresh=("UPDATE store_items SET expires_at = ? + ttl_minutes * 60 WHERE ns_id = ? AND ns = ? AND"
+                     " key = ? AND ttl_minutes IS NOT NULL"),
+            items_of_turns="SELECT ns, key FROM store_items WHERE ns_id = ? AND turn_id IN ({marks})",
+            delete_session_vectors="DELETE FROM store_vectors WHERE ns_id = ? AND ns = ?",
+            delete_session_namespace="DELETE FROM store_namespaces WHERE ns_id = ? AND ns = ?",
+            delete_session_items="DELETE FROM store_items WHERE ns_id = ? AND ns = ?",
+            delete_ns_vectors="DELETE FROM store_vectors WHERE ns_id = ?",
+            delete_ns_namespaces="DELETE FROM store_namespaces WHERE ns_id = ?",
+            delete_ns_items="DELETE FROM store_items WHERE ns_id = ?",
+            import_item=("INSERT OR IGNORE INTO store_items(ns_id, ns, key, value, created_at, updated_at, turn_id,"
+                         " record_id, expires_at, ttl_minutes) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
+            import_vector=("INSERT OR IGNORE INTO store_vectors(ns_id, ns, key, path, vector)"
+                           " VALUES(?, ?, ?, ?, ?)"),
+        )
 
     @cached_property
     def meta(self) -> MetaSql:
