@@ -16,7 +16,7 @@ import pytest
 
 from memory_ext import MemoryEngine
 from memory_ext.errors import EmbedderMismatchError, StoreError
-from memory_ext.store.filters import RecordFilter
+from memory_ext.store.filters import RecordFilter, filter_sql
 from memory_ext.store.interface import TRUTH_STORE_METHODS, Connection, StoreConflict, TruthStore
 from tests.conftest import RULES_CHAT, StoreTarget, rules_turns
 
@@ -199,7 +199,8 @@ def test_records_and_vectors(maya: MemoryEngine) -> None:
     dim = len(store.vectors_by_rid(ns_id, [rid])[rid])
     every = store.rids_matching(ns_id, RecordFilter())
     assert rid in every and len(every) == store.count("records", ns_id)
-    assert store.filter_rids(ns_id, "kind = ?", ["turn"]) == {t.record_rid for t in store.list_turns(ns_id)}
+    turns = filter_sql(RecordFilter(kinds=("turn",)), store.dialect)  # a condition in the store's dialect
+    assert store.filter_rids(ns_id, *turns) == {t.record_rid for t in store.list_turns(ns_id)}
     with store.transaction("conformance") as conn:
         [new] = store.insert_records(conn, ns_id, [{
             "id": "conformance-fact", "kind": "fact", "text": "Maya banks with Nordea.", "index_text": "Nordea",
@@ -211,7 +212,7 @@ def test_records_and_vectors(maya: MemoryEngine) -> None:
     assert store.records_by_rid(ns_id, [new])[new].text == "Maya banks with Nordea."
     assert np.allclose(store.vectors_by_rid(ns_id, [new])[new], 1.0)
     assert store.vectors_by_rid(ns_id + 1000, [new]) == {}  # another namespace sees nothing
-    assert new in store.filter_rids(ns_id, "kind = ?", ["fact"])
+    assert new in store.filter_rids(ns_id, *filter_sql(RecordFilter(kinds=("fact",)), store.dialect))
 
 
 @covers("turns_of_memory", "turn_record_ids", "memory_key_of", "memory_keys_of", "mark_replaced", "add_history",
