@@ -1,7 +1,7 @@
 """The PostgreSQL schema of the truth store, written for PostgreSQL: identity columns, ``DOUBLE PRECISION``,
 ``BYTEA``. ``MIGRATIONS[i]`` upgrades a schema from version i to i + 1, inside the caller's transaction, on the raw
 psycopg connection; the versions are those of the SQLite schema (``store/sqlite``): the same tables and columns,
-so the same statements of the repositories read both.
+which the repositories' statement families read in each backend's dialect (``store/pg/statements.py``).
 """
 
 from __future__ import annotations
