@@ -1,9 +1,10 @@
-"""The truth store on PostgreSQL: the same tables and statements as the SQLite store, many writer processes.
+"""The truth store on PostgreSQL: the tables of the SQLite store, their statements written for PostgreSQL, many writer
+processes.
 
 :class:`PgTruthStore` implements :class:`memory_ext.store.interface.TruthStore`: it composes the repositories of
 ``store/repos`` (which run the PostgreSQL text of their statement families, :mod:`memory_ext.store.pg.statements`)
-with what is its own here — connections (a psycopg pool of per-thread readers, one writer connection), the write transaction,
-the schema (``store/pg/schema.py``, in the PostgreSQL schema ``storage.postgres_schema``), concurrency and
+with what is its own here — connections (a psycopg pool of per-thread readers, one writer connection), the write
+transaction, the schema (``store/pg/schema.py``, in the PostgreSQL schema ``storage.postgres_schema``), concurrency and
 purging. It imports nothing from the SQLite backend.
 
 Concurrency: any number of engine processes on any number of hosts open the same schema; there is no process
