@@ -184,6 +184,148 @@ class SqliteStatements(Statements):
             entity_keys_after="SELECT eid, key FROM graph_entities WHERE ns_id=? AND eid>?",
         )
 
+    @cached_property
+    def timeindex(self) -> TimeIndexSql:
+        from ..timeindex import TimeIndexSql
+
+        return TimeIndexSql(
+            schema=(
+                """CREATE TABLE IF NOT EXISTS time_spans(
+        ns_id INTEGER NOT NULL,
+        rid INTEGER NOT NULL,
+        start_ts REAL NOT NULL,
+        end_ts REAL NOT NULL,
+        source TEXT NOT NULL CHECK(source IN ('said', 'mentioned')),
+        confidence REAL NOT NULL,
+        expr TEXT)""",
+                "CREATE INDEX IF NOT EXISTS time_spans_ns_rid ON time_spans(ns_id, rid)",
+                """CREATE TABLE IF NOT EXISTS time_stats(
+        ns_id INTEGER PRIMARY KEY,
+        version INTEGER NOT NULL,
+        n_records INTEGER NOT NULL,
+        n_spans INTEGER NOT NULL,
+        max_rid INTEGER NOT NULL)""",
+            ),
+            stats="SELECT version, n_records, n_spans, max_rid FROM time_stats WHERE ns_id=?",
+            spans_after=("SELECT rid, start_ts, end_ts, source = 'mentioned', confidence FROM time_spans"
+                         " WHERE ns_id=? AND rid>? ORDER BY rid, start_ts, end_ts"),
+            insert_span=("INSERT INTO time_spans(ns_id, rid, start_ts, end_ts, source, confidence, expr)"
+                         " VALUES (?,?,?,?,?,?,?)"),
+            add_stats=("UPDATE time_stats SET n_records = n_records + ?, n_spans = n_spans + ?,"
+                       " max_rid = max(max_rid, ?) WHERE ns_id=?"),
+            insert_stats="INSERT INTO time_stats(ns_id, version, n_records, n_spans, max_rid) VALUES (?,0,?,?,?)",
+            count_spans="SELECT count(DISTINCT rid), count(*) FROM time_spans WHERE ns_id=? AND rid IN ({ids})",
+            delete_spans="DELETE FROM time_spans WHERE ns_id=? AND rid IN ({ids})",
+            remove_stats=("UPDATE time_stats SET n_records = max(n_records - ?, 0), n_spans = max(n_spans - ?, 0),"
+                          " version = version + 1 WHERE ns_id=?"),
+            drop_spans="DELETE FROM time_spans WHERE ns_id=?",
+            drop_stats="UPDATE time_stats SET n_records=0, n_spans=0, version = version + 1 WHERE ns_id=?",
+            record_spans=("SELECT start_ts, end_ts, source, confidence, expr FROM time_spans WHERE ns_id=? AND rid=?"
+                          " ORDER BY start_ts, end_ts, source"),
+        )
+
+    @cached_property
+    def evidence(self) -> EvidenceSql:
+        from ..evidence import EvidenceSql
+
+        return EvidenceSql(
+            schema=(
+                """CREATE TABLE IF NOT EXISTS evidence_nodes(
+        nid INTEGER PRIMARY KEY AUTOINCREMENT,
+        ns_id INTEGER NOT NULL,
+        key TEXT NOT NULL,
+        n_records INTEGER NOT NULL,
+        UNIQUE(ns_id, key))""",
+                """CREATE TABLE IF NOT EXISTS evidence_postings(
+        pid INTEGER PRIMARY KEY AUTOINCREMENT,
+        ns_id INTEGER NOT NULL,
+        rid INTEGER NOT NULL,
+        nid INTEGER NOT NULL)""",
+                "CREATE UNIQUE INDEX IF NOT EXISTS evidence_postings_ns_rid ON evidence_postings(ns_id, rid, nid)",
+                """CREATE TABLE IF NOT EXISTS evidence_stats(
+        ns_id INTEGER PRIMARY KEY,
+        version INTEGER NOT NULL,
+        last_pid INTEGER NOT NULL,
+        n_records INTEGER NOT NULL)""",
+            ),
+            stats="SELECT version, last_pid, n_records FROM evidence_stats WHERE ns_id=?",
+            nodes="SELECT nid, key FROM evidence_nodes WHERE ns_id=? ORDER BY nid",
+            postings="SELECT nid, rid FROM evidence_postings WHERE ns_id=?",
+            postings_after="SELECT rid, nid FROM evidence_postings WHERE pid>? AND +ns_id=? ORDER BY pid",
+            nodes_after="SELECT nid, key FROM evidence_nodes WHERE nid>? AND +ns_id=? ORDER BY nid",
+            node_keys="SELECT nid, key FROM evidence_nodes WHERE ns_id=? AND nid IN ({ids})",
+            upsert_node=(
+                "INSERT INTO evidence_nodes(ns_id, key, n_records) VALUES (?,?,?)"
+                " ON CONFLICT(ns_id, key) DO UPDATE SET n_records = evidence_nodes.n_records + excluded.n_records"),
+            node_ids="SELECT nid, key FROM evidence_nodes WHERE ns_id=? AND key IN ({ids})",
+            insert_posting="INSERT INTO evidence_postings(ns_id, rid, nid) VALUES (?,?,?)",
+            last_pid="SELECT max(pid) FROM evidence_postings",
+            add_stats="UPDATE evidence_stats SET n_records = n_records + ?, last_pid=? WHERE ns_id=?",
+            insert_stats="INSERT INTO evidence_stats(ns_id, version, last_pid, n_records) VALUES (?,0,?,?)",
+            record_postings="SELECT rid, nid FROM evidence_postings WHERE ns_id=? AND rid IN ({ids})",
+            delete_record_postings="DELETE FROM evidence_postings WHERE ns_id=? AND rid IN ({ids})",
+            subtract_node="UPDATE evidence_nodes SET n_records = n_records - ? WHERE ns_id=? AND nid=?",
+            delete_empty_nodes="DELETE FROM evidence_nodes WHERE ns_id=? AND nid IN ({ids}) AND n_records <= 0",
+            remove_stats=("UPDATE evidence_stats SET n_records = max(n_records - ?, 0), version = version + 1"
+                          " WHERE ns_id=?"),
+            drop_postings="DELETE FROM evidence_postings WHERE ns_id=?",
+            drop_nodes="DELETE FROM evidence_nodes WHERE ns_id=?",
+            drop_stats="UPDATE evidence_stats SET n_records=0, version = version + 1 WHERE ns_id=?",
+            entity_keys="SELECT key FROM evidence_nodes WHERE ns_id=? AND key >= 'e:' AND key < 'e;'",
+            record_nodes=("SELECT n.key FROM evidence_postings p JOIN evidence_nodes n ON n.nid = p.nid"
+                          " WHERE p.ns_id=? AND p.rid=?"),
+            node_counts="SELECT key, n_records FROM evidence_nodes WHERE ns_id=? AND key IN ({ids})",
+        )
+
+    @cached_property
+    def sparse(self) -> SparseSql:
+        from ..sparse import SparseSql
+
+        return SparseSql(
+            schema=(
+                ("CREATE TABLE IF NOT EXISTS sparse_vectors(rid INTEGER PRIMARY KEY, ns_id INTEGER NOT NULL,"
+                 " idx BLOB NOT NULL, val BLOB NOT NULL)"),
+                "CREATE INDEX IF NOT EXISTS sparse_vectors_ns ON sparse_vectors(ns_id, rid)",
+            ),
+            upsert="INSERT OR REPLACE INTO sparse_vectors(rid, ns_id, idx, val) VALUES(?,?,?,?)",
+            delete="DELETE FROM sparse_vectors WHERE ns_id=? AND rid=?",
+            drop="DELETE FROM sparse_vectors WHERE ns_id=?",
+            generation="SELECT generation FROM namespaces WHERE ns_id=?",
+            rows_after="SELECT rid, idx, val FROM sparse_vectors WHERE ns_id=? AND rid>? ORDER BY rid",
+        )
+
+    @cached_property
+    def catalog(self) -> CatalogSql:
+        from ..catalog import CatalogSql
+
+        return CatalogSql(
+            generations="SELECT generation, flags_generation FROM namespaces WHERE ns_id=?",
+            records_after=(
+                "SELECT rid, kind, anchor_rid, session_id, speaker, ref_ts, source_role, cold, valid_to, replaced"
+                " FROM records WHERE rid>? AND +ns_id=? ORDER BY rid"),
+            successors=("SELECT r.rid, s.rid FROM records r JOIN records s ON s.id = r.superseded_by"
+                        " WHERE r.ns_id=? AND r.superseded_by IS NOT NULL"),
+        )
+
+    @cached_property
+    def vector(self) -> VectorSql:
+        from ..vector import VectorSql
+
+        return VectorSql(
+            generation="SELECT generation FROM namespaces WHERE ns_id=?",
+            top_rid="SELECT MAX(rid) FROM embeddings WHERE ns_id=?",
+            rows_after="SELECT rid, dim, vector FROM embeddings WHERE ns_id=? AND rid>? ORDER BY rid",
+        )
+
+    @cached_property
+    def chroma(self) -> ChromaSql:
+        from ..chroma import ChromaSql
+
+        return ChromaSql(
+            truth="SELECT rid, ns_id, vector FROM embeddings WHERE dim=? AND embedder_id=?",
+            vectors="SELECT rid, vector FROM embeddings WHERE ns_id=? AND dim=? AND rid IN ({ids})",
+        )
+
 
 SQLITE = SqliteStatements()
 """The statements every SQLite connection of the store runs."""
