@@ -35,9 +35,9 @@ _F = TypeVar("_F")
 
 
 def _native(family: _F) -> _F:
-    for v in dataclasses.asdict(family).values():  # type: ignore[call-overload]
-        NATIVE.update([v] if isinstance(v, str) else [t for t in v if isinstance(t, str)] if isinstance(v, tuple)
-                      else [])
+    for value in dataclasses.asdict(family).values():  # type: ignore[call-overload]
+        texts = value if isinstance(value, tuple) else (value,)  # a DDL field holds several statements
+        NATIVE.update(t for t in texts if isinstance(t, str))
     return family
 
 
@@ -68,6 +68,9 @@ class PgStatements(Statements):
             count_all="SELECT COUNT(*) FROM {table}",
             count_ns="SELECT COUNT(*) FROM {table} WHERE ns_id=%s",
         ))
+
+    # The derived indexes' families. Their ``schema`` DDL is PostgreSQL's own here: ``pg/schema.py`` creates the
+    # truth store's tables only, each index creates its tables (identity columns, BIGINT, DOUBLE PRECISION, BYTEA).
 
     @cached_property
     def snapshots(self) -> SnapshotsSql:
