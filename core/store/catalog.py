@@ -17,8 +17,22 @@ import numpy as np
 from ..models import RecordKind
 from .base import CachedIndex, RecordBatch
 from .interface import Connection
+from .statements import sql_of
 
-__all__ = ["DERIVED_KINDS", "KIND_CODES", "Catalog", "RecordCatalog"]
+__all__ = ["DERIVED_KINDS", "KIND_CODES", "Catalog", "CatalogSql", "RecordCatalog"]
+
+
+@dataclass(frozen=True)
+class CatalogSql:
+    """The catalog's reads of the truth store, as each backend writes them (:mod:`memory_ext.store.statements`)."""
+
+    generations: str
+    """``(ns_id,)`` -> ``generation, flags_generation`` of the namespace."""
+    records_after: str
+    """``(rid, ns_id)`` -> ``rid, kind, anchor_rid, session_id, speaker, ref_ts, source_role, cold, valid_to,
+    replaced`` of the later records, by rid (a primary-key range)."""
+    successors: str
+    """``(ns_id,)`` -> ``rid, rid of its successor`` of every superseded record."""
 
 KIND_CODES = {kind.value: kind.code for kind in RecordKind}
 """Record kinds by code (:class:`~memory_ext.models.RecordKind` says which is which)."""
@@ -118,22 +132,19 @@ class RecordCatalog(CachedIndex[Catalog]):
 
     def get(self, conn: Connection, ns_id: int) -> Catalog:
         """The namespace's catalog, brought up to date (reads only rows newer than the cached ones)."""
-        row = conn.execute("SELECT generation, flags_generation FROM namespaces WHERE ns_id=?", (ns_id,)).fetchone()
+        sql = sql_of(conn).catalog
+        row = conn.execute(sql.generations, (ns_id,)).fetchone()
         generation = (int(row[0]), int(row[1])) if row else (0, 0)
         with self._lock:
             cat = self._cache.get(ns_id)
             if cat is None or cat.generation != generation:
                 cat = Catalog(generation=generation)
                 self._cache[ns_id] = cat
-            rows = conn.execute(
-                "SELECT rid, kind, anchor_rid, session_id, speaker, ref_ts, source_role, cold, valid_to, replaced"
-                " FROM records"
-                " WHERE rid>? AND +ns_id=? ORDER BY rid", (cat.last_rid, ns_id)).fetchall()  # a primary-key range
+            rows = conn.execute(sql.records_after, (cat.last_rid, ns_id)).fetchall()
             fresh = cat.last_rid == 0
             cat._append(rows)
             if fresh and len(cat):
-                pairs = conn.execute("SELECT r.rid, s.rid FROM records r JOIN records s ON s.id = r.superseded_by"
-                                     " WHERE r.ns_id=? AND r.superseded_by IS NOT NULL", (ns_id,)).fetchall()
+                pairs = conn.execute(sql.successors, (ns_id,)).fetchall()
                 if pairs:
                     arr = np.asarray(pairs, np.int64)
                     old, new = cat.pos_of(arr[:, 0]), cat.pos_of(arr[:, 1])

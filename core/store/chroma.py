@@ -59,6 +59,7 @@ import threading
 import warnings
 import zlib
 from collections.abc import Callable, Collection, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -67,6 +68,7 @@ import numpy as np
 from ..errors import ConfigError, EmbedderError, MissingDependencyError, StoreError
 from ..registry import vector_backends
 from .interface import Connection
+from .statements import sql_of
 from .vector import VectorBatches
 
 if TYPE_CHECKING:
@@ -75,7 +77,7 @@ if TYPE_CHECKING:
 
     from ..config import StorageConfig
 
-__all__ = ["MAX_IN_FILTER", "ChromaVectorIndex", "collection_name"]
+__all__ = ["MAX_IN_FILTER", "ChromaSql", "ChromaVectorIndex", "collection_name"]
 
 MAX_IN_FILTER = 1_000
 """Largest ``allowed`` set sent to Chroma as an ``$in`` filter; larger sets are applied in Python."""
@@ -88,6 +90,17 @@ _SCORE_TOLERANCE = 1e-3  # Chroma's float32 cosine vs ours; a foreign vector dif
 _HNSW_HEADER = struct.Struct("<iQQQQ")  # hnswlib header.bin: version, offsetLevel0, max_elements, count, slot size
 _HNSW_VERSION = 1  # hnswlib's PERSISTENCE_VERSION: the only layout scrub() knows
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ChromaSql:
+    """The Chroma index's reads of the truth store's ``embeddings``, as each backend writes them
+    (:mod:`memory_ext.store.statements`); Chroma's own ``chroma.sqlite3`` is read with ``sqlite3`` directly."""
+
+    truth: str
+    """``(dim, embedder_id)`` -> ``rid, ns_id, vector`` of every embedding of that dimension and embedder."""
+    vectors: str
+    """``{ids}`` template, ``(ns_id, dim, *rids)`` -> ``rid, vector``."""
 
 
 def collection_name(prefix: str, embedder_id: str, dim: int, store_id: str | None = None) -> str:
@@ -357,8 +370,9 @@ class ChromaVectorIndex(VectorBatches):
         """``{rid: (ns_id, vector blob)}`` of every vector of this dimension in the truth store."""
         if self._reader is None:
             raise StoreError("the chroma index was built without the truth store's reader")
-        return {int(r[0]): (int(r[1]), r[2]) for r in self._reader().execute(
-            "SELECT rid, ns_id, vector FROM embeddings WHERE dim=? AND embedder_id=?", (self.dim, self.embedder_id))
+        reader = self._reader()
+        return {int(r[0]): (int(r[1]), r[2]) for r in reader.execute(
+            sql_of(reader).chroma.truth, (self.dim, self.embedder_id))
             if isinstance(r[2], bytes) and len(r[2]) == 4 * self.dim}
 
     def _add_truth(self, truth: dict[int, tuple[int, bytes]], rids: Sequence[int]) -> None:
@@ -553,11 +567,10 @@ class ChromaVectorIndex(VectorBatches):
         dropped rather than trusted.
         """
         rows: dict[int, bytes] = {}
+        statements = sql_of(conn)
         for chunk in _batches([rid for rid, _ in hits], _SQL_CHUNK):
-            marks = ",".join("?" * len(chunk))
             rows.update((int(r[0]), r[1]) for r in conn.execute(
-                f"SELECT rid, vector FROM embeddings WHERE ns_id=? AND dim=? AND rid IN ({marks})",
-                (ns_id, self.dim, *chunk)))
+                statements.chroma.vectors.format(ids=statements.marks(len(chunk))), (ns_id, self.dim, *chunk)))
         if not rows:
             return []
         q_unit = q / max(float(np.linalg.norm(q)), 1e-12)

@@ -57,12 +57,14 @@ import numpy as np
 from ..text.entity_keys import key_extent, match_known
 from .base import CachedIndex, RecordBatch
 from .interface import Connection
-from .snapshots import chunks, marks, remove_indexed
+from .snapshots import chunks, remove_indexed
+from .statements import sql_of
 
 __all__ = [
     "KINDS",
     "EvidenceIndex",
     "EvidenceSnapshot",
+    "EvidenceSql",
     "day_key",
     "month_key",
     "span_days",
@@ -105,25 +107,60 @@ def span_months(start: date, end: date) -> list[date]:
 
 _MIN_DELTA: Final = 4096  # postings appended to a snapshot before it is rebuilt from the tables
 
-_SCHEMA: Final = (
-    """CREATE TABLE IF NOT EXISTS evidence_nodes(
-        nid INTEGER PRIMARY KEY AUTOINCREMENT,
-        ns_id INTEGER NOT NULL,
-        key TEXT NOT NULL,
-        n_records INTEGER NOT NULL,
-        UNIQUE(ns_id, key))""",
-    """CREATE TABLE IF NOT EXISTS evidence_postings(
-        pid INTEGER PRIMARY KEY AUTOINCREMENT,
-        ns_id INTEGER NOT NULL,
-        rid INTEGER NOT NULL,
-        nid INTEGER NOT NULL)""",
-    "CREATE UNIQUE INDEX IF NOT EXISTS evidence_postings_ns_rid ON evidence_postings(ns_id, rid, nid)",
-    """CREATE TABLE IF NOT EXISTS evidence_stats(
-        ns_id INTEGER PRIMARY KEY,
-        version INTEGER NOT NULL,
-        last_pid INTEGER NOT NULL,
-        n_records INTEGER NOT NULL)""",
-)
+@dataclass(frozen=True)
+class EvidenceSql:
+    """The statements of the ``evidence_`` tables, as each backend writes them
+    (:mod:`memory_ext.store.statements`). ``{ids}`` templates take
+    :meth:`~memory_ext.store.statements.Statements.marks` of the list's length."""
+
+    schema: tuple[str, ...]
+    """The three ``evidence_`` tables and the postings index (``IF NOT EXISTS``)."""
+    stats: str
+    """``(ns_id,)`` -> ``version, last_pid, n_records``."""
+    nodes: str
+    """``(ns_id,)`` -> ``nid, key`` of every node, by nid."""
+    postings: str
+    """``(ns_id,)`` -> ``nid, rid`` of every posting."""
+    postings_after: str
+    """``(pid, ns_id)`` -> ``rid, nid`` of the later postings, by pid."""
+    nodes_after: str
+    """``(nid, ns_id)`` -> ``nid, key`` of the later nodes, by nid."""
+    node_keys: str
+    """``{ids}`` template, ``(ns_id, *nids)`` -> ``nid, key``."""
+    upsert_node: str
+    """``(ns_id, key, n_records)``: a new node, or ``n_records`` added."""
+    node_ids: str
+    """``{ids}`` template, ``(ns_id, *keys)`` -> ``nid, key``."""
+    insert_posting: str
+    """``(ns_id, rid, nid)`` (``executemany``)."""
+    last_pid: str
+    """-> the highest posting id (of every namespace)."""
+    add_stats: str
+    """``(n_records, last_pid, ns_id)``: records added to the counters."""
+    insert_stats: str
+    """``(ns_id, last_pid, n_records)``: the namespace's first counters (version 0)."""
+    record_postings: str
+    """``{ids}`` template, ``(ns_id, *rids)`` -> ``rid, nid``."""
+    delete_record_postings: str
+    """``{ids}`` template, ``(ns_id, *rids)``."""
+    subtract_node: str
+    """``(n_records, ns_id, nid)`` (``executemany``)."""
+    delete_empty_nodes: str
+    """``{ids}`` template, ``(ns_id, *nids)``: those of the nodes left without records."""
+    remove_stats: str
+    """``(n_records, ns_id)``: records removed from the counters, a new version."""
+    drop_postings: str
+    """``(ns_id,)``."""
+    drop_nodes: str
+    """``(ns_id,)``."""
+    drop_stats: str
+    """``(ns_id,)``: the counters zeroed, a new version."""
+    entity_keys: str
+    """``(ns_id,)`` -> the keys of the ``e:`` nodes."""
+    record_nodes: str
+    """``(ns_id, rid)`` -> the node keys of one record."""
+    node_counts: str
+    """``{ids}`` template, ``(ns_id, *keys)`` -> ``key, n_records``."""
 
 
 # ------------------------------------------------------------------------------------------ SQL helpers
@@ -138,7 +175,7 @@ class _Stats:
 
 
 def _read_stats(conn: Connection, ns_id: int) -> _Stats | None:
-    row = conn.execute("SELECT version, last_pid, n_records FROM evidence_stats WHERE ns_id=?", (ns_id,)).fetchone()
+    row = conn.execute(sql_of(conn).evidence.stats, (ns_id,)).fetchone()
     return None if row is None else _Stats(int(row[0]), int(row[1]), int(row[2]))
 
 
@@ -210,13 +247,14 @@ class EvidenceSnapshot:
     def load(cls, conn: Connection, ns_id: int, stats: _Stats) -> EvidenceSnapshot:
         """Read all nodes and postings of ``ns_id`` (call inside one read transaction)."""
         snap = cls()
-        nodes = conn.execute("SELECT nid, key FROM evidence_nodes WHERE ns_id=? ORDER BY nid", (ns_id,)).fetchall()
+        sql = sql_of(conn).evidence
+        nodes = conn.execute(sql.nodes, (ns_id,)).fetchall()
         nids = np.fromiter((r[0] for r in nodes), np.int64, len(nodes))
         snap.keys = [r[1] for r in nodes]
         snap.index = {k: i for i, k in enumerate(snap.keys)}
         snap.last_nid = int(nids[-1]) if len(nids) else 0
         snap._note_keys(snap.keys)
-        rows = conn.execute("SELECT nid, rid FROM evidence_postings WHERE ns_id=?", (ns_id,)).fetchall()
+        rows = conn.execute(sql.postings, (ns_id,)).fetchall()
         arr = np.array(rows, np.int64).reshape(-1, 2)
         pos = np.searchsorted(nids, arr[:, 0])
         ok = pos < len(nids)
@@ -235,8 +273,9 @@ class EvidenceSnapshot:
         (a delete, a record added with a rid below the newest one loaded, a large delta)."""
         if stats.version != self.version or stats.last_pid < self.last_pid:
             return None
-        rows = conn.execute("SELECT rid, nid FROM evidence_postings WHERE pid>? AND +ns_id=? ORDER BY pid",
-                            (self.last_pid, ns_id)).fetchall()
+        statements = sql_of(conn)
+        sql = statements.evidence
+        rows = conn.execute(sql.postings_after, (self.last_pid, ns_id)).fetchall()
         n_delta = self._n_delta + len(rows)
         if n_delta > max(_MIN_DELTA, len(self._rec) // 4):
             return None
@@ -244,8 +283,7 @@ class EvidenceSnapshot:
         if (self.n_records + len(new_rids) != stats.n_records
                 or (new_rids and len(self.rids) and new_rids[0] <= int(self.rids[-1]))):
             return None
-        nodes = conn.execute("SELECT nid, key FROM evidence_nodes WHERE nid>? AND +ns_id=? ORDER BY nid",
-                             (self.last_nid, ns_id)).fetchall()
+        nodes = conn.execute(sql.nodes_after, (self.last_nid, ns_id)).fetchall()
         snap = EvidenceSnapshot()
         snap._ptr, snap._rec = self._ptr, self._rec
         snap.max_tokens, snap.max_cjk = self.max_tokens, self.max_cjk
@@ -261,8 +299,7 @@ class EvidenceSnapshot:
         idx_of = {int(n): len(self.keys) + i for i, (n, _) in enumerate(nodes)}
         missing = sorted({int(n) for _, n in rows} - idx_of.keys())
         for part in chunks(missing):
-            for nid, key in conn.execute(f"SELECT nid, key FROM evidence_nodes WHERE ns_id=? AND nid IN "
-                                         f"{marks(len(part))}", (ns_id, *part)):
+            for nid, key in conn.execute(sql.node_keys.format(ids=statements.marks(len(part))), (ns_id, *part)):
                 i = self.index.get(key)
                 if i is not None:
                     idx_of[int(nid)] = i
@@ -348,7 +385,7 @@ class EvidenceIndex(CachedIndex["EvidenceSnapshot"]):
     @staticmethod
     def create_schema(conn: Connection) -> None:
         """Create the ``evidence_`` tables and indexes if they do not exist (no commit)."""
-        for statement in _SCHEMA:
+        for statement in sql_of(conn).evidence.schema:
             conn.execute(statement)
 
     # ------------------------------------------------------------------------------------------ writes
@@ -371,27 +408,18 @@ class EvidenceIndex(CachedIndex["EvidenceSnapshot"]):
         if not latest:
             return
         df = Counter(k for keys in latest.values() for k in keys)
-        conn.executemany(
-            "INSERT INTO evidence_nodes(ns_id, key, n_records) VALUES (?,?,?)"
-            " ON CONFLICT(ns_id, key) DO UPDATE SET n_records = evidence_nodes.n_records + excluded.n_records",
-            [(ns_id, k, n) for k, n in df.items()],
-        )
+        statements = sql_of(conn)
+        sql = statements.evidence
+        conn.executemany(sql.upsert_node, [(ns_id, k, n) for k, n in df.items()])
         nid_of: dict[str, int] = {}
         for part in chunks(list(df)):
-            for nid, key in conn.execute(
-                f"SELECT nid, key FROM evidence_nodes WHERE ns_id=? AND key IN {marks(len(part))}", (ns_id, *part)
-            ):
+            for nid, key in conn.execute(sql.node_ids.format(ids=statements.marks(len(part))), (ns_id, *part)):
                 nid_of[key] = int(nid)
-        conn.executemany(
-            "INSERT INTO evidence_postings(ns_id, rid, nid) VALUES (?,?,?)",
-            [(ns_id, rid, nid_of[k]) for rid in sorted(latest) for k in latest[rid]],
-        )
-        last_pid = int(conn.execute("SELECT max(pid) FROM evidence_postings").fetchone()[0])
-        cur = conn.execute("UPDATE evidence_stats SET n_records = n_records + ?, last_pid=? WHERE ns_id=?",
-                           (len(latest), last_pid, ns_id))
+        conn.executemany(sql.insert_posting, [(ns_id, rid, nid_of[k]) for rid in sorted(latest) for k in latest[rid]])
+        last_pid = int(conn.execute(sql.last_pid).fetchone()[0])
+        cur = conn.execute(sql.add_stats, (len(latest), last_pid, ns_id))
         if cur.rowcount == 0:
-            conn.execute("INSERT INTO evidence_stats(ns_id, version, last_pid, n_records) VALUES (?,0,?,?)",
-                         (ns_id, last_pid, len(latest)))
+            conn.execute(sql.insert_stats, (ns_id, last_pid, len(latest)))
 
     def remove(self, conn: Connection, ns_id: int, rids: Sequence[int]) -> None:
         """Delete the records ``rids`` of ``ns_id`` inside the caller's transaction; nodes left without a record
@@ -399,31 +427,30 @@ class EvidenceIndex(CachedIndex["EvidenceSnapshot"]):
         wanted = sorted({int(r) for r in rids})
         gone: set[int] = set()
         df: Counter[int] = Counter()
+        statements = sql_of(conn)
+        sql = statements.evidence
+        marks = statements.marks
         for part in chunks(wanted):
-            for rid, nid in conn.execute(
-                f"SELECT rid, nid FROM evidence_postings WHERE ns_id=? AND rid IN {marks(len(part))}", (ns_id, *part)
-            ):
+            for rid, nid in conn.execute(sql.record_postings.format(ids=marks(len(part))), (ns_id, *part)):
                 gone.add(int(rid))
                 df[int(nid)] += 1
         if not gone:
             return
         for part in chunks(sorted(gone)):
-            conn.execute(f"DELETE FROM evidence_postings WHERE ns_id=? AND rid IN {marks(len(part))}", (ns_id, *part))
-        conn.executemany("UPDATE evidence_nodes SET n_records = n_records - ? WHERE ns_id=? AND nid=?",
-                         [(n, ns_id, nid) for nid, n in df.items()])
+            conn.execute(sql.delete_record_postings.format(ids=marks(len(part))), (ns_id, *part))
+        conn.executemany(sql.subtract_node, [(n, ns_id, nid) for nid, n in df.items()])
         for part in chunks(sorted(df)):
-            conn.execute(f"DELETE FROM evidence_nodes WHERE ns_id=? AND nid IN {marks(len(part))} AND n_records <= 0",
-                         (ns_id, *part))
-        conn.execute("UPDATE evidence_stats SET n_records = max(n_records - ?, 0), version = version + 1"
-                     " WHERE ns_id=?", (len(gone), ns_id))
+            conn.execute(sql.delete_empty_nodes.format(ids=marks(len(part))), (ns_id, *part))
+        conn.execute(sql.remove_stats, (len(gone), ns_id))
         self.invalidate(ns_id)
 
     def drop_namespace(self, conn: Connection, ns_id: int) -> None:
         """Delete every node and posting of ``ns_id`` inside the caller's transaction (the stats row stays,
         zeroed with a new version, so other processes holding a snapshot notice)."""
-        conn.execute("DELETE FROM evidence_postings WHERE ns_id=?", (ns_id,))
-        conn.execute("DELETE FROM evidence_nodes WHERE ns_id=?", (ns_id,))
-        conn.execute("UPDATE evidence_stats SET n_records=0, version = version + 1 WHERE ns_id=?", (ns_id,))
+        sql = sql_of(conn).evidence
+        conn.execute(sql.drop_postings, (ns_id,))
+        conn.execute(sql.drop_nodes, (ns_id,))
+        conn.execute(sql.drop_stats, (ns_id,))
         self.invalidate(ns_id)
 
     # ------------------------------------------------------------------------------------------- reads
@@ -431,7 +458,7 @@ class EvidenceIndex(CachedIndex["EvidenceSnapshot"]):
     @staticmethod
     def known_entities(conn: Connection, ns_id: int) -> set[str]:
         """The entity keys of ``ns_id`` (from its ``e:`` nodes)."""
-        rows = conn.execute("SELECT key FROM evidence_nodes WHERE ns_id=? AND key >= 'e:' AND key < 'e;'", (ns_id,))
+        rows = conn.execute(sql_of(conn).evidence.entity_keys, (ns_id,))
         return {r[0][2:] for r in rows}
 
     @staticmethod
@@ -443,19 +470,16 @@ class EvidenceIndex(CachedIndex["EvidenceSnapshot"]):
     @staticmethod
     def nodes_of(conn: Connection, ns_id: int, rid: int) -> list[str]:
         """The node keys of record ``rid`` of ``ns_id``, sorted."""
-        return sorted(r[0] for r in conn.execute(
-            "SELECT n.key FROM evidence_postings p JOIN evidence_nodes n ON n.nid = p.nid"
-            " WHERE p.ns_id=? AND p.rid=?", (ns_id, int(rid))))
+        return sorted(r[0] for r in conn.execute(sql_of(conn).evidence.record_nodes, (ns_id, int(rid))))
 
     @staticmethod
     def node_info(conn: Connection, ns_id: int, keys: Sequence[str]) -> dict[str, int]:
         """key -> number of records, for the nodes of ``ns_id`` among ``keys``."""
         out: dict[str, int] = {}
+        statements = sql_of(conn)
         for part in chunks(list(dict.fromkeys(keys))):
-            for key, n in conn.execute(
-                f"SELECT key, n_records FROM evidence_nodes WHERE ns_id=? AND key IN {marks(len(part))}",
-                (ns_id, *part),
-            ):
+            for key, n in conn.execute(statements.evidence.node_counts.format(ids=statements.marks(len(part))),
+                                       (ns_id, *part)):
                 out[key] = int(n)
         return out
 

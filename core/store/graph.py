@@ -68,46 +68,88 @@ from ..text.entities import extract_entities
 from ..text.entity_keys import entity_key, key_extent, match_known, record_entities
 from .base import CachedIndex, RecordBatch
 from .interface import Connection
-from .snapshots import SQL_CHUNK, chunks, marks, remove_indexed
+from .snapshots import SQL_CHUNK, chunks, remove_indexed
+from .statements import sql_of
 
-__all__ = ["EntityGraph", "GraphSnapshot", "entity_key", "record_entities"]
+__all__ = ["EntityGraph", "GraphSnapshot", "GraphSql", "entity_key", "record_entities"]
 
 _DAY_S: Final = 86_400.0
 
 
 # ------------------------------------------------------------------------------------------- SQL helpers
 
-_SCHEMA: Final = (
-    """CREATE TABLE IF NOT EXISTS graph_entities(
-        eid INTEGER PRIMARY KEY AUTOINCREMENT,
-        ns_id INTEGER NOT NULL,
-        key TEXT NOT NULL,
-        name TEXT NOT NULL,
-        n_records INTEGER NOT NULL,
-        UNIQUE(ns_id, key))""",
-    """CREATE TABLE IF NOT EXISTS graph_postings(
-        ns_id INTEGER NOT NULL,
-        eid INTEGER NOT NULL,
-        rid INTEGER NOT NULL,
-        ts REAL,
-        PRIMARY KEY(ns_id, eid, rid)) WITHOUT ROWID""",
-    "CREATE INDEX IF NOT EXISTS graph_postings_ns_rid ON graph_postings(ns_id, rid)",
-    """CREATE TABLE IF NOT EXISTS graph_edges(
-        ns_id INTEGER NOT NULL,
-        a INTEGER NOT NULL,
-        b INTEGER NOT NULL,
-        count INTEGER NOT NULL,
-        last_ts REAL,
-        PRIMARY KEY(ns_id, a, b)) WITHOUT ROWID""",
-    "CREATE INDEX IF NOT EXISTS graph_edges_ns_b ON graph_edges(ns_id, b)",
-    """CREATE TABLE IF NOT EXISTS graph_stats(
-        ns_id INTEGER PRIMARY KEY,
-        version INTEGER NOT NULL,
-        last_eid INTEGER NOT NULL,
-        n_records INTEGER NOT NULL,
-        max_ts REAL)""",
-)
+@dataclass(frozen=True)
+class GraphSql:
+    """The statements of the ``graph_`` tables, as each backend writes them (:mod:`memory_ext.store.statements`).
 
+    ``{ids}`` templates take :meth:`~memory_ext.store.statements.Statements.marks` of the list's length."""
+
+    schema: tuple[str, ...]
+    """The four ``graph_`` tables and their indexes (``IF NOT EXISTS``)."""
+    stats: str
+    """``(ns_id,)`` -> ``version, last_eid, n_records, max_ts``."""
+    entities: str
+    """``(ns_id,)`` -> ``eid, name, n_records`` of every entity, by eid."""
+    postings: str
+    """``(ns_id,)`` -> ``eid, rid, ts IS NULL, coalesce(ts, 0.0)`` of every posting."""
+    edges: str
+    """``(ns_id,)`` -> ``a, b, count, last_ts IS NULL, coalesce(last_ts, 0.0)`` of every edge."""
+    postings_after: str
+    """``(ns_id, rid)`` -> ``rid, eid, ts`` of the postings of later records, by rid and eid."""
+    entities_after: str
+    """``(ns_id, eid)`` -> ``eid, name`` of the later entities, by eid."""
+    insert_posting: str
+    """``(ns_id, eid, rid, ts)`` (``executemany``)."""
+    upsert_edge: str
+    """``(ns_id, a, b, count, last_ts)``: a new edge, or ``count`` added and ``last_ts`` the latest."""
+    add_stats: str
+    """``(n_records, last_eid, max_ts, max_ts, max_ts, ns_id)``: records added to the counters."""
+    insert_stats: str
+    """``(ns_id, last_eid, n_records, max_ts)``: the namespace's first counters (version 0)."""
+    upsert_entity: str
+    """``(ns_id, key, name, n_records)``: a new entity, or ``n_records`` added."""
+    entity_ids: str
+    """``{ids}`` template, ``(ns_id, *keys)`` -> ``eid, key``."""
+    record_postings: str
+    """``{ids}`` template, ``(ns_id, *rids)`` -> ``eid, rid, ts``."""
+    delete_record_postings: str
+    """``{ids}`` template, ``(ns_id, *rids)``."""
+    subtract_edge: str
+    """``(count, ns_id, a, b)`` (``executemany``)."""
+    delete_empty_edges: str
+    """``(ns_id,)``: the edges left with no record."""
+    edge_last_ts: str
+    """``(ns_id, a, b)`` -> ``last_ts``."""
+    pair_last_ts: str
+    """``(b, ns_id, a)`` -> the latest posting time of the records naming both ``a`` and ``b``."""
+    set_edge_last_ts: str
+    """``(last_ts, ns_id, a, b)``."""
+    subtract_entity: str
+    """``(n_records, ns_id, eid)`` (``executemany``)."""
+    orphan_entities: str
+    """``{ids}`` template, ``(ns_id, *eids)`` -> the eids among them left without records."""
+    delete_entity_edges: str
+    """``{ids}`` template (twice), ``(ns_id, *eids, *eids)``: the edges of those entities."""
+    delete_entity_postings: str
+    """``{ids}`` template, ``(ns_id, *eids)``."""
+    delete_entities: str
+    """``{ids}`` template, ``(ns_id, *eids)``."""
+    max_ts: str
+    """``(ns_id,)`` -> the newest posting time."""
+    remove_stats: str
+    """``(n_records, max_ts, ns_id)``: records removed from the counters, a new version."""
+    drop_edges: str
+    """``(ns_id,)``."""
+    drop_postings: str
+    """``(ns_id,)``."""
+    drop_entities: str
+    """``(ns_id,)``."""
+    drop_stats: str
+    """``(ns_id,)``: the counters zeroed, a new version."""
+    entity_keys: str
+    """``(ns_id,)`` -> ``eid, key`` of every entity."""
+    entity_keys_after: str
+    """``(ns_id, eid)`` -> ``eid, key`` of the later entities."""
 
 
 def _max_ts(a: float | None, b: float | None) -> float | None:
@@ -125,9 +167,7 @@ class _Stats:
 
 
 def _read_stats(conn: Connection, ns_id: int) -> _Stats | None:
-    row = conn.execute(
-        "SELECT version, last_eid, n_records, max_ts FROM graph_stats WHERE ns_id=?", (ns_id,)
-    ).fetchone()
+    row = conn.execute(sql_of(conn).graph.stats, (ns_id,)).fetchone()
     return None if row is None else _Stats(int(row[0]), int(row[1]), int(row[2]), row[3])
 
 
@@ -239,16 +279,15 @@ class GraphSnapshot:
     def load(cls, conn: Connection, ns_id: int, stats: _Stats, half_life_s: float) -> GraphSnapshot:
         """Read the whole graph of ``ns_id`` (call inside one read transaction)."""
         snap = cls(half_life_s)
-        ent = conn.execute("SELECT eid, name, n_records FROM graph_entities WHERE ns_id=? ORDER BY eid",
-                           (ns_id,)).fetchall()
+        sql = sql_of(conn).graph
+        ent = conn.execute(sql.entities, (ns_id,)).fetchall()
         snap.eids = np.fromiter((r[0] for r in ent), np.int64, len(ent))
         snap.names = [r[1] for r in ent]
         snap.df = np.fromiter((r[2] for r in ent), np.int64, len(ent))
         snap.index = dict(zip(snap.eids.tolist(), range(len(ent)), strict=True))
         n_ent = len(ent)
 
-        rows = conn.execute("SELECT eid, rid, ts IS NULL, coalesce(ts, 0.0) FROM graph_postings WHERE ns_id=?",
-                            (ns_id,)).fetchall()
+        rows = conn.execute(sql.postings, (ns_id,)).fetchall()
         arr = np.array(rows, np.float64).reshape(-1, 4)
         p_eid, rid = arr[:, 0].astype(np.int64), arr[:, 1].astype(np.int64)
         ts = np.where(arr[:, 2] != 0, np.nan, arr[:, 3])
@@ -260,8 +299,7 @@ class GraphSnapshot:
         order = np.lexsort((-rec, -_ts_key(ts), pidx))  # per entity: ts DESC (NULL last), rid DESC
         snap._p_ptr, snap._p_rec, snap._p_ts = _csr(pidx[order], n_ent), rec[order], ts[order]
 
-        rows = conn.execute("SELECT a, b, count, last_ts IS NULL, coalesce(last_ts, 0.0) FROM graph_edges"
-                            " WHERE ns_id=?", (ns_id,)).fetchall()
+        rows = conn.execute(sql.edges, (ns_id,)).fetchall()
         arr = np.array(rows, np.float64).reshape(-1, 5)
         a = np.searchsorted(snap.eids, arr[:, 0].astype(np.int64))
         b = np.searchsorted(snap.eids, arr[:, 1].astype(np.int64))
@@ -284,8 +322,8 @@ class GraphSnapshot:
         """
         if stats.version != self.version:
             return None
-        rows = conn.execute("SELECT rid, eid, ts FROM graph_postings WHERE ns_id=? AND rid>? ORDER BY rid, eid",
-                            (ns_id, self.max_rid)).fetchall()
+        sql = sql_of(conn).graph
+        rows = conn.execute(sql.postings_after, (ns_id, self.max_rid)).fetchall()
         by_rid: dict[int, tuple[list[int], float]] = {}
         for rid, e, ts in rows:
             got = by_rid.get(rid)
@@ -296,8 +334,7 @@ class GraphSnapshot:
         if (self.n_records + len(by_rid) != stats.n_records
                 or n_delta > max(_MIN_DELTA, len(self._p_rec) // 4)):
             return None
-        new_ent = conn.execute("SELECT eid, name FROM graph_entities WHERE ns_id=? AND eid>? ORDER BY eid",
-                               (ns_id, self.last_eid)).fetchall()
+        new_ent = conn.execute(sql.entities_after, (ns_id, self.last_eid)).fetchall()
         snap = GraphSnapshot(self._half_life_s)
         snap._p_ptr, snap._p_rec, snap._p_ts = self._p_ptr, self._p_rec, self._p_ts
         snap._a_ptr, snap._a_dst, snap._a_cnt, snap._a_ts = self._a_ptr, self._a_dst, self._a_cnt, self._a_ts
@@ -469,7 +506,7 @@ class EntityGraph(CachedIndex["GraphSnapshot"]):
     @staticmethod
     def create_schema(conn: Connection) -> None:
         """Create the ``graph_`` tables and indexes if they do not exist (no commit)."""
-        for statement in _SCHEMA:
+        for statement in sql_of(conn).graph.schema:
             conn.execute(statement)
 
     def index(self, conn: Connection, ns_id: int, batch: RecordBatch) -> None:
@@ -501,9 +538,10 @@ class EntityGraph(CachedIndex["GraphSnapshot"]):
         if not latest:
             return
 
+        sql = sql_of(conn).graph
         eid_of = self._upsert_entities(conn, ns_id, latest)
         postings = [(ns_id, eid_of[k], rid, ts) for rid, (keys, ts) in latest.items() for k in keys]
-        conn.executemany("INSERT INTO graph_postings(ns_id, eid, rid, ts) VALUES (?,?,?,?)", postings)
+        conn.executemany(sql.insert_posting, postings)
 
         pairs: Counter[tuple[int, int]] = Counter()
         pair_ts: dict[tuple[int, int], float | None] = {}
@@ -513,29 +551,15 @@ class EntityGraph(CachedIndex["GraphSnapshot"]):
                 for b in eids[i + 1 :]:
                     pairs[a, b] += 1
                     pair_ts[a, b] = _max_ts(pair_ts.get((a, b)), ts)
-        conn.executemany(
-            "INSERT INTO graph_edges(ns_id, a, b, count, last_ts) VALUES (?,?,?,?,?)"
-            " ON CONFLICT(ns_id, a, b) DO UPDATE SET count = graph_edges.count + excluded.count,"
-            " last_ts = CASE WHEN graph_edges.last_ts IS NULL THEN excluded.last_ts WHEN excluded.last_ts IS NULL"
-            " THEN graph_edges.last_ts ELSE max(graph_edges.last_ts, excluded.last_ts) END",
-            [(ns_id, a, b, n, pair_ts[a, b]) for (a, b), n in pairs.items()],
-        )
+        conn.executemany(sql.upsert_edge, [(ns_id, a, b, n, pair_ts[a, b]) for (a, b), n in pairs.items()])
 
         new_max = None
         for _, ts in latest.values():
             new_max = _max_ts(new_max, ts)
         last_eid = max(eid_of.values())
-        cur = conn.execute(
-            "UPDATE graph_stats SET n_records = n_records + ?, last_eid = max(last_eid, ?),"
-            " max_ts = CASE WHEN max_ts IS NULL THEN ? WHEN ? IS NULL THEN max_ts ELSE max(max_ts, ?) END"
-            " WHERE ns_id=?",
-            (len(latest), last_eid, new_max, new_max, new_max, ns_id),
-        )
+        cur = conn.execute(sql.add_stats, (len(latest), last_eid, new_max, new_max, new_max, ns_id))
         if cur.rowcount == 0:
-            conn.execute(
-                "INSERT INTO graph_stats(ns_id, version, last_eid, n_records, max_ts) VALUES (?,0,?,?,?)",
-                (ns_id, last_eid, len(latest), new_max),
-            )
+            conn.execute(sql.insert_stats, (ns_id, last_eid, len(latest), new_max))
 
     @staticmethod
     def _upsert_entities(
@@ -548,18 +572,14 @@ class EntityGraph(CachedIndex["GraphSnapshot"]):
             for key, name in keys.items():
                 df[key] += 1
                 display.setdefault(key, name)
-        conn.executemany(
-            "INSERT INTO graph_entities(ns_id, key, name, n_records) VALUES (?,?,?,?)"
-            " ON CONFLICT(ns_id, key) DO UPDATE SET n_records = graph_entities.n_records + excluded.n_records",
-            [(ns_id, key, display[key], n) for key, n in df.items()],
-        )
+        statements = sql_of(conn)
+        sql = statements.graph
+        conn.executemany(sql.upsert_entity, [(ns_id, key, display[key], n) for key, n in df.items()])
         eid_of: dict[str, int] = {}
         keys_list = list(df)
         for i in range(0, len(keys_list), SQL_CHUNK):
             part = keys_list[i : i + SQL_CHUNK]
-            for eid, key in conn.execute(
-                f"SELECT eid, key FROM graph_entities WHERE ns_id=? AND key IN {marks(len(part))}", (ns_id, *part)
-            ):
+            for eid, key in conn.execute(sql.entity_ids.format(ids=statements.marks(len(part))), (ns_id, *part)):
                 eid_of[key] = int(eid)
         return eid_of
 
@@ -571,12 +591,12 @@ class EntityGraph(CachedIndex["GraphSnapshot"]):
         without records are deleted with their names. Unknown rids are ignored.
         """
         wanted = sorted({int(r) for r in rids})
+        statements = sql_of(conn)
+        sql = statements.graph
+        marks = statements.marks
         by_rid: dict[int, list[tuple[int, float | None]]] = defaultdict(list)
         for part in chunks(wanted):
-            for eid, rid, ts in conn.execute(
-                f"SELECT eid, rid, ts FROM graph_postings WHERE ns_id=? AND rid IN {marks(len(part))}",
-                (ns_id, *part),
-            ):
+            for eid, rid, ts in conn.execute(sql.record_postings.format(ids=marks(len(part))), (ns_id, *part)):
                 by_rid[int(rid)].append((int(eid), ts))
         if not by_rid:
             return
@@ -593,48 +613,28 @@ class EntityGraph(CachedIndex["GraphSnapshot"]):
                     pair_ts[a, b] = _max_ts(pair_ts.get((a, b)), ts)
         gone = sorted(by_rid)
         for part in chunks(gone):
-            conn.execute(f"DELETE FROM graph_postings WHERE ns_id=? AND rid IN {marks(len(part))}", (ns_id, *part))
+            conn.execute(sql.delete_record_postings.format(ids=marks(len(part))), (ns_id, *part))
 
-        conn.executemany(
-            "UPDATE graph_edges SET count = count - ? WHERE ns_id=? AND a=? AND b=?",
-            [(n, ns_id, a, b) for (a, b), n in pairs.items()],
-        )
-        conn.execute("DELETE FROM graph_edges WHERE ns_id=? AND count <= 0", (ns_id,))
+        conn.executemany(sql.subtract_edge, [(n, ns_id, a, b) for (a, b), n in pairs.items()])
+        conn.execute(sql.delete_empty_edges, (ns_id,))
         for (a, b), ts in pair_ts.items():
-            row = conn.execute(
-                "SELECT last_ts FROM graph_edges WHERE ns_id=? AND a=? AND b=?", (ns_id, a, b)
-            ).fetchone()
+            row = conn.execute(sql.edge_last_ts, (ns_id, a, b)).fetchone()
             if row is not None and row[0] is not None and ts is not None and ts >= row[0]:
-                latest = conn.execute(
-                    "SELECT max(p.ts) FROM graph_postings p JOIN graph_postings q"
-                    " ON q.ns_id = p.ns_id AND q.eid = ? AND q.rid = p.rid WHERE p.ns_id=? AND p.eid=?",
-                    (b, ns_id, a),
-                ).fetchone()[0]
-                conn.execute(
-                    "UPDATE graph_edges SET last_ts=? WHERE ns_id=? AND a=? AND b=?", (latest, ns_id, a, b)
-                )
+                latest = conn.execute(sql.pair_last_ts, (b, ns_id, a)).fetchone()[0]
+                conn.execute(sql.set_edge_last_ts, (latest, ns_id, a, b))
 
-        conn.executemany(
-            "UPDATE graph_entities SET n_records = n_records - ? WHERE ns_id=? AND eid=?",
-            [(n, ns_id, eid) for eid, n in df.items()],
-        )
+        conn.executemany(sql.subtract_entity, [(n, ns_id, eid) for eid, n in df.items()])
         orphans: list[int] = []
         for part in chunks(sorted(df)):
-            orphans += [int(r[0]) for r in conn.execute(
-                f"SELECT eid FROM graph_entities WHERE ns_id=? AND eid IN {marks(len(part))} AND n_records <= 0",
-                (ns_id, *part))]
+            orphans += [int(r[0]) for r in conn.execute(sql.orphan_entities.format(ids=marks(len(part))),
+                                                        (ns_id, *part))]
         for part in chunks(orphans):
-            clause = marks(len(part))
-            conn.execute(f"DELETE FROM graph_edges WHERE ns_id=? AND (a IN {clause} OR b IN {clause})",
-                         (ns_id, *part, *part))
-            conn.execute(f"DELETE FROM graph_postings WHERE ns_id=? AND eid IN {clause}", (ns_id, *part))
-            conn.execute(f"DELETE FROM graph_entities WHERE ns_id=? AND eid IN {clause}", (ns_id, *part))
-        max_ts = conn.execute("SELECT max(ts) FROM graph_postings WHERE ns_id=?", (ns_id,)).fetchone()[0]
-        conn.execute(
-            "UPDATE graph_stats SET n_records = max(n_records - ?, 0), max_ts=?, version = version + 1"
-            " WHERE ns_id=?",
-            (len(by_rid), max_ts, ns_id),
-        )
+            ids = marks(len(part))
+            conn.execute(sql.delete_entity_edges.format(ids=ids), (ns_id, *part, *part))
+            conn.execute(sql.delete_entity_postings.format(ids=ids), (ns_id, *part))
+            conn.execute(sql.delete_entities.format(ids=ids), (ns_id, *part))
+        max_ts = conn.execute(sql.max_ts, (ns_id,)).fetchone()[0]
+        conn.execute(sql.remove_stats, (len(by_rid), max_ts, ns_id))
         self.invalidate(ns_id)
 
     def drop_namespace(self, conn: Connection, ns_id: int) -> None:
@@ -643,12 +643,11 @@ class EntityGraph(CachedIndex["GraphSnapshot"]):
         The ``graph_stats`` row stays (counters only, zeroed with a new version) so that other processes
         holding a cached copy notice the drop.
         """
-        conn.execute("DELETE FROM graph_edges WHERE ns_id=?", (ns_id,))
-        conn.execute("DELETE FROM graph_postings WHERE ns_id=?", (ns_id,))
-        conn.execute("DELETE FROM graph_entities WHERE ns_id=?", (ns_id,))
-        conn.execute(
-            "UPDATE graph_stats SET n_records=0, max_ts=NULL, version = version + 1 WHERE ns_id=?", (ns_id,)
-        )
+        sql = sql_of(conn).graph
+        conn.execute(sql.drop_edges, (ns_id,))
+        conn.execute(sql.drop_postings, (ns_id,))
+        conn.execute(sql.drop_entities, (ns_id,))
+        conn.execute(sql.drop_stats, (ns_id,))
         self.invalidate(ns_id)
 
     # ------------------------------------------------------------------------------------------ reads
@@ -704,11 +703,9 @@ class EntityGraph(CachedIndex["GraphSnapshot"]):
                 return cache
             if cache is None or cache.version != stats.version:
                 cache = _KeyCache(version=stats.version)
-                rows = conn.execute("SELECT eid, key FROM graph_entities WHERE ns_id=?", (ns_id,))
+                rows = conn.execute(sql_of(conn).graph.entity_keys, (ns_id,))
             else:  # only appends since the last load: read the new entities
-                rows = conn.execute(
-                    "SELECT eid, key FROM graph_entities WHERE ns_id=? AND eid>?", (ns_id, cache.last_eid)
-                )
+                rows = conn.execute(sql_of(conn).graph.entity_keys_after, (ns_id, cache.last_eid))
             cache.load(rows)
             cache.last_eid = max(cache.last_eid, stats.last_eid)
             self._keys[ns_id] = cache

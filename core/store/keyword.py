@@ -49,9 +49,10 @@ from ..errors import ConfigError, InvalidQueryError
 from ..text.tokenize import tokenize
 from .base import CachedIndex, RecordBatch
 from .interface import Connection
-from .snapshots import chunks, marks, remove_indexed
+from .snapshots import chunks, remove_indexed
+from .statements import sql_of
 
-__all__ = ["KeywordIndex", "bm25_idf", "bm25_tf_weight", "okapi_idf_floor", "term_hash"]
+__all__ = ["KeywordIndex", "KeywordSql", "bm25_idf", "bm25_tf_weight", "okapi_idf_floor", "term_hash"]
 
 _TAIL_MERGE = 65_536  # postings kept unsorted before they are merged into the CSR matrix
 
@@ -130,25 +131,34 @@ def term_hash(term: str) -> int:
 
 # ------------------------------------------------------------------------------------------ SQL helpers
 
-_SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS kw_docs(
-        seq INTEGER PRIMARY KEY AUTOINCREMENT,
-        ns_id INTEGER NOT NULL,
-        rid INTEGER NOT NULL,
-        len INTEGER NOT NULL,
-        terms BLOB NOT NULL,
-        tfs BLOB NOT NULL,
-        UNIQUE(ns_id, rid))""",
-    "CREATE INDEX IF NOT EXISTS kw_docs_ns_seq ON kw_docs(ns_id, seq)",
-    """CREATE TABLE IF NOT EXISTS kw_stats(
-        ns_id INTEGER PRIMARY KEY,
-        n_docs INTEGER NOT NULL,
-        total_len INTEGER NOT NULL,
-        last_seq INTEGER NOT NULL,
-        version INTEGER NOT NULL)""",
-)
+@dataclass(frozen=True)
+class KeywordSql:
+    """The statements of the ``kw_`` tables, as each backend writes them (:mod:`memory_ext.store.statements`)."""
 
-_LOAD_SQL = "SELECT rid, len, terms, tfs FROM kw_docs WHERE ns_id=? AND seq>? AND seq<=? ORDER BY seq"
+    schema: tuple[str, ...]
+    """The ``kw_docs`` and ``kw_stats`` tables and their index (``IF NOT EXISTS``)."""
+    stats: str
+    """``(ns_id,)`` -> ``n_docs, total_len, last_seq, version``."""
+    load: str
+    """``(ns_id, after_seq, up_to_seq)`` -> ``rid, len, terms, tfs`` of those documents, by ``seq``."""
+    insert_doc: str
+    """``(ns_id, rid, len, terms, tfs)`` (``executemany``)."""
+    last_seq: str
+    """``(ns_id,)`` -> the highest ``seq`` of the namespace."""
+    add_stats: str
+    """``(n_docs, total_len, last_seq, ns_id)``: documents added to the counters."""
+    insert_stats: str
+    """``(ns_id, n_docs, total_len, last_seq)``: the namespace's first counters (version 0)."""
+    count_docs: str
+    """``{ids}`` template, ``(ns_id, *rids)`` -> ``count, total length`` of those documents."""
+    delete_docs: str
+    """``{ids}`` template, ``(ns_id, *rids)``."""
+    remove_stats: str
+    """``(n_docs, total_len, ns_id)``: documents removed from the counters, a new version."""
+    drop_docs: str
+    """``(ns_id,)``: every document of the namespace."""
+    drop_stats: str
+    """``(ns_id,)``: the counters zeroed, a new version."""
 
 
 @dataclass(frozen=True)
@@ -160,9 +170,7 @@ class _Stats:
 
 
 def _read_stats(conn: Connection, ns_id: int) -> _Stats | None:
-    row = conn.execute(
-        "SELECT n_docs, total_len, last_seq, version FROM kw_stats WHERE ns_id=?", (ns_id,)
-    ).fetchone()
+    row = conn.execute(sql_of(conn).keyword.stats, (ns_id,)).fetchone()
     return None if row is None else _Stats(int(row[0]), int(row[1]), int(row[2]), int(row[3]))
 
 
@@ -421,7 +429,7 @@ class KeywordIndex(CachedIndex["_NsIndex"]):
     @staticmethod
     def create_schema(conn: Connection) -> None:
         """Create the ``kw_`` tables and indexes if they do not exist (no commit)."""
-        for statement in _SCHEMA:
+        for statement in sql_of(conn).keyword.schema:
             conn.execute(statement)
 
     def index(self, conn: Connection, ns_id: int, batch: RecordBatch) -> None:
@@ -439,6 +447,7 @@ class KeywordIndex(CachedIndex["_NsIndex"]):
         if not latest:
             return
         remove_indexed(conn, "kw_docs", ns_id, list(latest), self.remove)
+        sql = sql_of(conn).keyword
         counted = [(rid, Counter(tokenize(text))) for rid, text in latest.items()]
         hashes = {t: term_hash(t) for t in set().union(*(c for _, c in counted))}
         rows = []
@@ -448,37 +457,27 @@ class KeywordIndex(CachedIndex["_NsIndex"]):
             total += length
             tids = np.fromiter((hashes[t] for t in counts), "<i8", len(counts)).tobytes()
             rows.append((ns_id, rid, length, tids, np.fromiter(counts.values(), "<i4", len(counts)).tobytes()))
-        conn.executemany("INSERT INTO kw_docs(ns_id, rid, len, terms, tfs) VALUES (?,?,?,?,?)", rows)
-        last_seq = conn.execute("SELECT max(seq) FROM kw_docs WHERE ns_id=?", (ns_id,)).fetchone()[0]
-        cur = conn.execute(
-            "UPDATE kw_stats SET n_docs=n_docs+?, total_len=total_len+?, last_seq=? WHERE ns_id=?",
-            (len(rows), total, last_seq, ns_id),
-        )
+        conn.executemany(sql.insert_doc, rows)
+        last_seq = conn.execute(sql.last_seq, (ns_id,)).fetchone()[0]
+        cur = conn.execute(sql.add_stats, (len(rows), total, last_seq, ns_id))
         if cur.rowcount == 0:
-            conn.execute(
-                "INSERT INTO kw_stats(ns_id, n_docs, total_len, last_seq, version) VALUES (?,?,?,?,0)",
-                (ns_id, len(rows), total, last_seq),
-            )
+            conn.execute(sql.insert_stats, (ns_id, len(rows), total, last_seq))
 
     def remove(self, conn: Connection, ns_id: int, rids: Sequence[int]) -> None:
         """Delete the postings of ``rids`` in ``ns_id`` inside the caller's transaction; unknown rids are ignored."""
         wanted = sorted({int(r) for r in rids})
         n_removed = removed_len = 0
+        statements = sql_of(conn)
+        sql = statements.keyword
         for part in chunks(wanted):
-            clause = marks(len(part))
-            row = conn.execute(
-                f"SELECT count(*), coalesce(sum(len), 0) FROM kw_docs WHERE ns_id=? AND rid IN {clause}",
-                (ns_id, *part),
-            ).fetchone()
+            ids = statements.marks(len(part))
+            row = conn.execute(sql.count_docs.format(ids=ids), (ns_id, *part)).fetchone()
             if row[0]:
-                conn.execute(f"DELETE FROM kw_docs WHERE ns_id=? AND rid IN {clause}", (ns_id, *part))
+                conn.execute(sql.delete_docs.format(ids=ids), (ns_id, *part))
                 n_removed += int(row[0])
                 removed_len += int(row[1])
         if n_removed:
-            conn.execute(
-                "UPDATE kw_stats SET n_docs=n_docs-?, total_len=total_len-?, version=version+1 WHERE ns_id=?",
-                (n_removed, removed_len, ns_id),
-            )
+            conn.execute(sql.remove_stats, (n_removed, removed_len, ns_id))
             self.invalidate(ns_id)
 
     def drop_namespace(self, conn: Connection, ns_id: int) -> None:
@@ -487,10 +486,9 @@ class KeywordIndex(CachedIndex["_NsIndex"]):
         The namespace's ``kw_stats`` row stays, zeroed with a new version (it holds counters only), so that
         other processes holding a cached copy notice the drop.
         """
-        conn.execute("DELETE FROM kw_docs WHERE ns_id=?", (ns_id,))
-        conn.execute(
-            "UPDATE kw_stats SET n_docs=0, total_len=0, last_seq=0, version=version+1 WHERE ns_id=?", (ns_id,)
-        )
+        sql = sql_of(conn).keyword
+        conn.execute(sql.drop_docs, (ns_id,))
+        conn.execute(sql.drop_stats, (ns_id,))
         self.invalidate(ns_id)
 
     # ------------------------------------------------------------------------------------------ reads
@@ -579,7 +577,7 @@ class KeywordIndex(CachedIndex["_NsIndex"]):
         if index is not None and index.version == stats.version and index.last_seq == stats.last_seq:
             return index
         if index is not None and index.version == stats.version and index.last_seq < stats.last_seq:
-            index.append(conn.execute(_LOAD_SQL, (ns_id, index.last_seq, stats.last_seq)).fetchall())
+            index.append(conn.execute(sql_of(conn).keyword.load, (ns_id, index.last_seq, stats.last_seq)).fetchall())
             index.last_seq = stats.last_seq
             if index.n_docs == stats.n_docs:
                 return index
@@ -592,7 +590,7 @@ class KeywordIndex(CachedIndex["_NsIndex"]):
     def _full_load(conn: Connection, ns_id: int, stats: _Stats) -> _NsIndex:
         """Build the namespace from its rows up to ``stats.last_seq``; retried if a delete ran meanwhile."""
         for _ in range(3):
-            rows = conn.execute(_LOAD_SQL, (ns_id, 0, stats.last_seq)).fetchall()
+            rows = conn.execute(sql_of(conn).keyword.load, (ns_id, 0, stats.last_seq)).fetchall()
             built = _NsIndex.build(rows, version=stats.version, last_seq=stats.last_seq)
             fresh = _read_stats(conn, ns_id)
             if fresh is None or (fresh.version == stats.version and built.n_docs == stats.n_docs):

@@ -16,11 +16,28 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, MutableMapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from .interface import Connection
+from .statements import sql_of
 
-__all__ = ["SQL_CHUNK", "Snapshot", "chunks", "indexed_rids", "marks", "remove_indexed", "synced_snapshot"]
+__all__ = ["SQL_CHUNK", "Snapshot", "SnapshotsSql", "chunks", "indexed_rids", "marks", "remove_indexed",
+           "synced_snapshot"]
+
+
+@dataclass(frozen=True)
+class SnapshotsSql:
+    """The statements of the shared helpers of this module, as each backend writes them
+    (:mod:`memory_ext.store.statements`)."""
+
+    indexed_rids: str
+    """``{table}`` (an index's table) and ``{ids}`` (:meth:`~memory_ext.store.statements.Statements.marks`)
+    template, ``(ns_id, *rids)`` -> the distinct rids among them the table holds rows for."""
+    begin: str
+    """Open the read transaction a snapshot is loaded in."""
+    commit: str
+    """End it."""
 
 SQL_CHUNK = 400
 """Ids per ``IN (...)`` statement (SQLite's default variable limit is 999 or more)."""
@@ -33,7 +50,8 @@ def chunks(items: Sequence[Any], size: int = SQL_CHUNK) -> Iterable[Sequence[Any
 
 
 def marks(n: int) -> str:
-    """``(?,?,...)`` with ``n`` placeholders.
+    """``(?,?,...)`` with ``n`` SQLite placeholders (the derived indexes use their dialect's
+    :meth:`~memory_ext.store.statements.Statements.marks` instead).
 
     >>> marks(3)
     '(?,?,?)'
@@ -44,9 +62,10 @@ def marks(n: int) -> str:
 def indexed_rids(conn: Connection, table: str, ns_id: int, rids: Sequence[int]) -> list[int]:
     """The rids among ``rids`` that ``table`` (a constant of the calling index) holds rows for, sorted."""
     found: set[int] = set()
+    sql = sql_of(conn)
     for part in chunks(sorted(set(rids))):
         found.update(int(r[0]) for r in conn.execute(
-            f"SELECT DISTINCT rid FROM {table} WHERE ns_id=? AND rid IN {marks(len(part))}", (ns_id, *part)))
+            sql.snapshots.indexed_rids.format(table=table, ids=sql.marks(len(part))), (ns_id, *part)))
     return sorted(found)
 
 
@@ -83,8 +102,9 @@ def synced_snapshot(conn: Connection, ns_id: int, *, cache: MutableMapping[int, 
         return snap
     with snap_lock:
         own = not conn.in_transaction
+        sql = sql_of(conn).snapshots
         if own:
-            conn.execute("BEGIN")
+            conn.execute(sql.begin)
         try:
             stats = read_stats(conn, ns_id)
             if stats is None:
@@ -97,7 +117,7 @@ def synced_snapshot(conn: Connection, ns_id: int, *, cache: MutableMapping[int, 
                 new = load(conn, ns_id, stats)
         finally:
             if own:
-                conn.execute("COMMIT")
+                conn.execute(sql.commit)
         with lock:
             cache[ns_id] = new
         return new

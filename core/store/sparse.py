@@ -14,8 +14,28 @@ import numpy as np
 
 from .base import CachedIndex, RecordBatch
 from .interface import Connection
+from .statements import sql_of
 
-__all__ = ["SparseIndex", "normalise"]
+__all__ = ["SparseIndex", "SparseSql", "normalise"]
+
+
+@dataclass(frozen=True)
+class SparseSql:
+    """The statements of ``sparse_vectors`` (and the namespace generation it syncs on), as each backend writes
+    them (:mod:`memory_ext.store.statements`)."""
+
+    schema: tuple[str, ...]
+    """The ``sparse_vectors`` table and its index (``IF NOT EXISTS``)."""
+    upsert: str
+    """``(rid, ns_id, idx, val)``: insert or overwrite (``executemany``)."""
+    delete: str
+    """``(ns_id, rid)`` (``executemany``)."""
+    drop: str
+    """``(ns_id,)``."""
+    generation: str
+    """``(ns_id,)`` -> the namespace's ``generation`` (bumped by every delete)."""
+    rows_after: str
+    """``(ns_id, rid)`` -> ``rid, idx, val`` of the later records, by rid."""
 
 
 def normalise(pairs: Sequence[tuple[np.ndarray, np.ndarray]]) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -50,35 +70,34 @@ class SparseIndex(CachedIndex[_Matrix]):
 
     @staticmethod
     def create_schema(conn: Connection) -> None:
-        conn.execute("CREATE TABLE IF NOT EXISTS sparse_vectors(rid INTEGER PRIMARY KEY, ns_id INTEGER NOT NULL,"
-                     " idx BLOB NOT NULL, val BLOB NOT NULL)")
-        conn.execute("CREATE INDEX IF NOT EXISTS sparse_vectors_ns ON sparse_vectors(ns_id, rid)")
+        for statement in sql_of(conn).sparse.schema:
+            conn.execute(statement)
 
     @staticmethod
     def add(conn: Connection, ns_id: int, rids: Sequence[int],
             vectors: Sequence[tuple[np.ndarray, np.ndarray]]) -> None:
-        conn.executemany("INSERT OR REPLACE INTO sparse_vectors(rid, ns_id, idx, val) VALUES(?,?,?,?)",
+        conn.executemany(sql_of(conn).sparse.upsert,
                          [(int(r), ns_id, i.astype(np.int32).tobytes(), v.astype(np.float32).tobytes())
                           for r, (i, v) in zip(rids, vectors, strict=True)])
 
     def remove(self, conn: Connection, ns_id: int, rids: Sequence[int]) -> None:
-        conn.executemany("DELETE FROM sparse_vectors WHERE ns_id=? AND rid=?", [(ns_id, int(r)) for r in rids])
+        conn.executemany(sql_of(conn).sparse.delete, [(ns_id, int(r)) for r in rids])
         self.invalidate(ns_id)
 
     def drop_namespace(self, conn: Connection, ns_id: int) -> None:
-        conn.execute("DELETE FROM sparse_vectors WHERE ns_id=?", (ns_id,))
+        conn.execute(sql_of(conn).sparse.drop, (ns_id,))
         self.invalidate(ns_id)
 
     def matrix(self, conn: Connection, ns_id: int) -> _Matrix:
-        row = conn.execute("SELECT generation FROM namespaces WHERE ns_id=?", (ns_id,)).fetchone()
+        sql = sql_of(conn).sparse
+        row = conn.execute(sql.generation, (ns_id,)).fetchone()
         generation = int(row[0]) if row else 0
         with self._lock:
             m = self._cache.get(ns_id)
             if m is None or m.generation != generation:
                 m = _Matrix(generation, 0, np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int32),
                             np.zeros(0, np.float32))
-            rows = conn.execute("SELECT rid, idx, val FROM sparse_vectors WHERE ns_id=? AND rid>? ORDER BY rid",
-                                (ns_id, m.last_rid)).fetchall()
+            rows = conn.execute(sql.rows_after, (ns_id, m.last_rid)).fetchall()
             if rows:
                 idx = [np.frombuffer(r[1], np.int32) for r in rows]
                 val = [np.frombuffer(r[2], np.float32) for r in rows]

@@ -24,9 +24,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .catalog import CatalogSql
+    from .chroma import ChromaSql
     from .claims import ClaimsSql
+    from .evidence import EvidenceSql
     from .forget_rows import ForgetSql
+    from .graph import GraphSql
     from .items import ItemsSql
+    from .keyword import KeywordSql
     from .memory_files import FilesSql
     from .portable import PortableSql
     from .repos.meta import MetaSql
@@ -34,7 +39,11 @@ if TYPE_CHECKING:
     from .repos.records import RecordsSql
     from .repos.turns import TurnsSql
     from .repos.versions import VersionsSql
+    from .snapshots import SnapshotsSql
+    from .sparse import SparseSql
     from .tiers import TiersSql
+    from .timeindex import TimeIndexSql
+    from .vector import VectorSql
 
 __all__ = ["Statements", "sql_of"]
 
@@ -112,6 +121,51 @@ class Statements:
     def meta(self) -> MetaSql:
         """``meta`` and ``namespaces`` (:mod:`memory_ext.store.repos.meta`)."""
         raise NotImplementedError(f"the {self.dialect or 'base'} statements do not write the meta family")
+
+    @property
+    def snapshots(self) -> SnapshotsSql:
+        """The shared helpers of the snapshot indexes (:mod:`memory_ext.store.snapshots`)."""
+        raise NotImplementedError(f"the {self.dialect or 'base'} statements do not write the snapshots family")
+
+    @property
+    def keyword(self) -> KeywordSql:
+        """The BM25 keyword index, ``kw_`` tables (:mod:`memory_ext.store.keyword`)."""
+        raise NotImplementedError(f"the {self.dialect or 'base'} statements do not write the keyword family")
+
+    @property
+    def graph(self) -> GraphSql:
+        """The entity graph, ``graph_`` tables (:mod:`memory_ext.store.graph`)."""
+        raise NotImplementedError(f"the {self.dialect or 'base'} statements do not write the graph family")
+
+    @property
+    def timeindex(self) -> TimeIndexSql:
+        """The time index, ``time_`` tables (:mod:`memory_ext.store.timeindex`)."""
+        raise NotImplementedError(f"the {self.dialect or 'base'} statements do not write the timeindex family")
+
+    @property
+    def evidence(self) -> EvidenceSql:
+        """The evidence nodes, ``evidence_`` tables (:mod:`memory_ext.store.evidence`)."""
+        raise NotImplementedError(f"the {self.dialect or 'base'} statements do not write the evidence family")
+
+    @property
+    def sparse(self) -> SparseSql:
+        """The sparse vectors, ``sparse_vectors`` (:mod:`memory_ext.store.sparse`)."""
+        raise NotImplementedError(f"the {self.dialect or 'base'} statements do not write the sparse family")
+
+    @property
+    def catalog(self) -> CatalogSql:
+        """The record catalog's reads of the truth store (:mod:`memory_ext.store.catalog`)."""
+        raise NotImplementedError(f"the {self.dialect or 'base'} statements do not write the catalog family")
+
+    @property
+    def vector(self) -> VectorSql:
+        """The exact vector index's reads of ``embeddings`` (:mod:`memory_ext.store.vector`)."""
+        raise NotImplementedError(f"the {self.dialect or 'base'} statements do not write the vector family")
+
+    @property
+    def chroma(self) -> ChromaSql:
+        """The Chroma index's reads of ``embeddings`` (:mod:`memory_ext.store.chroma`)."""
+        raise NotImplementedError(f"the {self.dialect or 'base'} statements do not write the chroma family")
 
 
 def sql_of(conn: Any) -> Statements:

@@ -53,31 +53,45 @@ from ..errors import ConfigError
 from ..text.timeexpr import extract_times
 from .base import CachedIndex, RecordBatch
 from .interface import Connection
-from .snapshots import chunks, marks, remove_indexed
+from .snapshots import chunks, remove_indexed
+from .statements import sql_of
 
-__all__ = ["Span", "TimeIndex", "TimeSnapshot", "record_spans"]
+__all__ = ["Span", "TimeIndex", "TimeIndexSql", "TimeSnapshot", "record_spans"]
 
 Source = Literal["said", "mentioned"]
 
 DEFAULT_MIN_CONFIDENCE: Final = 0.5
 
-_SCHEMA: Final = (
-    """CREATE TABLE IF NOT EXISTS time_spans(
-        ns_id INTEGER NOT NULL,
-        rid INTEGER NOT NULL,
-        start_ts REAL NOT NULL,
-        end_ts REAL NOT NULL,
-        source TEXT NOT NULL CHECK(source IN ('said', 'mentioned')),
-        confidence REAL NOT NULL,
-        expr TEXT)""",
-    "CREATE INDEX IF NOT EXISTS time_spans_ns_rid ON time_spans(ns_id, rid)",
-    """CREATE TABLE IF NOT EXISTS time_stats(
-        ns_id INTEGER PRIMARY KEY,
-        version INTEGER NOT NULL,
-        n_records INTEGER NOT NULL,
-        n_spans INTEGER NOT NULL,
-        max_rid INTEGER NOT NULL)""",
-)
+
+@dataclass(frozen=True)
+class TimeIndexSql:
+    """The statements of the ``time_`` tables, as each backend writes them (:mod:`memory_ext.store.statements`)."""
+
+    schema: tuple[str, ...]
+    """The ``time_spans`` and ``time_stats`` tables and the span index (``IF NOT EXISTS``)."""
+    stats: str
+    """``(ns_id,)`` -> ``version, n_records, n_spans, max_rid``."""
+    spans_after: str
+    """``(ns_id, rid)`` -> ``rid, start_ts, end_ts, source = 'mentioned', confidence`` of the spans of later
+    records, by rid, start and end."""
+    insert_span: str
+    """``(ns_id, rid, start_ts, end_ts, source, confidence, expr)`` (``executemany``)."""
+    add_stats: str
+    """``(n_records, n_spans, max_rid, ns_id)``: records added to the counters."""
+    insert_stats: str
+    """``(ns_id, n_records, n_spans, max_rid)``: the namespace's first counters (version 0)."""
+    count_spans: str
+    """``{ids}`` template, ``(ns_id, *rids)`` -> ``records, spans`` among them."""
+    delete_spans: str
+    """``{ids}`` template, ``(ns_id, *rids)``."""
+    remove_stats: str
+    """``(n_records, n_spans, ns_id)``: records removed from the counters, a new version."""
+    drop_spans: str
+    """``(ns_id,)``."""
+    drop_stats: str
+    """``(ns_id,)``: the counters zeroed, a new version."""
+    record_spans: str
+    """``(ns_id, rid)`` -> ``start_ts, end_ts, source, confidence, expr`` of one record, by start time."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,14 +146,8 @@ class _Stats:
 
 
 def _read_stats(conn: Connection, ns_id: int) -> _Stats | None:
-    row = conn.execute(
-        "SELECT version, n_records, n_spans, max_rid FROM time_stats WHERE ns_id=?", (ns_id,)
-    ).fetchone()
+    row = conn.execute(sql_of(conn).timeindex.stats, (ns_id,)).fetchone()
     return None if row is None else _Stats(int(row[0]), int(row[1]), int(row[2]), int(row[3]))
-
-
-_SPAN_SQL: Final = ("SELECT rid, start_ts, end_ts, source = 'mentioned', confidence FROM time_spans"
-                    " WHERE ns_id=? AND rid>? ORDER BY rid, start_ts, end_ts")
 
 
 class TimeSnapshot:
@@ -167,7 +175,7 @@ class TimeSnapshot:
     @classmethod
     def load(cls, conn: Connection, ns_id: int, stats: _Stats) -> TimeSnapshot:
         """Read every span of ``ns_id`` (call inside one read transaction)."""
-        return cls(stats, *cls._arrays(conn.execute(_SPAN_SQL, (ns_id, -1)).fetchall()))
+        return cls(stats, *cls._arrays(conn.execute(sql_of(conn).timeindex.spans_after, (ns_id, -1)).fetchall()))
 
     def matches(self, stats: _Stats) -> bool:
         return (self.version == stats.version and self.n_records == stats.n_records
@@ -178,7 +186,7 @@ class TimeSnapshot:
         (a delete, or new records that are not all above ``max_rid``)."""
         if stats.version != self.version:
             return None
-        rows = conn.execute(_SPAN_SQL, (ns_id, self.max_rid)).fetchall()
+        rows = conn.execute(sql_of(conn).timeindex.spans_after, (ns_id, self.max_rid)).fetchall()
         rid, start, end, mentioned, conf = self._arrays(rows)
         n_new = len(np.unique(rid))
         if self.n_records + n_new != stats.n_records or self.n_spans + len(rows) != stats.n_spans:
@@ -219,7 +227,7 @@ class TimeIndex(CachedIndex["TimeSnapshot"]):
     @staticmethod
     def create_schema(conn: Connection) -> None:
         """Create the ``time_`` tables and index if they do not exist (no commit)."""
-        for statement in _SCHEMA:
+        for statement in sql_of(conn).timeindex.schema:
             conn.execute(statement)
 
     def spans_of(self, text: str, ref_ts: float | None) -> list[Span]:
@@ -246,39 +254,30 @@ class TimeIndex(CachedIndex["TimeSnapshot"]):
             return
         rows = [(ns_id, rid, s.start, s.end, s.source, s.confidence, s.expr)
                 for rid, spans in latest.items() for s in spans]
-        conn.executemany("INSERT INTO time_spans(ns_id, rid, start_ts, end_ts, source, confidence, expr)"
-                         " VALUES (?,?,?,?,?,?,?)", rows)
+        sql = sql_of(conn).timeindex
+        conn.executemany(sql.insert_span, rows)
         max_rid = max(latest)
-        cur = conn.execute(
-            "UPDATE time_stats SET n_records = n_records + ?, n_spans = n_spans + ?, max_rid = max(max_rid, ?)"
-            " WHERE ns_id=?",
-            (len(latest), len(rows), max_rid, ns_id),
-        )
+        cur = conn.execute(sql.add_stats, (len(latest), len(rows), max_rid, ns_id))
         if cur.rowcount == 0:
-            conn.execute("INSERT INTO time_stats(ns_id, version, n_records, n_spans, max_rid) VALUES (?,0,?,?,?)",
-                         (ns_id, len(latest), len(rows), max_rid))
+            conn.execute(sql.insert_stats, (ns_id, len(latest), len(rows), max_rid))
 
     def remove(self, conn: Connection, ns_id: int, rids: Sequence[int]) -> None:
         """Delete the spans of records ``rids`` of ``ns_id`` inside the caller's transaction (unknown rids are
         ignored)."""
         wanted = sorted({int(r) for r in rids})
         n_records = n_spans = 0
+        statements = sql_of(conn)
+        sql = statements.timeindex
         for part in chunks(wanted):
-            clause = marks(len(part))
-            row = conn.execute(f"SELECT count(DISTINCT rid), count(*) FROM time_spans WHERE ns_id=? AND rid IN"
-                               f" {clause}",
-                               (ns_id, *part)).fetchone()
+            ids = statements.marks(len(part))
+            row = conn.execute(sql.count_spans.format(ids=ids), (ns_id, *part)).fetchone()
             if row[1]:
                 n_records += int(row[0])
                 n_spans += int(row[1])
-                conn.execute(f"DELETE FROM time_spans WHERE ns_id=? AND rid IN {clause}", (ns_id, *part))
+                conn.execute(sql.delete_spans.format(ids=ids), (ns_id, *part))
         if not n_spans:
             return
-        conn.execute(
-            "UPDATE time_stats SET n_records = max(n_records - ?, 0), n_spans = max(n_spans - ?, 0),"
-            " version = version + 1 WHERE ns_id=?",
-            (n_records, n_spans, ns_id),
-        )
+        conn.execute(sql.remove_stats, (n_records, n_spans, ns_id))
         self.invalidate(ns_id)
 
     def drop_namespace(self, conn: Connection, ns_id: int) -> None:
@@ -287,8 +286,9 @@ class TimeIndex(CachedIndex["TimeSnapshot"]):
         The ``time_stats`` row stays (zeroed, with a new version) so that other processes holding a cached
         snapshot notice the drop.
         """
-        conn.execute("DELETE FROM time_spans WHERE ns_id=?", (ns_id,))
-        conn.execute("UPDATE time_stats SET n_records=0, n_spans=0, version = version + 1 WHERE ns_id=?", (ns_id,))
+        sql = sql_of(conn).timeindex
+        conn.execute(sql.drop_spans, (ns_id,))
+        conn.execute(sql.drop_stats, (ns_id,))
         self.invalidate(ns_id)
 
     # ------------------------------------------------------------------------------------------ reads
@@ -302,8 +302,7 @@ class TimeIndex(CachedIndex["TimeSnapshot"]):
               rid: int) -> list[tuple[float, float, Source, float, str | None]]:
         """``(start_ts, end_ts, source, confidence, expr)`` of record ``rid`` of ``ns_id``, by start time."""
         return [(float(s), float(e), src, float(c), x) for s, e, src, c, x in conn.execute(
-            "SELECT start_ts, end_ts, source, confidence, expr FROM time_spans WHERE ns_id=? AND rid=?"
-            " ORDER BY start_ts, end_ts, source", (ns_id, int(rid)))]
+            sql_of(conn).timeindex.record_spans, (ns_id, int(rid)))]
 
     def snapshot(self, conn: Connection, ns_id: int) -> TimeSnapshot | None:
         """The in-memory :class:`TimeSnapshot` of ``ns_id`` as ``conn`` sees it (None: nothing indexed yet).

@@ -8,6 +8,7 @@ rows with a higher rid, so new writes (from this process or another) are seen wi
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -15,8 +16,22 @@ import numpy as np
 from ..registry import vector_backends
 from .base import CachedIndex, DerivedIndex, RecordBatch
 from .interface import Connection
+from .statements import sql_of
 
-__all__ = ["NumpyVectorIndex", "VectorBatches", "VectorIndex"]
+__all__ = ["NumpyVectorIndex", "VectorBatches", "VectorIndex", "VectorSql"]
+
+
+@dataclass(frozen=True)
+class VectorSql:
+    """The exact vector index's reads of the truth store, as each backend writes them
+    (:mod:`memory_ext.store.statements`)."""
+
+    generation: str
+    """``(ns_id,)`` -> the namespace's ``generation`` (bumped by every delete)."""
+    top_rid: str
+    """``(ns_id,)`` -> the highest rid with an embedding."""
+    rows_after: str
+    """``(ns_id, rid)`` -> ``rid, dim, vector`` of the later embeddings, by rid."""
 
 
 @runtime_checkable
@@ -97,21 +112,21 @@ class NumpyVectorIndex(CachedIndex[_Partition], VectorBatches):
         self.invalidate(ns_id)
 
     def _sync(self, conn: Connection, ns_id: int) -> _Partition | None:
-        row = conn.execute("SELECT generation FROM namespaces WHERE ns_id=?", (ns_id,)).fetchone()
+        sql = sql_of(conn).vector
+        row = conn.execute(sql.generation, (ns_id,)).fetchone()
         generation = int(row[0]) if row else 0
         with self._lock:
             part = self._cache.get(ns_id)
             if part is not None and part.generation != generation:
                 part = None
-            top = conn.execute("SELECT MAX(rid) FROM embeddings WHERE ns_id=?", (ns_id,)).fetchone()[0]
+            top = conn.execute(sql.top_rid, (ns_id,)).fetchone()[0]
             if top is None:
                 self._cache.pop(ns_id, None)
                 return None
             if part is not None and int(top) <= part.last_rid:
                 return part
             after = part.last_rid if part is not None else 0
-            rows = conn.execute("SELECT rid, dim, vector FROM embeddings WHERE ns_id=? AND rid>? ORDER BY rid",
-                                (ns_id, after)).fetchall()
+            rows = conn.execute(sql.rows_after, (ns_id, after)).fetchall()
             if not rows:
                 return part
             dim = int(rows[0][1])

@@ -21,8 +21,17 @@ import numpy as np
 
 from ...registry import vector_backends
 from ..base import RecordBatch
+from .statements import NATIVE
 
 __all__ = ["PgVectorIndex", "vector_literal"]
+
+
+def _pg(sql: str) -> str:
+    """``sql``, PostgreSQL text run as written (registered with
+    :data:`~memory_ext.store.pg.statements.NATIVE` while the connection still translates statements it does
+    not know: those without ``%s`` marks here)."""
+    NATIVE.add(sql)
+    return sql
 
 
 def vector_literal(values: Any) -> str:
@@ -49,12 +58,12 @@ class PgVectorIndex:
         self._reader = reader
 
     def create_schema(self, conn: Any) -> None:
-        conn.execute(f"CREATE TABLE IF NOT EXISTS {self.table}(rid BIGINT PRIMARY KEY, ns_id BIGINT NOT NULL,"
-                     f" embedding vector({self.dim}) NOT NULL)")
-        conn.execute(f"CREATE INDEX IF NOT EXISTS {self.table}_ns ON {self.table}(ns_id, rid)")
-        conn.execute(f"CREATE INDEX IF NOT EXISTS {self.table}_hnsw ON {self.table}"
-                     " USING hnsw (embedding vector_cosine_ops)")
-        conn.execute(f"CREATE TABLE IF NOT EXISTS {self.counts}(ns_id BIGINT PRIMARY KEY, n BIGINT NOT NULL)")
+        conn.execute(_pg(f"CREATE TABLE IF NOT EXISTS {self.table}(rid BIGINT PRIMARY KEY, ns_id BIGINT NOT NULL,"
+                         f" embedding vector({self.dim}) NOT NULL)"))
+        conn.execute(_pg(f"CREATE INDEX IF NOT EXISTS {self.table}_ns ON {self.table}(ns_id, rid)"))
+        conn.execute(_pg(f"CREATE INDEX IF NOT EXISTS {self.table}_hnsw ON {self.table}"
+                         " USING hnsw (embedding vector_cosine_ops)"))
+        conn.execute(_pg(f"CREATE TABLE IF NOT EXISTS {self.counts}(ns_id BIGINT PRIMARY KEY, n BIGINT NOT NULL)"))
 
     def index(self, conn: Any, ns_id: int, batch: RecordBatch) -> None:
         if batch.vectors is not None:
@@ -65,15 +74,15 @@ class PgVectorIndex:
             return
         rows = [(int(r), ns_id, vector_literal(v)) for r, v in zip(rids, vectors, strict=True)]
         before = self._count_rows(conn, ns_id, rids)
-        conn.executemany(f"INSERT INTO {self.table}(rid, ns_id, embedding) VALUES(?, ?, ?::vector)"
+        conn.executemany(f"INSERT INTO {self.table}(rid, ns_id, embedding) VALUES(%s, %s, %s::vector)"
                          " ON CONFLICT (rid) DO UPDATE SET embedding = EXCLUDED.embedding", rows)
         added = len(set(int(r) for r in rids)) - before
         if added:
-            conn.execute(f"INSERT INTO {self.counts}(ns_id, n) VALUES(?, ?) ON CONFLICT (ns_id)"
+            conn.execute(f"INSERT INTO {self.counts}(ns_id, n) VALUES(%s, %s) ON CONFLICT (ns_id)"
                          f" DO UPDATE SET n = {self.counts}.n + EXCLUDED.n", (ns_id, added))
 
     def _count_rows(self, conn: Any, ns_id: int, rids: Sequence[int]) -> int:
-        row = conn.execute(f"SELECT count(*) FROM {self.table} WHERE ns_id=? AND rid = ANY(?)",
+        row = conn.execute(f"SELECT count(*) FROM {self.table} WHERE ns_id=%s AND rid = ANY(%s)",
                            (ns_id, [int(r) for r in rids])).fetchone()
         return int(row[0]) if row else 0
 
@@ -81,7 +90,7 @@ class PgVectorIndex:
         """The vector tables of other dimensions: what the store's earlier embedders wrote (an embedder change
         reindexes into a new table; the old one still holds those vectors until each namespace is rebuilt)."""
         rows = conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
-                            " AND tablename LIKE 'pgvector^_d%' ESCAPE '^' ORDER BY tablename").fetchall()
+                            " AND tablename ILIKE %s ESCAPE '^' ORDER BY tablename", ("pgvector^_d%",)).fetchall()
         return [r[0] for r in rows if r[0] != self.table and r[0][len("pgvector_d"):].isdigit()]
 
     def remove(self, conn: Any, ns_id: int, rids: Sequence[int]) -> None:
@@ -89,24 +98,24 @@ class PgVectorIndex:
             return
         wanted = [int(r) for r in rids]
         gone = self._count_rows(conn, ns_id, rids)
-        conn.execute(f"DELETE FROM {self.table} WHERE ns_id=? AND rid = ANY(?)", (ns_id, wanted))
+        conn.execute(f"DELETE FROM {self.table} WHERE ns_id=%s AND rid = ANY(%s)", (ns_id, wanted))
         for table in self._older_tables(conn):  # forgetting reaches an earlier embedder's vectors too
-            conn.execute(f"DELETE FROM {table} WHERE ns_id=? AND rid = ANY(?)", (ns_id, wanted))
+            conn.execute(f"DELETE FROM {table} WHERE ns_id=%s AND rid = ANY(%s)", (ns_id, wanted))
         if gone:
-            conn.execute(f"UPDATE {self.counts} SET n = n - ? WHERE ns_id=?", (gone, ns_id))
+            conn.execute(f"UPDATE {self.counts} SET n = n - %s WHERE ns_id=%s", (gone, ns_id))
 
     def drop_namespace(self, conn: Any, ns_id: int) -> None:
         """Every vector of the namespace, of every dimension (a reindex after an embedder change drops the old
         embedder's vectors here; a forget of the namespace leaves none)."""
         for table in (self.table, *self._older_tables(conn)):
-            conn.execute(f"DELETE FROM {table} WHERE ns_id=?", (ns_id,))
-            conn.execute(f"DELETE FROM {table}_counts WHERE ns_id=?", (ns_id,))
+            conn.execute(f"DELETE FROM {table} WHERE ns_id=%s", (ns_id,))
+            conn.execute(f"DELETE FROM {table}_counts WHERE ns_id=%s", (ns_id,))
 
     def invalidate(self, ns_id: int | None = None) -> None:
         """Nothing is cached in memory."""
 
     def count(self, conn: Any, ns_id: int) -> int:
-        row = conn.execute(f"SELECT n FROM {self.counts} WHERE ns_id=?", (ns_id,)).fetchone()
+        row = conn.execute(f"SELECT n FROM {self.counts} WHERE ns_id=%s", (ns_id,)).fetchone()
         return int(row[0]) if row else 0
 
     def score_all(self, conn: Any, ns_id: int, query: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
@@ -117,7 +126,7 @@ class PgVectorIndex:
             return None
         if n == 0:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
-        rows = conn.execute(f"SELECT rid, 1 - (embedding <=> ?::vector) FROM {self.table} WHERE ns_id=?",
+        rows = conn.execute(f"SELECT rid, 1 - (embedding <=> %s::vector) FROM {self.table} WHERE ns_id=%s",
                             (vector_literal(query), ns_id)).fetchall()
         return (np.fromiter((r[0] for r in rows), np.int64, len(rows)),
                 np.fromiter((r[1] for r in rows), np.float32, len(rows)))
@@ -130,12 +139,12 @@ class PgVectorIndex:
         if allowed is not None:  # a filtered search: score the allowed records exactly
             if len(allowed) == 0:  # (a set, or the recall request's numpy array: no truth value)
                 return []
-            rows = conn.execute(f"SELECT rid, 1 - (embedding <=> ?::vector) AS s FROM {self.table} WHERE ns_id=?"
-                                " AND rid = ANY(?) ORDER BY s DESC, rid LIMIT ?",
+            rows = conn.execute(f"SELECT rid, 1 - (embedding <=> %s::vector) AS s FROM {self.table} WHERE ns_id=%s"
+                                " AND rid = ANY(%s) ORDER BY s DESC, rid LIMIT %s",
                                 (q, ns_id, [int(r) for r in allowed], k)).fetchall()
         elif self.count(conn, ns_id) <= self.exact_max:
-            rows = conn.execute(f"SELECT rid, 1 - (embedding <=> ?::vector) AS s FROM {self.table} WHERE ns_id=?"
-                                " ORDER BY s DESC, rid LIMIT ?", (q, ns_id, k)).fetchall()
+            rows = conn.execute(f"SELECT rid, 1 - (embedding <=> %s::vector) AS s FROM {self.table} WHERE ns_id=%s"
+                                " ORDER BY s DESC, rid LIMIT %s", (q, ns_id, k)).fetchall()
         else:
             rows = self._hnsw(conn, ns_id, q, k)
         return [(int(r[0]), float(r[1])) for r in rows]
@@ -145,13 +154,13 @@ class PgVectorIndex:
         if own:
             conn.execute("BEGIN")
         try:
-            conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            conn.execute(f"SET LOCAL hnsw.ef_search = {max(40, min(1000, 2 * k))}")
-            rows = conn.execute(f"SELECT rid, 1 - (embedding <=> ?::vector) FROM {self.table} WHERE ns_id=?"
-                                " ORDER BY embedding <=> ?::vector LIMIT ?", (q, ns_id, q, k)).fetchall()
+            conn.execute(_pg("SET LOCAL hnsw.iterative_scan = relaxed_order"))
+            conn.execute(_pg(f"SET LOCAL hnsw.ef_search = {max(40, min(1000, 2 * k))}"))
+            rows = conn.execute(f"SELECT rid, 1 - (embedding <=> %s::vector) FROM {self.table} WHERE ns_id=%s"
+                                " ORDER BY embedding <=> %s::vector LIMIT %s", (q, ns_id, q, k)).fetchall()
         finally:
             if own:
-                conn.execute("COMMIT")
+                conn.execute(_pg("COMMIT"))
         rows.sort(key=lambda r: (-float(r[1]), int(r[0])))
         return rows
 
