@@ -22,6 +22,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..models import RecordKind
+
 if TYPE_CHECKING:
     from .claims import Claim
 
@@ -72,7 +74,7 @@ class DerivedRecord:
     (fact, preference, event, procedure, failure_pattern)."""
 
     id: str
-    kind: str
+    kind: RecordKind
     text: str
     index_text: str
     ref_ts: float | None
@@ -90,7 +92,7 @@ class DerivedRecord:
 
     def as_row(self) -> dict[str, Any]:
         """The row the truth store's ``insert_records`` writes."""
-        return {"id": self.id, "kind": self.kind, "text": self.text, "index_text": self.index_text,
+        return {"id": self.id, "kind": self.kind.value, "text": self.text, "index_text": self.index_text,
                 "ref_ts": self.ref_ts, "turn_ids": self.turn_ids, "source_role": self.source_role,
                 "speaker": self.speaker, "session_id": self.session_id, "tags": self.tags,
                 "entities": self.entities}
@@ -113,7 +115,7 @@ def index_text(content: str, *, speaker: str | None, tool_calls: Sequence[dict[s
 
 def derive_turn_record(turn: IngestTurn) -> DerivedRecord:
     """The ``turn`` record of one turn."""
-    return DerivedRecord(id=new_id("rec"), kind="turn", text=turn.content,
+    return DerivedRecord(id=new_id("rec"), kind=RecordKind.TURN, text=turn.content,
                          index_text=index_text(turn.content, speaker=turn.speaker, tool_calls=turn.tool_calls),
                          ref_ts=turn.ts, turn_ids=[turn.id], source_role=turn.role, speaker=turn.speaker,
                          session_id=turn.session_id)
@@ -149,7 +151,7 @@ def derive_windows(sequence: Sequence[IngestTurn], first_center: int) -> list[De
             continue
         text = " ".join(index_text(m.content, speaker=m.speaker, tool_calls=m.tool_calls) for m in members)
         out.append(DerivedRecord(
-            id=new_id("win"), kind="window", text=text, index_text=text, ref_ts=center.ts,
+            id=new_id("win"), kind=RecordKind.WINDOW, text=text, index_text=text, ref_ts=center.ts,
             turn_ids=[center.id] + [m.id for m in members if m is not center], source_role=center.role,
             speaker=center.speaker, session_id=center.session_id, anchor_turn_id=center.id))
     return out

@@ -40,7 +40,7 @@ The rules live in :mod:`~memory_ext.ingest.statements` (preference, fact, event)
 
 >>> turns = [{"id": "t1", "role": "user", "speaker": "Ana", "content": "I prefer aisle seats. Thanks!",
 ...           "ts": 1683554160.0, "session_id": "s1"}]
->>> [(r.kind, r.text) for r in derive_kinds(turns, 0)]
+>>> [(r.kind.value, r.text) for r in derive_kinds(turns, 0)]
 [('preference', 'Ana prefers aisle seats')]
 """
 

@@ -8,7 +8,7 @@ title) and ``l1`` (the abstract), made by the heuristic summariser of memory fil
 
 >>> from memory_ext.ingest.derive import IngestTurn
 >>> turns = [IngestTurn(id="t1", session_id="s", role="tool", speaker=None, content="x " * 400, ts=0.0)]
->>> [r.kind for r in derive_layers(turns, min_chars=100)]
+>>> [r.kind.value for r in derive_layers(turns, min_chars=100)]
 ['l0', 'l1']
 """
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..models import RecordKind
 from .derive import DerivedRecord, IngestTurn, new_id
 
 __all__ = ["derive_layers"]
@@ -32,7 +33,7 @@ def derive_layers(turns: Sequence[IngestTurn], *, min_chars: int) -> list[Derive
         summary = summarize([turn])
         tools = [str(c.get("name") or "") for c in turn.tool_calls if isinstance(c, dict) and c.get("name")]
         suffix = f" [tools: {', '.join(tools)}]" if tools else ""
-        for kind, text in (("l0", summary.title), ("l1", summary.abstract)):
+        for kind, text in ((RecordKind.L0, summary.title), (RecordKind.L1, summary.abstract)):
             if not text.strip():
                 continue
             out.append(DerivedRecord(id=new_id(kind), kind=kind, text=text, index_text=text + suffix, ref_ts=turn.ts,

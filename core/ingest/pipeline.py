@@ -104,7 +104,7 @@ def index_records(records: Sequence[DerivedRecord], rids: Sequence[int], anchor_
     for i, (r, rid, anchor) in enumerate(zip(records, rids, anchor_rids, strict=True)):
         ents, spans, keys = turn_facets[i] if i < len(turn_facets) else (None, None, None)
         out.append(IndexedRecord(
-            rid=rid, kind=r.kind, text=r.text, index_text=r.index_text, speaker=r.speaker,
+            rid=rid, kind=r.kind.value, text=r.text, index_text=r.index_text, speaker=r.speaker,
             session_id=r.session_id, ref_ts=r.ref_ts, anchor_rid=anchor,
             entities=None if ents is None else tuple(ents), time_spans=None if spans is None else tuple(spans),
             evidence_keys=None if keys is None else tuple(keys)))

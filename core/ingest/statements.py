@@ -8,7 +8,7 @@ statement is (:mod:`memory_ext.lifecycle.supersede`).
 >>> from memory_ext.ingest.turns import view_turn
 >>> t = view_turn({"id": "t1", "role": "user", "speaker": "Ana", "content": "I live in Oslo.", "ts": 1.7e9,
 ...                "session_id": "s"}, 0)
->>> [(r.kind, r.text, [(c.subject, c.attribute, c.value) for c in r.claims]) for r in personal_records(t)]
+>>> [(r.kind.value, r.text, [(c.subject, c.attribute, c.value) for c in r.claims]) for r in personal_records(t)]
 [('fact', 'Ana lives in Oslo', [('self', 'residence', 'oslo')])]
 """
 

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from memory_ext.ingest.derive import DerivedRecord, IngestTurn, new_id
+from memory_ext.models import RecordKind
 from memory_ext.text.sentences import sentences
 
 if TYPE_CHECKING:
@@ -183,7 +184,8 @@ def make_record(kind: str, source: TurnView, text: str, index_text: str, context
             turn_ids.append(c.id)
     prefix = {"failure_pattern": "fail", "procedure": "proc"}.get(kind, kind[:4])
     return DerivedRecord(
-        id=new_id(prefix), kind=kind, text=text[:TEXT_MAX_CHARS], index_text=SPACE_RE.sub(" ", index_text).strip(),
-        ref_ts=source.ts, turn_ids=turn_ids, source_role=source.role, speaker=source.speaker,
-        session_id=source.session, anchor_turn_id=source.id, tags=list(dict.fromkeys(t for t in tags if t)),
-        entities=list(dict.fromkeys(e for e in entities if e)), claims=tuple(claims))
+        id=new_id(prefix), kind=RecordKind(kind), text=text[:TEXT_MAX_CHARS],
+        index_text=SPACE_RE.sub(" ", index_text).strip(), ref_ts=source.ts, turn_ids=turn_ids,
+        source_role=source.role, speaker=source.speaker, session_id=source.session, anchor_turn_id=source.id,
+        tags=list(dict.fromkeys(t for t in tags if t)), entities=list(dict.fromkeys(e for e in entities if e)),
+        claims=tuple(claims))
