@@ -12,6 +12,7 @@ engine has, so the engine itself only wires them together.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from .plan.llm_planner import HeuristicPlanner, LLMPlanner, Planner
 from .rank.rerank import LLMReranker, Reranker
 from .recall.channels import check_channel_config
 from .registry import vector_backends
+from .retrieval.fuse import FUSIONS, Fusion
 from .store import chroma as _chroma  # noqa: F401  (registers the backend; chromadb loads only when used)
 from .store.base import DerivedIndex
 from .store.catalog import RecordCatalog
@@ -44,16 +46,22 @@ __all__ = ["Indexes", "backend_for_path", "build_indexer", "build_indexes", "bui
            "embedder_for_stored_id", "open_store", "validate_config"]
 
 
+def _valid(supports: Callable[[type[Fusion]], bool]) -> str:
+    """The ``recall.fusion`` values whose strategy has a capability, as ``fusion: a`` / ``fusion: a or b``."""
+    return "fusion: " + " or ".join(name for name, f in FUSIONS.items() if supports(f))
+
+
 def validate_config(cfg: EngineConfig, *, llm: LLM | None = None, reranker: Reranker | None = None) -> None:
     """Resolve every implementation name and check the switches against each other and against the ``llm`` and
     ``reranker`` given; raise ConfigError naming the key and the valid values (at open, never at a search)."""
     g = cfg.globals
-    if g.layers_index_enabled and cfg.recall.fusion != "zscore":
-        raise ConfigError("recall.fusion", cfg.recall.fusion, "the layer channels work with the zscore fusion; use "
-                          "fusion: zscore or switch layers_index_enabled off")
-    if g.rerank_enabled and cfg.recall.fusion != "zscore":
-        raise ConfigError("recall.fusion", cfg.recall.fusion, "reranking works on the zscore fusion; use "
-                          "fusion: zscore or switch rerank_enabled off")
+    fusion = FUSIONS[cfg.recall.fusion]
+    if g.layers_index_enabled and not fusion.layers:
+        raise ConfigError("recall.fusion", cfg.recall.fusion, "the layer channels need a fusion that takes them ("
+                          f"{_valid(lambda f: f.layers)}); use one or switch layers_index_enabled off")
+    if g.rerank_enabled and not fusion.reranks:
+        raise ConfigError("recall.fusion", cfg.recall.fusion, "reranking needs a fusion that can be reranked ("
+                          f"{_valid(lambda f: f.reranks)}); use one or switch rerank_enabled off")
     check_channel_config(cfg.recall)  # implementation names, channel weights and options
     vector_backends.resolve("storage.vector_backend", cfg.storage.vector_backend)
     if not g.vector_enabled and cfg.storage.vector_backend != "numpy":

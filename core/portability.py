@@ -42,14 +42,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
 from .errors import InvalidImportError, ReadOnlyStoreError, ValidationError
-from .ingest.pipeline import KIND_CONTEXT_TURNS, turn_rows
+from .ingest.derive import IngestTurn
+from .ingest.pipeline import KIND_CONTEXT_TURNS, stored_tail, turn_rows
 from .models import Namespace, Turn, to_utc
 from .store import portable
 from .store.tiers import set_cold
@@ -116,13 +117,24 @@ def export_lines(store: TruthStore, namespaces: Iterable[tuple[int, Namespace]],
             yield {"type": "item", **item}
 
 
+@dataclass(frozen=True)
+class _ImportedTurn:
+    """A turn line of a file: the pipeline's turn (``turn_rows``) and what the export kept of its record."""
+
+    turn: IngestTurn
+    record_id: str | None
+    """The id its turn record had (kept, so references to it still hold)."""
+    replaced: tuple[Any, str] | None
+    """``(valid_to, by)`` when a later statement replaced it."""
+    cold: bool
+
+
 @dataclass
 class _Part:
     """What a file holds for one namespace, validated."""
 
     namespace: Namespace
-    turns: list[dict[str, Any]] = field(default_factory=list)
-    """Pipeline rows (``turn_rows``) with ``record_id``, ``replaced`` and ``cold``."""
+    turns: list[_ImportedTurn] = field(default_factory=list)
     history: list[tuple[str, str | None, str, str | None, float]] = field(default_factory=list)
     files: list[dict[str, Any]] = field(default_factory=list)
     items: list[dict[str, Any]] = field(default_factory=list)
@@ -202,15 +214,15 @@ def _parse(lines: Iterable[str | Mapping[str, Any]], limits: Any) -> list[_Part]
                 raise InvalidImportError(n, exc.field.removeprefix("turns[0]."), exc.value, exc.fix) from None
             except ValueError as exc:  # pydantic's ValidationError
                 raise InvalidImportError(n, "turn", record.get("id"), f"fix the turn's fields ({exc})") from None
-            row["record_id"] = _need(n, record, "record_id", (str,), optional=True)
+            record_id = _need(n, record, "record_id", (str,), optional=True)
             replaced = record.get("replaced")
+            was_replaced = None
             if replaced is not None:
                 if not isinstance(replaced, Mapping):
                     raise InvalidImportError(n, "replaced", replaced, "give {'valid_to': time, 'by': record id}")
-                row["replaced"] = (_time(n, "replaced.valid_to", replaced.get("valid_to")),
-                                   _need(n, replaced, "by", (str,)))
-            row["cold"] = bool(record.get("cold", False))
-            part.turns.append(row)
+                was_replaced = (_time(n, "replaced.valid_to", replaced.get("valid_to")),
+                                _need(n, replaced, "by", (str,)))
+            part.turns.append(_ImportedTurn(row, record_id, was_replaced, bool(record.get("cold", False))))
         elif kind == "history":
             ts = _time(n, "timestamp", record.get("timestamp"))
             if ts is None:
@@ -263,22 +275,21 @@ def import_lines(store: TruthStore, writer: WritePipeline, indexes: Iterable[Der
             for part in tqdm(parts, desc="import", unit="namespace", disable=not progress):
                 ns_id = store.ensure_namespace(conn, part.namespace.key)
                 touched.append(ns_id)
-                have = portable.existing(conn, "turns", ns_id, [r["id"] for r in part.turns])
-                rows = [r for r in part.turns if r["id"] not in have]
-                skipped += len(part.turns) - len(rows)
-                if rows:
-                    context = store.tail_turns(conn, ns_id, KIND_CONTEXT_TURNS)
+                have = portable.existing(conn, "turns", ns_id, [r.turn.id for r in part.turns])
+                new = [r for r in part.turns if r.turn.id not in have]
+                skipped += len(part.turns) - len(new)
+                if new:
+                    context = stored_tail(store, conn, ns_id, KIND_CONTEXT_TURNS)
                     seq = store.next_seq(conn, ns_id)
-                    for offset, row in enumerate(rows):
-                        row["seq"] = seq + offset
-                    store.insert_turns(conn, ns_id, rows)
+                    rows = [replace(r.turn, seq=seq + offset) for offset, r in enumerate(new)]
+                    store.insert_turns(conn, ns_id, [row.as_row() for row in rows])
                     writer.rederive(conn, ns_id, rows, context,
-                                    {r["id"]: r["record_id"] for r in rows if r.get("record_id")})
-                    for row in rows:
-                        if row.get("replaced") is not None:
-                            valid_to, by = row["replaced"]
-                            store.mark_replaced(conn, ns_id, row["id"], valid_to, by)
-                    cold = [r["id"] for r in rows if r["cold"]]
+                                    {r.turn.id: r.record_id for r in new if r.record_id})
+                    for r in new:
+                        if r.replaced is not None:
+                            valid_to, by = r.replaced
+                            store.mark_replaced(conn, ns_id, r.turn.id, valid_to, by)
+                    cold = [r.turn.id for r in new if r.cold]
                     if cold:
                         set_cold(conn, ns_id, list(portable.tids_of(conn, ns_id, cold).values()), 1)
                     turns += len(rows)

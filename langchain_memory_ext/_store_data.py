@@ -33,7 +33,6 @@ __all__ = [
     "from_data",
     "index_text",
     "join_namespace",
-    "split_namespace",
     "texts_to_embed",
     "to_data",
     "to_filter",
@@ -47,10 +46,6 @@ _TYPE_TAG = "__memory_ext_type__"
 def join_namespace(namespace: Sequence[str]) -> str:
     """``("users", "ana")`` -> ``"users.ana"`` (labels never contain ``"."``)."""
     return ".".join(namespace)
-
-
-def split_namespace(joined: str) -> tuple[str, ...]:
-    return tuple(joined.split("."))
 
 
 def check_labels(namespace: Sequence[str], field: str = "namespace") -> tuple[str, ...]:

@@ -28,7 +28,6 @@ __all__ = [
     "message_to_turn",
     "messages_to_turns",
     "query_from_messages",
-    "render_memories",
     "render_memory",
     "turn_to_message",
     "warn_if_degraded",
@@ -115,11 +114,6 @@ def render_memory(item: RetrievedItem) -> str:
     role = f" ({item.role})" if item.speaker and item.role is not None else ""
     text = " ".join(item.text.split())
     return f"- {when}{who}{role}: {text}" if who else f"- {when}{text}"
-
-
-def render_memories(items: Sequence[RetrievedItem]) -> list[str]:
-    """Prompt lines for memories, best first (a turn with no text — only tool calls — shows nothing useful)."""
-    return [render_memory(it) for it in items if it.text.strip()]
 
 
 def message_text(message: ChatMessage) -> str:

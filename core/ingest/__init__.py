@@ -1,5 +1,5 @@
 """The write path's derivation: turns -> searchable records (no LLM)."""
 
-from .derive import derive_turn_record, derive_windows, index_text
+from .derive import DerivedRecord, IngestTurn, derive_turn_record, derive_windows, index_text
 
-__all__ = ["derive_turn_record", "derive_windows", "index_text"]
+__all__ = ["DerivedRecord", "IngestTurn", "derive_turn_record", "derive_windows", "index_text"]

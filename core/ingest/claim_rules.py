@@ -253,10 +253,6 @@ def en_name(m: re.Match[str], clause: str, subj: Subject) -> Emit:
     return [("name", normalize_value(nm.group(1)), False, m.end() + nm.end())]
 
 
-def _en_call_me(m: re.Match[str], clause: str, subj: Subject) -> Emit:
-    return en_name(m, clause, subj)
-
-
 def _en_opinion(m: re.Match[str], clause: str, subj: Subject) -> Emit:
     verb = m.group("v").lower()
     neg = verb.startswith(("hat", "dislik", "detest", "despis", "can", "loath"))
@@ -286,10 +282,6 @@ def canon_category(cat: str) -> str:
     if cat.endswith("s") and not cat.endswith("ss") and cat not in {"series"} and len(cat) > 3:
         cat = cat[:-1]
     return CATEGORY_CANON.get(cat, cat)
-
-
-def _en_fav_reverse(m: re.Match[str], clause: str, subj: Subject) -> Emit:
-    return []  # handled in _reverse_favorite (value precedes the anchor)
 
 
 _PHONE = re.compile(r"\+?\d[\d\s\-().]{5,}\d")

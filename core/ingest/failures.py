@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from memory_ext.ingest.derive import DerivedRecord
 from memory_ext.ingest.turns import (
     ASSISTANT_NAMES,
     FENCE_RE,
@@ -412,7 +413,7 @@ def _failures(turns: Sequence[TurnView | None], start: int, known: Sequence[str]
     return out
 
 
-def failure_records(turns: Sequence[TurnView | None], first: int) -> list[dict[str, Any]]:
+def failure_records(turns: Sequence[TurnView | None], first: int) -> list[DerivedRecord]:
     known = known_tools(turns)
     out = []
     for f in _failures(turns, first - LOOKAHEAD, known):

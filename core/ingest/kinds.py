@@ -27,9 +27,9 @@ negated statements, other people's preferences, chit-chat and prose "failures" w
 they have a human speaker name (multi-party chat); the speaker's name is the subject of the text when known,
 else "the user" (用户 in Chinese).
 
-Each record is a dict like those of :mod:`memory_ext.ingest.derive` (``id``, ``kind``, ``text``,
+Each record is a :class:`~memory_ext.ingest.derive.DerivedRecord` (``id``, ``kind``, ``text``,
 ``index_text``, ``ref_ts``, ``turn_ids`` with the source turn first, ``source_role``, ``speaker``,
-``session_id``, ``anchor_turn_id`` = the source turn) plus ``tags``, ``entities`` and ``claims``: the
+``session_id``, ``anchor_turn_id`` = the source turn, ``tags``, ``entities``) whose ``claims`` are the
 :class:`~memory_ext.ingest.claims.Claim` s a fact or preference states, read by the one claims extractor that
 supersession reads too, so the record is superseded with its statement (empty for the other kinds).
 ``index_text`` always holds the text, the source sentence or error line, the kind and, for procedures and
@@ -40,16 +40,17 @@ The rules live in :mod:`~memory_ext.ingest.statements` (preference, fact, event)
 
 >>> turns = [{"id": "t1", "role": "user", "speaker": "Ana", "content": "I prefer aisle seats. Thanks!",
 ...           "ts": 1683554160.0, "session_id": "s1"}]
->>> [(r["kind"], r["text"]) for r in derive_kinds(turns, 0)]
+>>> [(r.kind.value, r.text) for r in derive_kinds(turns, 0)]
 [('preference', 'Ana prefers aisle seats')]
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from memory_ext.ingest.derive import DerivedRecord, IngestTurn
 from memory_ext.ingest.failures import (
     FIX_CUE_RE,
     args_gist,
@@ -145,7 +146,7 @@ def _steps(content: str, howto: bool) -> tuple[list[str], str]:
     return [], ""
 
 
-def _procedure(turns: Sequence[TurnView | None], i: int) -> dict[str, Any] | None:
+def _procedure(turns: Sequence[TurnView | None], i: int) -> DerivedRecord | None:
     t = turns[i]
     assert t is not None
     if t.role not in ("assistant", "tool") or t.calls or not t.content.strip():
@@ -213,13 +214,13 @@ def _procedure(turns: Sequence[TurnView | None], i: int) -> dict[str, Any] | Non
 # ------------------------------------------------------------------------------------------ entry point
 
 
-def derive_kinds(sequence: Sequence[dict[str, Any]], first: int) -> list[dict[str, Any]]:
+def derive_kinds(sequence: Sequence[IngestTurn | Mapping[str, Any]], first: int) -> list[DerivedRecord]:
     """Typed records (fact, preference, event, procedure, failure_pattern) of the turns ``sequence[first:]``.
 
-    ``sequence`` is the namespace's recent turns, then the new batch: dicts with ``id``, ``role``,
-    ``speaker``, ``content``, ``ts`` (epoch seconds), ``session_id``, ``tool_calls``, ``attachments`` and
-    ``metadata``. The turns before ``first`` are context only (a request, a tool call, an error that the new
-    turns fix). Never raises: malformed turns or tool calls give fewer records.
+    ``sequence`` is the namespace's recent turns, then the new batch: :class:`IngestTurn` s, or mappings with
+    ``id``, ``role``, ``speaker``, ``content``, ``ts`` (epoch seconds), ``session_id``, ``tool_calls``,
+    ``attachments`` and ``metadata``. The turns before ``first`` are context only (a request, a tool call, an
+    error that the new turns fix). Never raises: malformed turns or tool calls give fewer records.
     """
     try:
         raw = list(sequence)
@@ -227,7 +228,7 @@ def derive_kinds(sequence: Sequence[dict[str, Any]], first: int) -> list[dict[st
     except Exception:  # noqa: BLE001 -- odd input gives nothing
         return []
     turns = [view_turn(r, n) for n, r in enumerate(raw)]
-    out: list[dict[str, Any]] = []
+    out: list[DerivedRecord] = []
     for i in range(first, len(turns)):
         t = turns[i]
         if t is None or is_chitchat(t):

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -42,7 +42,7 @@ from ..store.base import DerivedIndex, IndexedRecord, RecordBatch
 from ..store.interface import Connection, StoreConflict
 from ..text import estimate_tokens
 from ..validate import check_json
-from .derive import derive_turn_record, derive_windows, new_id
+from .derive import DerivedRecord, IngestTurn, derive_turn_record, derive_windows, new_id
 from .evidence_keys import batch_entities, window_keys
 from .indexer import COPY, EMBED, MEAN, NONE, Indexer, word_overlap
 from .kinds import derive_kinds
@@ -55,15 +55,15 @@ if TYPE_CHECKING:
     from ..store.timeindex import TimeIndex
     from ..store.vector import VectorIndex
 
-__all__ = ["KIND_CONTEXT_TURNS", "WritePipeline", "dedup_rows", "index_records", "turn_rows"]
+__all__ = ["KIND_CONTEXT_TURNS", "WritePipeline", "dedup_rows", "index_records", "stored_tail", "turn_rows"]
 
 KIND_CONTEXT_TURNS = 8
 """Stored turns the derivation of procedures and failure patterns may look back at."""
 
 
 def turn_rows(turns: Iterable[Turn | Mapping[str, Any]], ns: Namespace, limits: LimitsConfig,
-              now: datetime) -> list[dict[str, Any]]:
-    """Validate a batch and give each turn its stored row (id, session, timestamp, token count filled in)."""
+              now: datetime) -> list[IngestTurn]:
+    """Validate a batch and give each turn its stored form (id, session, timestamp, token count filled in)."""
     if isinstance(turns, (Turn, Mapping, str, bytes)) or not isinstance(turns, Iterable):
         raise InvalidTurnError("turns", turns, "pass a list of turns, even for a single turn")
     items = [Turn.coerce(t, i) for i, t in enumerate(turns)]  # type: ignore[arg-type]
@@ -87,15 +87,15 @@ def turn_rows(turns: Iterable[Turn | Mapping[str, Any]], ns: Namespace, limits: 
     if len(given_ids) != len(set(given_ids)):
         dup = next(i for i in given_ids if given_ids.count(i) > 1)
         raise InvalidTurnError("turns[].id", dup, "turn ids must be unique; omit id to get a fresh one")
-    return [{
-        "id": t.id or new_id("turn"), "session_id": t.session_id or ns.session_id, "role": t.role.value,
-        "speaker": t.speaker, "content": t.content, "ts": (t.timestamp or now).timestamp(),
-        "external_id": t.external_id, "tool_calls": list(t.tool_calls), "attachments": list(t.attachments),
-        "metadata": dict(t.metadata), "token_count": estimate_tokens(t.content),
-    } for t in items]
+    return [IngestTurn(
+        id=t.id or new_id("turn"), session_id=t.session_id or ns.session_id, role=t.role.value,
+        speaker=t.speaker, content=t.content, ts=(t.timestamp or now).timestamp(), external_id=t.external_id,
+        tool_calls=list(t.tool_calls), attachments=list(t.attachments), metadata=dict(t.metadata),
+        token_count=estimate_tokens(t.content),
+    ) for t in items]
 
 
-def index_records(records: Sequence[Mapping[str, Any]], rids: Sequence[int], anchor_rids: Sequence[int | None],
+def index_records(records: Sequence[DerivedRecord], rids: Sequence[int], anchor_rids: Sequence[int | None],
                   *, turn_facets: Sequence[tuple[Sequence[str], Sequence[Any], Sequence[str] | None]]
                   ) -> list[IndexedRecord]:
     """Typed records for the indexes; the first ``len(turn_facets)`` records are the turn records and carry
@@ -104,21 +104,26 @@ def index_records(records: Sequence[Mapping[str, Any]], rids: Sequence[int], anc
     for i, (r, rid, anchor) in enumerate(zip(records, rids, anchor_rids, strict=True)):
         ents, spans, keys = turn_facets[i] if i < len(turn_facets) else (None, None, None)
         out.append(IndexedRecord(
-            rid=rid, kind=r["kind"], text=r["text"], index_text=r["index_text"], speaker=r.get("speaker"),
-            session_id=r.get("session_id"), ref_ts=r.get("ref_ts"), anchor_rid=anchor,
+            rid=rid, kind=r.kind.value, text=r.text, index_text=r.index_text, speaker=r.speaker,
+            session_id=r.session_id, ref_ts=r.ref_ts, anchor_rid=anchor,
             entities=None if ents is None else tuple(ents), time_spans=None if spans is None else tuple(spans),
             evidence_keys=None if keys is None else tuple(keys)))
     return out
 
 
-def _content_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
+def _content_key(turn: IngestTurn) -> tuple[Any, ...]:
     """What makes two turns identical for the consecutive dedup: everything stored but ids and time."""
-    return (row["role"], row["speaker"], row["content"], row["session_id"],
-            *(json.dumps(row[k], sort_keys=True, default=str) for k in ("tool_calls", "attachments", "metadata")))
+    return (turn.role, turn.speaker, turn.content, turn.session_id,
+            *(json.dumps(v, sort_keys=True, default=str) for v in (turn.tool_calls, turn.attachments, turn.metadata)))
 
 
-def dedup_rows(store: TruthStore, conn: Connection, ns: Namespace, rows: list[dict[str, Any]],
-               consecutive: bool) -> tuple[tuple[str, ...], tuple[str, ...], list[dict[str, Any]]]:
+def stored_tail(store: TruthStore, conn: Connection, ns_id: int, n: int) -> list[IngestTurn]:
+    """The namespace's last ``n`` stored turns (oldest first), each with its turn record's ``rid``."""
+    return [IngestTurn.from_row(row) for row in store.tail_turns(conn, ns_id, n)]
+
+
+def dedup_rows(store: TruthStore, conn: Connection, ns: Namespace, rows: list[IngestTurn],
+               consecutive: bool) -> tuple[tuple[str, ...], tuple[str, ...], list[IngestTurn]]:
     """Idempotent ingest: ``(id of each turn of the call, ids already stored, rows to write)``.
 
     A turn whose ``external_id`` the namespace already holds in the turn's session (or an earlier turn of the
@@ -128,27 +133,27 @@ def dedup_rows(store: TruthStore, conn: Connection, ns: Namespace, rows: list[di
     One indexed lookup per batch (``turns(ns_id, external_id)``) and one tail read.
     """
     ns_id = store.namespace_id(conn, ns.key)
-    wanted = [r["external_id"] for r in rows if r["external_id"] is not None]
+    wanted = [r.external_id for r in rows if r.external_id is not None]
     known = store.turns_with_external_ids(conn, ns_id, wanted) if ns_id is not None and wanted else {}
-    tail = store.tail_turns(conn, ns_id, 1) if ns_id is not None and consecutive else []
+    tail = stored_tail(store, conn, ns_id, 1) if ns_id is not None and consecutive else []
     last = tail[0] if tail else None
-    prev = None if last is None else (*_content_key(last), last["id"])
+    prev = None if last is None else (*_content_key(last), last.id)
     ids: list[str] = []
     existing: list[str] = []
-    keep: list[dict[str, Any]] = []
+    keep: list[IngestTurn] = []
     for r in rows:
         key = _content_key(r)
-        ext = r["external_id"]
-        stored = known.get((ext, r["session_id"])) if ext is not None else \
+        ext = r.external_id
+        stored = known.get((ext, r.session_id)) if ext is not None else \
             prev[-1] if consecutive and prev is not None and prev[:-1] == key else None
         if stored is not None:
             ids.append(stored)
             existing.append(stored)
             continue
         if ext is not None:
-            known[(ext, r["session_id"])] = r["id"]
-        prev = (*key, r["id"])
-        ids.append(r["id"])
+            known[(ext, r.session_id)] = r.id
+        prev = (*key, r.id)
+        ids.append(r.id)
         keep.append(r)
     return tuple(ids), tuple(dict.fromkeys(existing)), keep
 
@@ -157,11 +162,11 @@ def dedup_rows(store: TruthStore, conn: Connection, ns: Namespace, rows: list[di
 class _Prepared:
     """What a write derives before its transaction writes it (:meth:`WritePipeline._prepare`)."""
 
-    records: list[dict[str, Any]]
+    records: list[DerivedRecord]
     """The turn records, one per turn."""
-    anchored: list[dict[str, Any]]
+    anchored: list[DerivedRecord]
     """The records anchored to a turn: windows, layers, derived kinds."""
-    context: list[dict[str, Any]]
+    context: list[IngestTurn]
     """The stored tail of the namespace the derivation read (the turns before these)."""
     work: list[tuple[int, int]]
     """The ``(dense, sparse)`` model work of each record, turn records first (:meth:`WritePipeline._work`)."""
@@ -206,7 +211,7 @@ class WritePipeline:
             with store.transaction("add_turns") as conn:
                 self._write(conn, ns, rows, prepared)
         self._kick(prepared.work)
-        return AddResult(turn_ids=ids, record_ids=tuple(r["id"] for r in prepared.records),
+        return AddResult(turn_ids=ids, record_ids=tuple(r.id for r in prepared.records),
                          existing_ids=existing)
 
     def resume(self) -> None:
@@ -252,7 +257,7 @@ class WritePipeline:
             return AddResult(turn_ids=(), record_ids=())
         if self._store.read_only:
             raise ReadOnlyStoreError("add_turns")
-        ids: tuple[str, ...] = tuple(r["id"] for r in rows)
+        ids: tuple[str, ...] = tuple(r.id for r in rows)
         existing: tuple[str, ...] = ()
         if dedup:
             ids, existing, rows = dedup_rows(self._store, conn, ns, rows, self._config.ingest.dedup_consecutive)
@@ -261,19 +266,19 @@ class WritePipeline:
         prepared = self._prepare(conn, rows, ns)
         self._write(conn, ns, rows, prepared)
         self._store.after_commit(lambda: self._kick(prepared.work))
-        return AddResult(turn_ids=ids, record_ids=tuple(r["id"] for r in prepared.records),
+        return AddResult(turn_ids=ids, record_ids=tuple(r.id for r in prepared.records),
                          existing_ids=existing)
 
-    def _prepare(self, conn: Connection, rows: list[dict[str, Any]], ns: Namespace) -> _Prepared:
+    def _prepare(self, conn: Connection, rows: list[IngestTurn], ns: Namespace) -> _Prepared:
         """Everything derived before the write: records and their model work (``conn`` reads the stored tail)."""
         known_ns = self._store.namespace_id(conn, ns.key)
-        context = self._store.tail_turns(conn, known_ns, KIND_CONTEXT_TURNS) if known_ns is not None else []
+        context = stored_tail(self._store, conn, known_ns, KIND_CONTEXT_TURNS) if known_ns is not None else []
         records, anchored, windows = self._derive(rows, context)
         work = self._work(records, anchored, windows)
         self._check_embedder(records)
         return _Prepared(records, anchored, context, work)
 
-    def _write(self, conn: Connection, ns: Namespace, rows: list[dict[str, Any]],
+    def _write(self, conn: Connection, ns: Namespace, rows: list[IngestTurn],
                prepared: _Prepared) -> None:
         ns_id = self._store.ensure_namespace(conn, ns.key)
         try:
@@ -294,8 +299,8 @@ class WritePipeline:
             self.indexer.drain()
 
     # -- steps -------------------------------------------------------------------------------------------------
-    def _derive(self, rows: list[dict[str, Any]], context: list[dict[str, Any]]
-                ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    def _derive(self, rows: list[IngestTurn], context: list[IngestTurn]
+                ) -> tuple[list[DerivedRecord], list[DerivedRecord], list[DerivedRecord]]:
         """Turn records; records anchored to a turn (windows, layers, derived kinds); the windows alone."""
         ingest = self._config.ingest
         tail = context[-2:]  # windows need the last two stored turns
@@ -307,8 +312,8 @@ class WritePipeline:
             derived += derive_kinds(context + rows, first=len(context))
         return records, windows + derived, windows
 
-    def _work(self, records: list[dict[str, Any]], anchored: list[dict[str, Any]],
-              windows: list[dict[str, Any]]) -> list[tuple[int, int]]:
+    def _work(self, records: list[DerivedRecord], anchored: list[DerivedRecord],
+              windows: list[DerivedRecord]) -> list[tuple[int, int]]:
         """``(dense, sparse)`` model work of each record (turn records, then the anchored ones), for the queue:
         turns are embedded (and sparse-encoded); windows embedded or, with ``window_vectors: mean``, the mean
         of their turns' vectors; a derived record that is a near-copy of its turn reuses the turn's vector."""
@@ -318,47 +323,46 @@ class WritePipeline:
             return [(NONE, sparse) for _ in records] + [(NONE, 0) for _ in anchored]
         ingest = self._config.ingest
         window_mode = MEAN if ingest.window_vectors == "mean" else EMBED
-        text_of = {r["turn_ids"][0]: r["index_text"] for r in records}
+        text_of = {r.turn_ids[0]: r.index_text for r in records}
         out = [(EMBED, sparse) for _ in records] + [(window_mode, 0) for _ in windows]
         threshold = ingest.derived_copy_overlap
         for r in anchored[len(windows):]:
-            turn_text = text_of.get(r.get("anchor_turn_id", ""))
+            turn_text = text_of.get(r.anchor_turn_id or "")
             copy = threshold is not None and turn_text is not None and \
-                word_overlap(r["index_text"], turn_text) >= threshold
+                word_overlap(r.index_text, turn_text) >= threshold
             out.append((COPY if copy else EMBED, 0))
         return out
 
-    def _check_embedder(self, records: list[dict[str, Any]]) -> None:
+    def _check_embedder(self, records: list[DerivedRecord]) -> None:
         """The first write of an engine embeds its first record in the foreground, once: a broken embedder
         (wrong dimension, NaN) fails here, before anything is written. The indexer reuses that vector."""
         if self._checked or self._vector is None or self._embedder is None or not records:
             return
-        text = records[0]["index_text"]
+        text = records[0].index_text
         vector = check_vectors(self._embedder, self._embedder.embed_documents([text]), 1)[0]
         if self.indexer is not None:
             self.indexer.remember(text, vector)
         self._checked = True
 
-    def _persist(self, conn: Connection, ns_id: int, rows: list[dict[str, Any]],
-                 records: list[dict[str, Any]], anchored: list[dict[str, Any]], context: list[dict[str, Any]],
+    def _persist(self, conn: Connection, ns_id: int, rows: list[IngestTurn],
+                 records: list[DerivedRecord], anchored: list[DerivedRecord], context: list[IngestTurn],
                  work: list[tuple[int, int]], *, fresh: bool = True) -> list[int]:
         """Persist and index a batch; ``fresh=False`` (reindex): the turns and their memory files are stored
         already, only the records and the derived indexes are written. Returns the turn records' rids."""
         store = self._store
-        seq = store.next_seq(conn, ns_id) if fresh else rows[0]["seq"]
-        try:
-            if fresh:
-                for offset, row in enumerate(rows):
-                    row["seq"] = seq + offset
-                store.insert_turns(conn, ns_id, rows)
-        except StoreConflict as exc:
-            raise InvalidTurnError("turns[].id", [r["id"] for r in rows], f"{exc.fix} ({exc.detail})") from None
-        rids = store.insert_records(conn, ns_id, records)
+        seq = store.next_seq(conn, ns_id) if fresh else -1
+        if fresh:
+            rows = [replace(row, seq=seq + offset) for offset, row in enumerate(rows)]
+            try:
+                store.insert_turns(conn, ns_id, [row.as_row() for row in rows])
+            except StoreConflict as exc:
+                raise InvalidTurnError("turns[].id", [r.id for r in rows], f"{exc.fix} ({exc.detail})") from None
+        rids = store.insert_records(conn, ns_id, [r.as_row() for r in records])
         turn_rids = list(rids)
-        rid_of = {t["id"]: t["rid"] for t in context}
-        rid_of.update({r["turn_ids"][0]: rid for r, rid in zip(records, rids, strict=True)})
-        anchors: list[int | None] = [*rids, *(rid_of[w["anchor_turn_id"]] for w in anchored)]
-        rids += store.insert_records(conn, ns_id, anchored, anchor_rids=anchors[len(records):])
+        rid_of = {t.id: t.rid for t in context}
+        rid_of.update({r.turn_ids[0]: rid for r, rid in zip(records, rids, strict=True)})
+        anchors: list[int | None] = [*rids, *(rid_of[w.anchor_turn_id or ""] for w in anchored)]
+        rids += store.insert_records(conn, ns_id, [r.as_row() for r in anchored], anchor_rids=anchors[len(records):])
         batch = RecordBatch(
             index_records(records + anchored, rids, anchors, turn_facets=self._turn_facets(conn, ns_id, records,
                                                                                             rows, context)),
@@ -373,15 +377,14 @@ class WritePipeline:
                       derived_rids=rids[len(records):])
         return turn_rids
 
-    def rederive(self, conn: Connection, ns_id: int, rows: list[dict[str, Any]],
-                 context: list[dict[str, Any]], record_ids: Mapping[str, str]) -> tuple[list[int], bool]:
+    def rederive(self, conn: Connection, ns_id: int, rows: list[IngestTurn],
+                 context: list[IngestTurn], record_ids: Mapping[str, str]) -> tuple[list[int], bool]:
         """Reindex: derive and index the records of stored turns ``rows`` (seq order, after ``context``, the
         turns re-derived just before them, each with its new turn record's ``rid``) inside the caller's
         transaction; a turn record keeps its id (``record_ids``: turn id -> record id). Returns the new turn
         records' rids and whether model work was queued (start it with :meth:`kick` after the commit)."""
         records, anchored, windows = self._derive(rows, context)
-        for r in records:
-            r["id"] = record_ids.get(r["turn_ids"][0], r["id"])
+        records = [replace(r, id=record_ids.get(r.turn_ids[0], r.id)) for r in records]
         work = self._work(records, anchored, windows)
         self._check_embedder(records)
         turn_rids = self._persist(conn, ns_id, rows, records, anchored, context, work, fresh=False)
@@ -397,20 +400,20 @@ class WritePipeline:
         if self.indexer is not None:
             self._kick([(EMBED, 0)])
 
-    def _turn_facets(self, conn: Connection, ns_id: int, records: list[dict[str, Any]],
-                     rows: list[dict[str, Any]], context: list[dict[str, Any]]
+    def _turn_facets(self, conn: Connection, ns_id: int, records: list[DerivedRecord],
+                     rows: list[IngestTurn], context: list[IngestTurn]
                      ) -> list[tuple[list[str], list[Any], list[str] | None]]:
         """Entities, time spans and (when the evidence index is written) evidence keys of each turn record."""
-        names = batch_entities([(r["text"], r["speaker"]) for r in records], self._graph.known_keys(conn, ns_id))
-        spans = [self._time.spans_of(r["text"], r["ref_ts"]) for r in records]
+        names = batch_entities([(r.text, r.speaker) for r in records], self._graph.known_keys(conn, ns_id))
+        spans = [self._time.spans_of(r.text, r.ref_ts) for r in records]
         keys: list[list[str] | None] = [None] * len(records)
         if self._evidence:  # the costliest derivation: only when the evidence channel searches it
             prev = context[-1:]  # ±1 neighbours of the same session, the last stored turn too
             seq_rows = prev + rows
             keys = list(window_keys([
-                {"text": r["text"], "speaker": r["speaker"], "ref_ts": r["ref_ts"], "session_id": r["session_id"],
+                {"text": r.text, "speaker": r.speaker, "ref_ts": r.ref_ts, "session_id": r.session_id,
                  "entities": names[i],
-                 "neighbours": [seq_rows[j]["content"] for j in (i + len(prev) - 1, i + len(prev) + 1)
-                                if 0 <= j < len(seq_rows) and seq_rows[j]["session_id"] == r["session_id"]]}
+                 "neighbours": [seq_rows[j].content for j in (i + len(prev) - 1, i + len(prev) + 1)
+                                if 0 <= j < len(seq_rows) and seq_rows[j].session_id == r.session_id]}
                 for i, r in enumerate(records)]))
         return [(names[i], spans[i], keys[i]) for i in range(len(records))]

@@ -26,13 +26,15 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
 from ..errors import InvalidArgumentError, ReadOnlyStoreError
 from ..models import Namespace
 from ..store.tiers import set_cold
+from .derive import IngestTurn
 from .pipeline import KIND_CONTEXT_TURNS
 
 if TYPE_CHECKING:
@@ -105,15 +107,15 @@ def _rebuild(store: TruthStore, writer: WritePipeline, indexes: Sequence[Derived
     try:
         with store.transaction("reindex") as conn:
             state = store.reindex_state(conn, ns_id)
-            rows = store.stored_turn_rows(conn, ns_id)
+            rows = [IngestTurn.from_row(row) for row in store.stored_turn_rows(conn, ns_id)]
             for index in indexes:
                 index.drop_namespace(conn, ns_id)
             store.clear_records(conn, ns_id)
-            context: list[dict[str, Any]] = []
+            context: list[IngestTurn] = []
             for start in range(0, len(rows), BATCH_TURNS):
                 batch = rows[start:start + BATCH_TURNS]
                 rids, _ = writer.rederive(conn, ns_id, batch, context, state["record_ids"])
-                context = (context + [{**r, "rid": rid} for r, rid in zip(batch, rids, strict=True)]
+                context = (context + [replace(r, rid=rid) for r, rid in zip(batch, rids, strict=True)]
                            )[-KIND_CONTEXT_TURNS:]
             for turn_id, valid_to, by in state["replaced"]:
                 store.mark_replaced(conn, ns_id, turn_id, valid_to, by)

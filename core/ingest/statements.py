@@ -8,7 +8,7 @@ statement is (:mod:`memory_ext.lifecycle.supersede`).
 >>> from memory_ext.ingest.turns import view_turn
 >>> t = view_turn({"id": "t1", "role": "user", "speaker": "Ana", "content": "I live in Oslo.", "ts": 1.7e9,
 ...                "session_id": "s"}, 0)
->>> [(r["kind"], r["text"], [(c.subject, c.attribute, c.value) for c in r["claims"]]) for r in personal_records(t)]
+>>> [(r.kind.value, r.text, [(c.subject, c.attribute, c.value) for c in r.claims]) for r in personal_records(t)]
 [('fact', 'Ana lives in Oslo', [('self', 'residence', 'oslo')])]
 """
 
@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from memory_ext.ingest.claims import extract_claims
+from memory_ext.ingest.derive import DerivedRecord
 from memory_ext.ingest.turns import (
     ASSISTANT_NAMES,
     FENCE_RE,
@@ -339,7 +340,7 @@ def short_entities(text: str, speaker: str | None = None) -> list[str]:
     return extract_entities(text, speaker=speaker)[:8]
 
 
-def personal_records(t: TurnView) -> list[dict[str, Any]]:
+def personal_records(t: TurnView) -> list[DerivedRecord]:
     content = t.content
     if not content or len(content) > 4000:
         return []
@@ -348,7 +349,7 @@ def personal_records(t: TurnView) -> list[dict[str, Any]]:
         return []
     who = t.speaker or "the user"
     who_zh = t.speaker or "用户"
-    out: list[dict[str, Any]] = []
+    out: list[DerivedRecord] = []
     seen: set[tuple[str, str]] = set()
     if "```" in content:
         content = FENCE_RE.sub(" ", content)
@@ -377,10 +378,9 @@ def personal_records(t: TurnView) -> list[dict[str, Any]]:
                 continue
             seen.add((kind, text))
             index = f"{text} | {t.speaker + ': ' if t.speaker else ''}{sentence} [{kind}]"
-            record = make_record(kind, t, text, index, (), tags, short_entities(sentence, t.speaker))
-            if kind != "event":  # what the statement claims, for supersession; events are never superseded
-                record["claims"] = extract_claims(clause, speaker=t.speaker)
-            out.append(record)
+            # what the statement claims, for supersession; events are never superseded
+            claims = extract_claims(clause, speaker=t.speaker) if kind != "event" else ()
+            out.append(make_record(kind, t, text, index, (), tags, short_entities(sentence, t.speaker), claims))
     return out
 
 

@@ -1,7 +1,7 @@
 """The turn view and the text helpers the derivations of :mod:`memory_ext.ingest.kinds` share.
 
 A :class:`TurnView` is a stored turn as the rules read it (role, speaker, content, time, session, tool calls);
-:func:`make_record` builds the dict of one derived record.
+:func:`make_record` builds one derived record (a :class:`~memory_ext.ingest.derive.DerivedRecord`).
 
 >>> t = view_turn({"id": "t1", "role": "user", "content": "Hi", "ts": 1.0, "session_id": "s"}, 0)
 >>> t.role, t.calls, clean("  a  long   text ,", 100)
@@ -15,10 +15,14 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from memory_ext.ingest.derive import new_id
+from memory_ext.ingest.derive import DerivedRecord, IngestTurn, new_id
+from memory_ext.models import RecordKind
 from memory_ext.text.sentences import sentences
+
+if TYPE_CHECKING:
+    from memory_ext.ingest.claims import Claim
 
 __all__ = ["TurnView", "ToolCall", "make_record", "view_turn"]
 
@@ -97,7 +101,11 @@ def _calls(raw: Any) -> list[ToolCall]:
     return out
 
 
-def view_turn(raw: Any, index: int) -> TurnView | None:
+def view_turn(raw: IngestTurn | Mapping[str, Any] | Any, index: int) -> TurnView | None:
+    """The rules' view of one turn (an :class:`~memory_ext.ingest.derive.IngestTurn` or a mapping with its
+    fields); None for a malformed one."""
+    if isinstance(raw, IngestTurn):
+        raw = raw.as_row()
     if not isinstance(raw, Mapping):
         return None
     tid = raw.get("id")
@@ -168,25 +176,16 @@ def same_session(a: TurnView, b: TurnView) -> bool:
 
 
 def make_record(kind: str, source: TurnView, text: str, index_text: str, context: Sequence[TurnView], tags: list[str],
-            entities: list[str]) -> dict[str, Any]:
+            entities: list[str], claims: Sequence[Claim] = ()) -> DerivedRecord:
+    """A derived record of ``kind`` anchored to ``source``; ``context``: the other turns it draws on."""
     turn_ids = [source.id]
     for c in context:
         if c.id not in turn_ids:
             turn_ids.append(c.id)
     prefix = {"failure_pattern": "fail", "procedure": "proc"}.get(kind, kind[:4])
-    return {
-        "id": new_id(prefix),
-        "kind": kind,
-        "text": text[:TEXT_MAX_CHARS],
-        "index_text": SPACE_RE.sub(" ", index_text).strip(),
-        "ref_ts": source.ts,
-        "turn_ids": turn_ids,
-        "source_role": source.role,
-        "speaker": source.speaker,
-        "session_id": source.session,
-        "anchor_turn_id": source.id,
-        "tags": list(dict.fromkeys(t for t in tags if t)),
-        "entities": list(dict.fromkeys(e for e in entities if e)),
-        "claims": [],  # the Claims a fact or preference states (memory_ext.ingest.claims), for supersession
-    }
-
+    return DerivedRecord(
+        id=new_id(prefix), kind=RecordKind(kind), text=text[:TEXT_MAX_CHARS],
+        index_text=SPACE_RE.sub(" ", index_text).strip(), ref_ts=source.ts, turn_ids=turn_ids,
+        source_role=source.role, speaker=source.speaker, session_id=source.session, anchor_turn_id=source.id,
+        tags=list(dict.fromkeys(t for t in tags if t)), entities=list(dict.fromkeys(e for e in entities if e)),
+        claims=tuple(claims))

@@ -2,7 +2,7 @@
 the old one ("I moved to Berlin" after "I live in Paris").
 
 Claims come from one extractor, :mod:`memory_ext.ingest.claims` (rules in English and Chinese): read here from
-user turns, and carried by the fact and preference records derived from them (``record["claims"]``,
+user turns, and carried by the fact and preference records derived from them (``DerivedRecord.claims``,
 :mod:`memory_ext.ingest.kinds`). They are kept in the ``claims`` table keyed by holder (the speaker, or the role
 when unnamed), subject and attribute. When a new claim conflicts with an older one
 (:func:`memory_ext.lifecycle.conflicts.conflicts`), the older record -- the turn, and the fact record derived
@@ -13,13 +13,16 @@ above the replaced one.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from ..store.claims import insert_claim, live_claims, supersede_record
 from ..store.interface import Connection
 from ..store.tiers import bump_flags
 from .conflicts import Claim, conflicts, extract_claims
+
+if TYPE_CHECKING:
+    from ..ingest.derive import DerivedRecord
 
 __all__ = ["supersede"]
 
@@ -27,24 +30,24 @@ CLAIM_ROLES = ("user",)
 """Roles whose statements about themselves and others are tracked (assistants' words are not the user's facts)."""
 
 
-def supersede(conn: Connection, ns_id: int, records: Sequence[Mapping[str, Any]], rids: Sequence[int], *,
-              derived: Sequence[Mapping[str, Any]] = (), derived_rids: Sequence[int] = ()) -> int:
+def supersede(conn: Connection, ns_id: int, records: Sequence[DerivedRecord], rids: Sequence[int], *,
+              derived: Sequence[DerivedRecord] = (), derived_rids: Sequence[int] = ()) -> int:
     """Record the claims of new records and supersede older conflicting ones; returns how many records were.
 
     ``records``/``rids`` are the new turn records (their claims are read from their text); ``derived``/
     ``derived_rids`` the records derived from the new turns (only those with ``claims`` count: facts and
     preferences), so a derived fact is superseded as its turn is. Statements are applied in time order.
     """
-    pending: list[tuple[Mapping[str, Any], int, Sequence[Claim] | None]] = [
-        (r, rid, None) for r, rid in zip(records, rids, strict=True) if r.get("kind") == "turn"]
-    pending += [(r, rid, r["claims"]) for r, rid in zip(derived, derived_rids, strict=True) if r.get("claims")]
-    pending = sorted((p for p in pending if p[0].get("source_role") in CLAIM_ROLES),
-                     key=lambda p: (p[0].get("ref_ts") or 0.0, p[1]))
+    pending: list[tuple[DerivedRecord, int, Sequence[Claim] | None]] = [
+        (r, rid, None) for r, rid in zip(records, rids, strict=True) if r.kind == "turn"]
+    pending += [(r, rid, r.claims) for r, rid in zip(derived, derived_rids, strict=True) if r.claims]
+    pending = sorted((p for p in pending if p[0].source_role in CLAIM_ROLES),
+                     key=lambda p: (p[0].ref_ts or 0.0, p[1]))
     changed = 0
     for rec, rid, given in pending:
-        claims = given if given is not None else extract_claims(rec["text"], speaker=rec.get("speaker"))
-        holder = rec.get("speaker") or rec.get("source_role") or "user"
-        ts = rec.get("ref_ts")
+        claims = given if given is not None else extract_claims(rec.text, speaker=rec.speaker)
+        holder = rec.speaker or rec.source_role or "user"
+        ts = rec.ref_ts
         for c in claims:
             for old_rid, value, negated, old_ts in live_claims(conn, ns_id, holder, c.subject, c.attribute, rid):
                 old = Claim(subject=c.subject, attribute=c.attribute, value=value, negated=bool(negated))
@@ -52,7 +55,7 @@ def supersede(conn: Connection, ns_id: int, records: Sequence[Mapping[str, Any]]
                     continue
                 if ts is not None and old_ts is not None and old_ts > ts:
                     continue  # the stored statement is newer: this one was already out of date
-                supersede_record(conn, ns_id, old_rid, ts, rec["id"])
+                supersede_record(conn, ns_id, old_rid, ts, rec.id)
                 changed += 1
             insert_claim(conn, ns_id, rid, holder, c.subject, c.attribute, c.value, c.negated, ts)
     if changed:

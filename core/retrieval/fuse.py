@@ -14,7 +14,8 @@
 Everything that differs between the fusions lives in its strategy object: how a route's scores are accumulated
 (:meth:`Fusion.add_route`), how the pool is drawn (:meth:`Fusion.pool`), which score of an item the calibration
 reads (:meth:`Fusion.fused_values`) and whether the pool can be reranked and explained channel by channel
-(:attr:`Fusion.reranks`). The read pipeline holds one and never branches on the fusion's name.
+(:attr:`Fusion.reranks`) and whether the layer channels can be fused in (:attr:`Fusion.layers`). The read pipeline
+and :func:`memory_ext.assembly.validate_config` hold one and never branch on the fusion's name.
 """
 
 from __future__ import annotations
@@ -128,6 +129,8 @@ class Fusion:
     name: ClassVar[str]
     reranks: ClassVar[bool]
     """Whether a reranker may reorder the pool and ``explain`` breaks it down by channel z-scores."""
+    layers: ClassVar[bool]
+    """Whether the L0/L1 layer channels (``globals.layers_index_enabled``) can be fused."""
 
     def add_route(self, scored: RouteScores, cat: Catalog, route: EvidenceRoute, scores: TurnScores, *,
                   scope: Scope, limit: int) -> None:
@@ -153,6 +156,7 @@ class ZScoreFusion(Fusion):
 
     name = "zscore"
     reranks = True
+    layers = True
 
     def add_route(self, scored: RouteScores, cat: Catalog, route: EvidenceRoute, scores: TurnScores, *,
                   scope: Scope, limit: int) -> None:
@@ -185,6 +189,7 @@ class RRFFusion(Fusion):
     rrf_k: int = 60
     name: ClassVar[str] = "rrf"
     reranks: ClassVar[bool] = False
+    layers: ClassVar[bool] = False
 
     def add_route(self, scored: RouteScores, cat: Catalog, route: EvidenceRoute, scores: TurnScores, *,
                   scope: Scope, limit: int) -> None:

@@ -123,6 +123,45 @@ def test_memories_page_by_more(open_server: Served, page: Page) -> None:
     assert texts == [t["content"] for t in reversed(turns)]
 
 
+def test_memories_under_agents_are_shown_and_reachable_from_the_user_page(open_server: Served, page: Page) -> None:
+    open_server.add("noor", conversation("ana")[:3], agent_id="travel")
+    open_server.add("noor", conversation("ben")[:2], agent_id="coach")
+    page.goto(open_server.url + "/?user_id=noor")  # noor has no memories without an agent
+    expect(page.locator("#memories > li")).to_have_count(0)
+    status = page.locator("p.status")
+    expect(status).to_contain_text("No memories without an agent; noor has 5 memories under")
+    expect(status).to_contain_text("agent travel")
+    expect(status).to_contain_text("agent coach")
+    agents = page.get_by_role("navigation", name="Agents of noor")
+    expect(agents.get_by_role("link")).to_have_count(2)
+    status.get_by_role("link", name="show agent travel (3)").click()
+    expect(page).to_have_url(open_server.url + "/?user_id=noor&agent_id=travel")
+    expect(page.locator("#memories > li")).to_have_count(3)
+    expect(agents.get_by_role("link", name="agent travel (3)")).to_have_attribute("aria-current", "page")
+    agents.get_by_role("link", name="agent coach (2)").click()
+    expect(page).to_have_url(open_server.url + "/?user_id=noor&agent_id=coach")
+    expect(page.locator("#memories > li")).to_have_count(2)
+    no_page_errors(page)
+
+
+def test_the_user_page_links_to_its_agents_beside_its_own_memories(open_server: Served, page: Page) -> None:
+    open_server.add("omar", conversation("ana")[:2])
+    open_server.add("omar", conversation("ben")[:1], agent_id="coach")
+    page.goto(open_server.url + "/?user_id=omar")
+    expect(page.locator("#memories > li")).to_have_count(2)
+    agents = page.get_by_role("navigation", name="Agents of omar")
+    expect(agents.get_by_role("link", name="no agent (2)")).to_have_attribute("aria-current", "page")
+    agents.get_by_role("link", name="agent coach (1)").click()
+    expect(page.locator("#memories > li")).to_have_count(1)
+    page.goto(open_server.url + "/?user_id=omar&metadata=%7B%22topic%22%3A%22none%22%7D")  # a filter no memory has
+    expect(page.locator("p.status")).to_contain_text("No memories match without an agent; omar has 1 memory under "
+                                                     "agent coach")
+    page.goto(open_server.url + "/?user_id=zoe")  # no memories at all: no agents to link
+    expect(page.locator("p.status")).to_have_text("No memories without an agent.")
+    expect(page.get_by_role("navigation", name="Agents of zoe")).to_have_count(0)
+    no_page_errors(page)
+
+
 def test_search_shows_items_channels_explanation_and_the_exact_context(open_server: Served, page: Page) -> None:
     open_server.add("tom", rules_chat("tom"))
     page.goto(open_server.url + "/?user_id=tom")

@@ -37,6 +37,7 @@ def test_unknown_keys_and_bad_types(data: dict, field: str, hint: str) -> None:
     ({"recall": {"graph_recaller": "keyword"}}, "recall.graph_recaller", "valid names: graph"),
     ({"recall": {"channel_weights": {"vector": -1.0}}}, "recall.channel_weights.vector", ">= 0"),
     ({"globals": {"layers_index_enabled": True}, "recall": {"fusion": "rrf"}}, "recall.fusion", "zscore"),
+    ({"globals": {"rerank_enabled": True}, "recall": {"fusion": "rrf"}}, "recall.fusion", "fusion: zscore"),
     ({"recall": {"keyword_l0_recaller": "keyword"}}, "recall.keyword_l0_recaller", "valid names: keyword_l0"),
     ({"globals": {"rerank_enabled": True}}, "globals.rerank_enabled", "reranker"),
     ({"globals": {"llm_planner_enabled": True}}, "globals.llm_planner_enabled", "pass an LLM"),

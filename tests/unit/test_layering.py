@@ -162,3 +162,30 @@ def test_the_postgres_backend_imports_nothing_of_sqlite() -> None:
                       for line, module in _imports(path.read_text(encoding="utf-8"), _package(path))
                       if module == "sqlite3" or module.startswith(("sqlite3.", "memory_ext.store.sqlite."))]
     assert not offenders, "store/pg imports the SQLite backend or sqlite3:\n" + "\n".join(offenders)
+
+
+# -- module size (issue 23): a module may be long or hold many functions, not both ----------------------------
+MAX_LINES = 900
+MAX_FUNCTIONS = 20
+
+
+def size_of(source: str) -> tuple[int, int]:
+    """``(lines, functions)`` of a module's source; methods and nested functions count as functions."""
+    tree = ast.parse(source)
+    return (len(source.splitlines()),
+            sum(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) for n in ast.walk(tree)))
+
+
+def test_the_size_counter() -> None:
+    source = "def a():\n    def b():\n        pass\n\n\nclass C:\n    async def d(self):\n        pass\n"
+    assert size_of(source) == (8, 3)
+
+
+def test_no_module_is_both_long_and_many_functioned() -> None:
+    offenders = []
+    for path in sorted(CORE.rglob("*.py")):
+        lines, functions = size_of(path.read_text(encoding="utf-8"))
+        if lines > MAX_LINES and functions > MAX_FUNCTIONS:
+            offenders.append(f"core/{path.relative_to(CORE).as_posix()}: {lines} lines, {functions} functions")
+    assert not offenders, (f"modules over {MAX_LINES} lines with more than {MAX_FUNCTIONS} functions (split them):\n"
+                           + "\n".join(offenders))

@@ -2,7 +2,8 @@
 //
 // Views (deep links: everything is in the query string):
 //   /                                    users and agents with counts
-//   /?user_id=maya[&agent_id=a]          Maya's memories, newest first (filters: metadata, session_id, since, until)
+//   /?user_id=maya[&agent_id=a]          Maya's memories, newest first (filters: metadata, session_id, since, until),
+//                                        with a link to each of her agents
 //   /?user_id=maya&view=search&q=...     a search as the model sees it (items, channels, explain, context)
 //   /?user_id=maya&view=history&id=...   a memory's versions and operations; edit and delete
 //   /?user_id=maya&view=files            the prompt index, memory files, importance, compaction
@@ -342,12 +343,51 @@ async function viewMemories(state) {
     cursor = page.next_cursor;
     more.hidden = !cursor;
     more.disabled = false;
-    status.textContent = shown === 0 ? "No memories match." : `${shown} memories shown, newest first${
-      cursor ? "" : " (all of them)"}.`;
+    if (shown > 0) {
+      status.textContent = `${shown} memories shown, newest first${cursor ? "" : " (all of them)"}.`;
+    } else {
+      status.replaceChildren(...emptyStatus(state, others, active));
+    }
   }
   more.addEventListener("click", () => load().catch(showError));
+  // every namespace of the user: memories stored under an agent are not in the user's own namespace, and a page
+  // that only said "No memories match" would read as "this user has no memories"
+  const namespaces = (await api("GET", "/v1/overview")).filter((row) => row.user_id === state.user_id);
+  const others = namespaces.filter((row) => (row.agent_id || "") !== state.agent_id && row.memories > 0);
   await load();
-  return [h("h1", {}, `Memories of ${state.user_id}`), search, form, status, list, more];
+  return [h("h1", {}, `Memories of ${state.user_id}`), agentsNav(state, namespaces), search, form, status, list,
+          more];
+}
+
+function agentName(agentId) {
+  return agentId ? `agent ${agentId}` : "no agent";
+}
+
+// Links to each namespace of the user (its own, and one per agent) with their counts; none when there is one.
+function agentsNav(state, namespaces) {
+  const current = namespaces.some((row) => (row.agent_id || "") === state.agent_id);
+  if (namespaces.length === 0 || (namespaces.length === 1 && current)) return null;
+  return h("nav", { id: "agents", class: "agents", "aria-label": `Agents of ${state.user_id}` },
+    h("span", { class: "label" }, "Agents: "),
+    namespaces.map((row) => {
+      const here = (row.agent_id || "") === state.agent_id;
+      return link({ user_id: state.user_id, agent_id: row.agent_id || null },
+                  `${agentName(row.agent_id)} (${row.memories})`, here ? { "aria-current": "page" } : {});
+    }));
+}
+
+// What an empty list says: which other agents of the user hold memories, with a link to each.
+function emptyStatus(state, others, filtered) {
+  const here = state.agent_id ? `under agent ${state.agent_id}` : "without an agent";
+  if (others.length === 0) return [filtered ? "No memories match." : `No memories ${here}.`];
+  const total = others.reduce((sum, row) => sum + row.memories, 0);
+  const links = others.flatMap((row, i) => [
+    i ? ", " : "",
+    link({ user_id: state.user_id, agent_id: row.agent_id || null },
+         `show ${agentName(row.agent_id)} (${row.memories})`)]);
+  return [`No memories ${filtered ? "match " : ""}${here}; ${state.user_id} has ${total} ${
+    total === 1 ? "memory" : "memories"} under ${others.map((row) => agentName(row.agent_id)).join(", ")}: `,
+          ...links, "."];
 }
 
 function searchForm(state) {

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from memory_ext import ActionState, InvalidQueryError, MemoryEngine, Turn
-from memory_ext.ingest.derive import derive_windows
+from memory_ext.ingest.derive import IngestTurn, derive_windows
 from memory_ext.plan import STRATEGIES, Strategy, classify_question, plan_search
 from memory_ext.rank.zscore import rank_turns, standardize
 from memory_ext.recall.base import Hits
@@ -36,14 +36,14 @@ def _chat(tmp: Path, config: dict | None = None) -> MemoryEngine:
     return eng
 
 
-def _seq(*specs: tuple[str, str, float]) -> list[dict]:
-    return [{"id": f"t{i}", "session_id": s, "speaker": "A", "content": c, "ts": ts, "tool_calls": []}
+def _seq(*specs: tuple[str, str, float]) -> list[IngestTurn]:
+    return [IngestTurn(id=f"t{i}", session_id=s, role="user", speaker="A", content=c, ts=ts)
             for i, (s, c, ts) in enumerate(specs)]
 
 
 def test_windows_join_neighbours_of_the_same_exchange_only() -> None:
     seq = _seq(("s1", "a", 0), ("s1", "b", 10), ("s2", "c", 20), ("s2", "d", 30), ("s2", "e", 99_999))
-    wins = {w["anchor_turn_id"]: w["turn_ids"] for w in derive_windows(seq, first_center=0)}
+    wins = {w.anchor_turn_id: w.turn_ids for w in derive_windows(seq, first_center=0)}
     assert wins["t0"] == ["t0", "t1"]
     assert wins["t1"] == ["t1", "t0"]            # t2 is another session
     assert wins["t2"] == ["t2", "t3"]

@@ -68,7 +68,7 @@ def test_a_restated_fact_supersedes_the_old_fact_but_not_itself(eng: MemoryEngin
 def test_derived_facts_carry_the_claims_of_their_clause() -> None:
     turn = {"id": "t1", "role": "user", "speaker": "Ana", "ts": MON.timestamp(), "session_id": "s",
             "content": "I live in Oslo and I love sushi. Do you like sushi?"}
-    got = {r["text"]: [(c.attribute, c.value, c.negated) for c in r["claims"]] for r in derive_kinds([turn], 0)}
+    got = {r.text: [(c.attribute, c.value, c.negated) for c in r.claims] for r in derive_kinds([turn], 0)}
     assert got == {"Ana lives in Oslo": [("residence", "oslo", False)],
                    "Ana loves sushi": [("opinion:sushi", "like", False)]}
     # the same extractor reads the turn for supersession

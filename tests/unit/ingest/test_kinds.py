@@ -4,10 +4,12 @@ failure_pattern, in English and Chinese, with no LLM."""
 from __future__ import annotations
 
 import json
+from dataclasses import fields, replace
 from typing import Any
 
 import pytest
 
+from memory_ext.ingest.derive import DerivedRecord
 from memory_ext.ingest.kinds import derive_kinds
 
 TS = 1683554160.0  # 2023-05-08 13:56 UTC, a Monday
@@ -21,12 +23,12 @@ def turn(i: int, role: str, content: Any, speaker: str | None = None, session: s
     return d
 
 
-def of_kind(records: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
-    return [r for r in records if r["kind"] == kind]
+def of_kind(records: list[DerivedRecord], kind: str) -> list[DerivedRecord]:
+    return [r for r in records if r.kind == kind]
 
 
-def texts(records: list[dict[str, Any]], kind: str) -> list[str]:
-    return [r["text"] for r in of_kind(records, kind)]
+def texts(records: list[DerivedRecord], kind: str) -> list[str]:
+    return [r.text for r in of_kind(records, kind)]
 
 
 KEYS = {"id", "kind", "text", "index_text", "ref_ts", "turn_ids", "source_role", "speaker", "session_id",
@@ -44,13 +46,13 @@ def test_english_preference_fact_event_from_one_user_turn() -> None:
     assert texts(recs, "fact") == ["Ana lives in Lisbon"]
     assert texts(recs, "event") == ["Ana: ran a marathon (2023-05-06)"]
     for r in recs:
-        assert set(r) == KEYS
-        assert r["anchor_turn_id"] == "t1" and r["turn_ids"] == ["t1"]
-        assert r["speaker"] == "Ana" and r["session_id"] == "s1" and r["source_role"] == "user"
-        assert r["ref_ts"] == TS + 60
-        assert r["text"] in r["index_text"] and r["kind"] in r["index_text"]
-    assert "peanuts" in of_kind(recs, "preference")[1]["index_text"]
-    assert len({r["id"] for r in recs}) == len(recs)
+        assert {f.name for f in fields(r)} == KEYS
+        assert r.anchor_turn_id == "t1" and r.turn_ids == ["t1"]
+        assert r.speaker == "Ana" and r.session_id == "s1" and r.source_role == "user"
+        assert r.ref_ts == TS + 60
+        assert r.text in r.index_text and r.kind in r.index_text
+    assert "peanuts" in of_kind(recs, "preference")[1].index_text
+    assert len({r.id for r in recs}) == len(recs)
 
 
 def test_unknown_speaker_is_the_user_and_more_facts() -> None:
@@ -69,8 +71,8 @@ def test_chinese_preference_fact_event() -> None:
     assert texts(recs, "event") == ["小明: 要去北京出差 (2023-05-09)", "用户: 我们去了西湖 (2023-05-06)"]
     assert texts(recs, "preference") == ["小明喜欢靠窗的座位", "用户对花生过敏"]
     assert texts(recs, "fact") == ["小明住在杭州", "用户是护士", "用户的女儿叫小红"]
-    assert {r["anchor_turn_id"] for r in recs if r["speaker"] == "小明"} == {"t1"}
-    assert "plan" in of_kind(recs, "event")[0]["tags"] and "past" in of_kind(recs, "event")[1]["tags"]
+    assert {r.anchor_turn_id for r in recs if r.speaker == "小明"} == {"t1"}
+    assert "plan" in of_kind(recs, "event")[0].tags and "past" in of_kind(recs, "event")[1].tags
 
 
 @pytest.mark.parametrize("content", [
@@ -106,14 +108,14 @@ def test_assistant_personal_statements_only_with_a_human_speaker() -> None:
     bot = turn(1, "assistant", "I love helping with travel plans. I live in the cloud.")
     human = turn(2, "assistant", "I love hiking in the Alps.", "Melanie")  # multi-party chat mapped to roles
     recs = derive_kinds([bot, human], 0)
-    assert [r["text"] for r in recs] == ["Melanie loves hiking in the Alps"]
-    assert recs[0]["anchor_turn_id"] == "t2"
+    assert [r.text for r in recs] == ["Melanie loves hiking in the Alps"]
+    assert recs[0].anchor_turn_id == "t2"
 
 
 def test_only_turns_from_first_are_derived() -> None:
     seq = [turn(1, "user", "I live in Lisbon.", "Ana"), turn(2, "user", "I prefer window seats.", "Ana")]
     recs = derive_kinds(seq, 1)
-    assert [(r["kind"], r["anchor_turn_id"]) for r in recs] == [("preference", "t2")]
+    assert [(r.kind, r.anchor_turn_id) for r in recs] == [("preference", "t2")]
     assert derive_kinds(seq, 2) == []
 
 
@@ -144,29 +146,29 @@ def test_failure_followed_by_fix_gives_one_failure_pattern() -> None:
     fails = of_kind(recs, "failure_pattern")
     assert len(fails) == 1
     f = fails[0]
-    assert f["text"] == ("flight_search failed with timeout (timeout contacting airline API); "
+    assert f.text == ("flight_search failed with timeout (timeout contacting airline API); "
                          "fix: retried flight_search with timeout_s=30")
-    assert f["anchor_turn_id"] == "t3" and f["turn_ids"][0] == "t3"
-    assert set(f["turn_ids"]) == {"t2", "t3", "t4", "t5"}
-    assert f["tags"][:3] == ["failure", "flight_search", "timeout"]
+    assert f.anchor_turn_id == "t3" and f.turn_ids[0] == "t3"
+    assert set(f.turn_ids) == {"t2", "t3", "t4", "t5"}
+    assert f.tags[:3] == ["failure", "flight_search", "timeout"]
     for word in ("flight_search", "timeout", "failed"):
-        assert word in f["index_text"]
-    assert f["source_role"] == "tool"
+        assert word in f.index_text
+    assert f.source_role == "tool"
 
 
 def test_successful_tool_sequence_gives_a_procedure_and_no_failure() -> None:
     recs = derive_kinds(flight_conversation(failed=False), 0)
     assert of_kind(recs, "failure_pattern") == []
     procs = of_kind(recs, "procedure")
-    assert [p["text"] for p in procs] == ["how to find flights to Tokyo for March 3: call flight_search(to=Tokyo)"]
+    assert [p.text for p in procs] == ["how to find flights to Tokyo for March 3: call flight_search(to=Tokyo)"]
     p = procs[0]
-    assert p["anchor_turn_id"] == "t6" and p["turn_ids"][:2] == ["t6", "t1"]
-    assert "flight_search" in p["tags"] and "flight_search" in p["index_text"]
+    assert p.anchor_turn_id == "t6" and p.turn_ids[:2] == ["t6", "t1"]
+    assert "flight_search" in p.tags and "flight_search" in p.index_text
 
 
 def test_procedure_after_a_fixed_failure_lists_only_the_successful_call() -> None:
     procs = of_kind(derive_kinds(flight_conversation(), 0), "procedure")
-    assert [p["text"] for p in procs] == [
+    assert [p.text for p in procs] == [
         "how to find flights to Tokyo for March 3: call flight_search(to=Tokyo, timeout_s=30)"]
 
 
@@ -177,8 +179,8 @@ def test_unfixed_failure_and_a_fix_in_a_later_batch() -> None:
     later = flight_conversation()[:5]  # the fix arrives with the next batch; the error is context
     recs = derive_kinds(later, 3)
     fails = of_kind(recs, "failure_pattern")
-    assert len(fails) == 1 and fails[0]["text"].endswith("fix: retried flight_search with timeout_s=30")
-    assert fails[0]["anchor_turn_id"] == "t4" and "t3" in fails[0]["turn_ids"]
+    assert len(fails) == 1 and fails[0].text.endswith("fix: retried flight_search with timeout_s=30")
+    assert fails[0].anchor_turn_id == "t4" and "t3" in fails[0].turn_ids
 
 
 @pytest.mark.parametrize("result, klass", [
@@ -194,8 +196,8 @@ def test_error_kinds_of_tool_results(result: str, klass: str) -> None:
            turn(3, "tool", result)]
     fails = of_kind(derive_kinds(seq, 0), "failure_pattern")
     assert len(fails) == 1
-    assert fails[0]["text"].startswith("hotel_search failed with")
-    assert klass in fails[0]["tags"] and klass in fails[0]["index_text"]
+    assert fails[0].text.startswith("hotel_search failed with")
+    assert klass in fails[0].tags and klass in fails[0].index_text
 
 
 @pytest.mark.parametrize("result", [
@@ -219,10 +221,10 @@ def test_embedded_call_error_and_switch_to_another_tool() -> None:
                                                  "result": {"answer": "4°C, rain"}}]),
            turn(4, "assistant", "It is 4°C and raining in Oslo.")]
     fails = of_kind(derive_kinds(seq, 0), "failure_pattern")
-    assert [f["text"] for f in fails] == [
+    assert [f.text for f in fails] == [
         "weather_api failed with http 401, unauthorized (401 Unauthorized); "
         "fix: used web_search(q=Oslo weather) instead"]
-    assert "web_search" in fails[0]["tags"] and "web_search" in fails[0]["index_text"]
+    assert "web_search" in fails[0].tags and "web_search" in fails[0].index_text
 
 
 def test_user_reported_error_and_assistant_fix() -> None:
@@ -255,14 +257,14 @@ def test_step_list_procedures_en_and_zh() -> None:
            turn(5, "user", "How do I list hidden files?"),
            turn(6, "assistant", "Use this:\n```bash\nls -la\n```")]
     procs = of_kind(derive_kinds(seq, 0), "procedure")
-    assert [p["text"] for p in procs] == [
+    assert [p.text for p in procs] == [
         "how to reset my router: Unplug the router; Wait 30 seconds; Plug it back in",
         "如何设置 git 的用户名：打开终端; 运行 git config --global user.name 你的名字; 检查配置",
         "how to list hidden files: run `ls -la`",
     ]
-    assert [p["anchor_turn_id"] for p in procs] == ["t2", "t4", "t6"]
-    assert [p["turn_ids"] for p in procs] == [["t2", "t1"], ["t4", "t3"], ["t6", "t5"]]
-    assert "ls" in procs[2]["tags"]
+    assert [p.anchor_turn_id for p in procs] == ["t2", "t4", "t6"]
+    assert [p.turn_ids for p in procs] == [["t2", "t1"], ["t4", "t3"], ["t6", "t5"]]
+    assert "ls" in procs[2].tags
 
 
 def test_no_procedure_without_steps_or_request() -> None:
@@ -272,7 +274,7 @@ def test_no_procedure_without_steps_or_request() -> None:
     assert of_kind(derive_kinds(seq, 0), "procedure") == []
     seq[0]["content"] = "How do I get to Fushimi Inari?"
     seq[2]["content"] = "1. Take the JR Nara line.\n2. Get off at Inari station."
-    assert [p["anchor_turn_id"] for p in of_kind(derive_kinds(seq, 0), "procedure")] == ["t3"]
+    assert [p.anchor_turn_id for p in of_kind(derive_kinds(seq, 0), "procedure")] == ["t3"]
     assert derive_kinds([turn(1, "assistant", "1. Unplug it.\n2. Plug it in.")], 0) == []
 
 
@@ -293,8 +295,8 @@ def test_malformed_input_never_raises() -> None:
     ]
     recs = derive_kinds(seq, 0)
     assert isinstance(recs, list)
-    assert any(r["kind"] == "failure_pattern" and r["anchor_turn_id"] == "t4" for r in recs)
-    assert any(r["kind"] == "preference" and r["text"] == "the user loves sushi" for r in recs)
+    assert any(r.kind == "failure_pattern" and r.anchor_turn_id == "t4" for r in recs)
+    assert any(r.kind == "preference" and r.text == "the user loves sushi" for r in recs)
     assert derive_kinds(None, 0) == []  # type: ignore[arg-type]
     assert derive_kinds([], 5) == []
     assert derive_kinds([turn(1, "user", "I love sushi.")], "x") == []  # type: ignore[arg-type]
@@ -306,9 +308,8 @@ def test_every_turn_of_a_long_conversation_is_derived() -> None:
                                         "Ana") for i in range(40)]
     recs = derive_kinds(seq, 0)
     again = derive_kinds(seq, 0)
-    assert [{k: v for k, v in r.items() if k != "id"} for r in again] == [
-        {k: v for k, v in r.items() if k != "id"} for r in recs]  # the same records (ids are fresh)
-    loves = {r["anchor_turn_id"]: r["text"] for r in recs if r["kind"] == "preference"}
+    assert [replace(r, id="") for r in again] == [replace(r, id="") for r in recs]  # the same records (ids are fresh)
+    loves = {r.anchor_turn_id: r.text for r in recs if r.kind == "preference"}
     assert loves == {f"t{10 + i}": f"Ana loves the Alps {i}" for i in range(40)}
-    events = {r["anchor_turn_id"] for r in recs if r["kind"] == "event"}
+    events = {r.anchor_turn_id for r in recs if r.kind == "event"}
     assert events == {f"t{10 + i}" for i in range(40)}
