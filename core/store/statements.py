@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from .timeindex import TimeIndexSql
     from .vector import VectorSql
 
-__all__ = ["Statements", "sql_of"]
+__all__ = ["Statements", "split_literals", "sql_of"]
 
 
 class Statements:
@@ -177,3 +177,33 @@ def sql_of(conn: Any) -> Statements:
     from .sqlite.statements import SQLITE
 
     return SQLITE
+
+
+def split_literals(sql: str) -> list[tuple[bool, str]]:
+    """``sql`` cut into ``(is_string_literal, text)`` pieces (single-quoted literals, ``''`` escapes kept): what
+    the statement checks use to look at SQL outside its string literals.
+
+    >>> split_literals("a = 'x''y' AND b = ?")
+    [(False, 'a = '), (True, "'x''y'"), (False, ' AND b = ?')]
+    """
+    out: list[tuple[bool, str]] = []
+    i, start, n = 0, 0, len(sql)
+    while i < n:
+        if sql[i] == "'":
+            if i > start:
+                out.append((False, sql[start:i]))
+            j = i + 1
+            while j < n:
+                if sql[j] == "'":
+                    if j + 1 < n and sql[j + 1] == "'":
+                        j += 2
+                        continue
+                    break
+                j += 1
+            out.append((True, sql[i : j + 1]))
+            i = start = j + 1
+        else:
+            i += 1
+    if start < n:
+        out.append((False, sql[start:]))
+    return out

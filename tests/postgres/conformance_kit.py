@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from memory_ext import MemoryEngine, SearchResult, Turn
+from memory_ext.store.statements import sql_of
 
 __all__ = ["KEPT_AFTER_FORGET", "SCORE_TOL", "assert_same_ranking", "locomo_path", "namespace_rows", "ranking",
            "store_rows", "store_tables", "table_counts", "texts"]
@@ -28,7 +29,7 @@ def store_tables(engine: MemoryEngine) -> list[str]:
     if schema is None:
         rows = conn.execute("SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'")
     else:
-        rows = conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = ?", (schema,))
+        rows = conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = %s", (schema,))
     return sorted(r[0] for r in rows)
 
 
@@ -49,9 +50,10 @@ def namespace_rows(engine: MemoryEngine, ns_id: int) -> dict[str, int]:
             columns = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
         else:
             columns = {r[0] for r in conn.execute("SELECT column_name FROM information_schema.columns"
-                                                  " WHERE table_schema = ? AND table_name = ?", (schema, table))}
+                                                  " WHERE table_schema = %s AND table_name = %s", (schema, table))}
         if "ns_id" in columns and table not in KEPT_AFTER_FORGET:
-            n = int(conn.execute(f"SELECT COUNT(*) FROM {table} WHERE ns_id = ?", (ns_id,)).fetchone()[0])
+            n = int(conn.execute(f"SELECT COUNT(*) FROM {table} WHERE ns_id = {sql_of(conn).mark}",
+                                 (ns_id,)).fetchone()[0])
             if n:
                 out[table] = n
     return out

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from memory_ext import MemoryEngine, Namespace, Turn
+from memory_ext.store.statements import sql_of
 from tests.conftest import RULES_CHAT, RULES_START, StoreTarget, assert_context_obeys, context_texts, rules_turns
 
 pytestmark = pytest.mark.postgres
@@ -133,8 +134,10 @@ def test_a_removed_neighbour_never_shows(maya: MemoryEngine, how: str) -> None:
 def test_the_trace_lists_only_what_the_search_may_show(maya: MemoryEngine) -> None:
     """A trace names records by rid: a filtered search's trace never names the excluded turn's records (its turn
     record and the records anchored to it), which the unfiltered trace of the same query does."""
-    private = {int(r[0]) for r in maya._store.reader().execute(  # the rids of the private PIN turn's records
-        "SELECT r.rid FROM records r JOIN turns t ON r.anchor_rid = t.record_rid WHERE t.content = ?", (PIN,))}
+    reader = maya._store.reader()
+    private = {int(r[0]) for r in reader.execute(  # the rids of the private PIN turn's records
+        "SELECT r.rid FROM records r JOIN turns t ON r.anchor_rid = t.record_rid WHERE t.content = "
+        f"{sql_of(reader).mark}", (PIN,))}
     assert private
 
     def rids(trace: dict[str, Any] | None) -> set[int]:

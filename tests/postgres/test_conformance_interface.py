@@ -18,6 +18,7 @@ from memory_ext import MemoryEngine
 from memory_ext.errors import EmbedderMismatchError, StoreError
 from memory_ext.store.filters import RecordFilter, filter_sql
 from memory_ext.store.interface import TRUTH_STORE_METHODS, Connection, StoreConflict, TruthStore
+from memory_ext.store.statements import sql_of
 from tests.conftest import RULES_CHAT, StoreTarget, rules_turns
 
 pytestmark = pytest.mark.postgres
@@ -92,7 +93,7 @@ def test_connections_transactions_and_close(store_target: StoreTarget) -> None:
         store.after_commit(lambda: None)  # no transaction open
     store.add_schema(lambda c: c.execute("CREATE TABLE IF NOT EXISTS conformance_probe(x INTEGER)"))
     with store.transaction("conformance") as conn:
-        conn.execute("INSERT INTO conformance_probe(x) VALUES(?)", (7,))
+        conn.execute(f"INSERT INTO conformance_probe(x) VALUES({sql_of(conn).mark})", (7,))
     assert store.reader().execute("SELECT x FROM conformance_probe").fetchall() == [(7,)]
     assert store.items.rows(store.reader(), ns_id, time.time()) == []
     engine.close()
@@ -272,8 +273,10 @@ def test_the_queue_of_model_work(maya: MemoryEngine) -> None:
     assert store.pending(ns_id) == 0 == store.pending()
     turns = store.list_turns(ns_id)
     rids = [t.record_rid or 0 for t in turns[:3]]
-    windows = [int(r[0]) for r in store.reader().execute(
-        "SELECT rid FROM records WHERE anchor_rid = ? AND kind = 'window' ORDER BY rid", (rids[1],))]
+    reader = store.reader()
+    windows = [int(r[0]) for r in reader.execute(
+        f"SELECT rid FROM records WHERE anchor_rid = {sql_of(reader).mark} AND kind = 'window' ORDER BY rid",
+        (rids[1],))]
     with store.transaction("conformance") as conn:
         store.create_queue_schema(conn)  # idempotent
         store.enqueue(conn, ns_id, [(rids[0], 1, 0), (rids[1], 0, 1), (rids[2], 1, 1), (rids[2] + 10_000, 0, 0)])

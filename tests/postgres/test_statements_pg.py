@@ -7,9 +7,9 @@ import dataclasses
 
 import pytest
 
-from memory_ext.store.pg.dialect import split_literals
 from memory_ext.store.pg.statements import POSTGRES
 from memory_ext.store.pg.truth import PgTruthStore
+from memory_ext.store.statements import split_literals
 
 pytestmark = pytest.mark.postgres
 

@@ -1,11 +1,12 @@
-"""A psycopg 3 connection with the DB-API surface of :class:`memory_ext.store.interface.Connection`.
+"""A psycopg 3 connection as the store's :class:`memory_ext.store.interface.Connection`.
 
-The truth store and the derived indexes call ``execute`` / ``executemany`` with SQLite statements, read
-``fetchone`` / ``fetchall`` / iterate, ask ``lastrowid`` after an insert, ``rowcount`` after an update and
-``in_transaction``. :class:`PgConnection` gives them exactly that over PostgreSQL: each statement is translated
-once (:mod:`memory_ext.store.pg.dialect`), values are bound client-side (``ClientCursor``: SQLite's loose
-typing of ``? IS NULL`` and friends keeps working), numpy scalars and booleans become plain numbers, and an
-insert into a table with an identity key returns it (``RETURNING``) for ``lastrowid``.
+The truth store and the derived indexes run the PostgreSQL text of their statement families
+(:mod:`memory_ext.store.pg.statements`, carried as ``conn.sql``) with ``execute`` / ``executemany``, read
+``fetchone`` / ``fetchall`` / iterate, ``rowcount`` after an update and ``in_transaction``. Statements run as
+written — nothing is rewritten here; an insert whose id is read says ``RETURNING``. Values are bound client-side
+(``ClientCursor``), numpy scalars and booleans become plain numbers, a lost connection is reopened between
+transactions, and a bare ``BEGIN`` opens the connection's kind of transaction (a reader's repeatable-read
+snapshot).
 
 Errors are the store's own (:mod:`memory_ext.store.interface`): a unique violation is a
 :class:`~memory_ext.store.interface.StoreConflict`, any other failure (a missing table, a lost server) a
@@ -14,15 +15,13 @@ Errors are the store's own (:mod:`memory_ext.store.interface`): a unique violati
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 from ..interface import StoreConflict, StoreError, StoreOperationError
-from .dialect import identity_table, translate
-from .statements import POSTGRES, PgStatements, is_native
+from .statements import POSTGRES, PgStatements
 
 __all__ = ["PgConnection", "PgCursor", "as_store_error"]
 
@@ -52,15 +51,14 @@ def _params(params: Sequence[Any] | None) -> tuple[Any, ...]:
 
 
 class PgCursor:
-    """The rows of one statement (read eagerly), with ``lastrowid`` and ``rowcount``."""
+    """The rows of one statement (read eagerly), with ``rowcount``."""
 
-    __slots__ = ("_i", "_rows", "lastrowid", "rowcount")
+    __slots__ = ("_i", "_rows", "rowcount")
 
-    def __init__(self, rows: list[tuple[Any, ...]], rowcount: int = -1, lastrowid: int | None = None) -> None:
+    def __init__(self, rows: list[tuple[Any, ...]], rowcount: int = -1) -> None:
         self._rows = rows
         self._i = 0
         self.rowcount = rowcount
-        self.lastrowid = lastrowid
 
     def fetchone(self) -> tuple[Any, ...] | None:
         if self._i >= len(self._rows):
@@ -82,17 +80,13 @@ class PgConnection:
     """The store's connection surface over one psycopg connection (autocommit; ``BEGIN``/``COMMIT`` explicit).
 
     ``begin``: what a bare ``BEGIN`` becomes (readers open a repeatable-read snapshot, like a SQLite reader).
-    ``identity``: table -> identity column; ``keys``: table -> primary key columns (from the catalog).
     """
 
     sql: PgStatements = POSTGRES
     """The statements this connection runs (:mod:`memory_ext.store.pg.statements`)."""
 
-    def __init__(self, raw: Any, *, identity: dict[str, str], keys: dict[str, tuple[str, ...]],
-                 begin: str = "BEGIN", reopen: Callable[[Any], Any] | None = None) -> None:
+    def __init__(self, raw: Any, *, begin: str = "BEGIN", reopen: Callable[[Any], Any] | None = None) -> None:
         self.raw = raw
-        self.identity = identity
-        self.keys = keys
         self._begin = begin
         self.reopen = reopen
         """``reopen(lost_raw) -> new_raw``: a fresh connection for one that was lost (a server restart, an idle
@@ -125,28 +119,14 @@ class PgConnection:
 
         return bool(self.raw.info.transaction_status in (TransactionStatus.INTRANS, TransactionStatus.INERROR))
 
-    def _sql(self, sql: str) -> str | None:
-        head = sql.lstrip()[:16].upper()
-        if head.startswith("BEGIN"):
-            return self._begin
-        if is_native(sql):
-            return sql
-        if _TRACE:
-            _trace(sql)
-        return translate(sql, self.keys)
+    def _sql(self, sql: str) -> str:
+        return self._begin if sql.lstrip()[:5].upper() == "BEGIN" else sql
 
     def execute(self, sql: str, params: Sequence[Any] | None = ()) -> PgCursor:
         text = self._sql(sql)
-        if text is None:
-            return PgCursor([])
         head = sql.lstrip()[:16].upper()
         if not self._usable(head):
             return PgCursor([])
-        table = identity_table(text)
-        key = self.identity.get(table) if table is not None else None
-        returning = key is not None and " RETURNING " not in text.upper()
-        if returning:
-            text += f" RETURNING {key}"
         standalone = not self._tx and not head.startswith(("COMMIT", "ROLLBACK", "END"))
         for attempt in (0, 1):
             try:
@@ -165,14 +145,10 @@ class PgConnection:
                     continue
                 raise as_store_error(exc) from exc
         self._track(head)
-        if returning:
-            return PgCursor([], count, int(rows[0][0]) if rows else None)
         return PgCursor(rows, count)
 
     def executemany(self, sql: str, seq: Iterable[Sequence[Any]]) -> PgCursor:
         text = self._sql(sql)
-        if text is None:
-            return PgCursor([])
         self._usable(sql.lstrip()[:16].upper())
         batch = [_params(p) for p in seq]
         if not batch:
@@ -189,20 +165,6 @@ class PgConnection:
 
     def close(self) -> None:
         self.raw.close()
-
-
-_TRACE = os.environ.get("MEMORY_EXT_PG_TRACE_TRANSLATED", "")
-"""Transitional (issue 23): a file that collects every statement still translated at run time, with the store
-module that ran it, until every family is written for PostgreSQL."""
-
-
-def _trace(sql: str) -> None:
-    import traceback
-
-    where = [f"{f.filename.split('/core/')[-1]}:{f.lineno}" for f in traceback.extract_stack()[:-3]
-             if "/core/store/" in f.filename and not f.filename.endswith(("pg/connection.py", "pg/dialect.py"))]
-    with open(_TRACE, "a", encoding="utf-8") as out:
-        out.write(f"{where[-1] if where else '?'}\t{' '.join(sql.split())[:200]}\n")
 
 
 def _is_pg_error(exc: Exception) -> bool:

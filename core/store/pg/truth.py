@@ -51,7 +51,7 @@ from ..rows import TurnRow
 from ..rows import turn_row as _turn_row
 from .connection import PgConnection, as_store_error
 from .schema import MIGRATIONS, SCHEMA_VERSION
-from .statements import POSTGRES, native
+from .statements import POSTGRES
 
 __all__ = ["DSN_ENV", "NewSchema", "PgTruthStore", "dsn_from"]
 
@@ -59,11 +59,11 @@ PURGE_META = "pg_purge_pending"
 """``meta`` key of a forget whose purge has not completed: ``{"xid": <its transaction>, "tables": [...]}``."""
 _TEXT_TYPES = {"text", "character varying", "character", "bytea", "json", "jsonb"}
 """Column types that can hold a copy of a memory's text: tables with one are rewritten by a purge."""
-_COMMIT = native("COMMIT")
-_ROLLBACK = native("ROLLBACK")
-_QUEUED_NAMESPACES = native("SELECT ns_id FROM index_queue GROUP BY ns_id ORDER BY MIN(rid)")
-_HAS_META = native("SELECT to_regclass('meta') IS NOT NULL")
-_SCHEMA_VERSION = native("SELECT value FROM meta WHERE key='schema_version'")
+_COMMIT = "COMMIT"
+_ROLLBACK = "ROLLBACK"
+_QUEUED_NAMESPACES = "SELECT ns_id FROM index_queue GROUP BY ns_id ORDER BY MIN(rid)"
+_HAS_META = "SELECT to_regclass('meta') IS NOT NULL"
+_SCHEMA_VERSION = "SELECT value FROM meta WHERE key='schema_version'"
 _SET_VERSION = ("INSERT INTO meta(key, value) VALUES('schema_version', %s)"
                 " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value")
 _SET_STORE_ID = "INSERT INTO meta(key, value) VALUES('store_id', %s) ON CONFLICT DO NOTHING"
@@ -260,8 +260,6 @@ class PgTruthStore(QueueRepo, VersionRepo, RecordRepo, TurnRepo, MetaRepo):
         self._closed = False
         self._purge_pending = False
         self._after_commit: list[Callable[[], None]] | None = None
-        self._identity: dict[str, str] = {}
-        self._keys: dict[str, tuple[str, ...]] = {}
         self._raw: Any = None
         self._writer: Any = None
         self._lock = _WriteLock(self)
@@ -284,8 +282,7 @@ class PgTruthStore(QueueRepo, VersionRepo, RecordRepo, TurnRepo, MetaRepo):
                     self._raw.execute("CREATE EXTENSION IF NOT EXISTS vector")
             self._raw.execute(f"SET search_path TO {schema}, public")
             self._raw.execute(f"SET lock_timeout = {max(1, round(lock_timeout_s * 1000))}")
-            self._refresh_catalog()
-            self._writer = None if read_only else PgConnection(self._raw, identity=self._identity, keys=self._keys,
+            self._writer = None if read_only else PgConnection(self._raw,
                                                                reopen=self._reconnect)
             self._conn_kwargs: dict[str, Any] = {
                 "autocommit": True, "cursor_factory": psycopg.ClientCursor,
@@ -335,25 +332,6 @@ class PgTruthStore(QueueRepo, VersionRepo, RecordRepo, TurnRepo, MetaRepo):
     def _raw_writer_or_none(self) -> Any:
         return self._raw
 
-    def _refresh_catalog(self, conn: Any = None) -> None:
-        """Learn the tables' identity columns and primary keys (for ``lastrowid`` and ``INSERT OR REPLACE``)."""
-        raw = conn.raw if isinstance(conn, PgConnection) else self._raw
-        identity = {t: c for t, c in raw.execute(
-            "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema=%s"
-            " AND is_identity='YES'", (self.schema,)).fetchall()}
-        keys: dict[str, list[str]] = {}
-        for table, column in raw.execute(
-                "SELECT tc.table_name, k.column_name FROM information_schema.table_constraints tc"
-                " JOIN information_schema.key_column_usage k ON k.constraint_name = tc.constraint_name"
-                " AND k.constraint_schema = tc.constraint_schema"
-                " WHERE tc.constraint_type='PRIMARY KEY' AND tc.table_schema=%s"
-                " ORDER BY tc.table_name, k.ordinal_position", (self.schema,)).fetchall():
-            keys.setdefault(table, []).append(column)
-        self._identity.clear()
-        self._identity.update(identity)
-        self._keys.clear()
-        self._keys.update({t: tuple(c) for t, c in keys.items()})
-
     def reader(self) -> Any:
         """This thread's read connection: taken from the pool on first use — or, when every pooled connection is
         held by another thread, opened beside it (a thread never waits for another one to end) — and given back
@@ -370,7 +348,7 @@ class PgTruthStore(QueueRepo, VersionRepo, RecordRepo, TurnRepo, MetaRepo):
             except PoolTimeout:
                 pooled = False
                 raw = self._psycopg.connect(self.dsn, **self._conn_kwargs)
-            lease = _Lease(self, PgConnection(raw, identity=self._identity, keys=self._keys,
+            lease = _Lease(self, PgConnection(raw,
                                               begin="BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"), pooled)
             lease.conn.reopen = lease.reopener()
             self._local.lease = lease
@@ -403,7 +381,6 @@ class PgTruthStore(QueueRepo, VersionRepo, RecordRepo, TurnRepo, MetaRepo):
                 from .rls import enable_rls
 
                 enable_rls(conn, self.schema)
-            self._refresh_catalog(conn)
 
     def namespace_lock(self, key: tuple[str, str]) -> Any:
         """The write lock for a write of one namespace (``add_turns``, an indexer batch): writers of other
@@ -457,7 +434,6 @@ class PgTruthStore(QueueRepo, VersionRepo, RecordRepo, TurnRepo, MetaRepo):
         for version in range(current, SCHEMA_VERSION):
             with self.transaction(f"migrate to schema version {version + 1}") as tx:
                 MIGRATIONS[version](tx)
-                self._refresh_catalog(tx)
                 tx.execute(_SET_VERSION, (str(version + 1),))
                 tx.execute(_SET_STORE_ID, (os.urandom(16).hex(),))
         from .rls import enable_rls, rls_enabled
@@ -466,7 +442,6 @@ class PgTruthStore(QueueRepo, VersionRepo, RecordRepo, TurnRepo, MetaRepo):
         if self.rls:
             with self.transaction("row-level security") as tx:
                 enable_rls(tx, self.schema)
-                self._refresh_catalog(tx)
 
     # -- purge -------------------------------------------------------------------------------------------------
     @contextmanager

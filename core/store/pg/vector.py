@@ -21,17 +21,8 @@ import numpy as np
 
 from ...registry import vector_backends
 from ..base import RecordBatch
-from .statements import NATIVE
 
 __all__ = ["PgVectorIndex", "vector_literal"]
-
-
-def _pg(sql: str) -> str:
-    """``sql``, PostgreSQL text run as written (registered with
-    :data:`~memory_ext.store.pg.statements.NATIVE` while the connection still translates statements it does
-    not know: those without ``%s`` marks here)."""
-    NATIVE.add(sql)
-    return sql
 
 
 def vector_literal(values: Any) -> str:
@@ -58,12 +49,12 @@ class PgVectorIndex:
         self._reader = reader
 
     def create_schema(self, conn: Any) -> None:
-        conn.execute(_pg(f"CREATE TABLE IF NOT EXISTS {self.table}(rid BIGINT PRIMARY KEY, ns_id BIGINT NOT NULL,"
-                         f" embedding vector({self.dim}) NOT NULL)"))
-        conn.execute(_pg(f"CREATE INDEX IF NOT EXISTS {self.table}_ns ON {self.table}(ns_id, rid)"))
-        conn.execute(_pg(f"CREATE INDEX IF NOT EXISTS {self.table}_hnsw ON {self.table}"
-                         " USING hnsw (embedding vector_cosine_ops)"))
-        conn.execute(_pg(f"CREATE TABLE IF NOT EXISTS {self.counts}(ns_id BIGINT PRIMARY KEY, n BIGINT NOT NULL)"))
+        conn.execute(f"CREATE TABLE IF NOT EXISTS {self.table}(rid BIGINT PRIMARY KEY, ns_id BIGINT NOT NULL,"
+                     f" embedding vector({self.dim}) NOT NULL)")
+        conn.execute(f"CREATE INDEX IF NOT EXISTS {self.table}_ns ON {self.table}(ns_id, rid)")
+        conn.execute(f"CREATE INDEX IF NOT EXISTS {self.table}_hnsw ON {self.table}"
+                     " USING hnsw (embedding vector_cosine_ops)")
+        conn.execute(f"CREATE TABLE IF NOT EXISTS {self.counts}(ns_id BIGINT PRIMARY KEY, n BIGINT NOT NULL)")
 
     def index(self, conn: Any, ns_id: int, batch: RecordBatch) -> None:
         if batch.vectors is not None:
@@ -154,13 +145,13 @@ class PgVectorIndex:
         if own:
             conn.execute("BEGIN")
         try:
-            conn.execute(_pg("SET LOCAL hnsw.iterative_scan = relaxed_order"))
-            conn.execute(_pg(f"SET LOCAL hnsw.ef_search = {max(40, min(1000, 2 * k))}"))
+            conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            conn.execute(f"SET LOCAL hnsw.ef_search = {max(40, min(1000, 2 * k))}")
             rows = conn.execute(f"SELECT rid, 1 - (embedding <=> %s::vector) FROM {self.table} WHERE ns_id=%s"
                                 " ORDER BY embedding <=> %s::vector LIMIT %s", (q, ns_id, q, k)).fetchall()
         finally:
             if own:
-                conn.execute(_pg("COMMIT"))
+                conn.execute("COMMIT")
         rows.sort(key=lambda r: (-float(r[1]), int(r[0])))
         return rows
 

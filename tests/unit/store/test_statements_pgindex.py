@@ -9,7 +9,7 @@ import sqlite3
 
 import pytest
 
-from memory_ext.store.pg.statements import NATIVE, POSTGRES
+from memory_ext.store.pg.statements import POSTGRES
 from memory_ext.store.sqlite.statements import SQLITE
 from memory_ext.store.statements import Statements, sql_of
 
@@ -103,20 +103,3 @@ def test_a_plain_sqlite_connection_runs_sqlite_statements() -> None:
     for statement in sql_of(conn).keyword.schema + sql_of(conn).graph.schema:
         conn.execute(statement)
     assert conn.execute(sql_of(conn).keyword.stats, (1,)).fetchone() is None
-
-
-@pytest.mark.parametrize("name", FAMILIES)
-def test_postgres_texts_run_as_written(name: str) -> None:
-    """Every PostgreSQL text of these families is registered to run untranslated (transitional: while
-    ``pg/connection.py`` still translates what it does not know)."""
-    for field, _, pg in _pairs(name):
-        assert pg in NATIVE or "%s" in pg, f"{name}.{field}"
-
-
-@pytest.mark.parametrize("name", FAMILIES)
-def test_postgres_text_is_what_the_translator_made(name: str) -> None:
-    """Transitional (the translator is deleted at the end of issue 23): the written PostgreSQL text is exactly
-    what ``pg/dialect.py`` made of the SQLite text at run time, so nothing changes for existing databases."""
-    dialect = pytest.importorskip("memory_ext.store.pg.dialect")
-    for field, lite, pg in _pairs(name):
-        assert dialect.translate(lite, {"sparse_vectors": ("rid",)}) == pg, f"{name}.{field}"
