@@ -25,8 +25,9 @@ repository                    tables and what it answers
 The memory files (``files``, ``file_turns``, hooks), the cold tier, supersession claims, forget's row deletions,
 export and key/value items are statements in ``store/memory_files.py``, ``tiers.py``, ``claims.py``,
 ``forget_rows.py``, ``portable.py`` and ``items.py`` that run on a :class:`Connection` given by
-:meth:`Connections.transaction` or :meth:`Connections.reader`; the store's :attr:`TruthStore.dialect` selects the
-SQL of metadata filters.
+:meth:`Connections.transaction` or :meth:`Connections.reader`. Every statement is read from the connection's
+statement families (:mod:`memory_ext.store.statements`: each backend writes them in its own dialect); the store's
+:attr:`TruthStore.dialect` selects the SQL of metadata filters.
 
 Every method that takes ``ns_id`` reads or writes only that namespace's rows. Methods taking a ``conn`` run on
 that connection (inside the caller's transaction, or on a reader); the others read through this thread's reader.
@@ -102,8 +103,9 @@ class Cursor(Protocol):
 
 @runtime_checkable
 class Connection(Protocol):
-    """A connection of the truth store: one statement at a time, parameters by position (``?`` marks; the
-    backend's own text where a store module writes per-dialect SQL)."""
+    """A connection of the truth store: one statement at a time, parameters by position, in the connection's own
+    dialect — the statements come from its statement families (``sql_of(conn)``,
+    :mod:`memory_ext.store.statements`), which each backend's connections carry as ``conn.sql``."""
 
     def execute(self, sql: str, parameters: Any = (), /) -> Any:
         """Run one statement; returns a :class:`Cursor`."""
