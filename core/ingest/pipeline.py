@@ -44,6 +44,7 @@ from ..text import estimate_tokens
 from ..validate import check_json
 from .derive import derive_turn_record, derive_windows, new_id
 from .evidence_keys import batch_entities, window_keys
+from .fact_keys import augment_turn_keys
 from .indexer import COPY, EMBED, MEAN, NONE, Indexer, word_overlap
 from .kinds import derive_kinds
 from .layers import derive_layers
@@ -305,6 +306,8 @@ class WritePipeline:
             if self._config.globals.layers_index_enabled else []
         if ingest.derived_kinds:
             derived += derive_kinds(context + rows, first=len(context))
+            if ingest.fact_keys:  # the turn's key = its text + the facts it states (ingest/fact_keys.py)
+                augment_turn_keys(records, derived)
         return records, windows + derived, windows
 
     def _work(self, records: list[dict[str, Any]], anchored: list[dict[str, Any]],

@@ -1,0 +1,71 @@
+"""Fact-augmented turn keys: a turn is indexed under its text plus the facts the rules derived from it.
+
+LongMemEval's "K = V + fact" (index each session under its text and its extracted facts) raised recall@10; here
+the facts are the rule-derived ``fact`` / ``preference`` / ``event`` records of :mod:`memory_ext.ingest.kinds`
+(no LLM) — "Ana lives in Lisbon", "Ana: ran a marathon (2023-05-06)" — and the entities they name. With
+``ingest.fact_keys`` on, :func:`augment_turn_keys` appends them to the ``index_text`` of the turn record they
+come from (what the keyword and vector channels index), as ``[facts: …]``, bounded by
+:data:`MAX_FACT_KEY_CHARS`. The derived records themselves are still written as separate records.
+
+>>> turn = {"kind": "turn", "turn_ids": ["t1"], "index_text": "Ana: I moved here from Porto last May."}
+>>> fact = {"kind": "event", "anchor_turn_id": "t1", "text": "Ana: moved here from Porto (2023-05-01)",
+...         "entities": ["Porto"]}
+>>> augment_turn_keys([turn], [fact])[0]["index_text"]
+'Ana: I moved here from Porto last May. [facts: Ana: moved here from Porto (2023-05-01)]'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = ["FACT_KEY_KINDS", "MAX_FACT_KEY_CHARS", "augment_turn_keys", "fact_key"]
+
+FACT_KEY_KINDS = frozenset({"fact", "preference", "event"})
+"""The derived kinds whose text joins their turn's key (procedures and failures are keyed on their own)."""
+MAX_FACT_KEY_CHARS = 240
+"""At most this many characters of facts are appended to one turn's key (bounds the extra embedding work)."""
+
+
+def fact_key(turn_text: str, facts: Sequence[Mapping[str, Any]]) -> str:
+    """The ``[facts: …]`` suffix for a turn whose key is ``turn_text`` (empty when nothing new is stated):
+    each fact's text, then the entities no fact or the turn names yet."""
+    parts: list[str] = []
+    seen = turn_text.lower()
+    for fact in facts:
+        text = str(fact.get("text") or "").strip()
+        if text and text.lower() not in seen:
+            parts.append(text)
+            seen += " " + text.lower()
+    for fact in facts:
+        for entity in fact.get("entities") or ():
+            name = str(entity).strip()
+            if name and name.lower() not in seen:
+                parts.append(name)
+                seen += " " + name.lower()
+    suffix = ""
+    for part in parts:
+        candidate = f"{suffix}; {part}" if suffix else part
+        if len(candidate) > MAX_FACT_KEY_CHARS:
+            break
+        suffix = candidate
+    return f"[facts: {suffix}]" if suffix else ""
+
+
+def augment_turn_keys(records: list[dict[str, Any]], derived: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """``records`` (turn records) with each one's ``index_text`` extended by :func:`fact_key` of the derived
+    records of :data:`FACT_KEY_KINDS` anchored to it (in place; returned for convenience)."""
+    by_turn: dict[str, list[Mapping[str, Any]]] = {}
+    for record in derived:
+        anchor = record.get("anchor_turn_id")
+        if record.get("kind") in FACT_KEY_KINDS and anchor:
+            by_turn.setdefault(str(anchor), []).append(record)
+    if not by_turn:
+        return records
+    for record in records:
+        facts = by_turn.get(record["turn_ids"][0]) if record.get("turn_ids") else None
+        if facts:
+            suffix = fact_key(record["index_text"], facts)
+            if suffix:
+                record["index_text"] = f"{record['index_text']} {suffix}"
+    return records

@@ -1,0 +1,73 @@
+"""Query-time plan expansions (no model): conjunctive splitting and class → instance routes.
+
+Applied by the read pipeline to whatever plan the planner made (:func:`expand_plan`), each switched by
+``recall`` options so the tuning grids can compare them:
+
+* **Conjunctive splitting** (``recall.split_conjunctions``): a question naming two or more speakers ("What do
+  Jon and Gina both have in common?") already has one route per speaker; each now asks its own sub-question,
+  with the other speakers and the conjunction words ("both", "in common") taken out ("What do Jon have?"), so
+  each person's turn is searched for on its own instead of by a query about both.
+* **Class → instance expansion** (``recall.expansion = "lexicon"``): for each class the question names
+  (:mod:`memory_ext.plan.classes`: "instruments", "cities", "painted"…), a route whose query is the class's
+  instance words, about the same speakers and time span as the main route, weighing ``recall.expansion_weight``.
+
+>>> from memory_ext.models import EvidenceRoute, SearchPlan
+>>> plan = SearchPlan(routes=(EvidenceRoute(goal="query", queries=("What instruments does Mel play?",),
+...                                         speakers=("Mel",)),))
+>>> [r.name for r in expand_plan(plan, expansion="lexicon").routes]
+['query', 'class:instrument']
+>>> split_for("What do Jon and Gina both have in common?", "Jon", ("Jon", "Gina"))
+'What do Jon have?'
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from ..models import EvidenceRoute, RouteGoal, SearchPlan
+from .classes import classes_in
+
+__all__ = ["MAX_CLASS_ROUTES", "expand_plan", "split_for"]
+
+MAX_CLASS_ROUTES = 2
+"""At most this many class routes per question (bounds the extra channel calls)."""
+
+_CONJUNCTION_WORDS = re.compile(r"\b(both|in common|each|together|share|shared)\b", re.I)
+
+
+def split_for(question: str, speaker: str, speakers: Sequence[str]) -> str:
+    """``question`` about ``speaker`` alone: the other named ``speakers`` and the conjunction words removed."""
+    text = question
+    for other in speakers:
+        if other == speaker:
+            continue
+        name = re.escape(other)
+        # "A and B", "A, B and C", "B and A": drop the other name with its joining word
+        text = re.sub(rf"(\s*,\s*|\s+(and|&|or)\s+){name}(['’]s)?\b", "", text)
+        text = re.sub(rf"\b{name}(['’]s)?(\s*,\s*|\s+(and|&|or)\s+)", "", text)
+        text = re.sub(rf"\b{name}(['’]s)?\b", "", text)
+    text = _CONJUNCTION_WORDS.sub("", text)
+    text = re.sub(r"\s+([?.!,])", r"\1", re.sub(r"\s{2,}", " ", text)).strip()
+    return text or question
+
+
+def expand_plan(plan: SearchPlan, *, expansion: str = "off", expansion_weight: float = 0.5,
+                split_conjunctions: bool = False) -> SearchPlan:
+    """``plan`` with the switched-on expansions (see the module docstring); unchanged when none applies."""
+    if not plan.routes or (expansion == "off" and not split_conjunctions):
+        return plan
+    main = plan.routes[0]
+    question = " ".join(main.queries)
+    routes = list(plan.routes)
+    if split_conjunctions:
+        named = tuple(r.speakers[0] for r in routes if r.goal is RouteGoal.SPEAKER and r.speakers)
+        if len(named) >= 2:
+            routes = [r.model_copy(update={"queries": (split_for(question, r.speakers[0], named),)})
+                      if r.goal is RouteGoal.SPEAKER and r.speakers else r for r in routes]
+    if expansion == "lexicon" and expansion_weight > 0 and main.goal is RouteGoal.QUERY:
+        for name, instances in classes_in(question)[:MAX_CLASS_ROUTES]:
+            routes.append(EvidenceRoute(goal=RouteGoal.OTHER, name=f"class:{name}", queries=(instances,),
+                                        speakers=main.speakers, time_filter=main.time_filter,
+                                        weight=expansion_weight))
+    return plan.model_copy(update={"routes": tuple(routes)})
