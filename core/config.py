@@ -168,6 +168,9 @@ class RecallConfig(_Section):
     a route whose query is the class's instance words ("violin guitar piano…"); ``off``: none."""
     expansion_weight: float = Field(default=0.5, ge=0.0, le=10.0)
     """Route weight of a class-expansion route (the main route weighs 1.0, other secondary routes 0.5)."""
+    associative_weight: float = Field(default=0.0, ge=0.0, le=10.0)
+    """Route weight of the associated-kind routes of a conversation excerpt (:mod:`memory_ext.plan.expand`:
+    for each kind of experience the excerpt mentions, a route asking for that kind's words); 0: none."""
     split_conjunctions: bool = False
     """A question naming two or more speakers gives each speaker's route its own sub-question (the other
     speakers and "both" / "in common" taken out) instead of the whole question."""

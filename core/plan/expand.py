@@ -10,6 +10,10 @@ Applied by the read pipeline to whatever plan the planner made (:func:`expand_pl
 * **Class → instance expansion** (``recall.expansion = "lexicon"``): for each class the question names
   (:mod:`memory_ext.plan.classes`: "instruments", "cities", "painted"…), a route whose query is the class's
   instance words, about the same speakers and time span as the main route, weighing ``recall.expansion_weight``.
+* **Associated kinds** (``recall.associative_weight`` > 0): a conversation excerpt (a plan with ``opening`` /
+  ``focus`` routes) gets, for each kind of experience it mentions (:mod:`memory_ext.plan.associations`: a
+  performance, a competition, an outing…), a route asking for that kind's words, so a memory of the same kind
+  that shares no word with the excerpt can be recalled.
 
 >>> from memory_ext.models import EvidenceRoute, SearchPlan
 >>> plan = SearchPlan(routes=(EvidenceRoute(goal="query", queries=("What instruments does Mel play?",),
@@ -26,6 +30,7 @@ import re
 from collections.abc import Sequence
 
 from ..models import EvidenceRoute, RouteGoal, SearchPlan
+from .associations import kinds_in
 from .classes import classes_in
 
 __all__ = ["MAX_CLASS_ROUTES", "expand_plan", "split_for"]
@@ -53,9 +58,9 @@ def split_for(question: str, speaker: str, speakers: Sequence[str]) -> str:
 
 
 def expand_plan(plan: SearchPlan, *, expansion: str = "off", expansion_weight: float = 0.5,
-                split_conjunctions: bool = False) -> SearchPlan:
+                split_conjunctions: bool = False, associative_weight: float = 0.0) -> SearchPlan:
     """``plan`` with the switched-on expansions (see the module docstring); unchanged when none applies."""
-    if not plan.routes or (expansion == "off" and not split_conjunctions):
+    if not plan.routes or (expansion == "off" and not split_conjunctions and associative_weight <= 0):
         return plan
     main = plan.routes[0]
     question = " ".join(main.queries)
@@ -70,4 +75,10 @@ def expand_plan(plan: SearchPlan, *, expansion: str = "off", expansion_weight: f
             routes.append(EvidenceRoute(goal=RouteGoal.OTHER, name=f"class:{name}", queries=(instances,),
                                         speakers=main.speakers, time_filter=main.time_filter,
                                         weight=expansion_weight))
+    if associative_weight > 0 and any(r.goal in (RouteGoal.OPENING, RouteGoal.FOCUS) for r in routes):
+        for name, words in kinds_in(question)[:MAX_CLASS_ROUTES]:
+            routes.append(EvidenceRoute(goal=RouteGoal.OTHER, name=f"kind:{name}", queries=(" ".join(words),),
+                                        weight=associative_weight))
+    if len(routes) == len(plan.routes) and all(a is b for a, b in zip(routes, plan.routes, strict=True)):
+        return plan
     return plan.model_copy(update={"routes": tuple(routes)})

@@ -128,7 +128,7 @@ class ReadPipeline:
         if planner_error is not None:
             errors.append(planner_error)
         plan = expand_plan(plan, expansion=cfg.expansion, expansion_weight=cfg.expansion_weight,
-                           split_conjunctions=cfg.split_conjunctions)
+                           split_conjunctions=cfg.split_conjunctions, associative_weight=cfg.associative_weight)
         # scope
         scope = scope_of(store, cat, ns_id, request, cold_penalty=cfg.cold_penalty)
         if scope.returns_nothing(cat):

@@ -92,3 +92,21 @@ def test_the_expansion_brings_an_instance_turn_into_the_results(tmp_path: Path) 
 def test_a_bad_expansion_mode_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError):
         MemoryEngine.open(tmp_path / "s", embedder="hashing", config={"recall": {"expansion": "wordnet"}})
+
+
+EXCERPT = ("嘿，你知道吗？元旦晚会我要表演魔术！真是太棒了！我也会有点紧张呢。你有没有什么建议？"
+           "试着在表演前深呼吸。")
+
+
+def test_an_excerpt_gets_a_route_per_kind_of_experience_it_mentions() -> None:
+    plan = plan_search(EXCERPT, now=None, speakers=(), action_state=None)
+    assert expand_plan(plan) is plan
+    expanded = expand_plan(plan, associative_weight=0.4)
+    extra = [r for r in expanded.routes if r.name.startswith("kind:")]
+    assert extra and extra[0].name == "kind:performance" and extra[0].weight == 0.4
+    assert "跳舞" in extra[0].queries[0] and len(extra) <= MAX_CLASS_ROUTES
+
+
+def test_a_question_gets_no_associated_kind_route() -> None:
+    plan = _plan("Did Jon perform at the show?")
+    assert expand_plan(plan, associative_weight=1.0).routes == plan.routes
