@@ -3,10 +3,11 @@
 Applied by the read pipeline to whatever plan the planner made (:func:`expand_plan`), each switched by
 ``recall`` options so the tuning grids can compare them:
 
-* **Conjunctive splitting** (``recall.split_conjunctions``): a question naming two or more speakers ("What do
-  Jon and Gina both have in common?") already has one route per speaker; each now asks its own sub-question,
-  with the other speakers and the conjunction words ("both", "in common") taken out ("What do Jon have?"), so
-  each person's turn is searched for on its own instead of by a query about both.
+* **Conjunctive splitting** (``recall.split_conjunctions``): a question about two or more speakers jointly ("What
+  do Jon and Gina both have in common?", :func:`is_conjunctive`) already has one route per speaker; each now
+  asks its own sub-question, with the other speakers and the conjunction words ("both", "in common") taken
+  out ("What do Jon have?"), so each person's turn is searched for on its own instead of by a query about
+  both.
 * **Class → instance expansion** (``recall.expansion = "lexicon"``): for each class the question names
   (:mod:`memory_ext.plan.classes`: "instruments", "cities", "painted"…), a route whose query is the class's
   instance words, about the same speakers and time span as the main route, weighing ``recall.expansion_weight``.
@@ -33,12 +34,26 @@ from ..models import EvidenceRoute, RouteGoal, SearchPlan
 from .associations import kinds_in
 from .classes import classes_in
 
-__all__ = ["MAX_CLASS_ROUTES", "expand_plan", "split_for"]
+__all__ = ["MAX_CLASS_ROUTES", "expand_plan", "is_conjunctive", "split_for"]
 
 MAX_CLASS_ROUTES = 2
 """At most this many class routes per question (bounds the extra channel calls)."""
 
 _CONJUNCTION_WORDS = re.compile(r"\b(both|in common|each|together|share|shared)\b", re.I)
+
+
+def is_conjunctive(question: str, speakers: Sequence[str]) -> bool:
+    """Whether ``question`` asks about ``speakers`` jointly ("Jon and Gina", "both", "in common"), not about one
+    of them in relation to another ("What did Jon tell Gina?").
+
+    >>> pair = ("Jon", "Gina")
+    >>> is_conjunctive("Did Jon and Gina both dance?", pair), is_conjunctive("What did Jon tell Gina?", pair)
+    (True, False)
+    """
+    if re.search(r"\b(both|in common)\b", question, re.I):
+        return True
+    names = "|".join(re.escape(s) for s in speakers)
+    return re.search(rf"\b({names})(['’]s)?(\s*,\s*|\s+(and|&)\s+)({names})\b", question) is not None
 
 
 def split_for(question: str, speaker: str, speakers: Sequence[str]) -> str:
@@ -67,7 +82,7 @@ def expand_plan(plan: SearchPlan, *, expansion: str = "off", expansion_weight: f
     routes = list(plan.routes)
     if split_conjunctions:
         named = tuple(r.speakers[0] for r in routes if r.goal is RouteGoal.SPEAKER and r.speakers)
-        if len(named) >= 2:
+        if len(named) >= 2 and is_conjunctive(question, named):
             routes = [r.model_copy(update={"queries": (split_for(question, r.speakers[0], named),)})
                       if r.goal is RouteGoal.SPEAKER and r.speakers else r for r in routes]
     if expansion == "lexicon" and expansion_weight > 0 and main.goal is RouteGoal.QUERY:

@@ -110,3 +110,8 @@ def test_an_excerpt_gets_a_route_per_kind_of_experience_it_mentions() -> None:
 def test_a_question_gets_no_associated_kind_route() -> None:
     plan = _plan("Did Jon perform at the show?")
     assert expand_plan(plan, associative_weight=1.0).routes == plan.routes
+
+
+def test_a_question_about_one_speaker_and_another_is_not_split() -> None:
+    plan = _plan("What did Jon tell Gina about the store?")
+    assert expand_plan(plan, split_conjunctions=True).routes == plan.routes
