@@ -3,14 +3,16 @@
 LongMemEval's "K = V + fact" (index each session under its text and its extracted facts) raised recall@10; here
 the facts are the rule-derived ``fact`` / ``preference`` / ``event`` records of :mod:`memory_ext.ingest.kinds`
 (no LLM) — "Ana lives in Lisbon", "Ana: ran a marathon (2023-05-06)" — and the entities they name. With
-``ingest.fact_keys`` on, :func:`augment_turn_keys` appends them to the ``index_text`` of the turn record they
-come from (what the keyword and vector channels index), as ``[facts: …]``, bounded by
-:data:`MAX_FACT_KEY_CHARS`. The derived records themselves are still written as separate records.
+``ingest.fact_keys`` on, :func:`augment_turn_keys` gives the turn record they come from a ``key_text``: its
+``index_text`` plus ``[facts: …]`` (bounded by :data:`MAX_FACT_KEY_CHARS`), which the write path hands to the
+indexes that read a record's text (the keyword index's BM25 key). The stored ``index_text``, and so the turn's
+dense vector, stay as they are: the vector of a turn is pooled from the encoding of its conversation run, whose
+text holds the turn's own text only. The derived records themselves are still written as separate records.
 
 >>> turn = {"kind": "turn", "turn_ids": ["t1"], "index_text": "Ana: I moved here from Porto last May."}
 >>> fact = {"kind": "event", "anchor_turn_id": "t1", "text": "Ana: moved here from Porto (2023-05-01)",
 ...         "entities": ["Porto"]}
->>> augment_turn_keys([turn], [fact])[0]["index_text"]
+>>> augment_turn_keys([turn], [fact])[0]["key_text"]
 'Ana: I moved here from Porto last May. [facts: Ana: moved here from Porto (2023-05-01)]'
 """
 
@@ -53,8 +55,9 @@ def fact_key(turn_text: str, facts: Sequence[Mapping[str, Any]]) -> str:
 
 
 def augment_turn_keys(records: list[dict[str, Any]], derived: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """``records`` (turn records) with each one's ``index_text`` extended by :func:`fact_key` of the derived
-    records of :data:`FACT_KEY_KINDS` anchored to it (in place; returned for convenience)."""
+    """``records`` (turn records), each with a ``key_text``: its ``index_text`` extended by :func:`fact_key` of
+    the derived records of :data:`FACT_KEY_KINDS` anchored to it, when they state anything new (in place;
+    returned for convenience)."""
     by_turn: dict[str, list[Mapping[str, Any]]] = {}
     for record in derived:
         anchor = record.get("anchor_turn_id")
@@ -67,5 +70,5 @@ def augment_turn_keys(records: list[dict[str, Any]], derived: Sequence[Mapping[s
         if facts:
             suffix = fact_key(record["index_text"], facts)
             if suffix:
-                record["index_text"] = f"{record['index_text']} {suffix}"
+                record["key_text"] = f"{record['index_text']} {suffix}"
     return records

@@ -100,12 +100,14 @@ def index_records(records: Sequence[Mapping[str, Any]], rids: Sequence[int], anc
                   *, turn_facets: Sequence[tuple[Sequence[str], Sequence[Any], Sequence[str] | None]]
                   ) -> list[IndexedRecord]:
     """Typed records for the indexes; the first ``len(turn_facets)`` records are the turn records and carry
-    their ``(entities, time spans, evidence keys or None)``."""
+    their ``(entities, time spans, evidence keys or None)``. A record's ``key_text`` (fact-augmented turn keys,
+    ``ingest.fact_keys``) replaces its ``index_text`` for the indexes."""
     out = []
     for i, (r, rid, anchor) in enumerate(zip(records, rids, anchor_rids, strict=True)):
         ents, spans, keys = turn_facets[i] if i < len(turn_facets) else (None, None, None)
         out.append(IndexedRecord(
-            rid=rid, kind=r["kind"], text=r["text"], index_text=r["index_text"], speaker=r.get("speaker"),
+            rid=rid, kind=r["kind"], text=r["text"], index_text=r.get("key_text") or r["index_text"],
+            speaker=r.get("speaker"),
             session_id=r.get("session_id"), ref_ts=r.get("ref_ts"), anchor_rid=anchor,
             entities=None if ents is None else tuple(ents), time_spans=None if spans is None else tuple(spans),
             evidence_keys=None if keys is None else tuple(keys)))

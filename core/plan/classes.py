@@ -76,7 +76,34 @@ CLASSES: MappingProxyType[str, tuple[re.Pattern[str], str]] = MappingProxyType(
 """class name -> (trigger over the lower-cased question, instance words a turn would say)."""
 
 
-def classes_in(question: str) -> list[tuple[str, str]]:
-    """The classes ``question`` names, as ``(class name, instance words)``, in :data:`CLASSES` order."""
+_SET_CUE = re.compile(r"\b(kinds?|types?|sorts?) of\s+\w+")
+_SPECIFIC = re.compile(r"[\"“”]|\b(the|this|that|a|an|her|his|my|their) \w+$")
+
+
+def _asks_for_members(low: str, match: re.Match[str]) -> bool:
+    """Whether the class word matched in ``low`` names a set ("instruments", "kinds of art"), not one thing
+    ("the book", "a sunrise"): a plural word or a "kind(s) of" before it, and no quoted title."""
+    if _SPECIFIC.search(low[:match.start()].rstrip()) and not match.group(0).endswith("s"):
+        return False
+    if '"' in low or "“" in low:
+        return False
+    word = match.group(0)
+    return word.endswith("s") or _SET_CUE.search(low[max(0, match.start() - 12):match.end()]) is not None
+
+
+def classes_in(question: str, *, sets_only: bool = False) -> list[tuple[str, str]]:
+    """The classes ``question`` names, as ``(class name, instance words)``, in :data:`CLASSES` order.
+    ``sets_only``: only where it asks for the class's members (a plural class word or "kind(s) of", no quoted
+    title: "What books has Mel read?", not "What book did Mel recommend?").
+
+    >>> [n for n, _ in classes_in("What book did Mel recommend?")], classes_in("What book did Mel recommend?",
+    ...                                                                       sets_only=True)
+    (['book'], [])
+    """
     low = question.lower()
-    return [(name, instances) for name, (trigger, instances) in CLASSES.items() if trigger.search(low)]
+    out = []
+    for name, (trigger, instances) in CLASSES.items():
+        matches = list(trigger.finditer(low))
+        if matches and (not sets_only or any(_asks_for_members(low, m) for m in matches)):
+            out.append((name, instances))
+    return out

@@ -10,7 +10,9 @@ Applied by the read pipeline to whatever plan the planner made (:func:`expand_pl
   both.
 * **Class → instance expansion** (``recall.expansion = "lexicon"``): for each class the question names
   (:mod:`memory_ext.plan.classes`: "instruments", "cities", "painted"…), a route whose query is the class's
-  instance words, about the same speakers and time span as the main route, weighing ``recall.expansion_weight``.
+  instance words, about the same speakers and time span as the main route, weighing ``recall.expansion_weight``;
+  ``"lexicon-sets"`` only where the question asks for the class's members (a plural or "kinds of", no quoted
+  title).
 * **Associated kinds** (``recall.associative_weight`` > 0): a conversation excerpt (a plan with ``opening`` /
   ``focus`` routes) gets, for each kind of experience it mentions (:mod:`memory_ext.plan.associations`: a
   performance, a competition, an outing…), a route asking for that kind's words, so a memory of the same kind
@@ -85,8 +87,8 @@ def expand_plan(plan: SearchPlan, *, expansion: str = "off", expansion_weight: f
         if len(named) >= 2 and is_conjunctive(question, named):
             routes = [r.model_copy(update={"queries": (split_for(question, r.speakers[0], named),)})
                       if r.goal is RouteGoal.SPEAKER and r.speakers else r for r in routes]
-    if expansion == "lexicon" and expansion_weight > 0 and main.goal is RouteGoal.QUERY:
-        for name, instances in classes_in(question)[:MAX_CLASS_ROUTES]:
+    if expansion in ("lexicon", "lexicon-sets") and expansion_weight > 0 and main.goal is RouteGoal.QUERY:
+        for name, instances in classes_in(question, sets_only=expansion == "lexicon-sets")[:MAX_CLASS_ROUTES]:
             routes.append(EvidenceRoute(goal=RouteGoal.OTHER, name=f"class:{name}", queries=(instances,),
                                         speakers=main.speakers, time_filter=main.time_filter,
                                         weight=expansion_weight))

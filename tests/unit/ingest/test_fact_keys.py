@@ -7,10 +7,12 @@ from pathlib import Path
 
 from memory_ext import MemoryEngine, Turn
 from memory_ext.ingest.fact_keys import MAX_FACT_KEY_CHARS, augment_turn_keys, fact_key
+from memory_ext.ingest.pipeline import index_records
+from memory_ext.models import Namespace
 
 
 def _turn(text: str, tid: str = "t1") -> dict:
-    return {"kind": "turn", "turn_ids": [tid], "index_text": text}
+    return {"kind": "turn", "turn_ids": [tid], "text": text, "index_text": text}
 
 
 def test_facts_of_the_turn_join_its_key_and_others_do_not() -> None:
@@ -18,8 +20,11 @@ def test_facts_of_the_turn_join_its_key_and_others_do_not() -> None:
     derived = [{"kind": "fact", "anchor_turn_id": "t1", "text": "Ana lives in Porto", "entities": ["Porto"]},
                {"kind": "procedure", "anchor_turn_id": "t2", "text": "how to: step one", "entities": []}]
     out = augment_turn_keys(turns, derived)
-    assert out[0]["index_text"] == "Ana: I live in Porto now. [facts: Ana lives in Porto]"
-    assert out[1]["index_text"] == "Ana: hello"  # procedures are not fact keys
+    assert out[0]["key_text"] == "Ana: I live in Porto now. [facts: Ana lives in Porto]"
+    assert out[0]["index_text"] == "Ana: I live in Porto now."  # the vector's text is unchanged
+    assert "key_text" not in out[1]  # procedures are not fact keys
+    indexed = index_records(out, [1, 2], [None, None], turn_facets=[((), (), None), ((), (), None)])
+    assert [r.index_text for r in indexed] == [out[0]["key_text"], "Ana: hello"]
 
 
 def test_nothing_new_adds_nothing_and_the_suffix_is_bounded() -> None:
@@ -28,16 +33,17 @@ def test_nothing_new_adds_nothing_and_the_suffix_is_bounded() -> None:
     assert len(fact_key("Ana: trips", many)) <= MAX_FACT_KEY_CHARS + len("[facts: ]")
 
 
-def test_the_switch_changes_the_stored_turn_key_only_when_on(tmp_path: Path) -> None:
+def test_the_switch_keys_the_turn_under_its_facts_and_keeps_its_stored_text(tmp_path: Path) -> None:
     ts = datetime(2023, 5, 8, 13, 0, tzinfo=UTC)
-    turn = Turn(role="user", speaker="Ana", content="I live in Porto and I love green tea.", timestamp=ts)
-    keys = {}
+    turn = Turn(role="user", speaker="Ana", content="I ran a marathon yesterday!", timestamp=ts)
     for on in (False, True):
         with MemoryEngine.open(tmp_path / str(on), embedder="hashing",
                                config={"ingest": {"fact_keys": on}}) as engine:
             engine.add_turns([turn], "ana")
-            rows = engine._store.reader().execute("SELECT index_text FROM records WHERE kind = 'turn'").fetchall()
-            keys[on] = rows[0][0]
-            assert engine.search("green tea", "ana", k=1).items[0].text == turn.content
-    assert keys[False] == "Ana: I live in Porto and I love green tea."
-    assert keys[True].startswith(keys[False] + " [facts: ") and "Ana" in keys[True][len(keys[False]):]
+            rows = engine._store.reader().execute("SELECT rid, index_text FROM records WHERE kind = 'turn'").fetchall()
+            assert rows[0][1] == "Ana: I ran a marathon yesterday!"
+            ns_id = engine._store.find_namespace(Namespace.coerce("ana").key)
+            rids, scores = engine._read.channels.context.keyword_index.score_all(  # type: ignore[union-attr]
+                engine._store.reader(), ns_id, "2023-05-07")
+            turn_scores = dict(zip(rids.tolist(), scores.tolist(), strict=True)).get(rows[0][0], 0.0)
+            assert (turn_scores > 0) is on  # the event's resolved date is in the turn's keyword key only when on
