@@ -162,6 +162,19 @@ class RecallConfig(_Section):
     """Past this the fused order is kept and the failure is reported."""
     planner_timeout_s: float = Field(default=10.0, gt=0, le=600)
     """The LLM planner's deadline for one plan (retry included); past it the heuristic plan is used."""
+    expansion: Literal["off", "lexicon", "lexicon-sets"] = "off"
+    """Class -> instance expansion of a question (:mod:`memory_ext.plan.expand`): ``lexicon`` adds, for each
+    class the question names ("instruments", "cities", "painted"; :mod:`memory_ext.plan.classes`, at most two),
+    a route whose query is the class's instance words ("violin guitar piano…"); ``lexicon-sets``: only where the
+    question asks for the class's members (a plural class word or "kinds of", no quoted title); ``off``: none."""
+    expansion_weight: float = Field(default=0.5, ge=0.0, le=10.0)
+    """Route weight of a class-expansion route (the main route weighs 1.0, other secondary routes 0.5)."""
+    associative_weight: float = Field(default=0.0, ge=0.0, le=10.0)
+    """Route weight of the associated-kind routes of a conversation excerpt (:mod:`memory_ext.plan.expand`:
+    for each kind of experience the excerpt mentions, a route asking for that kind's words); 0: none."""
+    split_conjunctions: bool = False
+    """A question naming two or more speakers gives each speaker's route its own sub-question (the other
+    speakers and "both" / "in common" taken out) instead of the whole question."""
     cold_penalty: float = Field(default=1.0, ge=0.0, le=100.0)
     """The cold tier is a ranking prior, never a gate: a turn the compaction moved to the cold tier loses this
     much of its fused score (zscore fusion: this many standard deviations; rrf: its score is divided by
@@ -177,6 +190,10 @@ class IngestConfig(_Section):
     derived_kinds: bool = True
     """Derive fact, preference, event, procedure and failure-pattern records from turns (rules, no LLM); each is
     evidence for the turn it comes from, and an action route with a failure or a last tool boosts the last two."""
+    fact_keys: bool = False
+    """Index each turn record's keyword key under its text plus the facts, preferences and events derived from
+    it and the entities they name (:mod:`memory_ext.ingest.fact_keys`; needs ``derived_kinds``); its dense
+    vector is unchanged."""
     layer_min_chars: int = Field(default=600, ge=50)
     """Turns at least this long get L0/L1 layer records (with ``globals.layers_index_enabled``)."""
     window_vectors: Literal["context", "embed", "mean"] = "context"

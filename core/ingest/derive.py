@@ -89,6 +89,9 @@ class DerivedRecord:
     entities: list[str] = field(default_factory=list)
     claims: tuple[Claim, ...] = ()
     """The claims a fact or preference states (:mod:`memory_ext.ingest.claims`), for supersession."""
+    key_text: str | None = None
+    """The text the keyword index keys the record under when it differs from ``index_text`` (a turn's text
+    plus the facts it states, ``ingest.fact_keys``: :mod:`memory_ext.ingest.fact_keys`); not stored."""
 
     def as_row(self) -> dict[str, Any]:
         """The row the truth store's ``insert_records`` writes."""

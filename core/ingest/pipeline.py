@@ -44,6 +44,7 @@ from ..text import estimate_tokens
 from ..validate import check_json
 from .derive import DerivedRecord, IngestTurn, derive_turn_record, derive_windows, new_id
 from .evidence_keys import batch_entities, window_keys
+from .fact_keys import augment_turn_keys
 from .indexer import COPY, EMBED, MEAN, NONE, Indexer, word_overlap
 from .kinds import derive_kinds
 from .layers import derive_layers
@@ -99,12 +100,13 @@ def index_records(records: Sequence[DerivedRecord], rids: Sequence[int], anchor_
                   *, turn_facets: Sequence[tuple[Sequence[str], Sequence[Any], Sequence[str] | None]]
                   ) -> list[IndexedRecord]:
     """Typed records for the indexes; the first ``len(turn_facets)`` records are the turn records and carry
-    their ``(entities, time spans, evidence keys or None)``."""
+    their ``(entities, time spans, evidence keys or None)``. A record's ``key_text`` (fact-augmented turn keys,
+    ``ingest.fact_keys``) replaces its ``index_text`` for the indexes."""
     out = []
     for i, (r, rid, anchor) in enumerate(zip(records, rids, anchor_rids, strict=True)):
         ents, spans, keys = turn_facets[i] if i < len(turn_facets) else (None, None, None)
         out.append(IndexedRecord(
-            rid=rid, kind=r.kind.value, text=r.text, index_text=r.index_text, speaker=r.speaker,
+            rid=rid, kind=r.kind.value, text=r.text, index_text=r.key_text or r.index_text, speaker=r.speaker,
             session_id=r.session_id, ref_ts=r.ref_ts, anchor_rid=anchor,
             entities=None if ents is None else tuple(ents), time_spans=None if spans is None else tuple(spans),
             evidence_keys=None if keys is None else tuple(keys)))
@@ -310,6 +312,8 @@ class WritePipeline:
             if self._config.globals.layers_index_enabled else []
         if ingest.derived_kinds:
             derived += derive_kinds(context + rows, first=len(context))
+            if ingest.fact_keys:  # the turn's key = its text + the facts it states (ingest/fact_keys.py)
+                augment_turn_keys(records, derived)
         return records, windows + derived, windows
 
     def _work(self, records: list[DerivedRecord], anchored: list[DerivedRecord],

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..config import EngineConfig
 from ..models import ActionState, ChannelError, Namespace, RetrievedItem, SearchResult
+from ..plan.expand import expand_plan
 from ..plan.heuristic import plan_search
 from ..plan.llm_planner import Planner
 from ..plan.strategy import strategy_for
@@ -126,6 +127,8 @@ class ReadPipeline:
                                                 action_state=request.action_state)
         if planner_error is not None:
             errors.append(planner_error)
+        plan = expand_plan(plan, expansion=cfg.expansion, expansion_weight=cfg.expansion_weight,
+                           split_conjunctions=cfg.split_conjunctions, associative_weight=cfg.associative_weight)
         # scope
         scope = scope_of(store, cat, ns_id, request, cold_penalty=cfg.cold_penalty)
         if scope.returns_nothing(cat):

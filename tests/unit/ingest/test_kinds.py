@@ -32,7 +32,7 @@ def texts(records: list[DerivedRecord], kind: str) -> list[str]:
 
 
 KEYS = {"id", "kind", "text", "index_text", "ref_ts", "turn_ids", "source_role", "speaker", "session_id",
-        "anchor_turn_id", "tags", "entities", "claims"}
+        "anchor_turn_id", "tags", "entities", "claims", "key_text"}
 
 
 # ------------------------------------------------------------------------------------------ personal kinds
