@@ -2,8 +2,8 @@
 
 :meth:`~memory_ext.ingest.pipeline.WritePipeline.add` commits turns, records and every index that needs no model
 together with rows of a durable queue, the ``index_queue`` table of the truth store: one row per record, saying
-how its dense vector is made (:data:`EMBED` its text, :data:`MEAN` of its turns' vectors — windows with
-``ingest.window_vectors: mean`` —, :data:`COPY` of its turn's vector — derived records that are near-copies of
+how its dense vector is made (:attr:`Work.EMBED` its text, :attr:`Work.MEAN` of its turns' vectors — windows with
+``ingest.window_vectors: mean`` —, :attr:`Work.COPY` of its turn's vector — derived records that are near-copies of
 their turn) and whether it gets a sparse encoding (turn records, when the sparse channel is on).
 
 :class:`Indexer` drains that queue, oldest records first, in batches of ``ingest.indexer_batch``: it embeds the
@@ -37,6 +37,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -53,12 +54,27 @@ if TYPE_CHECKING:
     from ..store.base import DerivedIndex
     from ..store.interface import TruthStore
 
-__all__ = ["COPY", "EMBED", "MEAN", "NONE", "IndexQueue", "Indexer", "word_overlap"]
+__all__ = ["IndexQueue", "Indexer", "Work", "word_overlap"]
 
 log = logging.getLogger(__name__)
 
-NONE, EMBED, MEAN, COPY = 0, 1, 2, 3
-"""How a queued record's dense vector is made."""
+class Work(IntEnum):
+    """How a queued record's dense vector is made: the ``dense`` column of ``index_queue`` (the one vocabulary of
+    work codes; the ``sparse`` column is 1 when the record also gets a sparse encoding).
+
+    >>> Work(2).name, int(Work.COPY), bool(Work.NONE)
+    ('MEAN', 3, False)
+    """
+
+    NONE = 0
+    """No vector (the engine keeps no vectors, or the record needs only a sparse encoding)."""
+    EMBED = 1
+    """Embed the record's own text."""
+    MEAN = 2
+    """The normalised mean of its member turns' vectors (windows with ``ingest.window_vectors: mean``)."""
+    COPY = 3
+    """Its turn's vector (a derived record that is a near-copy of its turn)."""
+
 CHUNK = 16
 """Texts per embedding job (jobs are spread over the indexer's threads)."""
 BACKGROUND_NICE = 5
@@ -301,17 +317,17 @@ class Indexer:
         in_batch = {rid for rid, _, d, _ in items if d}
         wanted: list[int] = []
         for rid, _, d, _ in items:
-            if d in (MEAN, COPY) and rid in sources:
-                wanted += [s for s in (sources[rid][2] if d == MEAN else [sources[rid][3]]) if s is not None]
+            if d in (Work.MEAN, Work.COPY) and rid in sources:
+                wanted += [s for s in (sources[rid][2] if d == Work.MEAN else [sources[rid][3]]) if s is not None]
         stored = self._store.stored_vectors(self._store.reader(), wanted)
         to_embed: list[int] = []
         for rid, _, d, _ in items:
             if rid not in sources or not d or not self._vectors:
                 continue
-            if d == EMBED:
+            if d == Work.EMBED:
                 to_embed.append(rid)
             else:  # a mean or a copy needs its source vectors: stored, or made in this batch
-                src = sources[rid][2] if d == MEAN else [sources[rid][3]]
+                src = sources[rid][2] if d == Work.MEAN else [sources[rid][3]]
                 if not any(s is not None and (s in stored or s in in_batch) for s in src):
                     to_embed.append(rid)  # no source vector (turns written without vectors): embed it
         to_sparse = [rid for rid, _, _, sp in items if sp and rid in sources and self._sparse]
@@ -400,8 +416,9 @@ class Indexer:
                sources: dict[int, tuple[str, str, list[int], int | None]], dense: dict[int, np.ndarray],
                sparse: dict[int, tuple[np.ndarray, np.ndarray]]) -> None:
         """Write what is still queued (in rid order: means and copies see the vectors made before them)."""
-        need = {s for rid, (_, _, d, _) in live.items() if rid in sources and rid not in dense and d in (MEAN, COPY)
-                for s in (sources[rid][2] if d == MEAN else [sources[rid][3]])}
+        need = {s for rid, (_, _, d, _) in live.items()
+                if rid in sources and rid not in dense and d in (Work.MEAN, Work.COPY)
+                for s in (sources[rid][2] if d == Work.MEAN else [sources[rid][3]])}
         have = self._store.stored_vectors(conn, [s for s in need if s is not None and s not in dense])
         by_ns: dict[int, tuple[list[int], list[np.ndarray], list[int], list[tuple[np.ndarray, np.ndarray]]]] = {}
         done: list[int] = []
@@ -409,8 +426,8 @@ class Indexer:
             _, ns_id, d, sp = live[rid]
             v_rids, v_rows, s_rids, s_rows = by_ns.setdefault(ns_id, ([], [], [], []))
             vector = dense.get(rid)
-            if vector is None and d in (MEAN, COPY) and rid in sources and self._vectors:
-                src = sources[rid][2] if d == MEAN else [sources[rid][3]]
+            if vector is None and d in (Work.MEAN, Work.COPY) and rid in sources and self._vectors:
+                src = sources[rid][2] if d == Work.MEAN else [sources[rid][3]]
                 rows = [dense[s] if s in dense else have[s] for s in src if s in dense or s in have]
                 if rows:
                     mean = np.mean(rows, axis=0)

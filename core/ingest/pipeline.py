@@ -45,7 +45,7 @@ from ..validate import check_json
 from .derive import DerivedRecord, IngestTurn, derive_turn_record, derive_windows, new_id
 from .evidence_keys import batch_entities, window_keys
 from .fact_keys import augment_turn_keys
-from .indexer import COPY, EMBED, MEAN, NONE, Indexer, word_overlap
+from .indexer import Indexer, Work, word_overlap
 from .kinds import derive_kinds
 from .layers import derive_layers
 
@@ -324,17 +324,17 @@ class WritePipeline:
         vectors = self._vector is not None and self._embedder is not None
         sparse = int(self._sparse and self._embedder is not None)
         if not vectors:
-            return [(NONE, sparse) for _ in records] + [(NONE, 0) for _ in anchored]
+            return [(Work.NONE, sparse) for _ in records] + [(Work.NONE, 0) for _ in anchored]
         ingest = self._config.ingest
-        window_mode = MEAN if ingest.window_vectors == "mean" else EMBED
+        window_mode = Work.MEAN if ingest.window_vectors == "mean" else Work.EMBED
         text_of = {r.turn_ids[0]: r.index_text for r in records}
-        out = [(EMBED, sparse) for _ in records] + [(window_mode, 0) for _ in windows]
+        out = [(Work.EMBED, sparse) for _ in records] + [(window_mode, 0) for _ in windows]
         threshold = ingest.derived_copy_overlap
         for r in anchored[len(windows):]:
             turn_text = text_of.get(r.anchor_turn_id or "")
             copy = threshold is not None and turn_text is not None and \
                 word_overlap(r.index_text, turn_text) >= threshold
-            out.append((COPY if copy else EMBED, 0))
+            out.append((Work.COPY if copy else Work.EMBED, 0))
         return out
 
     def _check_embedder(self, records: list[DerivedRecord]) -> None:
@@ -402,7 +402,7 @@ class WritePipeline:
     def kick(self) -> None:
         """Start the queued model work (in the background, or now)."""
         if self.indexer is not None:
-            self._kick([(EMBED, 0)])
+            self._kick([(Work.EMBED, 0)])
 
     def _turn_facets(self, conn: Connection, ns_id: int, records: list[DerivedRecord],
                      rows: list[IngestTurn], context: list[IngestTurn]
