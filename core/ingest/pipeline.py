@@ -170,7 +170,7 @@ class _Prepared:
     """The records anchored to a turn: windows, layers, derived kinds."""
     context: list[IngestTurn]
     """The stored tail of the namespace the derivation read (the turns before these)."""
-    work: list[tuple[int, int]]
+    work: list[tuple[Work, int]]
     """The ``(dense, sparse)`` model work of each record, turn records first (:meth:`WritePipeline._work`)."""
 
 
@@ -291,7 +291,7 @@ class WritePipeline:
                 index.invalidate(ns_id)
             raise
 
-    def _kick(self, work: Sequence[tuple[int, int]]) -> None:
+    def _kick(self, work: Sequence[tuple[Work, int]]) -> None:
         """Start the model work a committed write queued (in the background, or now)."""
         if self.indexer is None or not any(d or s for d, s in work):
             return
@@ -317,7 +317,7 @@ class WritePipeline:
         return records, windows + derived, windows
 
     def _work(self, records: list[DerivedRecord], anchored: list[DerivedRecord],
-              windows: list[DerivedRecord]) -> list[tuple[int, int]]:
+              windows: list[DerivedRecord]) -> list[tuple[Work, int]]:
         """``(dense, sparse)`` model work of each record (turn records, then the anchored ones), for the queue:
         turns are embedded (and sparse-encoded); windows embedded or, with ``window_vectors: mean``, the mean
         of their turns' vectors; a derived record that is a near-copy of its turn reuses the turn's vector."""
@@ -350,7 +350,7 @@ class WritePipeline:
 
     def _persist(self, conn: Connection, ns_id: int, rows: list[IngestTurn],
                  records: list[DerivedRecord], anchored: list[DerivedRecord], context: list[IngestTurn],
-                 work: list[tuple[int, int]], *, fresh: bool = True) -> list[int]:
+                 work: list[tuple[Work, int]], *, fresh: bool = True) -> list[int]:
         """Persist and index a batch; ``fresh=False`` (reindex): the turns and their memory files are stored
         already, only the records and the derived indexes are written. Returns the turn records' rids."""
         store = self._store
