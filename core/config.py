@@ -175,6 +175,16 @@ class RecallConfig(_Section):
     split_conjunctions: bool = False
     """A question naming two or more speakers gives each speaker's route its own sub-question (the other
     speakers and "both" / "in common" taken out) instead of the whole question."""
+    feedback_weight: float = Field(default=0.0, ge=0.0, le=10.0)
+    """Route weight of the second retrieval hop (:mod:`memory_ext.retrieval.feedback`: pseudo-relevance feedback
+    from the first ranking's best turns, RM3 terms for the keyword channel and a Rocchio query vector; no model
+    call); 0: no second hop."""
+    feedback_docs: int = Field(default=5, ge=1, le=20)
+    """How many of the first ranking's best turns the second hop feeds back."""
+    feedback_terms: int = Field(default=8, ge=0, le=32)
+    """How many expansion terms the second hop's keyword query has (0: no keyword feedback)."""
+    feedback_dense: float = Field(default=1.0, ge=0.0, le=100.0)
+    """Rocchio weight of the feedback turns' centroid next to the query vector (0: no vector feedback)."""
     cold_penalty: float = Field(default=1.0, ge=0.0, le=100.0)
     """The cold tier is a ranking prior, never a gate: a turn the compaction moved to the cold tier loses this
     much of its fused score (zscore fusion: this many standard deviations; rrf: its score is divided by

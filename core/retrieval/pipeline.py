@@ -29,6 +29,7 @@ from ..store.interface import TruthStore
 from ..store.vector import VectorIndex
 from .context import render_context
 from .explain import build_trace, channel_ranks, zscore_details
+from .feedback import FEEDBACK_ROUTE, TermStats, feedback_hits, score_feedback
 from .fuse import Fusion, RouteScores, fuse, fusion_for, score_routes
 from .hydrate import Hydrated, hydrate
 from .recall import Recalled, plan_calls, recall
@@ -69,6 +70,7 @@ class ReadPipeline:
         self.evidence_index = evidence_index
         self.embedder_warning = embedder_warning
         self.fusion: Fusion = fusion_for(config.recall.fusion, rrf_k=config.recall.rrf_k)
+        self.term_stats = TermStats()
 
     def search(self, query: str, namespace: Namespace | str, *, k: int = 10,
                filters: Mapping[str, Any] | None = None,
@@ -147,6 +149,7 @@ class ReadPipeline:
         errors += recalled.errors
         # score and fuse
         t_rank = time.perf_counter()
+        feedback_ms: float | None = None
         weights = cfg.channel_weights
         pool_size = k if cfg.mmr_lambda >= 1.0 else k * cfg.mmr_pool_factor
         strategy = strategy_for(plan.question_type, cfg.strategy)
@@ -154,6 +157,19 @@ class ReadPipeline:
                               channel_kinds=calls.channel_kinds, fusion=self.fusion, limit=limit)
         fused = fuse(cat, scored, scope, fusion=self.fusion, weights=weights, pool_size=pool_size,
                      as_of=request.as_of)
+        if cfg.feedback_weight > 0 and fused.rids and self.channels.context is not None:
+            # the second hop: a feedback route from the first ranking's best turns (retrieval/feedback.py)
+            t_feedback = time.perf_counter()
+            feedback = feedback_hits(store, self.channels.context, cat, ns_id, plan, fused.rids,
+                                     docs=cfg.feedback_docs, n_terms=cfg.feedback_terms, beta=cfg.feedback_dense,
+                                     weight=cfg.feedback_weight, stats=self.term_stats,
+                                     channels=tuple(recalled.route_hits[0]) if recalled.route_hits else ())
+            if feedback is not None:
+                score_feedback(cat, scored, feedback, strategy=strategy, weights=weights, scope=scope,
+                               fusion=self.fusion, limit=limit)
+                fused = fuse(cat, scored, scope, fusion=self.fusion, weights=weights, pool_size=pool_size,
+                             as_of=request.as_of)
+            feedback_ms = _ms(t_feedback)
         pool_rids, pool_scores = fused.rids, fused.scores
         details = {rid: dict(parts) for rid, parts in fused.details.items()}
         rerank_ms: float | None = None
@@ -172,7 +188,8 @@ class ReadPipeline:
             details = zscore_details(cat, positions, scored, weights, reranked=reranked,
                                      supersedes=fused.supersedes) if request.explain else {}
         # select
-        selection = select(store, ns_id, cat, pool_rids, pool_scores, per_route=scored.per_route,
+        quota_routes = {n: s for n, s in scored.per_route.items() if n != FEEDBACK_ROUTE}
+        selection = select(store, ns_id, cat, pool_rids, pool_scores, per_route=quota_routes,
                            routes=scored.routes, total=fused.total, k=k, config=cfg,
                            use_vectors=self.vector_index is not None)
         for rid, step in selection.mmr.items():
@@ -187,6 +204,8 @@ class ReadPipeline:
                               recalled, cold_penalty=scope.cold_penalty)
         timings = {f"channel.{n}": v for n, v in recalled.timings_ms.items()}
         timings["rank"] = _ms(t_rank)
+        if feedback_ms is not None:
+            timings["feedback"] = feedback_ms
         if rerank_ms is not None:
             timings["rerank"] = rerank_ms
         # context
