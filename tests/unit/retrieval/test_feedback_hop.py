@@ -1,0 +1,56 @@
+"""The second retrieval hop (``recall.feedback_weight``, :mod:`memory_ext.retrieval.feedback`): pseudo-relevance
+feedback from the first ranking's best turn brings in a turn of another session that shares the found turn's
+topic words but none of the question's."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from memory_ext import MemoryEngine, Turn
+from memory_ext.config import EngineConfig
+
+FILLER = ["I went hiking with my kids on the mountain trail", "We had pizza for dinner with friends",
+          "My dog loves running on the beach", "Work has been busy with the quarterly report",
+          "I started reading a novel about space", "The weather was rainy all week so we stayed in",
+          "My brother visited us from Ohio", "I signed up for a yoga class on Mondays",
+          "We planted tomatoes in the garden", "The kids had a school concert on Friday",
+          "I baked bread for the first time", "We watched a movie about dinosaurs"]
+FOUND = "I painted a sunset over the lake last weekend, watercolor on canvas."
+SECOND = "My new canvas shows a horse in watercolor; it hangs in the hallway now."
+
+
+def _turns() -> list[Turn]:
+    t0 = datetime(2023, 5, 1, 10)
+    turns: list[Turn] = []
+    for n, text in enumerate(FILLER):
+        turns.append(Turn(role="user", speaker="Melanie", content=text, timestamp=t0 + timedelta(days=n),
+                          session_id=f"s{n}"))
+        turns.append(Turn(role="user", speaker="Caroline", content="That sounds lovely, tell me more!",
+                          timestamp=t0 + timedelta(days=n, minutes=1), session_id=f"s{n}"))
+    turns.append(Turn(role="user", speaker="Melanie", content=FOUND, timestamp=t0 + timedelta(days=3, hours=2),
+                      session_id="s3"))
+    turns.append(Turn(role="user", speaker="Melanie", content=SECOND, timestamp=t0 + timedelta(days=9, hours=2),
+                      session_id="s9"))
+    return turns
+
+
+def _search(tmp_path: Path, name: str, recall: dict[str, object]) -> tuple[list[str], dict[str, float]]:
+    config = EngineConfig.from_dict({"recall": recall})
+    with MemoryEngine.open(tmp_path / name, embedder="hashing", config=config) as engine:
+        engine.add_turns(_turns(), "melanie", wait=True)
+        result = engine.search("What has Melanie painted?", "melanie", k=3)
+        return [item.text for item in result.items], dict(result.timings_ms)
+
+
+def test_the_second_hop_brings_in_the_other_sessions_turn(tmp_path: Path) -> None:
+    off, off_timings = _search(tmp_path, "off", {})
+    on, on_timings = _search(tmp_path, "on", {"feedback_weight": 3.0, "feedback_docs": 1})
+    assert off[0] == FOUND and on[0] == FOUND
+    assert SECOND not in off  # no question word is in it: the first hop alone misses it
+    assert SECOND in on       # the found turn's "watercolor" and "canvas" lead to it
+    assert "feedback" in on_timings and "feedback" not in off_timings
+
+
+def test_weight_zero_is_the_first_hop_alone(tmp_path: Path) -> None:
+    assert _search(tmp_path, "a", {})[0] == _search(tmp_path, "b", {"feedback_weight": 0.0, "feedback_docs": 1})[0]
