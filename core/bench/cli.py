@@ -66,6 +66,19 @@ def _calibration_sizes(value: str) -> list[int]:
     return sizes
 
 
+def _folds(value: str) -> str | int:
+    """``--folds``: ``loco`` or a number of folds (at least 2)."""
+    if value == "loco":
+        return value
+    try:
+        k = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected 'loco' or a number of folds, got {value!r}") from None
+    if k < 2:
+        raise argparse.ArgumentTypeError(f"a number of folds is at least 2, got {k}")
+    return k
+
+
 def _positive(value: str) -> int:
     try:
         number = int(value)
@@ -96,11 +109,18 @@ def _add_common(parser: argparse.ArgumentParser, data_help: str) -> None:
     parser.add_argument("--interleave", action="store_true",
                         help="systems take turns (per conversation, then per question) instead of running one after "
                              "the other: same-run ratios that hold on a machine whose load drifts")
-    parser.add_argument("--kfolds", type=_positive, default=None, metavar="K",
-                        help="held-out selection: score memory-ext under every --candidates configuration, choose "
-                             "one per fold on the other K-1 folds, report the held-out metrics")
-    parser.add_argument("--candidates", type=Path, default=None, metavar="FILE",
-                        help='with --kfolds: a JSON object {"name": {engine config}, ...} ({} = default config)')
+    parser.add_argument("--folds", type=_folds, default=None, metavar="loco|K",
+                        help="held-out selection among the --grid candidates (memory-ext only): 'loco' leaves one "
+                             "conversation out at a time (LoCoMo), K splits the questions into K folds (question i "
+                             "-> fold i %% K); each fold is scored with the candidate best on the others")
+    parser.add_argument("--kfolds", type=_positive, dest="folds", default=None, metavar="K",
+                        help="the same as --folds K")
+    parser.add_argument("--grid", "--candidates", dest="grid", type=Path, default=None, metavar="FILE",
+                        help="with --folds: a JSON/YAML/TOML file {candidates: {name: partial engine config}} (or the "
+                             "bare {name: config} object), each laid over --config; list the default ({}) first")
+    parser.add_argument("--select", type=_csv, default=None, metavar="METRIC[,METRIC]",
+                        help="with --folds: the micro metric(s) a fold maximises on its training part (their mean; "
+                             "default: evid_recall@10 for loco, the @5 and @10 recall for K folds)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     parser.add_argument("--quiet", action="store_true", help="do not print the Markdown summary")
 
@@ -111,13 +131,6 @@ def _add_commands(commands: Any) -> None:
     _add_common(locomo, "a JSON file in the locomo10.json schema (any number of conversations)")
     locomo.add_argument("--conversation-ids", type=_csv, default=None, metavar="ID,ID",
                         help="use only these conversations (by sample_id, e.g. conv-26)")
-    locomo.add_argument("--folds", choices=["loco"], default=None,
-                        help="loco: choose among the --grid candidates leave-one-conversation-out and report the "
-                             "held-out results (memory-ext only; see memory_ext.bench.folds)")
-    locomo.add_argument("--grid", type=Path, default=None,
-                        help="with --folds: a JSON/YAML/TOML file {candidates: {name: partial engine config}}")
-    locomo.add_argument("--select", default="evid_recall@10",
-                        help="with --folds: the micro metric a fold maximises on its training conversations")
     locomo.set_defaults(func=run_args, bench_handler=_cmd_dataset, dataset="locomo")
 
     madial = commands.add_parser("madial", help="MADial-Bench memory recall (Chinese)",
@@ -347,7 +360,7 @@ def _cmd_dataset(args: argparse.Namespace) -> int:
         for conv in conversations:
             conv.questions = conv.questions[: args.limit_questions]
     embedder = resolve_bench_embedder(args.embedder)
-    if args.kfolds is not None:
+    if isinstance(args.folds, int):
         return _cmd_folds(args, spec, conversations, embedder)
     options = {"memory-ext": {"config": _engine_config(args.config)}} if args.config else {}
     sink_file = None
@@ -365,7 +378,7 @@ def _cmd_dataset(args: argparse.Namespace) -> int:
     meta = {"data": str(args.data), "command": args._command_line,
             "engine_config": str(args.config) if args.config else None}
     try:
-        if getattr(args, "folds", None):
+        if args.folds == "loco":
             return _run_folds(args, spec, conversations, embedder, sink, meta)
         result = run_benchmark(spec, conversations, args.systems, embedder, progress=not args.no_progress,
                                system_options=options, rankings_sink=sink, interleave=args.interleave,
@@ -379,20 +392,20 @@ def _cmd_dataset(args: argparse.Namespace) -> int:
 
 def _run_folds(args: argparse.Namespace, spec: Any, conversations: Any, embedder: Any, sink: Any,
                meta: dict[str, Any]) -> int:
-    from .folds import format_folds_markdown, load_grid, run_folds
+    from .folds import format_folds_markdown, run_folds
 
-    if args.grid is None:
-        raise BenchUsageError("--folds needs --grid (the candidate configurations)")
-    try:
-        grid = load_grid(args.grid)
-    except (OSError, ValueError) as exc:
-        raise BenchUsageError(str(exc)) from None
+    grid = _grid(args)
+    select = args.select or ["evid_recall@10"]
+    if len(select) != 1:
+        raise BenchUsageError(f"--folds loco selects by one metric, got --select {','.join(select)}")
+    if spec.name != "locomo":
+        raise BenchUsageError("--folds loco leaves one LoCoMo conversation out at a time; for MADial use --folds K")
     if len(conversations) < 2:
         raise BenchUsageError("--folds loco needs at least two conversations")
     base = _engine_config(args.config)
     result = run_folds(spec, conversations, grid, embedder,
                        base_config=base.model_dump(exclude_unset=True) if base is not None else None,
-                       metric=args.select, progress=not args.no_progress, rankings_sink=sink,
+                       metric=select[0], progress=not args.no_progress, rankings_sink=sink,
                        meta={**meta, "grid": str(args.grid)})
     _write_and_print(result, args, format_folds_markdown(result))
     return EXIT_OK
@@ -408,32 +421,42 @@ def _write_and_print(result: dict[str, Any], args: argparse.Namespace, markdown:
         sys.stdout.flush()
 
 
-def _candidates(path: Path | None) -> dict[str, Any]:
+def _grid(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """The ``--grid`` candidates (one file format for both kinds of ``--folds``), each checked as a configuration
+    laid over ``--config``."""
     from ..config import EngineConfig
     from ..errors import ConfigError
+    from .folds import load_grid, merge_config
 
-    if path is None:
-        raise BenchUsageError("--kfolds needs --candidates FILE (a JSON object of engine configurations)")
+    if args.grid is None:
+        raise BenchUsageError("--folds needs --grid FILE (also spelt --candidates): the candidate configurations")
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        grid = load_grid(args.grid)
     except (OSError, ValueError) as exc:
-        raise BenchUsageError(f"--candidates {path}: {exc}") from None
-    if not isinstance(raw, dict) or not raw or not all(isinstance(v, dict) for v in raw.values()):
-        raise BenchUsageError(f"--candidates {path}: expected a non-empty JSON object of configuration objects")
-    try:
-        return {str(name): EngineConfig.from_dict(value) for name, value in raw.items()}
-    except ConfigError as exc:
-        raise BenchUsageError(f"--candidates {path}: {exc}") from None
+        raise BenchUsageError(f"--grid {args.grid}: {exc}") from None
+    base = _engine_config(args.config)
+    base_dict = base.model_dump(exclude_unset=True) if base is not None else {}
+    for name, partial in grid.items():
+        try:
+            EngineConfig.from_dict(merge_config(base_dict, partial))
+        except ConfigError as exc:
+            raise BenchUsageError(f"--grid {args.grid}: candidate {name!r}: {exc}") from None
+    return grid
 
 
 def _cmd_folds(args: argparse.Namespace, spec: Any, conversations: Any, embedder: Any) -> int:
+    from ..config import EngineConfig
+    from .folds import merge_config
     from .kfolds import cross_validate, format_folds_markdown
     from .runner import run_benchmark
 
-    candidates = _candidates(args.candidates)
+    grid = _grid(args)
+    base = _engine_config(args.config)
+    base_dict = base.model_dump(exclude_unset=True) if base is not None else {}
+    candidates = {name: EngineConfig.from_dict(merge_config(base_dict, partial)) for name, partial in grid.items()}
     n = sum(len(c.questions) for c in conversations)
-    if not 2 <= args.kfolds <= n:
-        raise BenchUsageError(f"--kfolds must be between 2 and the number of questions ({n}), got {args.kfolds}")
+    if not 2 <= args.folds <= n:
+        raise BenchUsageError(f"--folds must be between 2 and the number of questions ({n}), got {args.folds}")
     rows: dict[str, list[dict[str, float]]] = {}
     sink_file = args.rankings.open("w", encoding="utf-8") if args.rankings is not None else None
     try:
@@ -456,10 +479,14 @@ def _cmd_folds(args: argparse.Namespace, spec: Any, conversations: Any, embedder
     finally:
         if sink_file is not None:
             sink_file.close()
-    select = ("recall@5", "recall@10") if spec.name == "madial" else ("evid_recall@5", "evid_recall@10")
-    out = cross_validate(rows, folds=args.kfolds, select=select)
+    select = tuple(args.select) if args.select else \
+        ("recall@5", "recall@10") if spec.name == "madial" else ("evid_recall@5", "evid_recall@10")
+    unknown = [m for m in select if rows and m not in next(iter(rows.values()))[0]]
+    if unknown:
+        raise BenchUsageError(f"--select: no metric {', '.join(unknown)} in this dataset's results")
+    out = cross_validate(rows, folds=args.folds, select=select)
     out["dataset"] = f"{spec.name}-folds"
-    out["meta"] = {"command": args._command_line, "data": str(args.data), "candidates": str(args.candidates),
+    out["meta"] = {"command": args._command_line, "data": str(args.data), "grid": str(args.grid),
                    "embedder": getattr(embedder, "id", None)}
     _write_and_print(out, args, format_folds_markdown(out))
     return EXIT_OK

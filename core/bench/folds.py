@@ -32,17 +32,23 @@ from .metrics import mean_metrics
 from .runner import DatasetSpec, QuestionResult, count_questions, run_system, summarize_run
 from .systems import EmbedderLike, MemoryExtSystem
 
-__all__ = ["QUERY_TIME_SWITCHES", "FoldResult", "format_folds_markdown", "load_grid", "run_folds", "select_loco"]
+__all__ = ["QUERY_TIME_SWITCHES", "FoldResult", "format_folds_markdown", "load_grid", "merge_config",
+           "run_folds", "select_loco"]
 
 QUERY_TIME_SWITCHES = frozenset({"graph_enabled", "turns_channel_enabled"})
 """``globals`` switches that change only what a search does (their indexes are always written)."""
 
 
-def _merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+def merge_config(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """``over`` laid over ``base``, section by section (a candidate's partial configuration over ``--config``).
+
+    >>> merge_config({"recall": {"k": 1, "mmr": 0.8}}, {"recall": {"k": 2}})
+    {'recall': {'k': 2, 'mmr': 0.8}}
+    """
     out = dict(base)
     for key, value in over.items():
-        out[key] = _merge(out[key], value) if isinstance(value, Mapping) and isinstance(out.get(key), Mapping) \
-            else value
+        nested = isinstance(value, Mapping) and isinstance(out.get(key), Mapping)
+        out[key] = merge_config(out[key], value) if nested else value
     return out
 
 
@@ -60,9 +66,10 @@ def load_grid(path: Path) -> dict[str, dict[str, Any]]:
         data = tomllib.loads(text)
     else:
         data = json.loads(text)
-    candidates = data.get("candidates") if isinstance(data, Mapping) else None
+    candidates = data.get("candidates", data) if isinstance(data, Mapping) else None
     if not isinstance(candidates, Mapping) or not candidates:
-        raise ValueError(f"{path}: a grid is {{\"candidates\": {{name: partial engine config, ...}}}}")
+        raise ValueError(f"{path}: a grid is {{\"candidates\": {{name: partial engine config, ...}}}} (or the bare "
+                         "{name: partial engine config} object)")
     for name, cfg in candidates.items():
         if not isinstance(cfg, Mapping):
             raise ValueError(f"{path}: candidate {name!r} is not a mapping")
@@ -157,7 +164,7 @@ def run_folds(spec: DatasetSpec, conversations: Sequence[Conversation], grid: Ma
     out_systems: dict[str, Any] = {}
     try:
         for name, partial in grid.items():
-            config = _merge(base_config or {}, partial)
+            config = merge_config(base_config or {}, partial)
             system = _ReusingSystem(embedder, spec.depth, config, stores, _ingest_key(config))
             try:
                 run = run_system(system, conversations, spec, progress=progress, warmup=False)

@@ -1,4 +1,4 @@
-"""Held-out selection of engine configurations: ``memext bench madial|locomo --kfolds K --candidates FILE``.
+"""Held-out selection of configurations over question folds: ``memext bench madial|locomo --folds K --grid FILE``.
 
 A weight, threshold or rule chosen on the same questions it is scored on is an in-sample number. This module
 scores every candidate configuration on every question once, then, for each of ``K`` folds, chooses the candidate
@@ -10,7 +10,9 @@ Folds: question ``i`` (in the dataset's order: MADial dialogues by user, then in
 every fold holds questions of every user. The selection metric is the mean of the two given metrics
 (``recall@5`` and ``recall@10`` for MADial); ties go to the candidate listed first.
 
-The candidates file is a JSON object ``{"name": {engine config overrides}, ...}`` (``{}`` is the default config).
+The grid file is the one :func:`memory_ext.bench.folds.load_grid` reads for ``--folds loco`` too
+(``{"candidates": {"name": {partial engine config}, ...}}`` or the bare object; ``{}`` is ``--config`` itself).
+``--kfolds K --candidates FILE`` is the older spelling.
 In the example below each candidate is right on one fold only: in-sample both score 0.5, held-out 0.
 
 >>> rows = {"a": [{"m": 1.0}, {"m": 0.0}, {"m": 1.0}, {"m": 0.0}],

@@ -40,13 +40,13 @@ known names a query mentions.
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Collection, Iterable
 from typing import Final
 
+from memory_ext.text import segment
 from memory_ext.text.script import CJK_RE, HAN, HAN_RE
 from memory_ext.text.sentences import is_sentence_start as _is_sentence_start
-from memory_ext.text.tokenize import EN_STOP_WORDS, ZH_STOP_CHARS, _get_jieba
+from memory_ext.text.tokenize import EN_STOP_WORDS, ZH_STOP_CHARS
 
 __all__ = [
     "EN_STOP_CAPS",
@@ -168,24 +168,6 @@ _ZH_EDGE_STOP: Final = frozenset("的了是在吗呢吧啊呀哦嗯么和与就�
                                   "我你他她它们把被让给对从为向跟比还再才")
 _ZH_PLACE_SUFFIXES: Final = frozenset("国省市州县区镇乡村京都城山湖河江海岛港湾津门庄街路")
 
-_tag_lock = threading.Lock()
-_tag_table: dict[str, str] | None = None
-
-
-def _get_tag_table() -> dict[str, str]:
-    """jieba's dictionary word -> part-of-speech tag table (``jieba.posseg``'s), loaded once per process."""
-    global _tag_table
-    if _tag_table is not None:
-        return _tag_table
-    _get_jieba()
-    with _tag_lock:
-        if _tag_table is None:
-            import jieba.posseg as posseg
-
-            _tag_table = posseg.dt.word_tag_tab
-    return _tag_table
-
-
 # ------------------------------------------------------------------------------------------ English names
 
 
@@ -301,17 +283,15 @@ def _zh_proper_nouns(text: str) -> list[tuple[int, str]]:
     states is 6-7 times slower than plain segmentation (~2.6 µs per character). So the dictionary's tags are
     looked up directly and unknown words (李明, 小红) are judged by their shape.
     """
-    jieba = _get_jieba()
-    freq = jieba.dt.FREQ
-    tags = _get_tag_table()
+    words = segment.dictionary()
     out = []
     for han in _HAN_RE_RUNS.finditer(text):
         offset = han.start()
-        for word in jieba.dt.lcut(han.group(), HMM=True):
+        for word in words.lcut(han.group()):
             n = len(word)
             if 2 <= n <= 8 and word[0] not in _ZH_EDGE_STOP and word[-1] not in _ZH_EDGE_STOP:
-                in_dict = freq.get(word, 0) > 0
-                flag = tags.get(word, "") if in_dict else ""
+                in_dict = words.freq(word) > 0
+                flag = words.tag(word) if in_dict else ""
                 if flag == "nt" or (n >= 3 and flag == "ns"):
                     keep = True
                 elif flag == "ns":  # 北京, 杭州, 美国, 巴黎 -- not 东西, 美丽 (tagged ns by jieba's dictionary)

@@ -25,8 +25,9 @@ One function, :func:`tokenize`, turns documents and queries alike into index ter
   memory segment the same phrase differently; bigrams fix that, jieba's long words and single content
   characters add whole-word matches that short queries (``我的猫叫什么？``) need.
 
-jieba is imported and its dictionary loaded lazily, once, under a lock, on the first CJK text (or by
-:func:`warm_up`): ``import memory_ext.text`` never loads it.
+jieba's dictionary is loaded lazily, once, under a lock, on the first CJK text (or by :func:`warm_up`), into
+the compact tables of :mod:`memory_ext.text.segment` (jieba's own ``Tokenizer`` is never initialised: its
+dicts held ~65 MB): ``import memory_ext.text`` never loads it.
 
 >>> tokenize("Caroline's dog isn't in the park")
 ['carolin', 'dog', 'isnt', 'park']
@@ -37,14 +38,13 @@ jieba is imported and its dictionary loaded lazily, once, under a lock, on the f
 from __future__ import annotations
 
 import functools
-import logging
 import math
 import re
 import threading
 import unicodedata
-from types import ModuleType
 from typing import Final
 
+from memory_ext.text import segment
 from memory_ext.text.script import CJK, HAN
 
 __all__ = [
@@ -95,28 +95,9 @@ _TOKEN_RE: Final = re.compile(f"(?P<cjk>[{_CJK}]+)|(?P<word>{_WORD}(?:'{_WORD})*
 _ASCII_WORD_RE: Final = re.compile(r"[a-z0-9]+(?:'[a-z0-9]+)*")
 _APOSTROPHES: Final = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\uff07": "'"})
 
-_jieba_lock = threading.Lock()
-_jieba: ModuleType | None = None
-
-
-def _get_jieba() -> ModuleType:
-    """Import jieba and load its dictionary, once per process, thread-safely; silence its logging."""
-    global _jieba
-    if _jieba is not None:
-        return _jieba
-    with _jieba_lock:
-        if _jieba is None:
-            import jieba
-
-            jieba.setLogLevel(logging.WARNING)
-            jieba.dt.initialize()
-            _jieba = jieba
-    return _jieba
-
-
 def warm_up() -> None:
-    """Load the jieba dictionary now (about a second on a cold cache) instead of at the first CJK text."""
-    _get_jieba()
+    """Load jieba's dictionary now (a few seconds on a cold cache) instead of at the first CJK text."""
+    segment.dictionary()
 
 
 _stemmers = threading.local()
@@ -152,9 +133,9 @@ def _cjk_terms(run: str, out: list[str]) -> None:
         if run not in stop:
             out.append(run)
         return
-    cut = _get_jieba().dt.lcut
+    cut = segment.lcut
     for han in _HAN_RUN_RE.findall(run):
-        for word in cut(han, HMM=True):
+        for word in cut(han):
             n = len(word)
             if n > 2 or (n == 1 and word not in stop):
                 out.append(word)

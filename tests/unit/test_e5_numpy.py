@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -187,3 +188,40 @@ def test_a_batch_of_sparse_encodings_is_each_text_alone(model: E5Numpy) -> None:
         assert len(a.keys() ^ b.keys()) <= 2 and list(val) == sorted(val, reverse=True)
         dot = sum(a[k] * b[k] for k in a.keys() & b.keys())
         assert dot / (np.linalg.norm(val) * np.linalg.norm(ref_val)) > 0.9999
+
+
+def _reference_viterbi(pieces: list[str], scores: list[float], unk: int, s: str) -> list[int]:
+    """The unigram search over a plain dict (what the tokenizer did before its vocabulary became a StrTable)."""
+    index = {p: i for i, p in enumerate(pieces) if p}
+    s = s if s.startswith(" ") else " " + s
+    s = s.replace(" ", "\u2581")
+    n, max_len, unk_score = len(s), max(map(len, pieces)), min(scores) - 10.0
+    best, back, piece = [-1e30] * (n + 1), [0] * (n + 1), [-1] * (n + 1)
+    best[0] = 0.0
+    for i in range(n):
+        for e in range(i + 1, min(n, i + max_len) + 1):
+            idx = index.get(s[i:e])
+            if idx is not None and idx != unk and best[i] + scores[idx] > best[e]:
+                best[e], piece[e], back[e] = best[i] + scores[idx], idx, i
+        if best[i] + unk_score > best[i + 1]:
+            best[i + 1], piece[i + 1], back[i + 1] = best[i] + unk_score, -1, i
+    ids, i = [], n
+    while i > 0:
+        ids.append(unk if piece[i] < 0 else piece[i])
+        i = back[i]
+    return ids[::-1]
+
+
+def test_compact_vocabulary_decodes_as_a_dict_would() -> None:
+    from memory_ext.e5_numpy import _Tokenizer
+
+    rng = np.random.default_rng(3)
+    alphabet = [*"abcde猫狗", "\u2581"]
+    pieces = ["<s>", "", "<unk>", *sorted({"".join(rng.choice(alphabet, rng.integers(1, 5))) for _ in range(300)})]
+    pieces.append(pieces[5])  # a piece given twice: found as its last id
+    scores = rng.normal(-8, 2, len(pieces)).astype(np.float32)
+    tok = _Tokenizer(pieces, scores, {}, unk=2)
+    as_floats = scores.astype(np.float64).tolist()
+    for _ in range(200):
+        text = "".join(rng.choice(list("abcde猫狗 xy"), rng.integers(0, 30)))
+        assert tok(text) == _reference_viterbi(pieces, as_floats, 2, re.sub(" +", " ", text)), text

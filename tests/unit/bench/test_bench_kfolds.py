@@ -67,3 +67,38 @@ def test_folds_needs_candidates_and_enough_questions(tmp_path: Path, capsys: pyt
     assert main(["madial", "--data", data, "--embedder", "hashing", "--kfolds", "2", "--candidates",
                  str(candidates), "--no-progress"]) == 2
     assert "rrf_kk" in capsys.readouterr().err
+
+
+def test_one_grid_format_and_one_flag_for_both_kinds_of_folds(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """``--folds K --grid`` reads the loco grid format (``{"candidates": ...}``) and lays it over ``--config``;
+    ``loco`` is refused for MADial, a single fold and unknown selection metrics are refused with the fix named."""
+    data = str(_madial_folder(tmp_path))
+    grid = tmp_path / "grid.json"
+    grid.write_text(json.dumps({"candidates": {"default": {}, "no-sparse": {"globals": {"sparse_enabled": False}}}}),
+                    encoding="utf-8")
+    config = tmp_path / "base.json"
+    config.write_text(json.dumps({"recall": {"mmr_lambda": 0.9}}), encoding="utf-8")
+    out = tmp_path / "folds.json"
+    assert main(["madial", "--data", data, "--embedder", "hashing", "--folds", "3", "--grid", str(grid),
+                 "--config", str(config), "--select", "recall@5", "--json", str(out), "--quiet",
+                 "--no-progress"]) == 0
+    result = json.loads(out.read_text(encoding="utf-8"))
+    assert result["folds"] == 3 and result["select"] == ["recall@5"]
+    assert set(result["in_sample"]) == {"default", "no-sparse"}
+    # the older spelling is the same run
+    old = tmp_path / "old.json"
+    assert main(["madial", "--data", data, "--embedder", "hashing", "--kfolds", "3", "--candidates", str(grid),
+                 "--config", str(config), "--select", "recall@5", "--json", str(old), "--quiet",
+                 "--no-progress"]) == 0
+    assert json.loads(old.read_text(encoding="utf-8"))["held_out"] == result["held_out"]
+    capsys.readouterr()
+    assert main(["madial", "--data", data, "--embedder", "hashing", "--folds", "loco", "--grid", str(grid),
+                 "--no-progress"]) == 2
+    assert "--folds K" in capsys.readouterr().err
+    assert main(["madial", "--data", data, "--embedder", "hashing", "--folds", "3", "--grid", str(grid),
+                 "--select", "evid_recall@5", "--no-progress"]) == 2
+    assert "evid_recall@5" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["madial", "--data", data, "--embedder", "hashing", "--folds", "1", "--grid", str(grid)])
+    assert "at least 2" in capsys.readouterr().err
