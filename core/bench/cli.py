@@ -394,7 +394,7 @@ def _run_folds(args: argparse.Namespace, spec: Any, conversations: Any, embedder
                meta: dict[str, Any]) -> int:
     from .folds import format_folds_markdown, run_folds
 
-    grid = _grid(args)
+    grid = {name: config.model_dump(exclude_unset=True) for name, config in _grid(args).items()}
     select = args.select or ["evid_recall@10"]
     if len(select) != 1:
         raise BenchUsageError(f"--folds loco selects by one metric, got --select {','.join(select)}")
@@ -402,9 +402,7 @@ def _run_folds(args: argparse.Namespace, spec: Any, conversations: Any, embedder
         raise BenchUsageError("--folds loco leaves one LoCoMo conversation out at a time; for MADial use --folds K")
     if len(conversations) < 2:
         raise BenchUsageError("--folds loco needs at least two conversations")
-    base = _engine_config(args.config)
-    result = run_folds(spec, conversations, grid, embedder,
-                       base_config=base.model_dump(exclude_unset=True) if base is not None else None,
+    result = run_folds(spec, conversations, grid, embedder, base_config=None,  # --config is in each candidate
                        metric=select[0], progress=not args.no_progress, rankings_sink=sink,
                        meta={**meta, "grid": str(args.grid)})
     _write_and_print(result, args, format_folds_markdown(result))
@@ -421,9 +419,9 @@ def _write_and_print(result: dict[str, Any], args: argparse.Namespace, markdown:
         sys.stdout.flush()
 
 
-def _grid(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
-    """The ``--grid`` candidates (one file format for both kinds of ``--folds``), each checked as a configuration
-    laid over ``--config``."""
+def _grid(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``--grid`` candidates (one file format for both kinds of ``--folds``), each laid over ``--config``:
+    ``{name: EngineConfig}`` in file order."""
     from ..config import EngineConfig
     from ..errors import ConfigError
     from .folds import load_grid, merge_config
@@ -436,24 +434,20 @@ def _grid(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
         raise BenchUsageError(f"--grid {args.grid}: {exc}") from None
     base = _engine_config(args.config)
     base_dict = base.model_dump(exclude_unset=True) if base is not None else {}
+    configs: dict[str, Any] = {}
     for name, partial in grid.items():
         try:
-            EngineConfig.from_dict(merge_config(base_dict, partial))
+            configs[name] = EngineConfig.from_dict(merge_config(base_dict, partial))
         except ConfigError as exc:
             raise BenchUsageError(f"--grid {args.grid}: candidate {name!r}: {exc}") from None
-    return grid
+    return configs
 
 
 def _cmd_folds(args: argparse.Namespace, spec: Any, conversations: Any, embedder: Any) -> int:
-    from ..config import EngineConfig
-    from .folds import merge_config
     from .kfolds import cross_validate, format_folds_markdown
     from .runner import run_benchmark
 
-    grid = _grid(args)
-    base = _engine_config(args.config)
-    base_dict = base.model_dump(exclude_unset=True) if base is not None else {}
-    candidates = {name: EngineConfig.from_dict(merge_config(base_dict, partial)) for name, partial in grid.items()}
+    candidates = _grid(args)
     n = sum(len(c.questions) for c in conversations)
     if not 2 <= args.folds <= n:
         raise BenchUsageError(f"--folds must be between 2 and the number of questions ({n}), got {args.folds}")

@@ -16,14 +16,13 @@ The route is scored like any other (:func:`memory_ext.rank.zscore.rank_turns`, t
 without the main route's speaker and time bonuses (the main route already gives them) and it has no route quota:
 it can only move turns, never reserve a place. A turn the question's words miss but whose session-mate or
 topic-mate was found (multi-hop evidence spread over sessions: "What has Melanie painted?" finds one painting, the
-feedback finds the others) rises. The document frequencies are cached per namespace generation
-(:class:`TermStats`), so a hop costs a few small numpy operations and two short reads.
+feedback finds the others) rises. The document frequencies are the keyword index's own (its in-memory copy of
+the namespace), so a hop costs a few small numpy operations and two short reads.
 """
 
 from __future__ import annotations
 
 import math
-import threading
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -41,7 +40,7 @@ from ..text import tokenize
 from .fuse import Fusion, RouteScores
 from .scope import Scope
 
-__all__ = ["FEEDBACK_ROUTE", "MAX_REPEAT", "Feedback", "TermStats", "feedback_hits", "feedback_route",
+__all__ = ["FEEDBACK_ROUTE", "MAX_REPEAT", "Feedback", "feedback_hits", "feedback_route",
            "feedback_terms", "rocchio_vector", "score_feedback", "term_query"]
 
 FEEDBACK_ROUTE = "feedback"
@@ -50,33 +49,6 @@ MAX_REPEAT = 3
 """A feedback term is repeated at most this many times in the BM25 query (its weight, rounded)."""
 CANDIDATE_FACTOR = 4
 """The document frequency is looked up for at most this many times ``feedback_terms`` candidate terms."""
-_STATS_NAMESPACES = 32
-
-
-class TermStats:
-    """Document frequencies of terms in one namespace's keyword index, cached per catalog generation (a write
-    or a delete changes the generation and drops the namespace's cache). Thread-safe."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._cache: dict[int, tuple[tuple[int, int], dict[str, int]]] = {}
-
-    def df(self, ns_id: int, generation: tuple[int, int], terms: Sequence[str],
-           lookup: Callable[[str], int]) -> dict[str, int]:
-        """``term -> df`` for ``terms``, calling ``lookup(term)`` for the ones not cached."""
-        with self._lock:
-            entry = self._cache.get(ns_id)
-            if entry is None or entry[0] != generation:
-                entry = (generation, {})
-                self._cache[ns_id] = entry
-                while len(self._cache) > _STATS_NAMESPACES:
-                    self._cache.pop(next(iter(self._cache)))
-            known = entry[1]
-            missing = [t for t in terms if t not in known]
-        found = {t: lookup(t) for t in missing}
-        with self._lock:
-            known.update(found)
-            return {t: known[t] for t in terms}
 
 
 def feedback_terms(texts: Sequence[str], *, exclude: set[str], df: Callable[[Sequence[str]], dict[str, int]],
@@ -165,7 +137,7 @@ def feedback_route(plan: SearchPlan, weight: float) -> EvidenceRoute:
 
 def feedback_hits(store: TruthStore, ctx: RecallContext, cat: Catalog, ns_id: int, plan: SearchPlan,
                   pool_rids: Sequence[int], *, docs: int, n_terms: int, beta: float, weight: float,
-                  stats: TermStats, channels: Sequence[str]) -> Feedback | None:
+                  channels: Sequence[str]) -> Feedback | None:
     """The second hop's hits from the first ranking's best ``docs`` turns of ``pool_rids`` (None when there is
     nothing to feed back). ``channels``: the channels the first hop ran (only ``keyword`` and ``vector`` are fed
     back, each when it ran)."""
@@ -181,12 +153,8 @@ def feedback_hits(store: TruthStore, ctx: RecallContext, cat: Catalog, ns_id: in
         texts = [records[r].text for r in top if r in records]
         index = ctx.keyword_index
         n_docs = index.doc_count(reader, ns_id)
-
-        def lookup(term: str) -> int:
-            return int(index.score_all(reader, ns_id, term)[0].size)
-
         terms = feedback_terms(texts, exclude=set(tokenize(question)), n_docs=n_docs, n_terms=n_terms,
-                               df=lambda ts: stats.df(ns_id, cat.generation, ts, lookup))
+                               df=lambda ts: dict(zip(ts, index.doc_freqs(reader, ns_id, ts), strict=True)))
         if terms:
             rids, scores = index.score_all(reader, ns_id, term_query(terms))
             hits["keyword"] = Hits(rids, scores, fill=0.0)
@@ -198,8 +166,9 @@ def feedback_hits(store: TruthStore, ctx: RecallContext, cat: Catalog, ns_id: in
         if has_encoding(ctx, key) and stored:
             query = cached_encoding(ctx, key, lambda: None)
             q = rocchio_vector(query, [stored[r] for r in top if r in stored], beta)
-            rids, scores = score_all(reader, ns_id, q)
-            hits["vector"] = Hits(np.asarray(rids, np.int64), np.asarray(scores, np.float64))
+            scored = score_all(reader, ns_id, q)
+            if scored is not None:  # None: a PostgreSQL namespace too large to score exactly (keyword part only)
+                hits["vector"] = Hits(np.asarray(scored[0], np.int64), np.asarray(scored[1], np.float64))
     if not hits:
         return None
     return Feedback(route=feedback_route(plan, weight), hits=hits, rids=tuple(top), terms=tuple(terms))

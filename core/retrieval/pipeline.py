@@ -29,7 +29,7 @@ from ..store.interface import TruthStore
 from ..store.vector import VectorIndex
 from .context import render_context
 from .explain import build_trace, channel_ranks, zscore_details
-from .feedback import FEEDBACK_ROUTE, TermStats, feedback_hits, score_feedback
+from .feedback import FEEDBACK_ROUTE, feedback_hits, score_feedback
 from .fuse import Fusion, RouteScores, fuse, fusion_for, score_routes
 from .hydrate import Hydrated, hydrate
 from .recall import Recalled, plan_calls, recall
@@ -70,7 +70,6 @@ class ReadPipeline:
         self.evidence_index = evidence_index
         self.embedder_warning = embedder_warning
         self.fusion: Fusion = fusion_for(config.recall.fusion, rrf_k=config.recall.rrf_k)
-        self.term_stats = TermStats()
 
     def search(self, query: str, namespace: Namespace | str, *, k: int = 10,
                filters: Mapping[str, Any] | None = None,
@@ -162,7 +161,7 @@ class ReadPipeline:
             t_feedback = time.perf_counter()
             feedback = feedback_hits(store, self.channels.context, cat, ns_id, plan, fused.rids,
                                      docs=cfg.feedback_docs, n_terms=cfg.feedback_terms, beta=cfg.feedback_dense,
-                                     weight=cfg.feedback_weight, stats=self.term_stats,
+                                     weight=cfg.feedback_weight,
                                      channels=tuple(recalled.route_hits[0]) if recalled.route_hits else ())
             if feedback is not None:
                 score_feedback(cat, scored, feedback, strategy=strategy, weights=weights, scope=scope,

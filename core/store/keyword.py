@@ -498,6 +498,20 @@ class KeywordIndex(CachedIndex["_NsIndex"]):
         stats = _read_stats(conn, ns_id)
         return 0 if stats is None else stats.n_docs
 
+    def doc_freqs(self, conn: Connection, ns_id: int, terms: Sequence[str]) -> list[int]:
+        """How many documents of ``ns_id`` hold each of ``terms`` (index terms, i.e. :func:`tokenize`'s output;
+        0 for a term the namespace does not have): the counts BM25's IDF is computed from."""
+        if not terms:
+            return []
+        with self._lock:
+            ns_lock = self._ns_locks.setdefault(ns_id, threading.Lock())
+        with ns_lock:
+            index = self._sync(conn, ns_id)
+            if index is None or index.n_docs == 0:
+                return [0] * len(terms)
+            local = index.lookup(np.fromiter((term_hash(t) for t in terms), np.int64, len(terms)))
+            return [int(index.df[t]) if t >= 0 else 0 for t in local.tolist()]
+
     def search(
         self,
         conn: Connection,

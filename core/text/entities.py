@@ -290,8 +290,9 @@ def _zh_proper_nouns(text: str) -> list[tuple[int, str]]:
         for word in words.lcut(han.group()):
             n = len(word)
             if 2 <= n <= 8 and word[0] not in _ZH_EDGE_STOP and word[-1] not in _ZH_EDGE_STOP:
-                in_dict = words.freq(word) > 0
-                flag = words.tag(word) if in_dict else ""
+                freq, tag = words.freq_tag(word)
+                in_dict = freq > 0
+                flag = tag if in_dict else ""
                 if flag == "nt" or (n >= 3 and flag == "ns"):
                     keep = True
                 elif flag == "ns":  # 北京, 杭州, 美国, 巴黎 -- not 东西, 美丽 (tagged ns by jieba's dictionary)

@@ -7,7 +7,7 @@ same words as ``jieba.lcut(text, HMM=True)``: the same DAG of dictionary words (
 the table, so a scan that stops at the first fragment that is not a prefix finds every word jieba finds), the
 same route (``log(freq or 1) - log(total)`` summed, ties to the longer word, in the same float arithmetic) and
 jieba's own HMM (``jieba.finalseg``, small tables) for runs of single characters that are not a word. Tested
-against jieba on Chinese text (tests/unit/test_segment.py).
+against jieba on Chinese text (tests/unit/text/test_segment.py).
 
 >>> lcut("我喜欢圣诞节")
 ['我', '喜欢', '圣诞节']
@@ -78,14 +78,20 @@ class Dictionary:
         self.table = StrTable.from_hashes(hashes, checks, values)
         self._memo: dict[str, list[str]] = {}
 
+    def freq_tag(self, word: str) -> tuple[int, str]:
+        """The word's frequency and part-of-speech tag (``jieba.posseg``'s table) in one lookup: ``(0, "")``
+        when it is only a prefix of words, or unknown; ``""`` for a word without a tag."""
+        value = max(int(self.table.lookup([word])[0]), 0)
+        code = value & 0xFF
+        return value >> 8, self.tag_names[code - 1] if code else ""
+
     def freq(self, word: str) -> int:
         """The word's frequency in the dictionary; 0 when it is only a prefix of words, or unknown."""
-        return max(int(self.table.lookup([word])[0]), 0) >> 8
+        return self.freq_tag(word)[0]
 
     def tag(self, word: str) -> str:
-        """The word's part-of-speech tag in the dictionary (``jieba.posseg``'s table); ``""`` if it has none."""
-        code = max(int(self.table.lookup([word])[0]), 0) & 0xFF
-        return self.tag_names[code - 1] if code else ""
+        """The word's part-of-speech tag in the dictionary; ``""`` if it has none."""
+        return self.freq_tag(word)[1]
 
     def _words(self, sentence: str) -> list[list[tuple[int, float]]]:
         """jieba's ``get_DAG`` with its route weights: for each start ``k``, ``(j, log(freq) - log(total))`` of

@@ -197,6 +197,22 @@ def test_only_documents_sharing_a_term_are_returned(conn: sqlite3.Connection) ->
     assert index.search(conn, 1, "the of and", 10) == []
 
 
+def test_doc_freqs_count_the_documents_holding_each_index_term(conn: sqlite3.Connection) -> None:
+    index = KeywordIndex()
+    docs = [(1, "red apple, red pie"), (2, "green apple"), (3, "blue sky"), (4, "apple tree in the sky")]
+    _add(index, conn, 1, docs)
+    _add(index, conn, 2, [(9, "apple apple")])
+    terms = ["appl", "red", "sky", "zebra"]  # index terms: tokenize's (stemmed) output
+    expected = [sum(t in _terms(text) for _, text in docs) for t in terms]
+    assert expected == [3, 1, 2, 0]
+    assert index.doc_freqs(conn, 1, terms) == expected
+    conn.execute("BEGIN")
+    index.remove(conn, 1, [1, 4])
+    conn.execute("COMMIT")
+    assert index.doc_freqs(conn, 1, terms) == [1, 0, 1, 0]
+    assert index.doc_freqs(conn, 3, terms) == [0, 0, 0, 0] and index.doc_freqs(conn, 1, []) == []
+
+
 def test_ties_are_broken_by_rid_ascending(conn: sqlite3.Connection) -> None:
     index = KeywordIndex()
     _add(index, conn, 1, [(30, "blue whale"), (10, "blue whale"), (20, "blue whale"), (40, "red fox")])
