@@ -185,6 +185,11 @@ class RecallConfig(_Section):
     """How many expansion terms the second hop's keyword query has (0: no keyword feedback)."""
     feedback_dense: float = Field(default=1.0, ge=0.0, le=100.0)
     """Rocchio weight of the feedback turns' centroid next to the query vector (0: no vector feedback)."""
+    feedback_keep: int = Field(default=0, ge=0, le=20)
+    """The first ranking's best this many turns keep their places ahead of what the second hop brings in."""
+    feedback_decay: float = Field(default=0.0, ge=0.0, le=4.0)
+    """The feedback turns count by their first-hop rank: the i-th best (from 0) weighs ``(i + 1) ** -decay`` in
+    the expansion terms and the Rocchio centroid (0: all alike; 1: the second counts half the first)."""
     cold_penalty: float = Field(default=1.0, ge=0.0, le=100.0)
     """The cold tier is a ranking prior, never a gate: a turn the compaction moved to the cold tier loses this
     much of its fused score (zscore fusion: this many standard deviations; rrf: its score is divided by

@@ -396,14 +396,12 @@ def _run_folds(args: argparse.Namespace, spec: Any, conversations: Any, embedder
 
     grid = {name: config.model_dump(exclude_unset=True) for name, config in _grid(args).items()}
     select = args.select or ["evid_recall@10"]
-    if len(select) != 1:
-        raise BenchUsageError(f"--folds loco selects by one metric, got --select {','.join(select)}")
     if spec.name != "locomo":
         raise BenchUsageError("--folds loco leaves one LoCoMo conversation out at a time; for MADial use --folds K")
     if len(conversations) < 2:
         raise BenchUsageError("--folds loco needs at least two conversations")
     result = run_folds(spec, conversations, grid, embedder, base_config=None,  # --config is in each candidate
-                       metric=select[0], progress=not args.no_progress, rankings_sink=sink,
+                       metric=",".join(select), progress=not args.no_progress, rankings_sink=sink,
                        meta={**meta, "grid": str(args.grid)})
     _write_and_print(result, args, format_folds_markdown(result))
     return EXIT_OK

@@ -126,7 +126,14 @@ class FoldResult:
 def _score(results: Sequence[QuestionResult], spec: DatasetSpec, metric: str) -> float:
     head = spec.headline_categories
     rows = [r.metrics for r in results if head is None or r.question.category in head]
-    return mean_metrics(rows).get(metric, 0.0) if rows else 0.0
+    if not rows:
+        return 0.0
+    means = mean_metrics(rows)
+    names = metric.split(",")  # "evid_recall@5,evid_recall@10": their mean
+    unknown = [name for name in names if name not in means]
+    if unknown:
+        raise ValueError(f"--select: no metric {', '.join(unknown)} in this dataset's results")
+    return sum(means.get(name, 0.0) for name in names) / len(names)
 
 
 def select_loco(by_candidate: Mapping[str, Sequence[QuestionResult]], conversations: Sequence[str],

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -37,10 +37,10 @@ from ..recall.vector import cached_encoding, dense_key, has_encoding
 from ..store.catalog import Catalog
 from ..store.interface import TruthStore
 from ..text import tokenize
-from .fuse import Fusion, RouteScores
+from .fuse import Fused, Fusion, RouteScores
 from .scope import Scope
 
-__all__ = ["FEEDBACK_ROUTE", "MAX_REPEAT", "Feedback", "feedback_hits", "feedback_route",
+__all__ = ["FEEDBACK_ROUTE", "MAX_REPEAT", "Feedback", "feedback_hits", "feedback_route", "keep_first",
            "feedback_terms", "rocchio_vector", "score_feedback", "term_query"]
 
 FEEDBACK_ROUTE = "feedback"
@@ -52,10 +52,11 @@ CANDIDATE_FACTOR = 4
 
 
 def feedback_terms(texts: Sequence[str], *, exclude: set[str], df: Callable[[Sequence[str]], dict[str, int]],
-                   n_docs: int, n_terms: int) -> list[tuple[str, float]]:
+                   n_docs: int, n_terms: int, doc_weights: Sequence[float] | None = None) -> list[tuple[str, float]]:
     """The ``n_terms`` best expansion terms of the feedback ``texts``: ``(term, weight)``, best first.
 
-    A term's weight is the sum over the texts of its share of the text's tokens, times its IDF
+    A term's weight is the sum over the texts of its share of the text's tokens (times the text's
+    ``doc_weights`` entry, 1 each by default), times its IDF
     ``log((N - df + 0.5) / (df + 0.5))`` in the namespace. Terms of ``exclude`` (the question's), terms that no
     other record holds (df <= 1: they can only find the text they came from) and terms in more than half the
     records (no positive IDF) are left out. ``df`` gives the document frequencies of a list of terms.
@@ -69,12 +70,13 @@ def feedback_terms(texts: Sequence[str], *, exclude: set[str], df: Callable[[Seq
         return []
     share: dict[str, float] = {}
     in_docs: Counter[str] = Counter()
-    for text in texts:
+    for i, text in enumerate(texts):
         tokens = [t for t in tokenize(text) if t not in exclude]
         if not tokens:
             continue
+        w = 1.0 if doc_weights is None else doc_weights[i]
         for term, count in Counter(tokens).items():
-            share[term] = share.get(term, 0.0) + count / len(tokens)
+            share[term] = share.get(term, 0.0) + w * count / len(tokens)
             in_docs[term] += 1
     if not share:
         return []
@@ -104,8 +106,10 @@ def term_query(terms: Sequence[tuple[str, float]]) -> str:
     return " ".join(" ".join([t] * max(1, min(MAX_REPEAT, round(MAX_REPEAT * w / top)))) for t, w in terms)
 
 
-def rocchio_vector(query: np.ndarray, feedback: Sequence[np.ndarray], beta: float) -> np.ndarray:
-    """``query + beta x centroid(feedback)``, normalised (the query alone when there is no feedback).
+def rocchio_vector(query: np.ndarray, feedback: Sequence[np.ndarray], beta: float,
+                   weights: Sequence[float] | None = None) -> np.ndarray:
+    """``query + beta x centroid(feedback)``, normalised (the query alone when there is no feedback); the
+    centroid is weighted by ``weights`` when given.
 
     >>> [round(float(x), 3) for x in rocchio_vector(np.array([1.0, 0.0]), [np.array([0.0, 1.0])], 1.0)]
     [0.707, 0.707]
@@ -113,7 +117,8 @@ def rocchio_vector(query: np.ndarray, feedback: Sequence[np.ndarray], beta: floa
     q = np.asarray(query, np.float64)
     q = q / (np.linalg.norm(q) or 1.0)
     if feedback and beta > 0:
-        centroid = np.mean([np.asarray(v, np.float64) / (np.linalg.norm(v) or 1.0) for v in feedback], axis=0)
+        centroid = np.average([np.asarray(v, np.float64) / (np.linalg.norm(v) or 1.0) for v in feedback], axis=0,
+                              weights=None if weights is None else np.asarray(weights, np.float64))
         q = q + beta * centroid
     return (q / (np.linalg.norm(q) or 1.0)).astype(np.float32)
 
@@ -137,11 +142,12 @@ def feedback_route(plan: SearchPlan, weight: float) -> EvidenceRoute:
 
 def feedback_hits(store: TruthStore, ctx: RecallContext, cat: Catalog, ns_id: int, plan: SearchPlan,
                   pool_rids: Sequence[int], *, docs: int, n_terms: int, beta: float, weight: float,
-                  channels: Sequence[str]) -> Feedback | None:
+                  channels: Sequence[str], decay: float = 0.0) -> Feedback | None:
     """The second hop's hits from the first ranking's best ``docs`` turns of ``pool_rids`` (None when there is
     nothing to feed back). ``channels``: the channels the first hop ran (only ``keyword`` and ``vector`` are fed
-    back, each when it ran)."""
+    back, each when it ran); ``decay``: the i-th turn weighs ``(i + 1) ** -decay``."""
     top = [int(r) for r in pool_rids[:docs]]
+    rank_weight = {r: (i + 1.0) ** -decay for i, r in enumerate(top)}
     if not top or not plan.routes:
         return None
     question = " ".join(plan.routes[0].queries)
@@ -150,10 +156,12 @@ def feedback_hits(store: TruthStore, ctx: RecallContext, cat: Catalog, ns_id: in
     reader = store.reader()
     if "keyword" in channels and n_terms > 0:
         records = store.records_by_rid(ns_id, top)
-        texts = [records[r].text for r in top if r in records]
+        found = [r for r in top if r in records]
+        texts = [records[r].text for r in found]
         index = ctx.keyword_index
         n_docs = index.doc_count(reader, ns_id)
         terms = feedback_terms(texts, exclude=set(tokenize(question)), n_docs=n_docs, n_terms=n_terms,
+                               doc_weights=[rank_weight[r] for r in found],
                                df=lambda ts: dict(zip(ts, index.doc_freqs(reader, ns_id, ts), strict=True)))
         if terms:
             rids, scores = index.score_all(reader, ns_id, term_query(terms))
@@ -165,7 +173,8 @@ def feedback_hits(store: TruthStore, ctx: RecallContext, cat: Catalog, ns_id: in
         stored = store.vectors_by_rid(ns_id, top)
         if has_encoding(ctx, key) and stored:
             query = cached_encoding(ctx, key, lambda: None)
-            q = rocchio_vector(query, [stored[r] for r in top if r in stored], beta)
+            have = [r for r in top if r in stored]
+            q = rocchio_vector(query, [stored[r] for r in have], beta, [rank_weight[r] for r in have])
             scored = score_all(reader, ns_id, q)
             if scored is not None:  # None: a PostgreSQL namespace too large to score exactly (keyword part only)
                 hits["vector"] = Hits(np.asarray(scored[0], np.int64), np.asarray(scored[1], np.float64))
@@ -182,3 +191,28 @@ def score_feedback(cat: Catalog, scored: RouteScores, feedback: Feedback, *, str
     scored.per_route[feedback.route.name] = scores
     scored.routes[feedback.route.name] = feedback.route
     fusion.add_route(scored, cat, feedback.route, scores, scope=scope, limit=limit)
+
+
+def keep_first(first: Fused, second: Fused, n: int) -> Fused:
+    """``second`` with ``first``'s best ``n`` pool turns back in front, in ``first``'s order (those still in
+    ``second``'s pool); each kept turn's score is raised to the best score behind it, so the pool stays sorted.
+
+    >>> a = Fused(total=np.zeros(4), rids=[7, 8, 9], scores=[3.0, 2.0, 1.0])
+    >>> b = Fused(total=np.zeros(4), rids=[9, 7, 6, 8], scores=[5.0, 4.0, 3.0, 2.0])
+    >>> kept = keep_first(a, b, 2)
+    >>> kept.rids, kept.scores
+    ([7, 8, 9, 6], [5.0, 5.0, 5.0, 3.0])
+    """
+    if n <= 0:
+        return second
+    score = dict(zip(second.rids, second.scores, strict=True))
+    kept = [r for r in first.rids[:n] if r in score]
+    if not kept:
+        return second
+    taken = set(kept)
+    rest = [r for r in second.rids if r not in taken]
+    floor = score[rest[0]] if rest else -math.inf
+    scores = [max(score[r], floor) for r in kept]
+    for i in range(len(scores) - 2, -1, -1):
+        scores[i] = max(scores[i], scores[i + 1])
+    return replace(second, rids=kept + rest, scores=scores + [score[r] for r in rest])

@@ -29,7 +29,7 @@ from ..store.interface import TruthStore
 from ..store.vector import VectorIndex
 from .context import render_context
 from .explain import build_trace, channel_ranks, zscore_details
-from .feedback import FEEDBACK_ROUTE, feedback_hits, score_feedback
+from .feedback import FEEDBACK_ROUTE, feedback_hits, keep_first, score_feedback
 from .fuse import Fusion, RouteScores, fuse, fusion_for, score_routes
 from .hydrate import Hydrated, hydrate
 from .recall import Recalled, plan_calls, recall
@@ -161,13 +161,13 @@ class ReadPipeline:
             t_feedback = time.perf_counter()
             feedback = feedback_hits(store, self.channels.context, cat, ns_id, plan, fused.rids,
                                      docs=cfg.feedback_docs, n_terms=cfg.feedback_terms, beta=cfg.feedback_dense,
-                                     weight=cfg.feedback_weight,
+                                     weight=cfg.feedback_weight, decay=cfg.feedback_decay,
                                      channels=tuple(recalled.route_hits[0]) if recalled.route_hits else ())
             if feedback is not None:
                 score_feedback(cat, scored, feedback, strategy=strategy, weights=weights, scope=scope,
                                fusion=self.fusion, limit=limit)
-                fused = fuse(cat, scored, scope, fusion=self.fusion, weights=weights, pool_size=pool_size,
-                             as_of=request.as_of)
+                fused = keep_first(fused, fuse(cat, scored, scope, fusion=self.fusion, weights=weights,
+                                               pool_size=pool_size, as_of=request.as_of), cfg.feedback_keep)
             feedback_ms = _ms(t_feedback)
         pool_rids, pool_scores = fused.rids, fused.scores
         details = {rid: dict(parts) for rid, parts in fused.details.items()}

@@ -56,6 +56,21 @@ def test_each_fold_uses_the_candidate_best_on_the_other_conversations() -> None:
     assert [f.chosen for f in select_loco(tied, ["a", "b"], LOCOMO, "evid_recall@10")] == ["default", "default"]
 
 
+def test_two_selection_metrics_select_by_their_mean() -> None:
+    def result(conv: str, qid: str, at5: float, at10: float) -> QuestionResult:
+        question = BenchQuestion(qid=qid, text="q", gold=("D1:1",), category="4")
+        return QuestionResult(conversation_id=conv, question=question, ranking=(), latency_ms=0.0,
+                              metrics={"evid_recall@5": at5, "evid_recall@10": at10})
+
+    by_candidate = {"deep": [result("a", "1", 0.2, 1.0), result("b", "2", 0.2, 1.0)],    # mean 0.6
+                    "sharp": [result("a", "1", 0.8, 0.8), result("b", "2", 0.8, 0.8)]}  # mean 0.8
+    assert [f.chosen for f in select_loco(by_candidate, ["a", "b"], LOCOMO, "evid_recall@10")] == ["deep", "deep"]
+    both = select_loco(by_candidate, ["a", "b"], LOCOMO, "evid_recall@5,evid_recall@10")
+    assert [f.chosen for f in both] == ["sharp", "sharp"]
+    with pytest.raises(ValueError, match="no metric recall@5"):
+        select_loco(by_candidate, ["a", "b"], LOCOMO, "recall@5")
+
+
 def test_query_time_settings_share_one_ingest() -> None:
     base: dict[str, Any] = {"ingest": {"windows": True}}
     assert _ingest_key({**base, "recall": {"mmr_lambda": 0.5}}) == _ingest_key(base)

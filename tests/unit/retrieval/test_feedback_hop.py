@@ -54,3 +54,25 @@ def test_the_second_hop_brings_in_the_other_sessions_turn(tmp_path: Path) -> Non
 
 def test_weight_zero_is_the_first_hop_alone(tmp_path: Path) -> None:
     assert _search(tmp_path, "a", {})[0] == _search(tmp_path, "b", {"feedback_weight": 0.0, "feedback_docs": 1})[0]
+
+
+def test_rank_decay_lets_the_best_turn_choose_the_expansion_terms() -> None:
+    from memory_ext.retrieval.feedback import feedback_terms
+
+    df = {"watercolor": 3, "canvas": 4, "pizza": 3, "dinner": 4}
+    texts = ["watercolor canvas", "pizza dinner pizza"]  # the first hop's best turn first
+    kw = {"exclude": set(), "df": lambda ts: {t: df.get(t, 0) for t in ts}, "n_docs": 100, "n_terms": 1}
+    assert feedback_terms(texts, **kw)[0][0] == "pizza"  # alike: the second turn's repeated word wins
+    assert feedback_terms(texts, doc_weights=[1.0, 0.5], **kw)[0][0] == "watercolor"
+
+
+def test_rank_decay_pulls_the_rocchio_vector_towards_the_best_turn() -> None:
+    import numpy as np
+
+    from memory_ext.retrieval.feedback import rocchio_vector
+
+    query, best, second = np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0]), np.array([0.0, 0.0, 1.0])
+    alike = rocchio_vector(query, [best, second], 1.0)
+    decayed = rocchio_vector(query, [best, second], 1.0, [1.0, 0.5])
+    assert abs(float(alike[1]) - float(alike[2])) < 1e-6
+    assert float(decayed[1]) > 2 * float(decayed[2]) * 0.99
