@@ -2,7 +2,7 @@
 
 After the routes are fused once, the best ``recall.feedback_docs`` turns of the pool stand for what the question
 is about; a ``feedback`` route asks the channels again with what they say, and is fused with its own weight
-(``recall.feedback_weight``; 0, the default, switches the hop off and leaves the first ranking as it is):
+(``recall.feedback_weight``, 0.5 by default; 0 switches the hop off and leaves the first ranking as it is):
 
 * **keyword** (RM3-style, Lavrenko & Croft 2001; Abdul-Jaleel et al. 2004): the feedback turns' terms weighted by
   their share of each turn's length times their IDF in the namespace; the best ``recall.feedback_terms`` that
@@ -202,6 +202,8 @@ def keep_first(first: Fused, second: Fused, n: int) -> Fused:
     >>> kept = keep_first(a, b, 2)
     >>> kept.rids, kept.scores
     ([7, 8, 9, 6], [5.0, 5.0, 5.0, 3.0])
+    >>> kept.raised
+    {7: 1.0, 8: 3.0}
     """
     if n <= 0:
         return second
@@ -215,4 +217,5 @@ def keep_first(first: Fused, second: Fused, n: int) -> Fused:
     scores = [max(score[r], floor) for r in kept]
     for i in range(len(scores) - 2, -1, -1):
         scores[i] = max(scores[i], scores[i + 1])
-    return replace(second, rids=kept + rest, scores=scores + [score[r] for r in rest])
+    raised = {r: v - score[r] for r, v in zip(kept, scores, strict=True) if v > score[r]}
+    return replace(second, rids=kept + rest, scores=scores + [score[r] for r in rest], raised=raised)

@@ -109,6 +109,8 @@ class Fused:
     supersedes: dict[int, str] = field(default_factory=dict)
     """successor position -> why it was lifted (zscore explain)"""
     details: dict[int, dict[str, Any]] = field(default_factory=dict)
+    raised: dict[int, float] = field(default_factory=dict)
+    """rid -> how much :func:`memory_ext.retrieval.feedback.keep_first` raised its score (explain)"""
 
 
 def fuse(cat: Catalog, scored: RouteScores, scope: Scope, *, fusion: Fusion | str, rrf_k: int = 60,
@@ -218,7 +220,8 @@ class RRFFusion(Fusion):
             items, rids, scores = [items[i] for i in order], [rids[i] for i in order], [scores[i] for i in order]
         items, rids, scores = items[:pool_size], rids[:pool_size], scores[:pool_size]
         details = {rid: {"fusion": "rrf", "rrf_k": self.rrf_k,
-                         "channels": {c: {"rank": r, "contribution": v} for c, (r, v) in f.contributions.items()}}
+                         "channels": {c: {"rank": r, "weight": rrf_weights.get(c, 1.0), "contribution": v}
+                                      for c, (r, v) in f.contributions.items()}}
                    for rid, f in zip(rids, items, strict=True)}
         return Fused(total=total, rids=rids, scores=scores, supersedes=supersedes, details=details)
 

@@ -186,6 +186,9 @@ class ReadPipeline:
             positions = cat.pos_of(np.asarray(pool_rids, np.int64))
             details = zscore_details(cat, positions, scored, weights, reranked=reranked,
                                      supersedes=fused.supersedes) if request.explain else {}
+        for rid, by in fused.raised.items():  # the first hop's best turns kept their places (keep_first)
+            if rid in details:
+                details[rid]["feedback_keep"] = {"raised_by": by}
         # select
         quota_routes = {n: s for n, s in scored.per_route.items() if n != FEEDBACK_ROUTE}
         selection = select(store, ns_id, cat, pool_rids, pool_scores, per_route=quota_routes,

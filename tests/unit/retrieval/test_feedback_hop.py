@@ -7,6 +7,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from memory_ext import MemoryEngine, Turn
 from memory_ext.config import EngineConfig
 
@@ -76,3 +78,34 @@ def test_rank_decay_pulls_the_rocchio_vector_towards_the_best_turn() -> None:
     decayed = rocchio_vector(query, [best, second], 1.0, [1.0, 0.5])
     assert abs(float(alike[1]) - float(alike[2])) < 1e-6
     assert float(decayed[1]) > 2 * float(decayed[2]) * 0.99
+
+
+def test_explain_shows_the_second_hops_part_of_every_score(tmp_path: Path) -> None:
+    """With the hop on, a turn's raw score is the query route's score plus the feedback route's weighted score,
+    plus what keeping the first hop's best turns in front raised it by — each part named in ``explanation``."""
+    hop = {"feedback_weight": 0.5, "feedback_docs": 3, "feedback_keep": 2}
+    with MemoryEngine.open(tmp_path / "z", embedder="hashing",
+                           config=EngineConfig.from_dict({"recall": hop})) as engine:
+        engine.add_turns(_turns(), "melanie", wait=True)
+        items = engine.search("What has Melanie painted?", "melanie", k=5, explain=True).items
+    assert items[0].text == FOUND
+    for item in items:
+        exp = item.explanation
+        assert exp is not None and exp["route_weights"] == {"query": 1.0, "feedback": 0.5}
+        parts = sum(exp["route_weights"][name] * route["route_score"] for name, route in exp["routes"].items())
+        raised = exp.get("feedback_keep", {}).get("raised_by", 0.0)
+        assert raised >= 0.0 and parts + raised == pytest.approx(item.raw_score)
+    with MemoryEngine.open(tmp_path / "r", embedder="hashing",
+                           config=EngineConfig.from_dict({"recall": {**hop, "fusion": "rrf"}})) as engine:
+        engine.add_turns(_turns(), "melanie", wait=True)
+        items = engine.search("What has Melanie painted?", "melanie", k=5, explain=True).items
+    channels = {name for item in items for name in (item.explanation or {})["channels"]}
+    assert {"keyword", "keyword@feedback"} <= channels
+    for item in items:
+        exp = item.explanation
+        assert exp is not None
+        for name, c in exp["channels"].items():
+            assert c["weight"] == (0.5 if name.endswith("@feedback") else 1.0)
+            assert c["contribution"] == pytest.approx(c["weight"] / (60 + c["rank"]))
+        raised = exp.get("feedback_keep", {}).get("raised_by", 0.0)
+        assert sum(c["contribution"] for c in exp["channels"].values()) + raised == pytest.approx(item.raw_score)

@@ -84,7 +84,8 @@ def test_rrf_fusion_weighs_each_channel_call_by_route_and_channel() -> None:
     by_hand = {1: 1 / 61 + 2 / 63, 2: 1 / 62 + 2 / 61, 3: 2 / 62 + 0.5 / 61}
     assert fused.rids == sorted(by_hand, key=lambda r: -by_hand[r])
     assert fused.scores == pytest.approx([by_hand[r] for r in fused.rids])
-    assert fused.details[3]["channels"]["keyword@action"] == {"rank": 1, "contribution": pytest.approx(0.5 / 61)}
+    assert fused.details[3]["channels"]["keyword@action"] == {"rank": 1, "weight": 0.5,
+                                                               "contribution": pytest.approx(0.5 / 61)}
 
 
 def test_a_superseded_turn_lifts_its_successor_then_the_cold_prior_and_the_scope_mask_apply() -> None:
