@@ -175,8 +175,9 @@ class PgVectorIndex:
         if own:
             conn.execute("BEGIN")
         try:
-            conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            conn.execute(f"SET LOCAL hnsw.ef_search = {max(40, min(1000, 2 * k))}")
+            # both settings for this transaction only (SET LOCAL) in one round trip
+            conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
+                         f" set_config('hnsw.ef_search', '{max(40, min(1000, 2 * k))}', true)")
             # ns_id inlined (an int): the planner matches the namespace's partial HNSW index to a literal only
             rows = conn.execute(f"SELECT rid, 1 - (embedding <=> %s::vector) FROM {self.table}"
                                 f" WHERE ns_id = {int(ns_id)} ORDER BY embedding <=> %s::vector LIMIT %s",
