@@ -299,7 +299,8 @@ class StorageConfig(_Section):
     hand-written SQL. Defence in depth beside the engine's own namespace scoping."""
     pgvector_exact_max: int = Field(default=10_000, ge=0)
     """pgvector: a namespace with at most this many vectors is searched exactly (every vector scored, the same
-    ranking as numpy); a larger one through its HNSW index."""
+    ranking as numpy); a larger one through an HNSW index of its own (built when the namespace grows past this
+    size; a writer opening the store builds the missing ones)."""
     vector_backend: str = "numpy"
     """``numpy`` (exact cosine over the truth store's vectors, in memory), ``chroma`` (SQLite only) or
     ``pgvector`` (vectors in PostgreSQL; the default with ``backend: postgres``)."""

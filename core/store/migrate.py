@@ -819,9 +819,8 @@ class _VectorFill:
 
             storage = cfg.storage.model_copy(update={"backend": "postgres"})
             self.index = PgVectorIndex(storage=storage, dim=self.dim)
-            self.index.create_schema(conn)
-            # the HNSW index is built once over the whole table at the end (far faster than row by row)
-            conn.raw.execute(f"DROP INDEX IF EXISTS {self.index.table}_hnsw")
+            self.index.create_schema(conn)  # the table; the HNSW indexes are built at the end (far faster than
+            # row by row), one per namespace past exact_max
 
     def add(self, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
         import numpy as np
@@ -850,8 +849,8 @@ class _VectorFill:
             return {}
         table = self.index.table
         self.conn.raw.execute("SET LOCAL maintenance_work_mem = '256MB'")
-        self.index.create_schema(self.conn)  # IF NOT EXISTS: builds the HNSW index dropped at the start
         self.conn.raw.execute(f"INSERT INTO {self.index.counts}(ns_id, n) SELECT ns_id, count(*) FROM {table}"
                               " GROUP BY ns_id")
+        self.index.create_schema(self.conn)  # builds the HNSW index of every namespace past exact_max
         n = self.conn.raw.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
         return {table: int(n)}

@@ -5,8 +5,14 @@ table per dimension, ``pgvector_d<dim>(rid, ns_id, embedding vector(dim))`` (wit
 vectors per namespace), beside the truth store's
 ``embeddings`` rows, written in the same transaction. A namespace holding at most
 ``storage.pgvector_exact_max`` vectors is scored exactly (every vector, as numpy does: identical rankings); a
-larger one is searched through the HNSW index with pgvector's iterative scan, so the namespace filter cannot
-starve the result.
+larger one is searched through an HNSW index of its own: a partial index ``pgvector_d<dim>_hnsw_ns<ns_id>``
+(``WHERE ns_id = <ns_id>``), built when the namespace grows past ``pgvector_exact_max``. A namespace's graph holds
+only its own vectors, so a search walks no other namespace's part of it (one HNSW index over every namespace
+made the filtered scan visit about as many times more of the graph as there are namespaces of that size); and
+small namespaces, scored exactly, cost no HNSW insertion at all. An older store's single ``pgvector_d<dim>_hnsw``
+is replaced by these when a writer opens it (:meth:`PgVectorIndex.create_schema`). Without its index (a reader of
+an older store, a lowered ``pgvector_exact_max`` before the next write) a large namespace's search is still
+correct: the planner uses the old shared index, or scores the namespace exactly.
 
 >>> vector_literal([0.5, -1.0])
 '[0.5,-1.0]'
@@ -15,6 +21,7 @@ starve the result.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+import threading
 from typing import Any
 
 import numpy as np
@@ -47,14 +54,30 @@ class PgVectorIndex:
         self.counts = f"{self.table}_counts"  # vectors per namespace (the exact/HNSW choice)
         self.exact_max = int(storage.pgvector_exact_max)
         self._reader = reader
+        self._large = threading.local()  # (connection, ns_id) that score_all just found past exact_max
 
     def create_schema(self, conn: Any) -> None:
         conn.execute(f"CREATE TABLE IF NOT EXISTS {self.table}(rid BIGINT PRIMARY KEY, ns_id BIGINT NOT NULL,"
                      f" embedding vector({self.dim}) NOT NULL)")
         conn.execute(f"CREATE INDEX IF NOT EXISTS {self.table}_ns ON {self.table}(ns_id, rid)")
-        conn.execute(f"CREATE INDEX IF NOT EXISTS {self.table}_hnsw ON {self.table}"
-                     " USING hnsw (embedding vector_cosine_ops)")
         conn.execute(f"CREATE TABLE IF NOT EXISTS {self.counts}(ns_id BIGINT PRIMARY KEY, n BIGINT NOT NULL)")
+        # every namespace past exact_max gets its own HNSW index (an older store: built here, from its vectors),
+        # then the older layout's shared index goes
+        for (ns_id,) in conn.execute(f"SELECT ns_id FROM {self.counts} WHERE n > %s"
+                                     " AND to_regclass(%s || ns_id::text) IS NULL ORDER BY ns_id",
+                                     (self.exact_max, f"{self.table}_hnsw_ns")).fetchall():
+            self._build_hnsw(conn, int(ns_id))
+        conn.execute(f"DROP INDEX IF EXISTS {self.table}_hnsw")
+
+    def hnsw_name(self, ns_id: int) -> str:
+        """The name of namespace ``ns_id``'s HNSW index (a partial index of the vector table)."""
+        return f"{self.table}_hnsw_ns{int(ns_id)}"
+
+    def _build_hnsw(self, conn: Any, ns_id: int) -> None:
+        """Build namespace ``ns_id``'s HNSW index from its vectors (in the caller's transaction; it holds off other
+        writers of the vector table until that commits — once per namespace)."""
+        conn.execute(f"CREATE INDEX IF NOT EXISTS {self.hnsw_name(ns_id)} ON {self.table}"
+                     f" USING hnsw (embedding vector_cosine_ops) WHERE ns_id = {int(ns_id)}")
 
     def index(self, conn: Any, ns_id: int, batch: RecordBatch) -> None:
         if batch.vectors is not None:
@@ -64,10 +87,19 @@ class PgVectorIndex:
         if not len(rids):
             return
         rows = [(int(r), ns_id, vector_literal(v)) for r, v in zip(rids, vectors, strict=True)]
-        before = self._count_rows(conn, ns_id, rids)
+        wanted = sorted(set(int(r) for r in rids))
+        row = conn.execute(f"SELECT (SELECT count(*) FROM {self.table} WHERE ns_id=%s AND rid = ANY(%s)),"
+                           f" (SELECT n FROM {self.counts} WHERE ns_id=%s), to_regclass(%s) IS NOT NULL",
+                           (ns_id, wanted, ns_id, self.hnsw_name(ns_id))).fetchone()
+        before, stored, indexed = (int(row[0]), int(row[1] or 0), bool(row[2])) if row else (0, 0, False)
+        if stored + len(wanted) - before > self.exact_max and not indexed:
+            # past exact_max: the namespace's own HNSW index, built before this transaction writes the table (the
+            # build waits for other namespaces' writers to commit; holding no lock on the table yet, it makes
+            # nobody wait in a circle)
+            self._build_hnsw(conn, ns_id)
         conn.executemany(f"INSERT INTO {self.table}(rid, ns_id, embedding) VALUES(%s, %s, %s::vector)"
                          " ON CONFLICT (rid) DO UPDATE SET embedding = EXCLUDED.embedding", rows)
-        added = len(set(int(r) for r in rids)) - before
+        added = len(wanted) - before
         if added:
             conn.execute(f"INSERT INTO {self.counts}(ns_id, n) VALUES(%s, %s) ON CONFLICT (ns_id)"
                          f" DO UPDATE SET n = {self.counts}.n + EXCLUDED.n", (ns_id, added))
@@ -114,6 +146,8 @@ class PgVectorIndex:
         use :meth:`search`)."""
         n = self.count(conn, ns_id)
         if n > self.exact_max:
+            if conn.in_transaction:  # the search that follows in this snapshot needs no second count
+                self._large.key = (conn, ns_id)
             return None
         if n == 0:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
@@ -127,13 +161,15 @@ class PgVectorIndex:
         if k <= 0:
             return []
         q = vector_literal(query)
+        large = getattr(self._large, "key", None) == (conn, ns_id) and conn.in_transaction
+        self._large.key = None
         if allowed is not None:  # a filtered search: score the allowed records exactly
             if len(allowed) == 0:  # (a set, or the recall request's numpy array: no truth value)
                 return []
             rows = conn.execute(f"SELECT rid, 1 - (embedding <=> %s::vector) AS s FROM {self.table} WHERE ns_id=%s"
                                 " AND rid = ANY(%s) ORDER BY s DESC, rid LIMIT %s",
                                 (q, ns_id, [int(r) for r in allowed], k)).fetchall()
-        elif self.count(conn, ns_id) <= self.exact_max:
+        elif not large and self.count(conn, ns_id) <= self.exact_max:
             rows = conn.execute(f"SELECT rid, 1 - (embedding <=> %s::vector) AS s FROM {self.table} WHERE ns_id=%s"
                                 " ORDER BY s DESC, rid LIMIT %s", (q, ns_id, k)).fetchall()
         else:
@@ -145,10 +181,13 @@ class PgVectorIndex:
         if own:
             conn.execute("BEGIN")
         try:
-            conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            conn.execute(f"SET LOCAL hnsw.ef_search = {max(40, min(1000, 2 * k))}")
-            rows = conn.execute(f"SELECT rid, 1 - (embedding <=> %s::vector) FROM {self.table} WHERE ns_id=%s"
-                                " ORDER BY embedding <=> %s::vector LIMIT %s", (q, ns_id, q, k)).fetchall()
+            # both settings for this transaction only (SET LOCAL) in one round trip
+            conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
+                         f" set_config('hnsw.ef_search', '{max(40, min(1000, 2 * k))}', true)")
+            # ns_id inlined (an int): the planner matches the namespace's partial HNSW index to a literal only
+            rows = conn.execute(f"SELECT rid, 1 - (embedding <=> %s::vector) FROM {self.table}"
+                                f" WHERE ns_id = {int(ns_id)} ORDER BY embedding <=> %s::vector LIMIT %s",
+                                (q, q, k)).fetchall()
         finally:
             if own:
                 conn.execute("COMMIT")
