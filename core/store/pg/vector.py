@@ -20,8 +20,8 @@ correct: the planner uses the old shared index, or scores the namespace exactly.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
 import threading
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import numpy as np
