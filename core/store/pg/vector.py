@@ -20,7 +20,6 @@ correct: the planner uses the old shared index, or scores the namespace exactly.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Collection, Sequence
 from typing import Any
 
@@ -54,7 +53,6 @@ class PgVectorIndex:
         self.counts = f"{self.table}_counts"  # vectors per namespace (the exact/HNSW choice)
         self.exact_max = int(storage.pgvector_exact_max)
         self._reader = reader
-        self._large = threading.local()  # (connection, ns_id) that score_all just found past exact_max
 
     def create_schema(self, conn: Any) -> None:
         conn.execute(f"CREATE TABLE IF NOT EXISTS {self.table}(rid BIGINT PRIMARY KEY, ns_id BIGINT NOT NULL,"
@@ -146,8 +144,6 @@ class PgVectorIndex:
         use :meth:`search`)."""
         n = self.count(conn, ns_id)
         if n > self.exact_max:
-            if conn.in_transaction:  # the search that follows in this snapshot needs no second count
-                self._large.key = (conn, ns_id)
             return None
         if n == 0:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
@@ -161,15 +157,13 @@ class PgVectorIndex:
         if k <= 0:
             return []
         q = vector_literal(query)
-        large = getattr(self._large, "key", None) == (conn, ns_id) and conn.in_transaction
-        self._large.key = None
         if allowed is not None:  # a filtered search: score the allowed records exactly
             if len(allowed) == 0:  # (a set, or the recall request's numpy array: no truth value)
                 return []
             rows = conn.execute(f"SELECT rid, 1 - (embedding <=> %s::vector) AS s FROM {self.table} WHERE ns_id=%s"
                                 " AND rid = ANY(%s) ORDER BY s DESC, rid LIMIT %s",
                                 (q, ns_id, [int(r) for r in allowed], k)).fetchall()
-        elif not large and self.count(conn, ns_id) <= self.exact_max:
+        elif self.count(conn, ns_id) <= self.exact_max:
             rows = conn.execute(f"SELECT rid, 1 - (embedding <=> %s::vector) AS s FROM {self.table} WHERE ns_id=%s"
                                 " ORDER BY s DESC, rid LIMIT %s", (q, ns_id, k)).fetchall()
         else:
