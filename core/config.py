@@ -190,6 +190,10 @@ class RecallConfig(_Section):
     feedback_decay: float = Field(default=0.0, ge=0.0, le=4.0)
     """The feedback turns count by their first-hop rank: the i-th best (from 0) weighs ``(i + 1) ** -decay`` in
     the expansion terms and the Rocchio centroid (0: all alike; 1: the second counts half the first)."""
+    feedback_gate: float = Field(default=0.0, ge=0.0, le=1.0)
+    """The second hop runs only when the first ranking's best turn has at least this bounded relevance (the
+    ``item.score`` it would get, :mod:`memory_ext.rank.calibration`): a question the store has nothing close to
+    is not expanded with unrelated turns (0: always). It never runs on a plan with an action or slot route."""
     cold_penalty: float = Field(default=1.0, ge=0.0, le=100.0)
     """The cold tier is a ranking prior, never a gate: a turn the compaction moved to the cold tier loses this
     much of its fused score (zscore fusion: this many standard deviations; rrf: its score is divided by

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..config import EngineConfig
-from ..models import ActionState, ChannelError, Namespace, RetrievedItem, SearchResult
+from ..models import ActionState, ChannelError, Namespace, RetrievedItem, RouteGoal, SearchPlan, SearchResult
 from ..plan.expand import expand_plan
 from ..plan.heuristic import plan_search
 from ..plan.llm_planner import Planner
@@ -43,6 +43,12 @@ __all__ = ["ReadPipeline"]
 
 def _ms(t0: float) -> float:
     return round((time.perf_counter() - t0) * 1000, 3)
+
+
+def _hop_allowed(plan: SearchPlan) -> bool:
+    """The second hop never runs on a plan with an action or slot route: those routes rank what the agent is
+    doing (a failure's patterns, a missing slot), and turns fed back from them would drown that."""
+    return not any(route.goal in (RouteGoal.ACTION, RouteGoal.SLOT) for route in plan.routes)
 
 
 class ReadPipeline:
@@ -82,6 +88,22 @@ class ReadPipeline:
                                 action_state=action_state, explain=explain, now=now, trace=trace,
                                 include_cold=include_cold, as_of=as_of)
         return self.run(request, started=t0)
+
+    def _first_relevance(self, cat: Catalog, total: np.ndarray, pool_rids: Sequence[int],
+                         pool_scores: Sequence[float], scored: RouteScores, request: SearchRequest,
+                         recalled: Recalled, ns_id: int) -> float:
+        """The bounded relevance the first ranking's best turn would be returned with (the second hop's gate,
+        ``recall.feedback_gate``); 1.0 when the gate is off, without computing it."""
+        if self.config.recall.feedback_gate <= 0:
+            return 1.0
+        top = [int(pool_rids[0])]
+        record = self.store.records_by_rid(ns_id, top).get(top[0])
+        fused_values, best = self.fusion.fused_values(cat, total, top, pool_rids, pool_scores, scored,
+                                                      self.config.recall.channel_weights)
+        cosines = item_cosines(recalled.route_hits[0].get("vector") if recalled.route_hits else None, top,
+                               getattr(getattr(self.channels.context, "embedder", None), "id", None))
+        return bounded_scores(fused_values, texts=[record.text if record is not None else ""], query=request.query,
+                              fusion=self.fusion.name, rrf_max=best, cosines=cosines)[0]
 
     def _bounded(self, hydrated: Hydrated, cat: Catalog, total: np.ndarray, pool_scores: Sequence[float],
                  pool_rids: Sequence[int], scored: RouteScores, request: SearchRequest, recalled: Recalled, *,
@@ -156,7 +178,9 @@ class ReadPipeline:
                               channel_kinds=calls.channel_kinds, fusion=self.fusion, limit=limit)
         fused = fuse(cat, scored, scope, fusion=self.fusion, weights=weights, pool_size=pool_size,
                      as_of=request.as_of)
-        if cfg.feedback_weight > 0 and fused.rids and self.channels.context is not None:
+        if cfg.feedback_weight > 0 and fused.rids and self.channels.context is not None and _hop_allowed(plan) \
+                and self._first_relevance(cat, fused.total, fused.rids, fused.scores, scored, request, recalled,
+                                          ns_id) >= cfg.feedback_gate:
             # the second hop: a feedback route from the first ranking's best turns (retrieval/feedback.py)
             t_feedback = time.perf_counter()
             feedback = feedback_hits(store, self.channels.context, cat, ns_id, plan, fused.rids,

@@ -109,3 +109,32 @@ def test_explain_shows_the_second_hops_part_of_every_score(tmp_path: Path) -> No
             assert c["contribution"] == pytest.approx(c["weight"] / (60 + c["rank"]))
         raised = exp.get("feedback_keep", {}).get("raised_by", 0.0)
         assert sum(c["contribution"] for c in exp["channels"].values()) + raised == pytest.approx(item.raw_score)
+
+
+def _hop_runs(engine: MemoryEngine, query: str, **kw: object) -> tuple[bool, float]:
+    result = engine.search(query, "melanie", k=3, **kw)  # type: ignore[arg-type]
+    return "feedback" in result.timings_ms, result.items[0].score if result.items else 0.0
+
+
+@pytest.mark.parametrize("embedder", ["hashing", "e5"])
+def test_the_gate_expands_only_a_question_the_store_has_something_close_to(tmp_path: Path, embedder: str) -> None:
+    """``recall.feedback_gate``: the hop runs when the first ranking's best turn would be returned with at least
+    that score, so an off-topic question is not expanded with unrelated turns (query drift)."""
+    config = EngineConfig.from_dict({"recall": {"feedback_weight": 0.5, "feedback_gate": 0.5}})
+    with MemoryEngine.open(tmp_path / "gated", embedder=embedder, config=config) as engine:
+        engine.add_turns(_turns(), "melanie", wait=True)
+        on_topic, on_score = _hop_runs(engine, "What has Melanie painted with watercolor?")
+        off_topic, off_score = _hop_runs(engine, "Which mutual fund did the accountant recommend for retirement?")
+    assert on_score >= 0.5 and on_topic
+    assert off_score < 0.5 and not off_topic
+
+
+def test_the_hop_never_runs_on_an_action_route(tmp_path: Path) -> None:
+    from memory_ext import ActionState
+
+    config = EngineConfig.from_dict({"recall": {"feedback_weight": 0.5}})  # no gate: it would run otherwise
+    with MemoryEngine.open(tmp_path / "acting", embedder="hashing", config=config) as engine:
+        engine.add_turns(_turns(), "melanie", wait=True)
+        assert _hop_runs(engine, "What has Melanie painted?")[0]
+        assert not _hop_runs(engine, "What has Melanie painted?",
+                             action_state=ActionState(current_subgoal="frame the watercolor"))[0]
