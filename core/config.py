@@ -175,22 +175,23 @@ class RecallConfig(_Section):
     split_conjunctions: bool = False
     """A question naming two or more speakers gives each speaker's route its own sub-question (the other
     speakers and "both" / "in common" taken out) instead of the whole question."""
-    feedback_weight: float = Field(default=0.0, ge=0.0, le=10.0)
+    feedback_weight: float = Field(default=0.5, ge=0.0, le=10.0)
     """Route weight of the second retrieval hop (:mod:`memory_ext.retrieval.feedback`: pseudo-relevance feedback
     from the first ranking's best turns, RM3 terms for the keyword channel and a Rocchio query vector; no model
-    call); 0: no second hop."""
+    call); 0: no second hop. The default (0.5, with ``feedback_decay`` 0.5, ``feedback_keep`` 2 and
+    ``feedback_gate`` 0.5) was chosen held out on LoCoMo and MADial dev (docs/benchmarks.md, issue 25)."""
     feedback_docs: int = Field(default=5, ge=1, le=20)
     """How many of the first ranking's best turns the second hop feeds back."""
     feedback_terms: int = Field(default=8, ge=0, le=32)
     """How many expansion terms the second hop's keyword query has (0: no keyword feedback)."""
     feedback_dense: float = Field(default=1.0, ge=0.0, le=100.0)
     """Rocchio weight of the feedback turns' centroid next to the query vector (0: no vector feedback)."""
-    feedback_keep: int = Field(default=0, ge=0, le=20)
+    feedback_keep: int = Field(default=2, ge=0, le=20)
     """The first ranking's best this many turns keep their places ahead of what the second hop brings in."""
-    feedback_decay: float = Field(default=0.0, ge=0.0, le=4.0)
+    feedback_decay: float = Field(default=0.5, ge=0.0, le=4.0)
     """The feedback turns count by their first-hop rank: the i-th best (from 0) weighs ``(i + 1) ** -decay`` in
     the expansion terms and the Rocchio centroid (0: all alike; 1: the second counts half the first)."""
-    feedback_gate: float = Field(default=0.0, ge=0.0, le=1.0)
+    feedback_gate: float = Field(default=0.5, ge=0.0, le=1.0)
     """The second hop runs only when the first ranking's best turn has at least this bounded relevance (the
     ``item.score`` it would get, :mod:`memory_ext.rank.calibration`): a question the store has nothing close to
     is not expanded with unrelated turns (0: always). It never runs on a plan with an action or slot route."""

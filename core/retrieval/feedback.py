@@ -2,7 +2,10 @@
 
 After the routes are fused once, the best ``recall.feedback_docs`` turns of the pool stand for what the question
 is about; a ``feedback`` route asks the channels again with what they say, and is fused with its own weight
-(``recall.feedback_weight``; 0, the default, switches the hop off and leaves the first ranking as it is):
+(``recall.feedback_weight``, 0.5 by default; 0 switches the hop off and leaves the first ranking as it is). The
+hop runs only when the first ranking's best turn would be returned with a score of at least
+``recall.feedback_gate`` (0.5: a question the store has nothing close to is not expanded with unrelated turns),
+and never on a plan with an action or slot route (:mod:`memory_ext.retrieval.pipeline`):
 
 * **keyword** (RM3-style, Lavrenko & Croft 2001; Abdul-Jaleel et al. 2004): the feedback turns' terms weighted by
   their share of each turn's length times their IDF in the namespace; the best ``recall.feedback_terms`` that

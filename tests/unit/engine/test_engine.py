@@ -297,7 +297,11 @@ def test_explain_shows_the_fusion_arithmetic(filled: MemoryEngine) -> None:
     assert route["fused"] == pytest.approx(fused)
     parts = route["fused"] + route["window"] + route["speaker_boost"] + route["time_boost"] + route["session_prior"] \
         + route["derived"] + route["kind_bonus"]
-    assert route["route_score"] == pytest.approx(parts) == pytest.approx(item.raw_score)
+    assert route["route_score"] == pytest.approx(parts)
+    # the raw score: every route's score times its weight (the second hop's ``feedback`` route among them), plus
+    # what keeping the first hop's best turns in front raised it by
+    routes = sum(exp["route_weights"][name] * r["route_score"] for name, r in exp["routes"].items())
+    assert routes + exp.get("feedback_keep", {}).get("raised_by", 0.0) == pytest.approx(item.raw_score)
 
 
 def test_explain_with_rrf_fusion(tmp_path: Path) -> None:
@@ -307,9 +311,9 @@ def test_explain_with_rrf_fusion(tmp_path: Path) -> None:
     exp = item.explanation
     assert exp is not None and exp["fusion"] == "rrf" and "Toby" in item.text
     total = sum(c["contribution"] for c in exp["channels"].values())
-    assert total == pytest.approx(item.raw_score)
-    for c in exp["channels"].values():
-        assert c["contribution"] == pytest.approx(1 / (60 + c["rank"]))
+    assert total + exp.get("feedback_keep", {}).get("raised_by", 0.0) == pytest.approx(item.raw_score)
+    for c in exp["channels"].values():  # the second hop's channels (``keyword@feedback``) count with its weight
+        assert c["contribution"] == pytest.approx(c["weight"] / (60 + c["rank"]))
 
 
 def test_async_twins(filled: MemoryEngine) -> None:
@@ -335,7 +339,8 @@ def test_vectors_off_means_keyword_only(tmp_path: Path) -> None:
         assert eng.embedder is None  # the default model is not even loaded
         eng.add_turns(make_turns("ben"), "ben")
         item = eng.search("marathon Berlin", "ben", k=1).items[0]
-        assert set(item.channels) == {"keyword"} and "marathon" in item.text
+        # the keyword channel only (also as the second hop's ``keyword@feedback``)
+        assert {c.split("@")[0] for c in item.channels} == {"keyword"} and "marathon" in item.text
         assert eng.stats().vectors == 0
 
 
@@ -378,5 +383,8 @@ def test_trace_is_opt_in_and_in_memory(filled: MemoryEngine, tmp_path: Path) -> 
     assert res.trace is not None
     assert res.trace["plan"]["routes"][0]["goal"] == "query"
     assert res.trace["channels"]["keyword"]["candidates"] >= 1
-    assert res.trace["routes"]["query"][0][1] == pytest.approx(res.items[0].raw_score)  # MMR's first pick is the best
+    assert "query" in res.trace["routes"]  # and the second hop's route, when it ran
+    assert ("feedback" in res.trace["routes"]) == ("feedback" in res.timings_ms)
+    for scores in res.trace["routes"].values():  # each route's best turns, best first
+        assert [s for _, s in scores] == sorted((s for _, s in scores), reverse=True)
     assert set(res.trace["timings_ms"]) >= {"rank", "context", "total"}

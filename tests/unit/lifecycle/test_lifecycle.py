@@ -29,14 +29,28 @@ MON = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)  # Monday of ISO week 2026-W10
 CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 
 
-def open_engine(path: Path, llm: Any = None, **lifecycle: Any) -> MemoryEngine:
-    config = {"lifecycle": lifecycle} if lifecycle else None
-    return MemoryEngine.open(path, embedder="hashing", config=config, llm=llm)
+def open_engine(path: Path, llm: Any = None, recall: dict[str, Any] | None = None, **lifecycle: Any) -> MemoryEngine:
+    config: dict[str, Any] = {"lifecycle": lifecycle} if lifecycle else {}
+    if recall:
+        config["recall"] = recall
+    return MemoryEngine.open(path, embedder="hashing", config=config or None, llm=llm)
 
 
 @pytest.fixture
 def eng(tmp_path: Path):
     e = open_engine(tmp_path / "store")
+    yield e
+    e.close()
+
+
+FIRST_HOP = {"feedback_weight": 0.0}
+"""Searches without the second hop: the cold prior's arithmetic is the first ranking's (with the hop, the turns fed
+back may differ once the prior moves a turn, so the raw scores differ by more than the prior)."""
+
+
+@pytest.fixture
+def eng_first_hop(tmp_path: Path):
+    e = open_engine(tmp_path / "store", recall=FIRST_HOP)
     yield e
     e.close()
 
@@ -644,7 +658,8 @@ def texts(result: Any) -> list[str]:
     return [i.text for i in result.items]
 
 
-def test_monthly_eviction_keeps_the_best_week_and_high_value_turns(eng: MemoryEngine) -> None:
+def test_monthly_eviction_keeps_the_best_week_and_high_value_turns(eng_first_hop: MemoryEngine) -> None:
+    eng = eng_first_hop
     data = build_february(eng)
     now = datetime(2026, 3, 10, tzinfo=UTC)
     step = eng.compact("ana", "monthly", key="2026-02", now=now).steps[0]
@@ -871,7 +886,8 @@ def test_maybe_compact_waits_for_the_last_week_of_the_month(eng: MemoryEngine) -
     assert len(monthly.sources) == 4
 
 
-def test_chitchat_left_out_of_the_weekly_file_goes_cold(eng: MemoryEngine) -> None:
+def test_chitchat_left_out_of_the_weekly_file_goes_cold(eng_first_hop: MemoryEngine) -> None:
+    eng = eng_first_hop
     build_week(eng)
     assert "thanks!" in [i.text for i in eng.search("thanks", "ana", k=5).items]
     eng.compact("ana", "weekly", key="2026-W10")

@@ -46,7 +46,7 @@ def _search(tmp_path: Path, name: str, recall: dict[str, object]) -> tuple[list[
 
 
 def test_the_second_hop_brings_in_the_other_sessions_turn(tmp_path: Path) -> None:
-    off, off_timings = _search(tmp_path, "off", {})
+    off, off_timings = _search(tmp_path, "off", {"feedback_weight": 0.0})
     on, on_timings = _search(tmp_path, "on", {"feedback_weight": 3.0, "feedback_docs": 1})
     assert off[0] == FOUND and on[0] == FOUND
     assert SECOND not in off  # no question word is in it: the first hop alone misses it
@@ -55,7 +55,11 @@ def test_the_second_hop_brings_in_the_other_sessions_turn(tmp_path: Path) -> Non
 
 
 def test_weight_zero_is_the_first_hop_alone(tmp_path: Path) -> None:
-    assert _search(tmp_path, "a", {})[0] == _search(tmp_path, "b", {"feedback_weight": 0.0, "feedback_docs": 1})[0]
+    """Weight 0 switches the hop off: the other feedback settings then change nothing."""
+    plain, timings = _search(tmp_path, "a", {"feedback_weight": 0.0})
+    assert "feedback" not in timings
+    assert plain == _search(tmp_path, "b", {"feedback_weight": 0.0, "feedback_docs": 1, "feedback_keep": 0,
+                                            "feedback_decay": 0.0, "feedback_gate": 0.0})[0]
 
 
 def test_rank_decay_lets_the_best_turn_choose_the_expansion_terms() -> None:
