@@ -565,8 +565,11 @@ class E5Numpy:
         mask = np.where(valid, 0.0, -1e30).astype(np.float32)[:, None, None, :]
         scale = np.float32(1.0 / np.sqrt(hd))
         for (qkv_w, qkv_b, ao_w, ao_b, aln_w, aln_b, fi_w, fi_b, fo_w, fo_b, oln_w, oln_b) in self._layers:
-            PASS_GATE.checkpoint()  # a background pass stands aside here while searches encode
+            # checkpoints: a background pass stands aside here for query encodings and searches in flight
+            # (a layer of a 1,024-token pass is ~100 ms on a busy core; its steps, ~15-30 ms each)
+            PASS_GATE.checkpoint()
             qkv = x @ qkv_w + qkv_b  # [T, 3H]
+            PASS_GATE.checkpoint()
             padded = qkv[pad_index].reshape(B, Lmax, 3, NH, hd)
             q = padded[:, :, 0].transpose(0, 2, 1, 3)
             k = padded[:, :, 1].transpose(0, 2, 3, 1)
@@ -578,10 +581,15 @@ class E5Numpy:
             np.exp(att, out=att)
             att /= att.sum(axis=-1, keepdims=True)
             ctx = (att @ v).transpose(0, 2, 1, 3).reshape(B, Lmax, H)[valid]  # back to packed [T, H]
+            del att
+            PASS_GATE.checkpoint()
             x = _layernorm(x + (ctx @ ao_w + ao_b), aln_w, aln_b, self.eps)
+            PASS_GATE.checkpoint()
             mid = x @ fi_w
             mid += fi_b
+            PASS_GATE.checkpoint()
             _gelu(mid)
+            PASS_GATE.checkpoint()
             x = _layernorm(x + (mid @ fo_w + fo_b), oln_w, oln_b, self.eps)
         return [Encoded(x[s:s + n], [(1, n - 1)]) for s, n in zip(starts, lens, strict=True)]
 
@@ -604,6 +612,7 @@ class E5Numpy:
             with PASS_GATE.slot():
                 pre = states[lo:lo + SAE_CHUNK_ROWS] @ self._sae_w  # [c, N]
                 pre += self._sae_bias
+                PASS_GATE.checkpoint()  # (the product is about half of a chunk's time)
                 c = len(pre)
                 if k < n and n % _SAE_BLOCK == 0 and k <= n // _SAE_BLOCK:
                     block_max = pre.reshape(c, n // _SAE_BLOCK, _SAE_BLOCK).max(axis=2)
