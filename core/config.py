@@ -74,6 +74,15 @@ class GlobalsConfig(_Section):
     it is). One keeps a search's small matrix products (query x vectors, MMR) from waiting for OpenBLAS threads
     on a busy machine (LoCoMo dev, hashing embedder: search p95 16 ms with OpenBLAS's default, 4 ms with one;
     under a load of 7, p50 33 vs 4.6 ms); see :mod:`memory_ext.blas`."""
+    background_passes_during_search: int = Field(default=1, ge=0, le=64)
+    """Background forward passes (the indexer's e5 passes) that go on while a search is in flight; the others
+    stand aside at their next checkpoint (a step of a layer, a sparse-head chunk) until no search is. Set for the
+    whole process's forward-pass gate when an engine opens (:class:`memory_ext.e5_numpy.PassGate`). 1 (default)
+    keeps a core free for searches and the indexer going, slower, under back-to-back searches (a bulk ingest
+    indexed about 1.2x slower while searches ran; LoCoMo dev, e5, 2 cores, pairs of runs close in time: search
+    p95 during a bulk ingest 1.21x / 1.34x idle, against 1.39x / 1.49x before; noisy on a shared machine). 0
+    lets the indexer run only between searches (a pass that stood aside for a second goes on for one step), for
+    a store whose searches must not wait and whose writes can; the number of slots (2) or more turns it off."""
 
 
 class RecallConfig(_Section):

@@ -26,6 +26,7 @@ import os
 import struct
 import sys
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
@@ -57,22 +58,45 @@ class PassGate:
     most behind the layer that batch is in. The activations of all passes are what the process's native memory
     peaks with, so bounding them bounds it: two slots on two cores keep both busy.
 
-    ``peak`` (the most passes running at once, foreground included) and ``yields`` (background passes that stood
-    aside) are counters for tests and the bench.
+    A search is more than its query encoding (keyword scoring, vector scoring, fusion, hydration), and the
+    indexer's passes compete with all of it for the cores. So the read path marks a whole search as in flight
+    (:meth:`foreground_work`); while any search is, at most ``during_search`` background passes run (the others
+    stand aside at their next checkpoint, or do not start). Three rules keep the indexer from starving: a
+    background pass that stood aside for searches for ``max_aside_s`` seconds goes on anyway (only matters with
+    ``during_search`` 0 under back-to-back searches); while a caller waits for an indexer's queue
+    (:meth:`waited_work`: ``flush``, ``add_turns(wait=True)``, a search settling its namespace) the background
+    work is that caller's and stands aside only for foreground passes, as before; and a thread inside a search
+    runs its passes as foreground whatever it is marked.
+
+    Counters for tests and the bench: ``peak`` (the most passes running at once, foreground included),
+    ``yields`` (background passes that gave up their slot at a checkpoint), ``search_yields`` (background passes
+    that stood aside, at a checkpoint or before starting, because searches were in flight), ``overdue`` (passes
+    that went on after ``max_aside_s``), ``searches`` (searches marked in flight, in total).
     """
 
-    def __init__(self, slots: int = 2) -> None:
+    def __init__(self, slots: int = 2, during_search: int = 1, max_aside_s: float = 1.0) -> None:
         self.slots = max(1, int(slots))
+        self.during_search = max(0, int(during_search))
+        self.max_aside_s = float(max_aside_s)
         self._cond = threading.Condition()
         self._fg = 0
         self._bg = 0
+        self._searching = 0
+        self._waited = 0
         self.peak = 0
         self.yields = 0
+        self.search_yields = 0
+        self.overdue = 0
+        self.searches = 0
 
-    def configure(self, slots: int) -> None:
-        """Change the bound (``embedder.forward_passes``); passes already running keep their slots."""
+    def configure(self, slots: int | None = None, *, during_search: int | None = None) -> None:
+        """Change the bound (``MEMORY_EXT_FORWARD_PASSES``) and the background passes allowed while searches are
+        in flight (``globals.background_passes_during_search``); passes already running keep their slots."""
         with self._cond:
-            self.slots = max(1, int(slots))
+            if slots is not None:
+                self.slots = max(1, int(slots))
+            if during_search is not None:
+                self.during_search = max(0, int(during_search))
             self._cond.notify_all()
 
     def running(self) -> tuple[int, int]:
@@ -80,13 +104,50 @@ class PassGate:
         with self._cond:
             return self._fg, self._bg
 
+    def in_flight(self) -> int:
+        """Searches in flight now (:meth:`foreground_work`)."""
+        with self._cond:
+            return self._searching
+
     def _note(self) -> None:
         self.peak = max(self.peak, self._fg + self._bg)
+
+    def _room(self, *, searches: bool = True) -> int:
+        """Background passes allowed now (called with the lock held)."""
+        room = self.slots - self._fg
+        if searches and self._searching and not self._waited:
+            room = min(room, self.during_search)
+        return room
+
+    def _wait_for_room(self) -> None:
+        """Stand aside until a background pass may run (called with the lock held, this pass not counted)."""
+        if self._bg >= self._room():
+            if self._bg < self._room(searches=False):
+                self.search_yields += 1  # only the searches in flight keep this pass waiting
+            deadline: float | None = None
+            while self._bg >= self._room():
+                if self._bg < self._room(searches=False):
+                    now = time.monotonic()
+                    deadline = now + self.max_aside_s if deadline is None else deadline
+                    if now >= deadline:
+                        self.overdue += 1  # never starved by back-to-back searches
+                        break
+                    self._cond.wait(deadline - now)
+                else:
+                    deadline = None  # waiting for foreground passes (short): no overdue rule
+                    self._cond.wait()
+        self._bg += 1
+        self._note()
+
+    @staticmethod
+    def _is_background() -> bool:
+        state = _local.__dict__
+        return bool(state.get("background", False)) and not state.get("searching", 0)
 
     @contextlib.contextmanager
     def slot(self) -> Iterator[None]:
         """Hold a slot for one pass (see the class docstring)."""
-        if not _local.__dict__.get("background", False):
+        if not self._is_background():
             with self._cond:
                 self._fg += 1
                 self._note()
@@ -98,10 +159,7 @@ class PassGate:
                     self._cond.notify_all()
             return
         with self._cond:
-            while self._fg + self._bg >= self.slots:
-                self._cond.wait()
-            self._bg += 1
-            self._note()
+            self._wait_for_room()
         try:
             yield
         finally:
@@ -110,19 +168,46 @@ class PassGate:
                 self._cond.notify_all()
 
     def checkpoint(self) -> None:
-        """Between two layers of a pass: a background pass gives its slot up while foreground passes need it."""
-        if not _local.__dict__.get("background", False):
+        """Between two steps of a pass: a background pass gives its slot up while foreground passes need it or
+        searches are in flight (see the class docstring)."""
+        if not self._is_background():
             return
         with self._cond:
-            if self._fg + self._bg <= self.slots:
+            if self._bg <= self._room():
                 return
             self.yields += 1
             self._bg -= 1
             self._cond.notify_all()
-            while self._fg + self._bg >= self.slots:
-                self._cond.wait()
-            self._bg += 1
-            self._note()
+            self._wait_for_room()
+
+    @contextlib.contextmanager
+    def foreground_work(self) -> Iterator[None]:
+        """Mark a whole search as in flight (nested and concurrent searches are counted; released on any exit)."""
+        depth = _local.__dict__.get("searching", 0)
+        _local.searching = depth + 1
+        with self._cond:
+            self._searching += 1
+            self.searches += 1
+        try:
+            yield
+        finally:
+            _local.searching = depth
+            with self._cond:
+                self._searching -= 1
+                self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def waited_work(self) -> Iterator[None]:
+        """A caller waits for an indexer's queue: background passes no longer stand aside for searches."""
+        with self._cond:
+            self._waited += 1
+            self._cond.notify_all()
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._waited -= 1
+                self._cond.notify_all()
 
 
 _local = threading.local()
@@ -480,8 +565,11 @@ class E5Numpy:
         mask = np.where(valid, 0.0, -1e30).astype(np.float32)[:, None, None, :]
         scale = np.float32(1.0 / np.sqrt(hd))
         for (qkv_w, qkv_b, ao_w, ao_b, aln_w, aln_b, fi_w, fi_b, fo_w, fo_b, oln_w, oln_b) in self._layers:
-            PASS_GATE.checkpoint()  # a background pass stands aside here while searches encode
+            # checkpoints: a background pass stands aside here for query encodings and searches in flight
+            # (a layer of a 1,024-token pass is ~100 ms on a busy core; its steps, ~15-30 ms each)
+            PASS_GATE.checkpoint()
             qkv = x @ qkv_w + qkv_b  # [T, 3H]
+            PASS_GATE.checkpoint()
             padded = qkv[pad_index].reshape(B, Lmax, 3, NH, hd)
             q = padded[:, :, 0].transpose(0, 2, 1, 3)
             k = padded[:, :, 1].transpose(0, 2, 3, 1)
@@ -493,10 +581,15 @@ class E5Numpy:
             np.exp(att, out=att)
             att /= att.sum(axis=-1, keepdims=True)
             ctx = (att @ v).transpose(0, 2, 1, 3).reshape(B, Lmax, H)[valid]  # back to packed [T, H]
+            del att
+            PASS_GATE.checkpoint()
             x = _layernorm(x + (ctx @ ao_w + ao_b), aln_w, aln_b, self.eps)
+            PASS_GATE.checkpoint()
             mid = x @ fi_w
             mid += fi_b
+            PASS_GATE.checkpoint()
             _gelu(mid)
+            PASS_GATE.checkpoint()
             x = _layernorm(x + (mid @ fo_w + fo_b), oln_w, oln_b, self.eps)
         return [Encoded(x[s:s + n], [(1, n - 1)]) for s, n in zip(starts, lens, strict=True)]
 
@@ -519,6 +612,7 @@ class E5Numpy:
             with PASS_GATE.slot():
                 pre = states[lo:lo + SAE_CHUNK_ROWS] @ self._sae_w  # [c, N]
                 pre += self._sae_bias
+                PASS_GATE.checkpoint()  # (the product is about half of a chunk's time)
                 c = len(pre)
                 if k < n and n % _SAE_BLOCK == 0 and k <= n // _SAE_BLOCK:
                     block_max = pre.reshape(c, n // _SAE_BLOCK, _SAE_BLOCK).max(axis=2)

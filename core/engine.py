@@ -33,6 +33,7 @@ from .assembly import (
 )
 from .blas import limit_blas_threads
 from .config import EngineConfig
+from .e5_numpy import PASS_GATE
 from .embed import Embedder
 from .errors import InvalidArgumentError, ValidationError
 from .ingest.pipeline import WritePipeline
@@ -126,6 +127,7 @@ class MemoryEngine:
                                                          else Path(config)))
         validate_config(cfg, llm=llm, reranker=reranker)
         limit_blas_threads(cfg.globals.blas_threads)
+        PASS_GATE.configure(during_search=cfg.globals.background_passes_during_search)
         store, emb, warning, new_dir = open_store(path, cfg, read_only=read_only, embedder=embedder,
                                                   allow_embedder_change=allow_embedder_change)
         try:

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..e5_numpy import background_work
+from ..e5_numpy import PASS_GATE, background_work
 from ..embed import Embedder, SegmentEmbedder, SparseEmbedder, check_vectors
 from ..store.base import RecordBatch
 from ..store.interface import Connection
@@ -202,7 +202,8 @@ class Indexer:
         with self._cond:
             self._waiting += 1  # the work is now this caller's: it runs at the caller's priority
         self.notify()
-        with self._cond:
+        # and its passes no longer stand aside for searches in flight (a search may be what waits here)
+        with PASS_GATE.waited_work(), self._cond:
             try:
                 while self._store.pending(ns_id) > 0:
                     if self.error is not None:

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..config import EngineConfig
+from ..e5_numpy import PASS_GATE
 from ..models import ActionState, ChannelError, Namespace, RetrievedItem, RouteGoal, SearchPlan, SearchResult
 from ..plan.expand import expand_plan
 from ..plan.heuristic import plan_search
@@ -132,7 +133,12 @@ class ReadPipeline:
         return out
 
     def run(self, request: SearchRequest, *, started: float | None = None) -> SearchResult:
-        """Every stage of one search, in order."""
+        """Every stage of one search, in order, marked in flight for the whole of it: background forward passes
+        (the indexer's) stand aside meanwhile (:meth:`memory_ext.e5_numpy.PassGate.foreground_work`)."""
+        with PASS_GATE.foreground_work():
+            return self._run(request, started=started)
+
+    def _run(self, request: SearchRequest, *, started: float | None = None) -> SearchResult:
         t0 = time.perf_counter() if started is None else started
         cfg = self.config.recall
         store, query, k = self.store, request.query, request.k
