@@ -90,6 +90,11 @@ class ReadPipeline:
                                 include_cold=include_cold, as_of=as_of)
         return self.run(request, started=t0)
 
+    def _cosines(self, recalled: Recalled, rids: Sequence[int]) -> list[float] | None:
+        """Each of ``rids``' cosine with the query, from the main route's vector hits (None: not calibrated)."""
+        return item_cosines(recalled.route_hits[0].get("vector") if recalled.route_hits else None, rids,
+                            getattr(getattr(self.channels.context, "embedder", None), "id", None))
+
     def _first_relevance(self, cat: Catalog, total: np.ndarray, pool_rids: Sequence[int],
                          pool_scores: Sequence[float], scored: RouteScores, request: SearchRequest,
                          recalled: Recalled, ns_id: int) -> float:
@@ -101,10 +106,8 @@ class ReadPipeline:
         record = self.store.records_by_rid(ns_id, top).get(top[0])
         fused_values, best = self.fusion.fused_values(cat, total, top, pool_rids, pool_scores, scored,
                                                       self.config.recall.channel_weights)
-        cosines = item_cosines(recalled.route_hits[0].get("vector") if recalled.route_hits else None, top,
-                               getattr(getattr(self.channels.context, "embedder", None), "id", None))
         return bounded_scores(fused_values, texts=[record.text if record is not None else ""], query=request.query,
-                              fusion=self.fusion.name, rrf_max=best, cosines=cosines)[0]
+                              fusion=self.fusion.name, rrf_max=best, cosines=self._cosines(recalled, top))[0]
 
     def _bounded(self, hydrated: Hydrated, cat: Catalog, total: np.ndarray, pool_scores: Sequence[float],
                  pool_rids: Sequence[int], scored: RouteScores, request: SearchRequest, recalled: Recalled, *,
@@ -112,8 +115,7 @@ class ReadPipeline:
         """The items with ``score`` = their bounded relevance (:mod:`memory_ext.rank.calibration`)."""
         fused_values, best = self.fusion.fused_values(cat, total, hydrated.rids, pool_rids, pool_scores, scored,
                                                       self.config.recall.channel_weights)
-        cosines = item_cosines(recalled.route_hits[0].get("vector") if recalled.route_hits else None,
-                               hydrated.rids, getattr(getattr(self.channels.context, "embedder", None), "id", None))
+        cosines = self._cosines(recalled, hydrated.rids)
         bounded = bounded_scores(fused_values, texts=[i.text for i in hydrated.items], query=request.query,
                                  fusion=self.fusion.name, rrf_max=best, cosines=cosines)
         out = []
