@@ -13,7 +13,8 @@ and never on a plan with an action or slot route (:mod:`memory_ext.retrieval.pip
   weight, at most :data:`MAX_REPEAT` times).
 * **vector** (Rocchio): the question's own query vector (already made by the first hop: a cache hit) plus
   ``recall.feedback_dense`` times the centroid of the feedback turns' stored vectors, scored against every
-  stored vector (one matrix-vector product).
+  stored vector (one matrix-vector product), or, where the index cannot score every record (Chroma, a PostgreSQL
+  namespace past ``storage.pgvector_exact_max``), its best candidates as the first hop asks for them.
 
 The route is scored like any other (:func:`memory_ext.rank.zscore.rank_turns`, the question type's strategy) but
 without the main route's speaker and time bonuses (the main route already gives them) and it has no route quota:
@@ -145,10 +146,11 @@ def feedback_route(plan: SearchPlan, weight: float) -> EvidenceRoute:
 
 def feedback_hits(store: TruthStore, ctx: RecallContext, cat: Catalog, ns_id: int, plan: SearchPlan,
                   pool_rids: Sequence[int], *, docs: int, n_terms: int, beta: float, weight: float,
-                  channels: Sequence[str], decay: float = 0.0) -> Feedback | None:
+                  channels: Sequence[str], decay: float = 0.0, limit: int = 200) -> Feedback | None:
     """The second hop's hits from the first ranking's best ``docs`` turns of ``pool_rids`` (None when there is
     nothing to feed back). ``channels``: the channels the first hop ran (only ``keyword`` and ``vector`` are fed
-    back, each when it ran); ``decay``: the i-th turn weighs ``(i + 1) ** -decay``."""
+    back, each when it ran); ``decay``: the i-th turn weighs ``(i + 1) ** -decay``; ``limit``: the vector candidates
+    asked of an index that cannot score every record (the first hop's per-channel limit)."""
     top = [int(r) for r in pool_rids[:docs]]
     rank_weight = {r: (i + 1.0) ** -decay for i, r in enumerate(top)}
     if not top or not plan.routes:
@@ -170,17 +172,19 @@ def feedback_hits(store: TruthStore, ctx: RecallContext, cat: Catalog, ns_id: in
             rids, scores = index.score_all(reader, ns_id, term_query(terms))
             hits["keyword"] = Hits(rids, scores, fill=0.0)
     embedder, vectors = ctx.embedder, ctx.vector_index
-    score_all = getattr(vectors, "score_all", None)
-    if "vector" in channels and beta > 0 and embedder is not None and score_all is not None:
+    if "vector" in channels and beta > 0 and embedder is not None and vectors is not None:
         key = dense_key(embedder, question)
         stored = store.vectors_by_rid(ns_id, top)
         if has_encoding(ctx, key) and stored:
             query = cached_encoding(ctx, key, lambda: None)
             have = [r for r in top if r in stored]
             q = rocchio_vector(query, [stored[r] for r in have], beta, [rank_weight[r] for r in have])
-            scored = score_all(reader, ns_id, q)
-            if scored is not None:  # None: a PostgreSQL namespace too large to score exactly (keyword part only)
+            score_all = getattr(vectors, "score_all", None)
+            scored = None if score_all is None else score_all(reader, ns_id, q)
+            if scored is not None:
                 hits["vector"] = Hits(np.asarray(scored[0], np.int64), np.asarray(scored[1], np.float64))
+            else:  # Chroma, or a PostgreSQL namespace past its exact size: the best ``limit``, as the first hop
+                hits["vector"] = Hits.from_pairs(vectors.search(reader, ns_id, q, limit))
     if not hits:
         return None
     return Feedback(route=feedback_route(plan, weight), hits=hits, rids=tuple(top), terms=tuple(terms))

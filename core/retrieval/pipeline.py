@@ -193,7 +193,7 @@ class ReadPipeline:
             t_feedback = time.perf_counter()
             feedback = feedback_hits(store, self.channels.context, cat, ns_id, plan, fused.rids,
                                      docs=cfg.feedback_docs, n_terms=cfg.feedback_terms, beta=cfg.feedback_dense,
-                                     weight=cfg.feedback_weight, decay=cfg.feedback_decay,
+                                     weight=cfg.feedback_weight, decay=cfg.feedback_decay, limit=limit,
                                      channels=tuple(recalled.route_hits[0]) if recalled.route_hits else ())
             if feedback is not None:
                 score_feedback(cat, scored, feedback, strategy=strategy, weights=weights, scope=scope,
