@@ -85,7 +85,9 @@ class MemoryEngine:
         self._read = ReadPipeline(store=store, catalog=self._catalog, channels=channels, pool=self._pool,
                                   planner=planner, config=config, reranker=reranker,
                                   vector_index=self._vector, evidence_index=self._evidence,
-                                  embedder_warning=embedder_warning)
+                                  embedder_warning=embedder_warning,
+                                  settle=lambda ns_id, sparse: self._writer.settle_search(
+                                      ns_id, config.ingest.search_wait_s, sparse=sparse))
         # the model work of writes (vectors, sparse encodings) is queued and made by the writer's indexer
         self._writer = WritePipeline(store, config, embedder, self._indexes, vector=ix.vector, graph=ix.graph,
                                      time=ix.time, sparse="sparse" in self._recallers,
@@ -223,14 +225,14 @@ class MemoryEngine:
         every channel fails does this raise :class:`~memory_ext.errors.RetrievalError`.
         Read-your-writes: when vectors of the namespace are still being made, the search first waits up to
         ``ingest.search_wait_s`` for them; whatever is still pending then is found only through the channels
-        that need no model, and :attr:`SearchResult.pending` says how many records that is.
+        that need no model, and :attr:`SearchResult.pending` says how many records that is. A conversation
+        excerpt's first search of a namespace waits the same way for its turns' sparse encodings
+        (``ingest.sparse_encodings``).
         """
         self._check_open()
         ns = Namespace.coerce(namespace)
-        pending, waited_ms = self._writer.settle(ns, self.config.ingest.search_wait_s)
-        result = self._read.search(query, ns, k=k, filters=filters, action_state=action_state, explain=explain,
-                                   now=now, trace=trace, include_cold=include_cold, as_of=as_of)
-        return result.with_pending(pending, waited_ms)
+        return self._read.search(query, ns, k=k, filters=filters, action_state=action_state, explain=explain,
+                                 now=now, trace=trace, include_cold=include_cold, as_of=as_of)
 
     # -- reading turns back, forgetting, stats -------------------------------------------------------------
     def get_turns(self, namespace: Namespace | str, *, limit: int | None = None, offset: int = 0) -> list[Turn]:

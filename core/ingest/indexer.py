@@ -437,6 +437,8 @@ class Indexer:
                     dense[rid] = vector
             if d and self._vectors and vector is None:
                 continue  # its source vanished under us: stays queued, embedded on the next round
+            if sp and self._sparse and rid in sources and rid not in sparse:
+                continue  # flagged for a sparse encoding after this batch was claimed: done on the next round
             if vector is not None:
                 v_rids.append(rid)
                 v_rows.append(vector)

@@ -40,6 +40,7 @@ from ..models import Namespace, Turn
 from ..results import AddResult
 from ..store.base import DerivedIndex, IndexedRecord, RecordBatch
 from ..store.interface import Connection, StoreConflict
+from ..store.sparse import SparseIndex
 from ..text import estimate_tokens
 from ..validate import check_json
 from .derive import DerivedRecord, IngestTurn, derive_turn_record, derive_windows, new_id
@@ -240,12 +241,37 @@ class WritePipeline:
         ns_id = self._store.find_namespace(ns.key)
         return 0 if ns_id is None else self._store.pending(ns_id)
 
-    def settle(self, ns: Namespace, wait_s: float) -> tuple[int, float | None]:
-        """Read-your-writes before a search of ``ns``: ``(records still pending, ms waited or None)``; only a
-        writer (which runs the indexer) waits, up to ``wait_s``."""
+    def _sparse_deferred(self, conn: Connection, ns_id: int) -> bool:
+        """True when the turns written now to ``ns_id`` get no sparse encoding yet (``ingest.sparse_encodings:
+        on_demand`` and no excerpt search has asked the namespace for them)."""
+        if self._config.ingest.sparse_encodings != "on_demand":
+            return False
+        index = next((i for i in self._indexes if isinstance(i, SparseIndex)), None)
+        return not ((index is not None and index.has_rows(conn, ns_id)) or self._store.sparse_queued(conn, ns_id))
+
+    def settle_search(self, ns_id: int, wait_s: float, *, sparse: Sequence[int] = ()) -> tuple[int, float | None]:
+        """Before a search of ``ns_id``: :meth:`demand_sparse` of the turn records ``sparse`` when it is an
+        excerpt search that found turns without a sparse encoding, else the indexer's wait for the namespace's
+        queued vectors."""
+        if sparse:
+            return self.demand_sparse(ns_id, sparse, wait_s)
         if self.indexer is None:
-            return self.pending(ns), None
-        return self.indexer.settle(self._store.find_namespace(ns.key), wait_s)
+            return self._store.pending(ns_id), None
+        return self.indexer.settle(ns_id, wait_s)
+
+    def demand_sparse(self, ns_id: int, rids: Sequence[int], wait_s: float) -> tuple[int, float | None]:
+        """An excerpt search of ``ns_id`` found turn records ``rids`` without a sparse encoding: queue them (from
+        then on the namespace's turns are encoded at write, :meth:`_sparse_deferred`) and wait up to ``wait_s``
+        for the namespace's queue, as a search after a write does. Returns ``(records still pending, ms waited
+        or None)``; ``(pending, None)`` when this engine cannot make them (read-only, no indexer, no sparse
+        encodings)."""
+        store = self._store
+        if self.indexer is None or not self._sparse or store.read_only:
+            return store.pending(ns_id), None
+        with store.namespace_lock(store.namespace_key(ns_id)), store.transaction("queue sparse") as conn:
+            store.queue_sparse(conn, ns_id, rids)
+        self._kick([(Work.NONE, 1)])
+        return self.indexer.settle(ns_id, wait_s)
 
     def add_in(self, conn: Connection, turns: Iterable[Turn | Mapping[str, Any]],
                ns: Namespace, *, dedup: bool = True) -> AddResult:
@@ -367,6 +393,8 @@ class WritePipeline:
         rid_of.update({r.turn_ids[0]: rid for r, rid in zip(records, rids, strict=True)})
         anchors: list[int | None] = [*rids, *(rid_of[w.anchor_turn_id or ""] for w in anchored)]
         rids += store.insert_records(conn, ns_id, [r.as_row() for r in anchored], anchor_rids=anchors[len(records):])
+        if any(sp for _, sp in work) and self._sparse_deferred(conn, ns_id):
+            work = [(d, 0) for d, _ in work]  # made when an excerpt search first asks (demand_sparse)
         batch = RecordBatch(
             index_records(records + anchored, rids, anchors, turn_facets=self._turn_facets(conn, ns_id, records,
                                                                                             rows, context)),

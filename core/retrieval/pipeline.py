@@ -7,7 +7,7 @@ request → plan → scope → recall → score and fuse → rerank → select �
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from datetime import datetime
 from typing import Any
@@ -24,7 +24,7 @@ from ..plan.strategy import strategy_for
 from ..rank.calibration import bounded_scores, item_cosines
 from ..rank.rerank import Reranker
 from ..recall.channels import ChannelSet
-from ..store.catalog import Catalog, RecordCatalog
+from ..store.catalog import KIND_CODES, Catalog, RecordCatalog
 from ..store.evidence import EvidenceIndex
 from ..store.interface import TruthStore
 from ..store.vector import VectorIndex
@@ -33,7 +33,7 @@ from .explain import build_trace, channel_ranks, zscore_details
 from .feedback import FEEDBACK_ROUTE, feedback_hits, keep_first, score_feedback
 from .fuse import Fusion, RouteScores, fuse, fusion_for, score_routes
 from .hydrate import Hydrated, hydrate
-from .recall import Recalled, plan_calls, recall
+from .recall import CONVERSATION_GOALS, Recalled, plan_calls, recall
 from .request import SearchRequest, parse_request
 from .rerank import rerank
 from .scope import scope_of
@@ -58,14 +58,19 @@ class ReadPipeline:
     Built by :class:`~memory_ext.MemoryEngine` from what the stages need: the truth ``store`` and the record
     ``catalog``, the ``channels`` it built (:func:`memory_ext.recall.channels.build_channels`) and the thread
     ``pool`` they run on, the ``planner``, the optional ``reranker``, the ``config``, the ``vector_index`` (MMR
-    uses the stored vectors when there is one), the ``evidence_index`` (to warn when it is empty) and the
-    embedder fallback warning, if any.
+    uses the stored vectors when there is one), the ``evidence_index`` (to warn when it is empty), the
+    embedder fallback warning, if any, and ``settle``: read-your-writes before the channels run, ``(ns_id,
+    sparse) -> (records still pending, ms waited or None)`` (the writer's
+    :meth:`~memory_ext.ingest.pipeline.WritePipeline.settle_search`; ``sparse``: the turn records an excerpt
+    search found without the sparse encodings its sparse channel scores, which a namespace gets on its first
+    excerpt search).
     """
 
     def __init__(self, *, store: TruthStore, catalog: RecordCatalog, channels: ChannelSet, pool: Executor,
                  planner: Planner, config: EngineConfig, reranker: Reranker | None = None,
                  vector_index: VectorIndex | None = None, evidence_index: EvidenceIndex | None = None,
-                 embedder_warning: str | None = None) -> None:
+                 embedder_warning: str | None = None,
+                 settle: Callable[[int, Sequence[int]], tuple[int, float | None]] | None = None) -> None:
         self.store = store
         self.catalog = catalog
         self.channels = channels
@@ -76,6 +81,7 @@ class ReadPipeline:
         self.vector_index = vector_index
         self.evidence_index = evidence_index
         self.embedder_warning = embedder_warning
+        self.settle = settle
         self.fusion: Fusion = fusion_for(config.recall.fusion, rrf_k=config.recall.rrf_k)
 
     def search(self, query: str, namespace: Namespace | str, *, k: int = 10,
@@ -89,6 +95,29 @@ class ReadPipeline:
                                 action_state=action_state, explain=explain, now=now, trace=trace,
                                 include_cold=include_cold, as_of=as_of)
         return self.run(request, started=t0)
+
+    def _sparse_gaps(self, cat: Catalog, ns_id: int) -> list[int]:
+        """Turn records of the namespace without a sparse encoding, when this engine runs the sparse channel
+        (none otherwise): a namespace's turns get theirs on its first excerpt search (``ingest.sparse_encodings``)."""
+        index = getattr(self.channels.context, "sparse_index", None)
+        if "sparse" not in self.channels.recallers or index is None:
+            return []
+        turns = cat.rids[cat.kind == KIND_CODES["turn"]]
+        encoded = index.matrix(self.store.reader(), ns_id).rids
+        return [int(r) for r in (turns if encoded.size == 0 else np.setdiff1d(turns, encoded, assume_unique=True))]
+
+    def _sparse_warning(self, cat: Catalog, ns_id: int) -> tuple[str, ...]:
+        """After the settle of an excerpt search that found turns without sparse encodings: read the namespace's
+        encodings again (those made now may sit below what the cached matrix has read) and say what is missing."""
+        index = getattr(self.channels.context, "sparse_index", None)
+        if index is not None:
+            index.invalidate(ns_id)
+        left = len(self._sparse_gaps(cat, ns_id))
+        if not left:
+            return ()
+        return (f"sparse channel: {left} turn(s) of this namespace have no sparse encoding yet (a writer makes them "
+                "when an excerpt search first asks; SearchResult.pending counts those queued); it searched the "
+                "others",)
 
     def _cosines(self, recalled: Recalled, rids: Sequence[int]) -> list[float] | None:
         """Each of ``rids``' cosine with the query, from the main route's vector hits (None: not calibrated)."""
@@ -138,9 +167,12 @@ class ReadPipeline:
         """Every stage of one search, in order, marked in flight for the whole of it: background forward passes
         (the indexer's) stand aside meanwhile (:meth:`memory_ext.e5_numpy.PassGate.foreground_work`)."""
         with PASS_GATE.foreground_work():
-            return self._run(request, started=started)
+            result, pending, waited_ms = self._run(request, started=started)
+        return result.with_pending(pending, waited_ms)
 
-    def _run(self, request: SearchRequest, *, started: float | None = None) -> SearchResult:
+    def _run(self, request: SearchRequest, *, started: float | None = None
+             ) -> tuple[SearchResult, int, float | None]:
+        """The search, and ``(records still pending, ms waited)`` of the settle before its channels ran."""
         t0 = time.perf_counter() if started is None else started
         cfg = self.config.recall
         store, query, k = self.store, request.query, request.k
@@ -151,7 +183,7 @@ class ReadPipeline:
         if ns_id is None:  # nothing to search
             plan = plan_search(query, now=request.reference, speakers=(), action_state=request.action_state)
             return SearchResult(query=query, plan=plan, channel_errors=tuple(errors), warnings=warnings,
-                                timings_ms={"total": _ms(t0)})
+                                timings_ms={"total": _ms(t0)}), 0, None
         # plan
         cat = self.catalog.get(store.reader(), ns_id)
         plan, planner_error = self.planner.plan(query, now=request.reference, speakers=cat.speakers(),
@@ -160,11 +192,16 @@ class ReadPipeline:
             errors.append(planner_error)
         plan = expand_plan(plan, expansion=cfg.expansion, expansion_weight=cfg.expansion_weight,
                            split_conjunctions=cfg.split_conjunctions, associative_weight=cfg.associative_weight)
+        # read-your-writes: the namespace's queued vectors, and for an excerpt its turns' sparse encodings
+        gaps = self._sparse_gaps(cat, ns_id) if any(r.goal in CONVERSATION_GOALS for r in plan.routes) else []
+        pending, waited_ms = self.settle(ns_id, gaps) if self.settle is not None else (0, None)
+        if gaps:
+            warnings = (*warnings, *self._sparse_warning(cat, ns_id))
         # scope
         scope = scope_of(store, cat, ns_id, request, cold_penalty=cfg.cold_penalty)
         if scope.returns_nothing(cat):
             return SearchResult(query=query, plan=plan, channel_errors=tuple(errors), warnings=warnings,
-                                timings_ms={"total": _ms(t0)})
+                                timings_ms={"total": _ms(t0)}), pending, waited_ms
         # recall
         limit = max(4 * k, cfg.candidates_per_channel)
         evidence = self.evidence_index
@@ -253,4 +290,5 @@ class ReadPipeline:
         trace_data = build_trace(plan, cat, recalled.results, scored.per_route, timings,
                                  visible=visible) if request.trace else None
         return SearchResult(query=query, items=tuple(items), context=context, plan=plan,
-                            channel_errors=tuple(errors), warnings=warnings, timings_ms=timings, trace=trace_data)
+                            channel_errors=tuple(errors), warnings=warnings, timings_ms=timings,
+                            trace=trace_data), pending, waited_ms

@@ -381,6 +381,13 @@ class QueueRepository(Protocol):
         """Queue ``(rid, dense, sparse)`` work items of the namespace (inside the write transaction)."""
 
     @staticmethod
+    def sparse_queued(conn: Connection, ns_id: int) -> bool:
+        """True when a queued item of the namespace asks for a sparse encoding."""
+
+    def queue_sparse(self, conn: Connection, ns_id: int, rids: Sequence[int]) -> None:
+        """Queue a sparse encoding of these turn records (flag those queued already)."""
+
+    @staticmethod
     def dequeue(conn: Connection, rids: Sequence[int], ns_id: int | None = None) -> None:
         """Remove work items (done, or their records forgotten); with ``ns_id``, only that namespace's."""
 

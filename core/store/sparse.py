@@ -36,6 +36,8 @@ class SparseSql:
     """``(ns_id,)`` -> the namespace's ``generation`` (bumped by every delete)."""
     rows_after: str
     """``(ns_id, rid)`` -> ``rid, idx, val`` of the later records, by rid."""
+    any_row: str
+    """``(ns_id,)`` -> one row, true when the namespace has a sparse encoding."""
 
 
 def normalise(pairs: Sequence[tuple[np.ndarray, np.ndarray]]) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -72,6 +74,12 @@ class SparseIndex(CachedIndex[_Matrix]):
     def create_schema(conn: Connection) -> None:
         for statement in sql_of(conn).sparse.schema:
             conn.execute(statement)
+
+    @staticmethod
+    def has_rows(conn: Connection, ns_id: int) -> bool:
+        """True when the namespace has a stored sparse encoding."""
+        row = conn.execute(sql_of(conn).sparse.any_row, (ns_id,)).fetchone()
+        return bool(row and row[0])
 
     @staticmethod
     def add(conn: Connection, ns_id: int, rids: Sequence[int],

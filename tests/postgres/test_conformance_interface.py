@@ -16,6 +16,7 @@ import pytest
 
 from memory_ext import MemoryEngine
 from memory_ext.errors import EmbedderMismatchError, StoreError
+from memory_ext.ingest.indexer import Work
 from memory_ext.store.filters import RecordFilter, filter_sql
 from memory_ext.store.interface import TRUTH_STORE_METHODS, Connection, StoreConflict, TruthStore
 from memory_ext.store.statements import sql_of
@@ -298,6 +299,29 @@ def test_the_queue_of_model_work(maya: MemoryEngine) -> None:
         assert [item[0] for item in store.queued(conn, 10, ns_id=ns_id)][:2] == [rids[1], rids[2]]
         store.drop_queue(conn, ns_id)
     assert store.pending(ns_id) == 0
+
+
+@covers("sparse_queued", "queue_sparse")
+def test_queue_sparse_flags_queued_turns_and_queues_the_others(store_target: StoreTarget) -> None:
+    """The store's part, with the hashing embedder: a turn record still queued for its vector gets the sparse
+    flag (so no batch in flight can drop it), the other turn records a sparse-only item; windows are left alone."""
+    with store_target.open(config={"ingest": {"background_indexing": False}}) as engine:
+        engine.add_turns(rules_turns(), "maya")
+        store = _store(engine)
+        ns_id = _ns(store)
+        turns = [t.record_rid or 0 for t in store.list_turns(ns_id)]
+        assert store.pending(ns_id) == 0 and not store.sparse_queued(store.reader(), ns_id)
+        with store.transaction("test") as conn:
+            store.enqueue(conn, ns_id, [(turns[0], int(Work.EMBED), 0)])
+            assert not store.sparse_queued(conn, ns_id)
+            store.queue_sparse(conn, ns_id, turns)
+        queued = {rid: (dense, sparse) for rid, _, dense, sparse in store.queued(store.reader(), 1000)}
+        assert queued == {turns[0]: (int(Work.EMBED), 1), **{rid: (0, 1) for rid in turns[1:]}}
+        assert store.sparse_queued(store.reader(), ns_id)
+        assert not store.sparse_queued(store.reader(), ns_id + 1000)  # another namespace's: none
+        with store.transaction("test") as conn:
+            store.queue_sparse(conn, ns_id, turns)  # idempotent
+        assert len(store.queued(store.reader(), 1000)) == len(turns)
 
 
 @covers("purge", "checkpoint", "purge_pending", "pending_targets")

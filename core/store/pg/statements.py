@@ -169,6 +169,8 @@ class PgStatements(Statements):
                           " IN ({marks})"),
             work_turns=("SELECT id, seq, record_rid FROM turns WHERE ns_id=%s AND id IN ({marks}) AND"
                         " record_rid IS NOT NULL"),
+            sparse_queued="SELECT EXISTS(SELECT 1 FROM index_queue WHERE ns_id=%s AND sparse=1)",
+            flag_sparse="UPDATE index_queue SET sparse=1 WHERE rid IN ({marks})",
         )
 
     @cached_property
@@ -594,6 +596,7 @@ class PgStatements(Statements):
             drop="DELETE FROM sparse_vectors WHERE ns_id=%s",
             generation="SELECT generation FROM namespaces WHERE ns_id=%s",
             rows_after="SELECT rid, idx, val FROM sparse_vectors WHERE ns_id=%s AND rid>%s ORDER BY rid",
+            any_row="SELECT EXISTS(SELECT 1 FROM sparse_vectors WHERE ns_id=%s)",
         )
 
     @cached_property

@@ -50,6 +50,10 @@ class QueueSql:
     work_turns: str
     """``{marks}`` template, ``(ns_id, *turn ids)`` -> ``id, seq, record_rid`` of those with a turn record (by the
     id index)."""
+    sparse_queued: str
+    """``(ns_id,)`` -> one row, true when a queued item of the namespace asks for a sparse encoding."""
+    flag_sparse: str
+    """``{marks}`` template, ``(*rids)``: those queued items get a sparse encoding too."""
 
 
 class QueueRepo(CommonStore):
@@ -68,6 +72,23 @@ class QueueRepo(CommonStore):
         """Queue ``(rid, dense, sparse)`` work items of the namespace (inside the write transaction)."""
         conn.executemany(sql_of(conn).queue.enqueue,
                          [(int(r), ns_id, int(d), int(s)) for r, d, s in items if d or s])
+
+    @staticmethod
+    def sparse_queued(conn: Connection, ns_id: int) -> bool:
+        """True when a queued item of the namespace asks for a sparse encoding."""
+        row = conn.execute(sql_of(conn).queue.sparse_queued, (ns_id,)).fetchone()
+        return bool(row and row[0])
+
+    def queue_sparse(self, conn: Connection, ns_id: int, rids: Sequence[int]) -> None:
+        """Queue a sparse encoding of the namespace's turn records ``rids`` (inside a write transaction): those
+        queued already get the flag, the others a work item of their own. The indexer keeps an item queued until
+        its flagged sparse encoding is written, so none is lost to a batch in flight."""
+        wanted = sorted({int(r) for r in rids})
+        queued = {item[0] for item in self.queued(conn, len(wanted), wanted)} if wanted else set()
+        sql = sql_of(conn)
+        for part in chunks(sorted(queued)):
+            conn.execute(sql.queue.flag_sparse.format(marks=sql.marks(len(part))), part)
+        self.enqueue(conn, ns_id, [(rid, 0, 1) for rid in wanted if rid not in queued])
 
     @staticmethod
     def dequeue(conn: Connection, rids: Sequence[int], ns_id: int | None = None) -> None:

@@ -163,6 +163,8 @@ class SqliteStatements(Statements):
                           " WHERE rid IN ({marks})"),
             work_turns=("SELECT id, seq, record_rid FROM turns WHERE +ns_id=? AND id IN ({marks})"
                         " AND record_rid IS NOT NULL"),
+            sparse_queued="SELECT EXISTS(SELECT 1 FROM index_queue WHERE ns_id=? AND sparse=1)",
+            flag_sparse="UPDATE index_queue SET sparse=1 WHERE rid IN ({marks})",
         )
 
     @cached_property
@@ -581,6 +583,7 @@ class SqliteStatements(Statements):
             drop="DELETE FROM sparse_vectors WHERE ns_id=?",
             generation="SELECT generation FROM namespaces WHERE ns_id=?",
             rows_after="SELECT rid, idx, val FROM sparse_vectors WHERE ns_id=? AND rid>? ORDER BY rid",
+            any_row="SELECT EXISTS(SELECT 1 FROM sparse_vectors WHERE ns_id=?)",
         )
 
     @cached_property

@@ -67,19 +67,47 @@ def _engine(tmp: Path, emb: _SparseHashing, config: dict | None = None) -> Memor
 def test_the_sparse_channel_serves_conversation_excerpts_only(tmp_path: Path) -> None:
     emb = _SparseHashing()
     with _engine(tmp_path, emb) as eng:
-        assert len(emb.sparse_calls) == 4  # the turns are encoded once, when they are written
+        assert emb.sparse_calls == []  # ingest.sparse_encodings: on_demand — nothing encoded at write
         eng.search("When did Bart see a fox?", "u", k=2, explain=True)
-        assert len(emb.sparse_calls) == 4  # a question: the channel does not run
+        assert emb.sparse_calls == []  # a question: the channel does not run, nor asks for encodings
         res = eng.search(EXCERPT, "u", k=2, explain=True)
         assert "fox" in res.items[0].text and "sparse" in res.items[0].channels
-        assert res.trace is None and not res.degraded
-        assert len(emb.sparse_calls) == 4 + 3  # only the three route texts are encoded at search time
+        assert res.trace is None and not res.degraded and res.pending == 0
+        # the first excerpt search had the four turns encoded (once), then its three route texts
+        assert len(emb.sparse_calls) == 4 + 3 and sorted(emb.sparse_calls[:4]) == sorted(
+            t.content for t in eng.get_turns("u"))
+        eng.search(EXCERPT.replace("foxes", "owls"), "u", k=2)
+        assert all(emb.sparse_calls.count(t.content) == 1 for t in eng.get_turns("u"))  # not encoded again
+        calls = len(emb.sparse_calls)
         eng.add_turns([Turn(role="user", content="Bart fed the ducks at the pond", timestamp=T0)], "u", wait=True)
-        assert len(emb.sparse_calls) == 8
+        assert emb.sparse_calls[calls:] == ["Bart fed the ducks at the pond"]  # from now on encoded at write
         receipt = eng.forget("u", record_ids=[res.items[0].id])
         assert receipt.turns == 1
         res = eng.search(EXCERPT, "u", k=4)
         assert all("fox" not in i.text for i in res.items)  # forgotten: its sparse vector is gone too
+
+
+def test_sparse_encodings_at_write_encodes_every_turn_when_it_is_written(tmp_path: Path) -> None:
+    emb = _SparseHashing()
+    with _engine(tmp_path, emb, {"ingest": {"sparse_encodings": "at_write"}}) as eng:
+        assert len(emb.sparse_calls) == 4
+        eng.search(EXCERPT, "u", k=2)
+        assert len(emb.sparse_calls) == 4 + 3  # only the route texts at search time
+
+
+def test_a_reader_that_cannot_make_the_encodings_says_what_its_sparse_channel_missed(tmp_path: Path) -> None:
+    emb = _SparseHashing()
+    with _engine(tmp_path, emb) as writer:  # only questions so far: no sparse encodings
+        with MemoryEngine.open(tmp_path / "s", embedder=emb, read_only=True) as reader:
+            res = reader.search(EXCERPT, "u", k=2)
+            assert res.items and "fox" in res.items[0].text  # the other channels still find it
+            assert any(w.startswith("sparse channel: 4 turn(s)") for w in res.warnings)
+            assert emb.sparse_calls == []  # a reader makes no encodings (and an empty index asks for none)
+        writer.search(EXCERPT, "u", k=2)  # the writer's first excerpt search makes them
+        with MemoryEngine.open(tmp_path / "s", embedder=emb, read_only=True) as reader:
+            res = reader.search(EXCERPT, "u", k=2)
+            assert not any(w.startswith("sparse channel") for w in res.warnings)
+            assert "sparse" in res.items[0].channels
 
 
 def test_sparse_enabled_false_removes_the_channel(tmp_path: Path) -> None:

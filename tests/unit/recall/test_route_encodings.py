@@ -111,6 +111,8 @@ class HangingBatch(BatchingHashing):
 
 
 def _engine(path: Path, embedder: SparseHashing, config: dict | None = None) -> MemoryEngine:
+    # the turns' sparse encodings at write, so that every encoding a search makes is one of its route texts'
+    config = {**(config or {}), "ingest": {**(config or {}).get("ingest", {}), "sparse_encodings": "at_write"}}
     eng = MemoryEngine.open(path, embedder=embedder, config=config)
     eng.add_turns([Turn(role="user", speaker="小明", content=m, timestamp=T0 + timedelta(days=i))
                    for i, m in enumerate(MEMORIES)], "xiaoming", wait=True)
