@@ -54,30 +54,36 @@ def dense_scores(cat: Catalog, hits: Hits) -> np.ndarray:
     dense[pos[ok]] = hits.scores[ok]
     if hits.fill is not None:
         dense[np.isnan(dense)] = hits.fill
-    for code in np.unique(cat.kind):
-        mask = cat.kind == code
-        missing = mask & np.isnan(dense)
+    for _, idx in cat.kind_groups():
+        values = dense[idx]
+        missing = np.isnan(values)
         if missing.any():
-            known = dense[mask & ~np.isnan(dense)]
-            dense[missing] = known.min() if known.size else 0.0
+            known = values[~missing]
+            dense[idx[missing]] = known.min() if known.size else 0.0
     return dense
 
 
-def standardize(values: np.ndarray, groups: np.ndarray, like: dict[int, int] | None = None) -> np.ndarray:
-    """z-scores of ``values`` within each group (a constant group gives zeros).
+def standardize(values: np.ndarray, groups: np.ndarray | Sequence[tuple[int, np.ndarray]],
+                like: dict[int, int] | None = None) -> np.ndarray:
+    """z-scores of ``values`` within each group (a constant group gives zeros). ``groups``: a group code per
+    value, or ``(code, positions)`` pairs (:meth:`~memory_ext.store.catalog.Catalog.kind_groups`).
 
     ``like`` maps a group to the group whose mean and deviation it borrows: derived records (a handful per
     namespace, sentences like turns) are measured on the turns' scale instead of on their own few scores.
+
+    >>> standardize(np.array([1.0, 3.0, 5.0, 5.0]), np.array([0, 0, 1, 1])).tolist()
+    [-1.0, 1.0, 0.0, 0.0]
     """
+    if isinstance(groups, np.ndarray):
+        groups = [(int(code), np.flatnonzero(groups == code)) for code in np.unique(groups)]
     out = np.zeros_like(values, dtype=np.float64)
     stats = {}
-    for code in np.unique(groups):
-        v = values[groups == code]
-        stats[int(code)] = (v.mean(), v.std())
-    for code in np.unique(groups):
-        mask = groups == code
-        mean, sd = stats.get((like or {}).get(int(code), int(code)), stats[int(code)])
-        out[mask] = (values[mask] - mean) / sd if sd > 0 else 0.0
+    for code, idx in groups:
+        v = values[idx]
+        stats[code] = (v.mean(), v.std())
+    for code, idx in groups:
+        mean, sd = stats.get((like or {}).get(code, code), stats[code])
+        out[idx] = (values[idx] - mean) / sd if sd > 0 else 0.0
     return out
 
 
@@ -125,7 +131,7 @@ def rank_turns(cat: Catalog, hits: Mapping[str, Hits], weights: Mapping[str, flo
     fused = np.zeros(n)
     for name, h in hits.items():
         raw[name] = dense_scores(cat, h)
-        zs[name] = standardize(raw[name], cat.kind, LIKE_TURNS)
+        zs[name] = standardize(raw[name], cat.kind_groups(), LIKE_TURNS)
         if channel_kinds and name in channel_kinds:  # a channel counts only for the records it serves
             zs[name] = np.where(channel_kinds[name], zs[name], 0.0)
         fused += float(weights.get(name, 1.0)) * zs[name]

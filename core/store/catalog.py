@@ -66,8 +66,22 @@ class Catalog:
     session_codes: dict[str | None, int] = field(default_factory=dict)
     speaker_codes: dict[str | None, int] = field(default_factory=dict)
 
+    _groups: tuple[np.ndarray, list[tuple[int, np.ndarray]]] | None = field(default=None, repr=False,
+                                                                           compare=False)
+
     def __len__(self) -> int:
         return int(self.rids.size)
+
+    def kind_groups(self) -> list[tuple[int, np.ndarray]]:
+        """``(kind code, positions of that kind)`` for each kind present, by code; computed once per state of the
+        catalog (an append replaces ``kind``, which makes it compute them again). Every route's z-scores use them.
+        """
+        cached = self._groups
+        if cached is None or cached[0] is not self.kind:
+            kind = self.kind
+            cached = (kind, [(int(code), np.flatnonzero(kind == code)) for code in np.unique(kind)])
+            self._groups = cached
+        return cached[1]
 
     def pos_of(self, rids: np.ndarray) -> np.ndarray:
         """Positions of ``rids`` (rids are ascending); -1 for rids the catalog does not hold."""
