@@ -615,11 +615,18 @@ class E5Numpy:
                 PASS_GATE.checkpoint()  # (the product is about half of a chunk's time)
                 c = len(pre)
                 if k < n and n % _SAE_BLOCK == 0 and k <= n // _SAE_BLOCK:
-                    block_max = pre.reshape(c, n // _SAE_BLOCK, _SAE_BLOCK).max(axis=2)
+                    blocks = pre.reshape(c, n // _SAE_BLOCK, _SAE_BLOCK)
+                    block_max = blocks.max(axis=2)
                     bound = np.partition(block_max, -k, axis=1)[:, -k]  # <= the row's k-th value
                     # ReLU: values below 0 never count, so no candidate needs to be below it
-                    rows, feats = np.nonzero(pre >= np.maximum(bound, 0.0)[:, None])
-                    vals = pre[rows, feats]
+                    floor = np.maximum(bound, 0.0)
+                    # only a block whose maximum reaches the bound holds candidates: compare inside those (about
+                    # k of 256 per token) and list the candidates by row, then feature, as over the whole row
+                    b_rows, b_ids = np.nonzero(block_max >= floor[:, None])
+                    inside = blocks[b_rows, b_ids]
+                    hit, col = np.nonzero(inside >= floor[b_rows][:, None])
+                    rows, feats = b_rows[hit], b_ids[hit] * _SAE_BLOCK + col
+                    vals = inside[hit, col]
                     order = np.lexsort((-vals, rows))  # by row, highest first
                     rows, feats, vals = rows[order], feats[order], vals[order]
                     starts = np.searchsorted(rows, np.arange(c))
