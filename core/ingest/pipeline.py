@@ -190,6 +190,7 @@ class WritePipeline:
         self._config = config
         self._embedder = embedder
         self._indexes = tuple(indexes)
+        self._sparse_index = next((i for i in self._indexes if isinstance(i, SparseIndex)), None)
         self._vector = vector
         self._graph = graph
         self._time = time
@@ -246,7 +247,7 @@ class WritePipeline:
         on_demand`` and no excerpt search has asked the namespace for them)."""
         if self._config.ingest.sparse_encodings != "on_demand":
             return False
-        index = next((i for i in self._indexes if isinstance(i, SparseIndex)), None)
+        index = self._sparse_index
         return not ((index is not None and index.has_rows(conn, ns_id)) or self._store.sparse_queued(conn, ns_id))
 
     def settle_search(self, ns_id: int, wait_s: float, *, sparse: Sequence[int] = ()) -> tuple[int, float | None]:

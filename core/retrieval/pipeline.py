@@ -102,7 +102,7 @@ class ReadPipeline:
         index = getattr(self.channels.context, "sparse_index", None)
         if "sparse" not in self.channels.recallers or index is None:
             return []
-        turns = cat.rids[cat.kind == KIND_CODES["turn"]]
+        turns = cat.rids[dict(cat.kind_groups()).get(KIND_CODES["turn"], np.zeros(0, np.int64))]
         encoded = index.matrix(self.store.reader(), ns_id).rids
         return [int(r) for r in (turns if encoded.size == 0 else np.setdiff1d(turns, encoded, assume_unique=True))]
 
