@@ -10,6 +10,12 @@ each run once, and reads off
   (``turns="own"``),
 - each turn's sparse encoding: the SAE head over the tokens of its text (the turn without the speaker prefix).
 
+With ``sentence_weight`` above 0 (``ingest.sentence_vectors``), each turn's vector also takes in its sentences: every
+sentence of its text (a trailing bracketed note such as an image caption is one of its own), with the turn's
+speaker prefix, is encoded on its own, and the turn's vector becomes the normalised ``context + weight * mean``
+of them. A pooled vector of a turn that says several things is near none of them; its sentences' vectors keep
+each one findable.
+
 A run starts again (two turns back) when it would pass ``max_turns``, so every window sees its neighbours. Turns
 that belong to no window in the batch (the newest turn of a namespace waits for its successor before it gets
 one) are encoded on their own.
@@ -21,6 +27,7 @@ one) are encoded on their own.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,8 +35,31 @@ from typing import Any
 import numpy as np
 
 from ..embed import SegmentEmbedder
+from .turns import sentences_of
 
-__all__ = ["ContextResult", "encode_in_context", "plan_runs"]
+__all__ = ["ContextResult", "encode_in_context", "plan_runs", "sentence_pieces"]
+
+_NOTE = re.compile(r"\s*(\[[^\[\]]+\])\s*$")
+
+
+def sentence_pieces(index_text: str, text: str) -> list[str]:
+    """The texts a turn's sentence vectors are made of: each sentence of ``text`` (a trailing bracketed note,
+    such as ``[image: a dog on a beach]``, one of its own), behind the speaker prefix ``index_text`` puts before
+    ``text``.
+
+    >>> text = "I moved to Lisbon. I love it! [image: a tram]"
+    >>> sentence_pieces("Maya: " + text, text)
+    ['Maya: I moved to Lisbon.', 'Maya: I love it!', 'Maya: [image: a tram]']
+    """
+    prefix = index_text[: len(index_text) - len(text)] if text and index_text.endswith(text) else ""
+    body, note = text, None
+    match = _NOTE.search(body)
+    if match and match.start() > 0:
+        note, body = match.group(1), body[: match.start()]
+    parts = sentences_of(body) or ([body.strip()] if body.strip() else [])
+    if note:
+        parts.append(note)
+    return [prefix + part.strip() for part in parts]
 
 
 def plan_runs(windows: Sequence[Sequence[int]], max_turns: int) -> list[list[int]]:
@@ -57,6 +87,8 @@ class ContextResult:
 
     dense: dict[int, np.ndarray] = field(default_factory=dict)
     sparse: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    sentences: dict[int, np.ndarray] = field(default_factory=dict)
+    """Turn rid -> the mean of its sentences' vectors (with ``sentence_weight``; folded into ``dense``)."""
 
 
 def _unit(v: np.ndarray) -> np.ndarray:
@@ -67,7 +99,7 @@ def _unit(v: np.ndarray) -> np.ndarray:
 def encode_in_context(embedder: SegmentEmbedder, *, windows: dict[int, list[int]],
                       turns: dict[int, tuple[str, str]], want_dense: set[int], want_sparse: set[int],
                       sparse_fn: Callable[[list[str]], list[tuple[np.ndarray, np.ndarray]]] | None = None,
-                      max_turns: int = 3,
+                      max_turns: int = 3, sentence_weight: float = 0.0,
                       map_fn: Callable[[Callable[[Any], ContextResult], list[Any]], list[ContextResult]] | None = None
                       ) -> ContextResult:
     """Encode ``windows`` (window rid -> member turn rids in order) and the turns of ``want_dense`` (turn rids),
@@ -81,7 +113,8 @@ def encode_in_context(embedder: SegmentEmbedder, *, windows: dict[int, list[int]
     A turn's vector is the mean of its tokens in the pass where it has the most context (its own window); a turn
     in no window of the batch is embedded alone. ``map_fn`` (like ``ThreadPoolExecutor.map``) runs the work as
     two jobs of about equal size (half the runs, half the sparse encodings and lone turns each): numpy and the C
-    engine release the GIL, so the jobs share the cores."""
+    engine release the GIL, so the jobs share the cores. ``sentence_weight`` above 0 mixes the mean of each
+    turn's sentence vectors (:func:`sentence_pieces`, encoded in the same two jobs) into its vector."""
     exact = max_turns <= 3
     runs = [list(m) for m in windows.values()] if exact else plan_runs(list(windows.values()), max_turns)
     home: dict[int, tuple[int, int, int]] = {}  # turn rid -> (run, position, margin): where it has most context
@@ -110,9 +143,20 @@ def encode_in_context(embedder: SegmentEmbedder, *, windows: dict[int, list[int]
                 res.dense[rid] = _unit(encoded[r].mean([pos]))
         return res
 
-    def side_job(part: tuple[list[int], list[int]]) -> ContextResult:
-        lone, sparse_rids = part
+    pieces = {rid: sentence_pieces(*turns[rid]) for rid in sorted(want_dense)} if sentence_weight > 0 else {}
+
+    def side_job(part: tuple[list[int], list[int], list[int]]) -> ContextResult:
+        lone, sparse_rids, sentence_rids = part
         res = ContextResult()
+        texts = [p for rid in sentence_rids for p in pieces[rid]]
+        if texts:
+            vecs = np.asarray(embedder.embed_documents(texts), dtype=np.float32)
+            at = 0
+            for rid in sentence_rids:
+                n = len(pieces[rid])
+                if n:
+                    res.sentences[rid] = vecs[at: at + n].mean(axis=0)
+                at += n
         if lone:
             vecs = embedder.embed_documents([turns[rid][0] for rid in lone])
             res.dense.update((rid, _unit(np.asarray(v, dtype=np.float32))) for rid, v in zip(lone, vecs, strict=True))
@@ -120,15 +164,16 @@ def encode_in_context(embedder: SegmentEmbedder, *, windows: dict[int, list[int]
             res.sparse.update(zip(sparse_rids, sparse_fn([turns[r][1] for r in sparse_rids]), strict=True))
         return res
 
-    def job(part: tuple[list[int], list[int], list[int]]) -> ContextResult:
-        rs, lone, sparse_rids = part
+    def job(part: tuple[list[int], list[int], list[int], list[int]]) -> ContextResult:
+        rs, lone, sparse_rids, sentence_rids = part
         res = run_job(rs) if rs else ContextResult()
-        side = side_job((lone, sparse_rids))
+        side = side_job((lone, sparse_rids, sentence_rids))
         res.dense.update(side.dense)
         res.sparse.update(side.sparse)
+        res.sentences.update(side.sentences)
         return res
 
-    # two jobs of about equal work: half the runs (by text) and half the sparse encodings and lone turns each
+    # two jobs of about equal work: half the runs (by text), half the sparse encodings, lone turns and sentences
     sizes = [sum(len(turns[rid][0]) for rid in run) for run in runs]
     half, acc, cut = sum(sizes) / 2, 0, len(runs)
     for i, size in enumerate(sizes):
@@ -137,12 +182,17 @@ def encode_in_context(embedder: SegmentEmbedder, *, windows: dict[int, list[int]
             cut = i + 1
             break
     sparse_rids = sorted(want_sparse) if sparse_fn is not None else []
-    parts = [(list(range(cut)), alone[::2], sparse_rids[::2]),
-             (list(range(cut, len(runs))), alone[1::2], sparse_rids[1::2])]
+    sentence_rids = sorted(pieces)
+    parts = [(list(range(cut)), alone[::2], sparse_rids[::2], sentence_rids[::2]),
+             (list(range(cut, len(runs))), alone[1::2], sparse_rids[1::2], sentence_rids[1::2])]
     jobs = [p for p in parts if any(p)]
     results = list(map_fn(job, jobs)) if map_fn is not None and len(jobs) > 1 else [job(p) for p in jobs]
     out = ContextResult()
     for res in results:
         out.dense.update(res.dense)
         out.sparse.update(res.sparse)
+        out.sentences.update(res.sentences)
+    for rid, mean in out.sentences.items():
+        if rid in out.dense:
+            out.dense[rid] = _unit(out.dense[rid] + sentence_weight * mean)
     return out

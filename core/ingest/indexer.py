@@ -144,7 +144,7 @@ class Indexer:
 
     def __init__(self, store: TruthStore, embedder: Embedder | None, indexes: Sequence[DerivedIndex], *,
                  vectors: bool, sparse: bool, batch: int = 64, threads: int = 2, background: bool = True,
-                 window_vectors: str = "context") -> None:
+                 window_vectors: str = "context", sentence_weight: float = 0.0) -> None:
         self._store = store
         self._embedder = embedder
         self._indexes = tuple(indexes)
@@ -155,6 +155,7 @@ class Indexer:
         # with an embedder that shows its token states, turns, windows and sparse encodings share passes
         self._context = window_vectors in ("embed", "context") and isinstance(embedder, SegmentEmbedder)
         self._run_turns = 8 if window_vectors == "context" else 3
+        self._sentence_weight = sentence_weight
         self.background = background
         self._cond = threading.Condition()
         self._drain_lock = threading.Lock()
@@ -396,7 +397,8 @@ class Indexer:
         result = encode_in_context(embedder, windows=windows, turns=texts,
                                    want_dense={r for r in turn_rids if r in wanted},
                                    want_sparse={r for r in to_sparse if r in turn_rids}, sparse_fn=sparse_fn,
-                                   max_turns=self._run_turns, map_fn=map_fn)
+                                   max_turns=self._run_turns, sentence_weight=self._sentence_weight,
+                                   map_fn=map_fn)
         dense = result.dense
         rest = others + [w for w in all_windows if w not in dense]
         if rest:

@@ -11,7 +11,7 @@ import pytest
 
 from memory_ext import Turn
 from memory_ext.embed import HashingEmbedder, SegmentEmbedder
-from memory_ext.ingest.contextual import encode_in_context, plan_runs
+from memory_ext.ingest.contextual import encode_in_context, plan_runs, sentence_pieces
 
 CHAT = [
     ("Caroline", "I went to a LGBTQ support group yesterday and it was so powerful."),
@@ -181,3 +181,63 @@ def test_engine_indexes_turns_with_their_windows(store_target, batch: int, mode:
                 words = [emb._word(x.lower()) for x in [*text.split()]]
                 expected = _unit(np.mean([emb._word("passage:"), *words], axis=0))
                 assert np.allclose(vectors[rid], expected, atol=1e-5)
+
+
+def test_sentence_pieces_keep_the_speaker_and_split_a_trailing_note() -> None:
+    assert sentence_pieces("Maya: I moved to Lisbon. I love it! [image: a tram]",
+                           "I moved to Lisbon. I love it! [image: a tram]") == \
+        ["Maya: I moved to Lisbon.", "Maya: I love it!", "Maya: [image: a tram]"]
+    assert sentence_pieces("杰克: 我很难过。今天下雨了！", "我很难过。今天下雨了！") == \
+        ["杰克: 我很难过。", "杰克: 今天下雨了！"]
+    assert sentence_pieces("Maya: hi there", "hi there") == ["Maya: hi there"]  # one sentence: the turn's text
+    assert sentence_pieces("[image: a tram]", "[image: a tram]") == ["[image: a tram]"]  # a note alone stays whole
+    assert sentence_pieces("Maya: ", "") == []
+
+
+@pytest.mark.parametrize("max_turns", [3, 8])
+def test_sentence_vectors_mix_each_turns_sentences_into_its_vector(max_turns: int) -> None:
+    """With a weight, a turn's vector is ``unit(turn + weight * mean(sentence vectors))``; windows keep theirs,
+    and the sentences are encoded in the two jobs (not after them), with the same result either way."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    chat = [(s, f"{t} {CHAT[(i + 3) % len(CHAT)][1]}") for i, (s, t) in enumerate(CHAT)]  # two sentences each
+    turns = {i + 1: (f"{s}: {t}", t) for i, (s, t) in enumerate(chat)}
+    windows = {100 + c: [c - 1, c, c + 1] for c in range(2, 10)}
+    plain = encode_in_context(WordStatesEmbedder(), windows=windows, turns=turns, want_dense=set(turns),
+                              want_sparse=set(), max_turns=max_turns)
+    emb = WordStatesEmbedder()
+    with ThreadPoolExecutor(2) as pool:
+        mixed = encode_in_context(emb, windows=windows, turns=turns, want_dense=set(turns), want_sparse=set(),
+                                  max_turns=max_turns, sentence_weight=2.0, map_fn=pool.map)
+    for w in windows:
+        assert np.allclose(mixed.dense[w], plain.dense[w], atol=1e-6)
+    for rid, (index_text, text) in turns.items():
+        pieces = sentence_pieces(index_text, text)
+        assert len(pieces) >= 2 and all(p.startswith(index_text.split(":")[0] + ": ") for p in pieces)
+        expected = _unit(plain.dense[rid] + 2.0 * np.mean(WordStatesEmbedder().embed_documents(pieces), axis=0))
+        assert np.allclose(mixed.dense[rid], expected, atol=1e-6)
+        assert not np.allclose(mixed.dense[rid], plain.dense[rid], atol=1e-3)
+    # every sentence once, in the jobs' passes
+    runs = len(windows) if max_turns == 3 else len(plan_runs(list(windows.values()), max_turns))
+    assert sum(emb.encode_calls) == runs + sum(len(sentence_pieces(*t)) for t in turns.values())
+
+
+def test_engine_stores_sentence_mixed_turn_vectors(store_target) -> None:
+    """``ingest.sentence_vectors`` reaches the indexer: on SQLite and PostgreSQL alike, a stored turn vector is
+    its pooled tokens mixed with its sentences' vectors (the fake pools words without context)."""
+    emb = WordStatesEmbedder()
+    weight = 1.5
+    with store_target.open({"ingest": {"sentence_vectors": weight}}, embedder=emb) as engine:
+        engine.add_turns([Turn(role="user", speaker=s, content=f"{t} Bye for now.", session_id="s1")
+                          for s, t in CHAT[:5]], namespace="u1", wait=True)
+        store = engine._store
+        rows = store.reader().execute("SELECT r.rid, r.index_text, r.text FROM records r WHERE r.kind = 'turn'"
+                                      ).fetchall()
+        vectors = store.stored_vectors(store.reader(), [r[0] for r in rows])
+    assert len(rows) == 5
+    for rid, index_text, text in rows:
+        pooled = _unit(np.mean([emb._word(x.lower()) for x in index_text.split()], axis=0))  # in its run
+        pieces = sentence_pieces(index_text, text)
+        assert pieces[-1].endswith(": Bye for now.")
+        expected = _unit(pooled + weight * np.mean(emb.embed_documents(pieces), axis=0))
+        assert np.allclose(vectors[rid], expected, atol=1e-5)
