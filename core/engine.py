@@ -30,6 +30,7 @@ from .assembly import (
     build_planner_and_reranker,
     open_store,
     validate_config,
+    with_embedder_defaults,
 )
 from .blas import limit_blas_threads
 from .config import EngineConfig
@@ -69,6 +70,7 @@ class MemoryEngine:
     def __init__(self, store: TruthStore, config: EngineConfig, embedder: Embedder | None,
                  embedder_warning: str | None, llm: LLM | None = None, reranker: Reranker | None = None) -> None:
         self._store = store
+        config = with_embedder_defaults(config, embedder)
         planner, reranker = build_planner_and_reranker(config, llm, reranker)
         self.config = config
         self.embedder = embedder

@@ -222,7 +222,8 @@ def _engine_config(backend: str, config_path: str | None, server_port: int | Non
     from ..config import EngineConfig
 
     base = EngineConfig.from_file(config_path) if config_path else EngineConfig()
-    data = base.model_dump()
+    data = base.model_dump(exclude_unset=True)  # unset: the defaults that follow the embedder stay defaults
+    data.setdefault("storage", {})
     if backend == "postgres":
         data["storage"].update({"backend": "postgres", "vector_backend": "pgvector", "postgres_schema": schema})
     elif backend == "chroma":

@@ -37,7 +37,7 @@ import numpy as np
 from ..embed import SegmentEmbedder
 from .turns import sentences_of
 
-__all__ = ["ContextResult", "encode_in_context", "plan_runs", "sentence_pieces"]
+__all__ = ["ContextResult", "encode_in_context", "plan_runs", "sentence_mixed", "sentence_pieces"]
 
 _NOTE = re.compile(r"\s*(\[[^\[\]]+\])\s*$")
 
@@ -196,3 +196,9 @@ def encode_in_context(embedder: SegmentEmbedder, *, windows: dict[int, list[int]
         if rid in out.dense:
             out.dense[rid] = _unit(out.dense[rid] + sentence_weight * mean)
     return out
+
+
+def sentence_mixed(window_vectors: str, sentence_weight: float, embedder: object) -> bool:
+    """Whether the indexer mixes each turn's sentences into its vector: an embedder that shows its token states,
+    ``ingest.window_vectors`` ``context`` or ``embed`` and ``ingest.sentence_vectors`` above 0."""
+    return sentence_weight > 0 and window_vectors in ("context", "embed") and isinstance(embedder, SegmentEmbedder)

@@ -3,7 +3,7 @@
 With an embedder whose cosines were calibrated (the default e5, :data:`COSINE_EMBEDDERS`), for each returned
 item::
 
-    relevance = max(sigmoid((cosine - COSINE_MIDPOINT) / COSINE_SCALE + COVERAGE_LOGIT * coverage),
+    relevance = max(sigmoid((cosine - midpoint) / scale + coverage_logit * coverage),
                     COVERAGE_WEIGHT * coverage ** 2)
 
 * ``cosine``: the similarity of the query's and the item's own e5 vectors (the main route's vector channel
@@ -14,9 +14,11 @@ item::
 The constants are a logistic regression of rank-1 gold items against off-topic results (``memext bench
 calibration --fit``: stores of 3, 10 and 50 turns sampled from the two LoCoMo dev conversations, and the full
 ones; every size and class weighing the same, so 0.5 is where a result is as likely an answer as an off-topic
-one), fitted on both conversations; fitted leave-one-conversation-out, a threshold of 0.5 kept 92-100 % of the
-rank-1 gold and dropped 88-100 % of the off-topic results of the left-out conversation at every size
-(docs/benchmarks.md, "Issue 25").
+one), fitted on both conversations, once for each kind of turn vector (:func:`cosine_calibration`):
+sentence-mixed (:data:`SENTENCE_MIXED`, ``ingest.sentence_vectors`` 2, the default; they lie closer to their
+questions) and the turns' own (:data:`TURN_VECTORS`). Fitted leave-one-conversation-out, a threshold of 0.5 kept
+93-100 % of the rank-1 gold and dropped 85-100 % of the off-topic results of the left-out conversation at every
+size with the mixed vectors (92-100 % and 88-100 % with the turns' own; docs/benchmarks.md, "Issue 25").
 
 Without calibrated cosines (the ``hashing`` embedder, a custom one, vectors switched off) the score comes from the
 item's fused score instead, as before::
@@ -45,6 +47,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -54,8 +57,9 @@ from ..text import tokenize
 if TYPE_CHECKING:
     from ..recall.base import Hits
 
-__all__ = ["COSINE_MIDPOINT", "COSINE_SCALE", "COVERAGE_LOGIT", "COVERAGE_WEIGHT", "ZSCORE_MIDPOINT", "ZSCORE_SCALE",
-           "bounded_scores", "cosine_relevance", "coverage", "item_cosines", "relevance"]
+__all__ = ["COSINE_MIDPOINT", "COSINE_SCALE", "COVERAGE_LOGIT", "COVERAGE_WEIGHT", "SENTENCE_MIXED", "TURN_VECTORS",
+           "ZSCORE_MIDPOINT", "ZSCORE_SCALE", "CosineCalibration", "bounded_scores", "cosine_calibration",
+           "cosine_relevance", "coverage", "item_cosines", "relevance"]
 
 ZSCORE_MIDPOINT = 10.0
 """The fused z-score sum that maps to 0.5."""
@@ -67,12 +71,37 @@ COVERAGE_WEIGHT = 0.9
 
 COSINE_EMBEDDERS = ("e5-small-",)
 """Embedder id prefixes whose cosines the absolute calibration was fitted for."""
-COSINE_MIDPOINT = 0.819
-"""The e5 cosine (query vs the item's own turn) that maps to 0.5 when no query word is covered."""
-COSINE_SCALE = 0.0168
-"""How many cosine units move the relevance by one logit."""
-COVERAGE_LOGIT = 4.87
-"""Logits added by a query whose words the item covers completely (proportionally for a part)."""
+
+
+@dataclass(frozen=True)
+class CosineCalibration:
+    """The constants of ``sigmoid((cosine - midpoint) / scale + coverage_logit * coverage)``."""
+
+    midpoint: float
+    """The e5 cosine (query vs the item's own turn) that maps to 0.5 when no query word is covered."""
+    scale: float
+    """How many cosine units move the relevance by one logit."""
+    coverage_logit: float
+    """Logits added by a query whose words the item covers completely (proportionally for a part)."""
+
+
+TURN_VECTORS = CosineCalibration(midpoint=0.819, scale=0.0168, coverage_logit=4.87)
+"""Fitted for turns whose vector is the turn's own (``ingest.sentence_vectors`` 0)."""
+SENTENCE_MIXED = CosineCalibration(midpoint=0.8387, scale=0.0152, coverage_logit=4.29)
+"""Fitted for turn vectors mixed with their sentences' (``ingest.sentence_vectors`` 2, the default): they lie
+closer to their questions, so the midpoint is higher."""
+COSINE_MIDPOINT, COSINE_SCALE, COVERAGE_LOGIT = (SENTENCE_MIXED.midpoint, SENTENCE_MIXED.scale,
+                                                  SENTENCE_MIXED.coverage_logit)
+"""The default configuration's constants (:data:`SENTENCE_MIXED`)."""
+
+
+def cosine_calibration(mixed: bool) -> CosineCalibration:
+    """The constants fitted for sentence-mixed turn vectors (``mixed``) or for the turns' own vectors.
+
+    >>> cosine_calibration(False) is TURN_VECTORS, cosine_calibration(True) is SENTENCE_MIXED
+    (True, True)
+    """
+    return SENTENCE_MIXED if mixed else TURN_VECTORS
 
 
 def item_cosines(hits: Hits | None, rids: Sequence[int], embedder_id: str | None) -> list[float] | None:
@@ -90,9 +119,9 @@ def item_cosines(hits: Hits | None, rids: Sequence[int], embedder_id: str | None
     return [float(sorted_scores[p]) if ok else floor for p, ok in zip(pos.tolist(), found.tolist(), strict=True)]
 
 
-def cosine_relevance(cosine: float, cover: float) -> float:
+def cosine_relevance(cosine: float, cover: float, calibration: CosineCalibration = SENTENCE_MIXED) -> float:
     """The absolute relevance of one item from its cosine and the query coverage of its text."""
-    x = (cosine - COSINE_MIDPOINT) / COSINE_SCALE + COVERAGE_LOGIT * cover
+    x = (cosine - calibration.midpoint) / calibration.scale + calibration.coverage_logit * cover
     return 1.0 / (1.0 + math.exp(-x)) if x >= -700 else 0.0
 
 
@@ -115,13 +144,15 @@ def coverage(query_words: set[str], text: str) -> float:
 
 def bounded_scores(fused: Sequence[float], *, texts: Sequence[str] | None = None, query: str | None = None,
                    fusion: str = "zscore", rrf_max: float = 1.0,
-                   cosines: Sequence[float] | None = None) -> list[float]:
+                   cosines: Sequence[float] | None = None,
+                   calibration: CosineCalibration = SENTENCE_MIXED) -> list[float]:
     """The relevance of each item of a ranked list (see the module docstring), raised to the best one below it
     so that it never increases with rank."""
     words = set(tokenize(query)) if query and texts is not None else set()
     covers = [coverage(words, t) for t in texts] if words and texts is not None else None
     if cosines is not None:
-        out = [cosine_relevance(c, v) for c, v in zip(cosines, covers or [0.0] * len(cosines), strict=True)]
+        out = [cosine_relevance(c, v, calibration)
+               for c, v in zip(cosines, covers or [0.0] * len(cosines), strict=True)]
     else:
         out = [relevance(value, fusion=fusion, rrf_max=rrf_max) for value in fused]
     if covers is not None:

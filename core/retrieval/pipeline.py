@@ -16,12 +16,13 @@ import numpy as np
 
 from ..config import EngineConfig
 from ..e5_numpy import PASS_GATE
+from ..ingest.contextual import sentence_mixed
 from ..models import ActionState, ChannelError, Namespace, RetrievedItem, RouteGoal, SearchPlan, SearchResult
 from ..plan.expand import expand_plan
 from ..plan.heuristic import plan_search
 from ..plan.llm_planner import Planner
 from ..plan.strategy import strategy_for
-from ..rank.calibration import bounded_scores, item_cosines
+from ..rank.calibration import bounded_scores, cosine_calibration, item_cosines
 from ..rank.rerank import Reranker
 from ..recall.channels import ChannelSet
 from ..store.catalog import KIND_CODES, Catalog, RecordCatalog
@@ -83,6 +84,10 @@ class ReadPipeline:
         self.embedder_warning = embedder_warning
         self.settle = settle
         self.fusion: Fusion = fusion_for(config.recall.fusion, rrf_k=config.recall.rrf_k)
+        self._calibration = cosine_calibration(sentence_mixed(
+            config.ingest.window_vectors, config.ingest.sentence_vectors,
+            getattr(channels.context, "embedder", None)))
+        """The cosine constants of the item scores: fitted for sentence-mixed turn vectors or the turns' own."""
 
     def search(self, query: str, namespace: Namespace | str, *, k: int = 10,
                filters: Mapping[str, Any] | None = None,
@@ -136,7 +141,8 @@ class ReadPipeline:
         fused_values, best = self.fusion.fused_values(cat, total, top, pool_rids, pool_scores, scored,
                                                       self.config.recall.channel_weights)
         return bounded_scores(fused_values, texts=[record.text if record is not None else ""], query=request.query,
-                              fusion=self.fusion.name, rrf_max=best, cosines=self._cosines(recalled, top))[0]
+                              fusion=self.fusion.name, rrf_max=best, cosines=self._cosines(recalled, top),
+                              calibration=self._calibration)[0]
 
     def _bounded(self, hydrated: Hydrated, cat: Catalog, total: np.ndarray, pool_scores: Sequence[float],
                  pool_rids: Sequence[int], scored: RouteScores, request: SearchRequest, recalled: Recalled, *,
@@ -146,7 +152,8 @@ class ReadPipeline:
                                                       self.config.recall.channel_weights)
         cosines = self._cosines(recalled, hydrated.rids)
         bounded = bounded_scores(fused_values, texts=[i.text for i in hydrated.items], query=request.query,
-                                 fusion=self.fusion.name, rrf_max=best, cosines=cosines)
+                                 fusion=self.fusion.name, rrf_max=best, cosines=cosines,
+                                 calibration=self._calibration)
         out = []
         for n, (rid, item, fused_value, score) in enumerate(
                 zip(hydrated.rids, hydrated.items, fused_values, bounded, strict=True)):

@@ -116,7 +116,7 @@ class StoreLocation:
     def engine_config(self, base: EngineConfig) -> EngineConfig:
         """``base`` with the storage keys that open this location (numpy vectors on SQLite, pgvector on
         PostgreSQL: what the verification searches compare)."""
-        data = base.model_dump()
+        data = base.model_dump(exclude_unset=True)  # unset: the defaults that follow the embedder stay defaults
         storage = dict(data.get("storage", {}))
         if self.backend == "sqlite":
             storage.update(backend="sqlite", vector_backend="numpy")
@@ -772,7 +772,7 @@ def _create_index_tables(store: TruthStore, loc: StoreLocation, cfg: EngineConfi
     """Every derived index's tables on the new target (as an engine's open makes them; vectors apart)."""
     from ..assembly import build_indexes
 
-    target_cfg = loc.engine_config(cfg).model_dump()
+    target_cfg = loc.engine_config(cfg).model_dump(exclude_unset=True)
     target_cfg["globals"] = {**target_cfg.get("globals", {}), "vector_enabled": False}
     target_cfg["storage"]["vector_backend"] = "numpy"
     build_indexes(EngineConfig.coerce(target_cfg), store, None)

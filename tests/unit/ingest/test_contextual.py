@@ -154,7 +154,8 @@ def test_engine_indexes_turns_with_their_windows(store_target, batch: int, mode:
     """Each batch takes the queued windows of its turns along (a write queues every turn before the windows), so
     a turn and its window come out of one pass, on SQLite and on PostgreSQL alike."""
     emb = WordStatesEmbedder()
-    cfg = {"ingest": {"window_vectors": mode, "indexer_batch": batch}}
+    # sentence passes off: this counts the window passes (the sentence-mixed vectors have their own test below)
+    cfg = {"ingest": {"window_vectors": mode, "indexer_batch": batch, "sentence_vectors": 0.0}}
     with store_target.open(cfg, embedder=emb) as engine:
         for i in range(0, len(CHAT), 4):  # several writes: windows span them
             engine.add_turns([Turn(role="user", speaker=s, content=t, session_id="s1") for s, t in CHAT[i:i + 4]],

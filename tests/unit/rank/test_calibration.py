@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from memory_ext import MemoryEngine
 from memory_ext.rank.calibration import bounded_scores, cosine_relevance, item_cosines
@@ -44,15 +45,18 @@ def _scores(engine: MemoryEngine, query: str) -> dict[str, float]:
     return {i.text: i.score for i in engine.search(query, "maya", k=20).items}
 
 
-def test_a_memory_scores_alike_in_a_three_memory_store_and_a_bigger_one(tmp_path: Path) -> None:
+@pytest.mark.parametrize("config", [None, {"ingest": {"sentence_vectors": 0}}], ids=["sentence-mixed", "turn-only"])
+def test_a_memory_scores_alike_in_a_three_memory_store_and_a_bigger_one(tmp_path: Path,
+                                                                        config: dict[str, object] | None) -> None:
     """The README's recipe, ``score_threshold: 0.5``, on the default e5 embedder: a question asked in the memory's
     words passes it, an off-topic one does not, and neither depends on how many other memories the store holds
-    (the fused z-scores did: a three-memory store scored every answer low)."""
+    (the fused z-scores did: a three-memory store scored every answer low). Both vector kinds have their own
+    constants: sentence-mixed turn vectors (the default) and the turns' own (``sentence_vectors: 0``)."""
     turns = ["I'm allergic to shellfish.", "My brother Tom lives in Lyon.", "I started learning the cello in May."]
     questions = ["where does Maya's brother live?", "is Maya allergic to anything?", "what can't Maya eat?"]
     scores = []
     for name, memories in (("small", turns), ("big", turns + FILLER)):
-        with MemoryEngine.open(tmp_path / name) as engine:
+        with MemoryEngine.open(tmp_path / name, config=config) as engine:
             engine.add_turns([{"role": "user", "content": t} for t in memories], "maya", wait=True)
             scores.append({q: _scores(engine, q) for q in questions})
             off = engine.search("how do I reset my router password?", "maya", k=3).items
