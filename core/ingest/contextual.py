@@ -37,7 +37,7 @@ import numpy as np
 from ..embed import SegmentEmbedder
 from .turns import sentences_of
 
-__all__ = ["ContextResult", "encode_in_context", "plan_runs", "sentence_mixed", "sentence_pieces"]
+__all__ = ["ContextResult", "encode_in_context", "plan_runs", "reads_in_context", "sentence_mixed", "sentence_pieces"]
 
 _NOTE = re.compile(r"\s*(\[[^\[\]]+\])\s*$")
 
@@ -198,7 +198,13 @@ def encode_in_context(embedder: SegmentEmbedder, *, windows: dict[int, list[int]
     return out
 
 
+def reads_in_context(window_vectors: str, embedder: object) -> bool:
+    """Whether the indexer reads turns from passes over their windows (:func:`encode_in_context`): an embedder
+    that shows its token states and ``ingest.window_vectors`` ``context`` or ``embed``."""
+    return window_vectors in ("context", "embed") and isinstance(embedder, SegmentEmbedder)
+
+
 def sentence_mixed(window_vectors: str, sentence_weight: float, embedder: object) -> bool:
-    """Whether the indexer mixes each turn's sentences into its vector: an embedder that shows its token states,
-    ``ingest.window_vectors`` ``context`` or ``embed`` and ``ingest.sentence_vectors`` above 0."""
-    return sentence_weight > 0 and window_vectors in ("context", "embed") and isinstance(embedder, SegmentEmbedder)
+    """Whether the indexer mixes each turn's sentences into its vector: it reads turns in context
+    (:func:`reads_in_context`) and ``ingest.sentence_vectors`` is above 0."""
+    return sentence_weight > 0 and reads_in_context(window_vectors, embedder)

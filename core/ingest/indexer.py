@@ -48,7 +48,7 @@ from ..store.base import RecordBatch
 from ..store.interface import Connection
 from ..store.sparse import normalise
 from ..text import tokenize
-from .contextual import encode_in_context
+from .contextual import encode_in_context, reads_in_context
 
 if TYPE_CHECKING:
     from ..store.base import DerivedIndex
@@ -153,7 +153,7 @@ class Indexer:
         self._batch = batch
         self._threads = threads
         # with an embedder that shows its token states, turns, windows and sparse encodings share passes
-        self._context = window_vectors in ("embed", "context") and isinstance(embedder, SegmentEmbedder)
+        self._context = reads_in_context(window_vectors, embedder)
         self._run_turns = 8 if window_vectors == "context" else 3
         self._sentence_weight = sentence_weight
         self.background = background

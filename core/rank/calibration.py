@@ -57,9 +57,8 @@ from ..text import tokenize
 if TYPE_CHECKING:
     from ..recall.base import Hits
 
-__all__ = ["COSINE_MIDPOINT", "COSINE_SCALE", "COVERAGE_LOGIT", "COVERAGE_WEIGHT", "SENTENCE_MIXED", "TURN_VECTORS",
-           "ZSCORE_MIDPOINT", "ZSCORE_SCALE", "CosineCalibration", "bounded_scores", "cosine_calibration",
-           "cosine_relevance", "coverage", "item_cosines", "relevance"]
+__all__ = ["COVERAGE_WEIGHT", "SENTENCE_MIXED", "TURN_VECTORS", "ZSCORE_MIDPOINT", "ZSCORE_SCALE", "CosineCalibration",
+           "bounded_scores", "cosine_calibration", "cosine_relevance", "coverage", "item_cosines", "relevance"]
 
 ZSCORE_MIDPOINT = 10.0
 """The fused z-score sum that maps to 0.5."""
@@ -90,9 +89,6 @@ TURN_VECTORS = CosineCalibration(midpoint=0.819, scale=0.0168, coverage_logit=4.
 SENTENCE_MIXED = CosineCalibration(midpoint=0.8387, scale=0.0152, coverage_logit=4.29)
 """Fitted for turn vectors mixed with their sentences' (``ingest.sentence_vectors`` 2, the default): they lie
 closer to their questions, so the midpoint is higher."""
-COSINE_MIDPOINT, COSINE_SCALE, COVERAGE_LOGIT = (SENTENCE_MIXED.midpoint, SENTENCE_MIXED.scale,
-                                                  SENTENCE_MIXED.coverage_logit)
-"""The default configuration's constants (:data:`SENTENCE_MIXED`)."""
 
 
 def cosine_calibration(mixed: bool) -> CosineCalibration:
