@@ -19,7 +19,7 @@ from pathlib import Path
 from .config import EngineConfig
 from .embed import E5Embedder, Embedder, HashingEmbedder, resolve_embedder
 from .errors import ConfigError, MissingDependencyError
-from .ingest.contextual import sentence_mixed
+from .ingest.contextual import MIXED, vector_kind
 from .ingest.indexer import Indexer, IndexQueue
 from .llm import LLM
 from .plan.llm_planner import HeuristicPlanner, LLMPlanner, Planner
@@ -88,15 +88,17 @@ MIXED_KEYWORD_WEIGHT = 0.5
 leave-one-conversation-out on LoCoMo dev; docs/benchmarks.md, "Sentence-mixed turn vectors")."""
 
 
-def with_embedder_defaults(config: EngineConfig, embedder: Embedder | None) -> EngineConfig:
-    """``config`` with the defaults that depend on the embedder filled in: when ``recall.channel_weights`` was not
-    set and the indexer mixes sentences into the turn vectors (:func:`memory_ext.ingest.contextual.sentence_mixed`:
-    e5 with ``ingest.sentence_vectors`` above 0), the keyword channel weighs :data:`MIXED_KEYWORD_WEIGHT` (the
-    vector channel finds more alone; with one vector per turn, as with ``hashing``, keyword 1.0 stays best:
-    LoCoMo dev @10 0.728 with it, 0.675 with 0.5)."""
+def with_embedder_defaults(config: EngineConfig, embedder: Embedder | None, *,
+                           stored_kind: str | None = None) -> EngineConfig:
+    """``config`` with the defaults that depend on the turn vectors filled in: when ``recall.channel_weights`` was
+    not set and the turn vectors are sentence-mixed — the store's (``stored_kind``, from
+    :func:`memory_ext.ingest.contextual.stored_vector_kind`), else those the indexer makes
+    (:func:`memory_ext.ingest.contextual.sentence_mixed`: e5 with ``ingest.sentence_vectors`` above 0) — the keyword
+    channel weighs :data:`MIXED_KEYWORD_WEIGHT` (the vector channel finds more alone; with one vector per turn, as
+    with ``hashing``, keyword 1.0 stays best: LoCoMo dev @10 0.728 with it, 0.675 with 0.5)."""
     recall, ingest = config.recall, config.ingest
-    if "channel_weights" in recall.model_fields_set or \
-            not sentence_mixed(ingest.window_vectors, ingest.sentence_vectors, embedder):
+    kind = stored_kind or vector_kind(ingest.window_vectors, ingest.sentence_vectors, embedder)
+    if "channel_weights" in recall.model_fields_set or kind != MIXED:
         return config
     weights = {**recall.channel_weights, "keyword": MIXED_KEYWORD_WEIGHT}
     return config.model_copy(update={"recall": recall.model_copy(update={"channel_weights": weights})})

@@ -126,12 +126,12 @@ class RecallConfig(_Section):
     """The RRF constant: score = sum_c weight_c / (rrf_k + rank_c)."""
     channel_weights: dict[str, float] = Field(
         default_factory=lambda: {"keyword": 1.0, "vector": 1.0, "sparse": 2.0})
-    """Weight per channel name (in both fusions); 0 removes a channel's influence on the ranking. ``sparse``
-    runs for conversation excerpts only (MADial zh dev Recall@5 with weight 1.0 / 1.5 / 2.0 / 3.0: 0.475 /
-    0.503 / 0.521 / 0.506). When it is not set and the turn vectors are sentence-mixed (e5 with
-    ``ingest.sentence_vectors`` above 0, the default), ``keyword`` weighs 0.5 instead (``engine.config`` shows
-    the weights in use): leave-one-conversation-out on LoCoMo dev chooses it (held out evid_recall@5 / @10 0.731
-    / 0.841; keyword 1.0 with sentences, in-sample: 0.716 / 0.822); with one vector per turn (``hashing``)
+    """Weight per channel name (in both fusions); 0 removes a channel's influence on the ranking. ``sparse`` runs for
+    conversation excerpts only (MADial zh dev Recall@5 with weight 1.0 / 1.5 / 2.0 / 3.0: 0.475 / 0.503 / 0.521 /
+    0.506). When it is not set and the turn vectors are sentence-mixed (e5 with ``ingest.sentence_vectors`` above 0,
+    the default; the store's own kind when it holds vectors), ``keyword`` weighs 0.5 instead (``engine.config``
+    shows the weights in use): leave-one-conversation-out on LoCoMo dev chooses it (held out evid_recall@5 / @10
+    0.731 / 0.841; keyword 1.0 with sentences, in-sample: 0.716 / 0.822); with one vector per turn (``hashing``)
     keyword 1.0 stays best (@10 0.728 vs 0.675 at 0.5). docs/benchmarks.md, "Sentence-mixed turn vectors"."""
     strategy: dict[str, float] = Field(default_factory=dict)
     """Overrides of the ranking strategies' weights for every question type (fields of
@@ -251,8 +251,11 @@ class IngestConfig(_Section):
     0.491, 0.726 / 0.841 / 0.540, 0.733 / 0.846 / 0.558, 0.735 / 0.844 / 0.546 (held out, weight and keyword
     weight chosen leave-one-conversation-out: 0.731 / 0.841 / 0.540); MADial zh dev recall@5 / @10 0.513 /
     0.692 at 0, 0.508 / 0.678 at 2. Item scores use cosine constants fitted for these vectors
-    (:data:`memory_ext.rank.calibration.SENTENCE_MIXED`). Other embedders keep one vector per turn. Turns
-    indexed with another setting keep their vectors until ``reindex``."""
+    (:data:`memory_ext.rank.calibration.SENTENCE_MIXED`). Other embedders keep one vector per turn. A store
+    records the kind of turn vectors it was first indexed with (``stats().turn_vectors``: ``sentence-mixed`` or
+    ``turn``; stores from before the record: ``turn``); item scores and the default keyword weight follow the
+    store's kind, and opening it with a setting that makes the other kind warns until a whole-store ``reindex``
+    rebuilds the vectors (a one-namespace reindex refuses that change)."""
     background_indexing: bool = True
     """``True``: ``add_turns`` commits turns, records and every index that needs no model with a durable queue
     of the model work (dense vectors, sparse encodings), which a background thread of the writer drains in

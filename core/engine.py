@@ -17,6 +17,7 @@ import asyncio
 import os
 import sys
 import threading
+import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
@@ -37,6 +38,7 @@ from .config import EngineConfig
 from .e5_numpy import PASS_GATE
 from .embed import Embedder
 from .errors import InvalidArgumentError, ValidationError
+from .ingest.contextual import MIXED, stored_vector_kind, vector_kind
 from .ingest.pipeline import WritePipeline
 from .ingest.reindex import ReindexReport, reindex_engine
 from .lifecycle.api import CompactionReport, Lifecycle
@@ -70,7 +72,16 @@ class MemoryEngine:
     def __init__(self, store: TruthStore, config: EngineConfig, embedder: Embedder | None,
                  embedder_warning: str | None, llm: LLM | None = None, reranker: Reranker | None = None) -> None:
         self._store = store
-        config = with_embedder_defaults(config, embedder)
+        self._asked = config  # before the defaults that follow the store's turn vectors
+        self.vector_kind = vector_kind(config.ingest.window_vectors, config.ingest.sentence_vectors, embedder)
+        """How this engine makes turn vectors (:func:`~memory_ext.ingest.contextual.vector_kind`); the store's own,
+        which scores and the keyword weight follow, is in :meth:`stats` (``turn_vectors``)."""
+        stored = stored_vector_kind(store.get_meta) if embedder is not None else None
+        if stored is not None and stored != self.vector_kind:
+            warnings.warn(f"the store holds {stored} turn vectors and this configuration makes {self.vector_kind} "
+                          "ones: item scores and the keyword weight follow the stored vectors until a whole-store "
+                          "reindex (engine.reindex(), memext reindex) rebuilds them", UserWarning, stacklevel=3)
+        config = with_embedder_defaults(config, embedder, stored_kind=stored)
         planner, reranker = build_planner_and_reranker(config, llm, reranker)
         self.config = config
         self.embedder = embedder
@@ -89,7 +100,8 @@ class MemoryEngine:
                                   vector_index=self._vector, evidence_index=self._evidence,
                                   embedder_warning=embedder_warning,
                                   settle=lambda ns_id, sparse: self._writer.settle_search(
-                                      ns_id, config.ingest.search_wait_s, sparse=sparse))
+                                      ns_id, config.ingest.search_wait_s, sparse=sparse),
+                                  mixed_vectors=(stored or self.vector_kind) == MIXED)
         # the model work of writes (vectors, sparse encodings) is queued and made by the writer's indexer
         self._writer = WritePipeline(store, config, embedder, self._indexes, vector=ix.vector, graph=ix.graph,
                                      time=ix.time, sparse="sparse" in self._recallers,
@@ -296,6 +308,7 @@ class MemoryEngine:
         return StoreStats(path=str(self._store.directory), namespaces=len(self._store.namespaces()),
                           turns=self._store.count("turns"), records=self._store.count("records"),
                           vectors=self._store.count("embeddings"), embedder_id=self._store.get_meta("embedder_id"),
+                          turn_vectors=stored_vector_kind(self._store.get_meta),
                           vector_backend=self.config.storage.vector_backend if self._vector else "off",
                           disk_bytes=self._store.disk_bytes())
 
@@ -551,7 +564,13 @@ class MemoryEngine:
         reindexed searches like one freshly ingested with the same switches. To change the embedder, open the
         store with the new one and ``allow_embedder_change=True``, then reindex the whole store."""
         self._check_open()
-        return reindex_engine(self._store, self._writer, self._indexes, self.embedder, namespace, progress=progress)
+        report = reindex_engine(self._store, self._writer, self._indexes, self.embedder, namespace,
+                                progress=progress, vector_kind=self.vector_kind)
+        stored = stored_vector_kind(self._store.get_meta) if self.embedder is not None else None
+        if stored is not None:  # a whole-store run may have changed the store's kind of turn vectors
+            self.config = with_embedder_defaults(self._asked, self.embedder, stored_kind=stored)
+            self._read.use_vectors(self.config, stored == MIXED)
+        return report
 
     async def areindex(self, namespace: Namespace | str | None = None, *,
                        progress: bool | None = None) -> ReindexReport:

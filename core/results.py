@@ -165,3 +165,6 @@ class StoreStats(BaseModel):
     embedder_id: str | None
     vector_backend: str
     disk_bytes: int
+    turn_vectors: str | None = None
+    """How the stored turn vectors were made: ``sentence-mixed`` or ``turn`` (None: no vectors yet). Item scores
+    and the keyword weight follow it; a whole-store ``reindex`` rebuilds them the way the configuration asks."""

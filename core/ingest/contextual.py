@@ -35,9 +35,16 @@ from typing import Any
 import numpy as np
 
 from ..embed import SegmentEmbedder
+from ..store.repos.meta import TURN_VECTORS_KEY
 from .turns import sentences_of
 
-__all__ = ["ContextResult", "encode_in_context", "plan_runs", "reads_in_context", "sentence_mixed", "sentence_pieces"]
+__all__ = ["MIXED", "TURN", "TURN_VECTORS_KEY", "ContextResult", "encode_in_context", "plan_runs", "reads_in_context",
+           "sentence_mixed", "sentence_pieces", "stored_vector_kind", "vector_kind"]
+
+MIXED = "sentence-mixed"
+"""Turn vectors with their sentences mixed in (:func:`sentence_mixed`)."""
+TURN = "turn"
+"""One vector per turn, its own (``hashing``, ``ingest.sentence_vectors: 0``, ``window_vectors: mean``)."""
 
 _NOTE = re.compile(r"\s*(\[[^\[\]]+\])\s*$")
 
@@ -208,3 +215,27 @@ def sentence_mixed(window_vectors: str, sentence_weight: float, embedder: object
     """Whether the indexer mixes each turn's sentences into its vector: it reads turns in context
     (:func:`reads_in_context`) and ``ingest.sentence_vectors`` is above 0."""
     return sentence_weight > 0 and reads_in_context(window_vectors, embedder)
+
+
+def vector_kind(window_vectors: str, sentence_weight: float, embedder: object) -> str:
+    """The kind of turn vectors the indexer makes with these settings: :data:`MIXED` or :data:`TURN`.
+
+    >>> vector_kind("context", 2.0, None)
+    'turn'
+    """
+    return MIXED if sentence_mixed(window_vectors, sentence_weight, embedder) else TURN
+
+
+def stored_vector_kind(meta: Callable[[str], str | None]) -> str | None:
+    """The kind of turn vectors a store holds, from its ``meta`` getter: None while it has none (no embedder
+    recorded), the recorded kind, or :data:`TURN` for a store indexed before the kind was recorded (sentences
+    were first mixed in on 2026-12-05; stores from before hold one vector per turn until they are reindexed).
+
+    >>> stored_vector_kind({"embedder_id": "e5", "turn_vectors": "sentence-mixed"}.get)
+    'sentence-mixed'
+    >>> stored_vector_kind({"embedder_id": "e5"}.get), stored_vector_kind({}.get)
+    ('turn', None)
+    """
+    if meta("embedder_id") is None:
+        return None
+    return meta(TURN_VECTORS_KEY) or TURN

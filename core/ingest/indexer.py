@@ -48,7 +48,7 @@ from ..store.base import RecordBatch
 from ..store.interface import Connection
 from ..store.sparse import normalise
 from ..text import tokenize
-from .contextual import encode_in_context, reads_in_context
+from .contextual import encode_in_context, reads_in_context, vector_kind
 
 if TYPE_CHECKING:
     from ..store.base import DerivedIndex
@@ -156,6 +156,8 @@ class Indexer:
         self._context = reads_in_context(window_vectors, embedder)
         self._run_turns = 8 if window_vectors == "context" else 3
         self._sentence_weight = sentence_weight
+        self.vector_kind = vector_kind(window_vectors, sentence_weight, embedder)
+        """How this indexer makes turn vectors (recorded with a store's first vectors)."""
         self.background = background
         self._cond = threading.Condition()
         self._drain_lock = threading.Lock()
@@ -452,7 +454,8 @@ class Indexer:
             if v_rids:
                 assert self._embedder is not None
                 matrix = np.stack(v_rows).astype(np.float32)
-                self._store.insert_embeddings(conn, ns_id, v_rids, matrix, self._embedder.id)
+                self._store.insert_embeddings(conn, ns_id, v_rids, matrix, self._embedder.id,
+                                              vector_kind=self.vector_kind)
             batch = RecordBatch((), vectors=np.stack(v_rows).astype(np.float32) if v_rids else None,
                                 vector_rids=v_rids, sparse=s_rows if s_rids else None, sparse_rids=s_rids)
             for index in self._indexes:

@@ -33,7 +33,9 @@ from pydantic import BaseModel, ConfigDict
 
 from ..errors import InvalidArgumentError, ReadOnlyStoreError
 from ..models import Namespace
+from ..store.repos.meta import TURN_VECTORS_KEY
 from ..store.tiers import set_cold
+from .contextual import stored_vector_kind
 from .derive import IngestTurn
 from .pipeline import KIND_CONTEXT_TURNS
 
@@ -67,9 +69,11 @@ class ReindexReport(BaseModel):
 
 
 def reindex(store: TruthStore, writer: WritePipeline, indexes: Sequence[DerivedIndex], *,
-            namespace: Namespace | None, embedder_id: str | None, progress: bool | None = None) -> ReindexReport:
+            namespace: Namespace | None, embedder_id: str | None, progress: bool | None = None,
+            vector_kind: str | None = None) -> ReindexReport:
     """Rebuild the derived indexes of ``namespace`` (every namespace if None); see the module docstring.
-    ``progress``: a tqdm bar on stderr (None: only when stderr is a terminal)."""
+    ``progress``: a tqdm bar on stderr (None: only when stderr is a terminal). A whole-store run records
+    ``embedder_id`` and ``vector_kind`` (how the writer makes turn vectors) as the store's."""
     if store.read_only:
         raise ReadOnlyStoreError("reindex")
     if namespace is not None:
@@ -97,6 +101,8 @@ def reindex(store: TruthStore, writer: WritePipeline, indexes: Sequence[DerivedI
         with store.transaction("reindex") as conn:
             if embedder_id is not None:
                 store.set_meta(conn, "embedder_id", embedder_id)
+                if vector_kind is not None:
+                    store.set_meta(conn, TURN_VECTORS_KEY, vector_kind)
             store.delete_meta(conn, PROGRESS_KEY)
     return ReindexReport(namespaces=len(targets), turns=turns, resumed=resumed, embedder_id=embedder_id)
 
@@ -131,13 +137,20 @@ def _rebuild(store: TruthStore, writer: WritePipeline, indexes: Sequence[Derived
 
 def reindex_engine(store: TruthStore, writer: WritePipeline, indexes: Sequence[DerivedIndex],
                    embedder: Embedder | None, namespace: Namespace | str | None, *,
-                   progress: bool | None = None) -> ReindexReport:
-    """:meth:`MemoryEngine.reindex <memory_ext.MemoryEngine.reindex>`: :func:`reindex` with the engine's embedder,
-    refusing a namespace-only run when the embedder changed (that rebuilds the whole store)."""
+                   progress: bool | None = None, vector_kind: str | None = None) -> ReindexReport:
+    """:meth:`MemoryEngine.reindex <memory_ext.MemoryEngine.reindex>`: :func:`reindex` with the engine's embedder
+    and kind of turn vectors (:func:`memory_ext.ingest.contextual.vector_kind`), refusing a namespace-only run
+    when either changed (that rebuilds the whole store)."""
     ns = None if namespace is None else Namespace.coerce(namespace)
     embedder_id = None if embedder is None or not writer.vectors else embedder.id
     stored = store.get_meta("embedder_id")
     if ns is not None and embedder_id is not None and stored not in (None, embedder_id):
         raise InvalidArgumentError("namespace", namespace, f"the store's vectors are {stored!r}: an embedder "
                                    "change rebuilds the whole store, reindex with namespace=None")
-    return reindex(store, writer, indexes, namespace=ns, progress=progress, embedder_id=embedder_id)
+    kind = stored_vector_kind(store.get_meta)
+    if ns is not None and embedder_id is not None and vector_kind is not None and kind not in (None, vector_kind):
+        raise InvalidArgumentError("namespace", namespace, f"the store's turn vectors are {kind!r} and this "
+                                   f"configuration makes {vector_kind!r} ones: that change rebuilds the whole "
+                                   "store, reindex with namespace=None")
+    return reindex(store, writer, indexes, namespace=ns, progress=progress, embedder_id=embedder_id,
+                   vector_kind=vector_kind)

@@ -71,7 +71,8 @@ class ReadPipeline:
                  planner: Planner, config: EngineConfig, reranker: Reranker | None = None,
                  vector_index: VectorIndex | None = None, evidence_index: EvidenceIndex | None = None,
                  embedder_warning: str | None = None,
-                 settle: Callable[[int, Sequence[int]], tuple[int, float | None]] | None = None) -> None:
+                 settle: Callable[[int, Sequence[int]], tuple[int, float | None]] | None = None,
+                 mixed_vectors: bool | None = None) -> None:
         self.store = store
         self.catalog = catalog
         self.channels = channels
@@ -84,10 +85,18 @@ class ReadPipeline:
         self.embedder_warning = embedder_warning
         self.settle = settle
         self.fusion: Fusion = fusion_for(config.recall.fusion, rrf_k=config.recall.rrf_k)
-        self._calibration = cosine_calibration(sentence_mixed(
-            config.ingest.window_vectors, config.ingest.sentence_vectors,
-            getattr(channels.context, "embedder", None)))
-        """The cosine constants of the item scores: fitted for sentence-mixed turn vectors or the turns' own."""
+        if mixed_vectors is None:
+            mixed_vectors = sentence_mixed(config.ingest.window_vectors, config.ingest.sentence_vectors,
+                                           getattr(channels.context, "embedder", None))
+        self._calibration = cosine_calibration(mixed_vectors)
+        """The cosine constants of the item scores: fitted for sentence-mixed turn vectors or the turns' own (the
+        store's, ``mixed_vectors``; by default those ``config`` makes)."""
+
+    def use_vectors(self, config: EngineConfig, mixed: bool) -> None:
+        """Score with ``config`` (its channel weights) and the constants of sentence-mixed turn vectors or not:
+        after a whole-store reindex changed the store's kind of turn vectors."""
+        self.config = config
+        self._calibration = cosine_calibration(mixed)
 
     def search(self, query: str, namespace: Namespace | str, *, k: int = 10,
                filters: Mapping[str, Any] | None = None,

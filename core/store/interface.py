@@ -281,8 +281,9 @@ class RecordRepository(Protocol):
         for (a turn record is its own anchor, and becomes its turn's ``record_rid``)."""
 
     def insert_embeddings(self, conn: Connection, ns_id: int, rids: Sequence[int], vectors: np.ndarray,
-                          embedder_id: str) -> None:
-        """Store (replace) the dense vectors of these records; the first ones fix the store's embedder."""
+                          embedder_id: str, vector_kind: str | None = None) -> None:
+        """Store (replace) the dense vectors of these records; the first ones fix the store's embedder and record
+        ``vector_kind`` (how the turn vectors were made, :data:`memory_ext.ingest.contextual.TURN_VECTORS_KEY`)."""
 
     def records_by_rid(self, ns_id: int, rids: Sequence[int]) -> dict[int, RecordRow]:
         """The stored records with these rids, by rid."""

@@ -10,7 +10,12 @@ from ..interface import Connection
 from ..statements import sql_of
 from .base import CommonStore
 
-__all__ = ["MetaRepo", "MetaSql"]
+__all__ = ["TURN_VECTORS_KEY", "MetaRepo", "MetaSql"]
+
+TURN_VECTORS_KEY = "turn_vectors"
+"""The ``meta`` key that records how the store's turn vectors were made (``sentence-mixed`` or ``turn``,
+:func:`memory_ext.ingest.contextual.vector_kind`): written with the first vectors and by a whole-store reindex, so
+item scores and the keyword weight follow the vectors the store holds."""
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from ..interface import Connection
 from ..rows import RecordRow
 from ..snapshots import chunks
 from ..statements import sql_of
-from .meta import MetaRepo
+from .meta import TURN_VECTORS_KEY, MetaRepo
 
 __all__ = ["RecordRepo", "RecordsSql"]
 
@@ -77,12 +77,14 @@ class RecordRepo(MetaRepo):
         return rids
 
     def insert_embeddings(self, conn: Connection, ns_id: int, rids: Sequence[int], vectors: np.ndarray,
-                          embedder_id: str) -> None:
+                          embedder_id: str, vector_kind: str | None = None) -> None:
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         dim = int(vectors.shape[1])
         if self.get_meta("embedder_id") is None:
             self.set_meta(conn, "embedder_id", embedder_id)
             self.set_meta(conn, "embedder_dim", str(dim))
+            if vector_kind is not None:
+                self.set_meta(conn, TURN_VECTORS_KEY, vector_kind)
         conn.executemany(
             sql_of(conn).records.upsert_embedding,
             [(rid, ns_id, embedder_id, dim, vectors[i].tobytes()) for i, rid in enumerate(rids)],
