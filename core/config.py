@@ -136,7 +136,7 @@ class RecallConfig(_Section):
     strategy: dict[str, float] = Field(default_factory=dict)
     """Overrides of the ranking strategies' weights for every question type (fields of
     :class:`memory_ext.plan.strategy.Strategy`: ``window``, ``session``, ``speaker``, ``time``, ``assistant``,
-    ``derived``, ``kind_bonus``), e.g. ``{"speaker": 1.0}``; empty: the tables of ``plan/strategy.py``."""
+    ``derived``, ``answer``, ``kind_bonus``), e.g. ``{"speaker": 1.0}``; empty: the tables of ``plan/strategy.py``."""
     @field_validator("strategy")
     @classmethod
     def _strategy_fields(cls, value: dict[str, float]) -> dict[str, float]:

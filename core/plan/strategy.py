@@ -36,6 +36,15 @@ class Strategy:
     derived: float = 0.5
     """weight of the best positive evidence of the derived records anchored to a turn (fact, preference, event,
     procedure, failure pattern, L0/L1 layers)"""
+    answer: float = 0.75
+    """weight of the fused score of the question a turn answers (:attr:`memory_ext.store.catalog.Catalog.reply_to`:
+    the turn before it in its session asked it, another speaker), above ``answer_floor``: the reply to a question
+    that matches is often what the question is after ("What did you take away from the book?" → "It taught me
+    self-acceptance"). LoCoMo dev, evid_recall@5 / @10: 0.733 / 0.846 without it, 0.771 / 0.852 with 0.75 (held
+    out, weight and floor chosen leave-one-conversation-out: 0.766 / 0.844); 0 turns it off."""
+    answer_floor: float = 1.0
+    """the question's fused score counts for its reply above this many standard deviations: only a question that
+    matches clearly lifts its answer"""
     kind_bonus: float = 1.0
     """bonus for a turn whose derived record of a kind the route boosts (``EvidenceRoute.boost_kinds``: failure
     patterns and procedures for an action route with a failure or a last tool) matches the route's query"""

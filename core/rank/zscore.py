@@ -4,9 +4,11 @@ Each channel's scores are standardised per record kind over the whole namespace 
 BM25 score and a cosine similarity become comparable "standard deviations of evidence"; they are summed with the
 channel weights (a weight of 0 removes a channel). A turn's score is then its own fused score plus ``window`` ×
 the fused score of its ±1-turn window record (its conversational context), plus a bonus for turns by a speaker
-the question names and for turns inside the plan's time filter, plus ``session`` × the standardised strength of
-its session (the mean of the session's three best turns). On the LoCoMo dev conversations this ranks turns far
-better than reciprocal rank fusion of the same channels (docs/benchmarks.md).
+the question names and for turns inside the plan's time filter, plus ``answer`` × the fused score (above
+``answer_floor``) of the question a turn replies to (the turn before it, by another speaker, when it asks one),
+plus ``session`` × the standardised strength of its session (the mean of the session's three best turns). On the
+LoCoMo dev conversations this ranks turns far better than reciprocal rank fusion of the same channels
+(docs/benchmarks.md).
 
 Inputs are never mutated; the result carries every component for ``explain``.
 """
@@ -44,6 +46,7 @@ class TurnScores:
     session: np.ndarray
     derived: np.ndarray | None = None
     kind_bonus: np.ndarray | None = None
+    answer: np.ndarray | None = None
 
 
 def dense_scores(cat: Catalog, hits: Hits) -> np.ndarray:
@@ -142,7 +145,12 @@ def rank_turns(cat: Catalog, hits: Mapping[str, Hits], weights: Mapping[str, flo
         anchors = cat.anchor[win_pos]
         window[anchors] = fused[win_pos]
     total = fused + strategy.window * window
-    derived = kind_bonus = None
+    derived = kind_bonus = answer = None
+    replies = np.flatnonzero(cat.reply_to >= 0) if strategy.answer else np.zeros(0, np.int64)
+    if replies.size:  # a reply takes in the evidence of the question it answers
+        answer = np.zeros(n)
+        answer[replies] = strategy.answer * np.maximum(fused[cat.reply_to[replies]] - strategy.answer_floor, 0.0)
+        total = total + answer
     derived_codes = np.array([KIND_CODES[k] for k in (*DERIVED_KINDS, "l0", "l1")])
     if strategy.derived and np.isin(cat.kind, derived_codes).any():
         best = anchored_best(cat, fused, derived_codes)
@@ -170,4 +178,4 @@ def rank_turns(cat: Catalog, hits: Mapping[str, Hits], weights: Mapping[str, flo
         total = total + session
     total = np.where(rankable, total, -np.inf)
     return TurnScores(total=total, channel_raw=raw, channel_z=zs, fused=fused, window=window, speaker=speaker,
-                      time=time, session=session, derived=derived, kind_bonus=kind_bonus)
+                      time=time, session=session, derived=derived, kind_bonus=kind_bonus, answer=answer)

@@ -67,6 +67,7 @@ def explain_zscore(p: int, per_route: Mapping[str, TurnScores], routes: Mapping[
             "time_boost": float(s.time[p]), "session_prior": float(s.session[p]), "route_score": float(s.total[p]),
             "derived": float(s.derived[p]) if s.derived is not None else 0.0,
             "kind_bonus": float(s.kind_bonus[p]) if s.kind_bonus is not None else 0.0,
+            "answer": float(s.answer[p]) if s.answer is not None else 0.0,
         }
     return {"fusion": "zscore", "routes": out_routes,
             "route_weights": {name: float(routes[name].weight) for name in per_route}}

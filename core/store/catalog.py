@@ -30,7 +30,8 @@ class CatalogSql:
     """``(ns_id,)`` -> ``generation, flags_generation`` of the namespace."""
     records_after: str
     """``(rid, ns_id)`` -> ``rid, kind, anchor_rid, session_id, speaker, ref_ts, source_role, cold, valid_to,
-    replaced`` of the later records, by rid (a primary-key range)."""
+    replaced, asks`` of the later records, by rid (a primary-key range); ``asks``: the text holds a question mark
+    (``?`` or ``？``)."""
     successors: str
     """``(ns_id,)`` -> ``rid, rid of its successor`` of every superseded record."""
 
@@ -63,6 +64,11 @@ class Catalog:
     """records of a version replaced by ``MemoryEngine.update`` (only ``as_of`` searches return them)"""
     successor: dict[int, int] = field(default_factory=dict)
     """position of a superseded record -> position of the record that superseded it"""
+    reply_to: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    """position of the turn a turn answers: the turn before it in its session (in arrival order) when that one
+    asks a question (its text holds ``?`` or ``？``) and another speaker (or role) said it; -1 otherwise"""
+    last_turn: dict[int, tuple[int, bool]] = field(default_factory=dict, repr=False, compare=False)
+    """session code -> (position of its latest turn, whether that turn asks a question); kept across appends"""
     session_codes: dict[str | None, int] = field(default_factory=dict)
     speaker_codes: dict[str | None, int] = field(default_factory=dict)
 
@@ -119,7 +125,23 @@ class Catalog:
                                                                    len(rows))])
         anchor_rids = np.fromiter((r[2] if r[2] is not None else -1 for r in rows), np.int64, len(rows))
         self.anchor = np.concatenate([self.anchor, self.pos_of(anchor_rids)])
+        self.reply_to = np.concatenate([self.reply_to, self._replies(rows, len(self) - len(rows))])
         self.last_rid = int(rids[-1])
+
+    def _replies(self, rows: list[tuple], start: int) -> np.ndarray:
+        """:attr:`reply_to` of the appended ``rows`` (at positions from ``start``; the other columns are in)."""
+        out = np.full(len(rows), -1, np.int64)
+        turn = KIND_CODES["turn"]
+        for i, r in enumerate(rows):
+            p = start + i
+            if self.kind[p] != turn:
+                continue
+            session = int(self.session[p])
+            q, asks = self.last_turn.get(session, (-1, False))
+            if asks and (self.speaker[q] != self.speaker[p] or self.assistant[q] != self.assistant[p]):
+                out[i] = q
+            self.last_turn[session] = (p, len(r) > 10 and bool(r[10]))
+        return out
 
 
 class RecordCatalog(CachedIndex[Catalog]):
@@ -165,4 +187,4 @@ class RecordCatalog(CachedIndex[Catalog]):
                     cat.successor = {int(o): int(n) for o, n in zip(old, new, strict=True) if o >= 0 and n >= 0}
             # a consistent snapshot: appends replace the arrays, they never write into them
             return replace(cat, session_codes=dict(cat.session_codes), speaker_codes=dict(cat.speaker_codes),
-                           successor=dict(cat.successor))
+                           successor=dict(cat.successor), last_turn=dict(cat.last_turn))
