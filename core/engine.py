@@ -72,11 +72,12 @@ class MemoryEngine:
     def __init__(self, store: TruthStore, config: EngineConfig, embedder: Embedder | None,
                  embedder_warning: str | None, llm: LLM | None = None, reranker: Reranker | None = None) -> None:
         self._store = store
+        self.embedder = embedder
         self._asked = config  # before the defaults that follow the store's turn vectors
         self.vector_kind = vector_kind(config.ingest.window_vectors, config.ingest.sentence_vectors, embedder)
         """How this engine makes turn vectors (:func:`~memory_ext.ingest.contextual.vector_kind`); the store's own,
         which scores and the keyword weight follow, is in :meth:`stats` (``turn_vectors``)."""
-        stored = stored_vector_kind(store.get_meta) if embedder is not None else None
+        stored = self._stored_kind()
         if stored is not None and stored != self.vector_kind:
             warnings.warn(f"the store holds {stored} turn vectors and this configuration makes {self.vector_kind} "
                           "ones: item scores and the keyword weight follow the stored vectors until a whole-store "
@@ -84,7 +85,6 @@ class MemoryEngine:
         config = with_embedder_defaults(config, embedder, stored_kind=stored)
         planner, reranker = build_planner_and_reranker(config, llm, reranker)
         self.config = config
-        self.embedder = embedder
         ix = build_indexes(config, store, embedder)
         self._catalog, self._evidence, self._vector = ix.catalog, ix.evidence, ix.vector
         self._indexes = ix.all  # the write pipeline hands each batch to all of them; forget removes from all
@@ -120,6 +120,10 @@ class MemoryEngine:
         self._sweeper = ItemSweeper(store, self._items)  # imports an earlier version's item file; sweeps on a timer
         self.item_sweeps: threading.Event | None = self._sweeper.start()
         """Set after each background sweep of expired items (tests wait on it); None for a read-only store."""
+
+    def _stored_kind(self) -> str | None:
+        """The kind of turn vectors the store holds (None: no vectors, or this engine makes none)."""
+        return stored_vector_kind(self._store.get_meta) if self.embedder is not None else None
 
     # -- construction ----------------------------------------------------------------------------------------
     @classmethod
@@ -566,7 +570,7 @@ class MemoryEngine:
         self._check_open()
         report = reindex_engine(self._store, self._writer, self._indexes, self.embedder, namespace,
                                 progress=progress, vector_kind=self.vector_kind)
-        stored = stored_vector_kind(self._store.get_meta) if self.embedder is not None else None
+        stored = self._stored_kind()
         if stored is not None:  # a whole-store run may have changed the store's kind of turn vectors
             self.config = with_embedder_defaults(self._asked, self.embedder, stored_kind=stored)
             self._read.use_vectors(self.config, stored == MIXED)

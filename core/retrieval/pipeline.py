@@ -16,7 +16,6 @@ import numpy as np
 
 from ..config import EngineConfig
 from ..e5_numpy import PASS_GATE
-from ..ingest.contextual import sentence_mixed
 from ..models import ActionState, ChannelError, Namespace, RetrievedItem, RouteGoal, SearchPlan, SearchResult
 from ..plan.expand import expand_plan
 from ..plan.heuristic import plan_search
@@ -72,7 +71,7 @@ class ReadPipeline:
                  vector_index: VectorIndex | None = None, evidence_index: EvidenceIndex | None = None,
                  embedder_warning: str | None = None,
                  settle: Callable[[int, Sequence[int]], tuple[int, float | None]] | None = None,
-                 mixed_vectors: bool | None = None) -> None:
+                 mixed_vectors: bool) -> None:
         self.store = store
         self.catalog = catalog
         self.channels = channels
@@ -85,12 +84,9 @@ class ReadPipeline:
         self.embedder_warning = embedder_warning
         self.settle = settle
         self.fusion: Fusion = fusion_for(config.recall.fusion, rrf_k=config.recall.rrf_k)
-        if mixed_vectors is None:
-            mixed_vectors = sentence_mixed(config.ingest.window_vectors, config.ingest.sentence_vectors,
-                                           getattr(channels.context, "embedder", None))
         self._calibration = cosine_calibration(mixed_vectors)
-        """The cosine constants of the item scores: fitted for sentence-mixed turn vectors or the turns' own (the
-        store's, ``mixed_vectors``; by default those ``config`` makes)."""
+        """The cosine constants of the item scores: fitted for sentence-mixed turn vectors or the turns' own
+        (``mixed_vectors``: the kind the store holds)."""
 
     def use_vectors(self, config: EngineConfig, mixed: bool) -> None:
         """Score with ``config`` (its channel weights) and the constants of sentence-mixed turn vectors or not:

@@ -30,8 +30,8 @@ class CatalogSql:
     """``(ns_id,)`` -> ``generation, flags_generation`` of the namespace."""
     records_after: str
     """``(rid, ns_id)`` -> ``rid, kind, anchor_rid, session_id, speaker, ref_ts, source_role, cold, valid_to,
-    replaced, asks`` of the later records, by rid (a primary-key range); ``asks``: the text holds a question mark
-    (``?`` or ``？``)."""
+    replaced, asks`` of the later records, by rid (a primary-key range); ``asks``: a turn whose text holds a
+    question mark (``?`` or ``？``)."""
     successors: str
     """``(ns_id,)`` -> ``rid, rid of its successor`` of every superseded record."""
 
@@ -67,8 +67,9 @@ class Catalog:
     reply_to: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     """position of the turn a turn answers: the turn before it in its session (in arrival order) when that one
     asks a question (its text holds ``?`` or ``？``) and another speaker (or role) said it; -1 otherwise"""
-    last_turn: dict[int, tuple[int, bool]] = field(default_factory=dict, repr=False, compare=False)
-    """session code -> (position of its latest turn, whether that turn asks a question); kept across appends"""
+    last_turn: dict[int, tuple[int, bool, int, bool]] = field(default_factory=dict, repr=False, compare=False)
+    """session code -> its latest turn: (position, whether it asks a question, speaker code, assistant's); kept
+    across appends"""
     session_codes: dict[str | None, int] = field(default_factory=dict)
     speaker_codes: dict[str | None, int] = field(default_factory=dict)
 
@@ -132,15 +133,15 @@ class Catalog:
         """:attr:`reply_to` of the appended ``rows`` (at positions from ``start``; the other columns are in)."""
         out = np.full(len(rows), -1, np.int64)
         turn = KIND_CODES["turn"]
+        kinds, sessions = self.kind[start:].tolist(), self.session[start:].tolist()
+        speakers, assistants = self.speaker[start:].tolist(), self.assistant[start:].tolist()
         for i, r in enumerate(rows):
-            p = start + i
-            if self.kind[p] != turn:
+            if kinds[i] != turn:
                 continue
-            session = int(self.session[p])
-            q, asks = self.last_turn.get(session, (-1, False))
-            if asks and (self.speaker[q] != self.speaker[p] or self.assistant[q] != self.assistant[p]):
-                out[i] = q
-            self.last_turn[session] = (p, len(r) > 10 and bool(r[10]))
+            before = self.last_turn.get(sessions[i])
+            if before is not None and before[1] and (before[2], before[3]) != (speakers[i], assistants[i]):
+                out[i] = before[0]
+            self.last_turn[sessions[i]] = (start + i, len(r) > 10 and bool(r[10]), speakers[i], assistants[i])
         return out
 
 

@@ -606,7 +606,7 @@ class PgStatements(Statements):
         return CatalogSql(
             generations="SELECT generation, flags_generation FROM namespaces WHERE ns_id=%s",
             records_after=("SELECT rid, kind, anchor_rid, session_id, speaker, ref_ts, source_role, cold,"
-                           " valid_to, replaced, strpos(text, '?') > 0 OR strpos(text, '？') > 0"
+                           " valid_to, replaced, kind = 'turn' AND (strpos(text, '?') > 0 OR strpos(text, '？') > 0)"
                            " FROM records WHERE rid>%s AND ns_id=%s ORDER BY rid"),
             successors=("SELECT r.rid, s.rid FROM records r JOIN records s ON s.id = r.superseded_by WHERE"
                         " r.ns_id=%s AND r.superseded_by IS NOT NULL"),

@@ -594,7 +594,8 @@ class SqliteStatements(Statements):
             generations="SELECT generation, flags_generation FROM namespaces WHERE ns_id=?",
             records_after=(
                 "SELECT rid, kind, anchor_rid, session_id, speaker, ref_ts, source_role, cold, valid_to, replaced,"
-                " instr(text, '?') > 0 OR instr(text, '？') > 0 FROM records WHERE rid>? AND +ns_id=? ORDER BY rid"),
+                " kind = 'turn' AND (instr(text, '?') > 0 OR instr(text, '？') > 0)"
+                " FROM records WHERE rid>? AND +ns_id=? ORDER BY rid"),
             successors=("SELECT r.rid, s.rid FROM records r JOIN records s ON s.id = r.superseded_by"
                         " WHERE r.ns_id=? AND r.superseded_by IS NOT NULL"),
         )
