@@ -11,15 +11,15 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from contextlib import closing
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from memory_ext import MemoryEngine, Namespace, Turn
 from memory_ext.errors import ReadOnlyStoreError, StoreError
-from tests.conftest import CONVERSATIONS, StoreTarget, make_turns
+from tests.conftest import CONVERSATIONS, StoreTarget, fresh_schema, make_turns
 from tests.postgres.conformance_kit import assert_same_ranking, store_rows, texts
 
 pytestmark = pytest.mark.postgres
@@ -121,7 +121,7 @@ def test_two_writer_engines_on_one_schema_see_each_others_writes(
 
 
 def test_two_writer_engines_writing_at_once_lose_nothing(two_writers: tuple[MemoryEngine, MemoryEngine],
-                                                         tmp_path: Path) -> None:
+                                                         postgres_dsn: str) -> None:
     a, b = two_writers
     errors: list[BaseException] = []
 
@@ -147,9 +147,14 @@ def test_two_writer_engines_writing_at_once_lose_nothing(two_writers: tuple[Memo
     assert len(shared) == len(set(shared)) == 3 * 8
     assert len(a.get_turns("own-beta")) == 4 and len(b.get_turns("own-alpha")) == 4
     assert a.stats().turns == b.stats().turns == 36 and a.stats().vectors == a.stats().records
-    # what they wrote searches like one SQLite store given the same turns in the same (commit) order: windows
-    # span the writers' interleaved turns, so that order — not who wrote — decides the rankings
-    with MemoryEngine.open(tmp_path / "replay", embedder="hashing") as replay:
+    # what they wrote searches like one store given the same turns in the same (commit) order by one writer: windows
+    # span the writers' interleaved turns, so that order — not who wrote — decides the rankings. The replay is a
+    # PostgreSQL schema too: near-tied turns ("beta note 7" / "beta note 11") are ordered by the last bits of their
+    # cosines, which pgvector computes in single precision and numpy in double, and the second hop weighs its
+    # feedback turns by rank — backend parity is the other conformance tests' subject, concurrency is this one's
+    with closing(fresh_schema(postgres_dsn)) as schemas, \
+            StoreTarget("postgres", postgres_dsn, {"storage": {"backend": "postgres",
+                                                               "postgres_schema": next(schemas)}}).open() as replay:
         for turn in b.get_turns("shared"):
             replay.add_turns([turn.model_copy(update={"id": None})], "shared")
         replay.flush()
