@@ -33,7 +33,7 @@ TIMEOUT_PER_CELL_S = 600      # per cell: 05's benchmark cells take minutes on a
 MAX_NOTEBOOK_BYTES = 250_000          # outputs stay small: a few tables, a plot or two at 72 dpi
 MAX_TEXT_LINES_PER_CELL = 120
 # a path of the machine that executed the notebook: home folders, temporary folders, this checkout
-MACHINE_PATH = re.compile(r"(/(?:home|Users|root|tmp|work|private|var/folders)/|[A-Z]:\\\\)")
+MACHINE_PATH = re.compile(r"(/(?:home|Users|root|tmp|work|private|var/folders)/|\b[A-Z]:\\)")
 
 
 @contextlib.contextmanager
