@@ -85,7 +85,7 @@ def validate_config(cfg: EngineConfig, *, llm: LLM | None = None, reranker: Rera
 
 MIXED_KEYWORD_WEIGHT = 0.5
 """``recall.channel_weights.keyword`` when it is not set and the turn vectors are sentence-mixed (chosen
-leave-one-conversation-out on LoCoMo dev; docs/benchmarks.md, "Sentence-mixed turn vectors")."""
+leave-one-conversation-out on LoCoMo dev; docs/design-notes/sentence-vectors.md)."""
 
 
 def with_embedder_defaults(config: EngineConfig, embedder: Embedder | None, *,
