@@ -46,10 +46,12 @@ from .errors import (
     MemoryExtError,
     MissingDependencyError,
     ReadOnlyStoreError,
+    RequestTooLargeError,
     RetrievalError,
     SchemaVersionError,
     StoreError,
     StoreLockedError,
+    StoreNotFoundError,
     ValidationError,
 )
 from .interface import EngineLike
@@ -129,6 +131,7 @@ __all__ = [
     "ReadOnlyStoreError",
     "RecallConfig",
     "RecordKind",
+    "RequestTooLargeError",
     "RetrievalError",
     "RetrievedItem",
     "Role",
@@ -142,6 +145,7 @@ __all__ = [
     "StorageConfig",
     "StoreError",
     "StoreLockedError",
+    "StoreNotFoundError",
     "StoreStats",
     "TokenStates",
     "Turn",

@@ -2,7 +2,8 @@
 OpenAPI at ``/openapi.json`` (``/docs`` renders it), the inspector page at ``/`` (:mod:`memory_ext.server.inspector`).
 
 Every route sits behind the same guards (:mod:`memory_ext.server.guards`): the ``Host`` and browser ``Origin``
-headers (421 / 403), then the bearer token (401), then the body size (413).
+headers (421 / 403), then the bearer token (401), then the body size (413); a refusal sent before the body was
+read still reaches clients that send the whole body first (``DrainMiddleware``).
 
 The process that builds it owns the engine (the store's single writer). Engine calls run in worker threads, so
 a slow search never blocks the event loop; reads run in parallel and the engine serialises writes. Shutting
@@ -34,7 +35,7 @@ from ..engine import MemoryEngine
 from ..errors import MemoryExtError
 from . import inspector
 from .auth import AuthMiddleware, PermissionDenied
-from .guards import DEFAULT_MAX_BODY_BYTES, BodyLimitMiddleware, HostGuardMiddleware, HostPolicy
+from .guards import DEFAULT_MAX_BODY_BYTES, BodyLimitMiddleware, DrainMiddleware, HostGuardMiddleware, HostPolicy
 from .mcp_tools import build_mcp
 from .rest import build_router
 from .rest_items import build_items_router
@@ -111,6 +112,7 @@ def build_app(engine: MemoryEngine, *, tokens: TokenTable | None = None, host: s
                               "names a user (user_id); errors are {\"error\": {type, field, message, fix}}.")
     app.state.engine = engine
     app.state.ready = False
+    app.state.max_body_bytes = max_body_bytes
     default_openapi = app.openapi
     app.openapi = lambda: app.openapi_schema or _with_bearer_scheme(default_openapi())  # type: ignore[method-assign]
     app.include_router(build_router())
@@ -174,7 +176,7 @@ def build_app(engine: MemoryEngine, *, tokens: TokenTable | None = None, host: s
 
     authenticated = AuthMiddleware(BodyLimitMiddleware(app, max_body_bytes), tokens if tokens is not None
                                    else TokenTable(), required=required)
-    return HostGuardMiddleware(authenticated, policy)
+    return DrainMiddleware(HostGuardMiddleware(authenticated, policy))
 
 
 def _install_sighup(on_sighup: Callable[[], object] | None) -> bool:
