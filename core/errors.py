@@ -241,9 +241,13 @@ class StoreNotFoundError(StoreError):
     "no memory-ext store at '/srv/memroy'; check the path, or pass --create to make a new store there"
     """
 
-    def __init__(self, path: str, fix: str) -> None:
-        self.path, self.fix = path, fix
-        super().__init__(f"no memory-ext store at {path!r}; check the path, or {fix}")
+    def __init__(self, path: str, fix: str, *, schema: str | None = None) -> None:
+        self.path, self.fix, self.schema = path, fix, schema
+        if schema is not None:  # ``path`` is a DSN then: it may hold a password, and is not shown
+            super().__init__(f"no memory-ext store in PostgreSQL schema {schema!r}; check --path and "
+                             f"storage.postgres_schema, or {fix}")
+        else:
+            super().__init__(f"no memory-ext store at {path!r}; check the path, or {fix}")
 
 
 class StoreLockedError(StoreError):
