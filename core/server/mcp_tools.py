@@ -313,7 +313,8 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], *, stdio_principal: Princip
     async def forget(user_id: str, agent_id: str | None = None, session_id: str | None = None,
                      record_ids: list[str] | None = None, hook_ids: list[str] | None = None,
                      everything: bool = False, ctx: Context | None = None) -> ForgetOutput:
-        """Remove memories for good, from every index: the items `record_ids` (ids from search_memory), the
+        """Remove memories for good, from every index: the items `record_ids` (ids from search_memory or
+        list_memories, or external ids: the ids get_memory and delete_memory take), the
         memory files `hook_ids` (from memory_index), or — only with everything=true — the whole session
         (`session_id`) or all of the user's memory. Returns what was removed.
         """
