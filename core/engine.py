@@ -55,12 +55,14 @@ from .results import AddResult, ForgetReceipt, Memory, MemoryPage, MemoryVersion
 from .retrieval import ReadPipeline
 from .store.faces import Face, record_face
 from .store.interface import TruthStore
+from .telemetry import traced_operations
 from .validate import check_page
 
 __all__ = ["AddResult", "ForgetReceipt", "MemoryEngine", "StoreStats"]
 
 TimeLike = datetime | str | float | None
 
+@traced_operations  # one OpenTelemetry span per operation when the ``otel`` extra is installed (memory_ext.telemetry)
 class MemoryEngine:
     """Long-term memory over one store directory.
 

@@ -28,11 +28,12 @@ from fastapi.responses import JSONResponse
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Route
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .. import __version__
 from ..engine import MemoryEngine
 from ..errors import MemoryExtError
+from ..telemetry import face
 from . import inspector
 from .auth import AuthMiddleware, PermissionDenied
 from .guards import DEFAULT_MAX_BODY_BYTES, BodyLimitMiddleware, DrainMiddleware, HostGuardMiddleware, HostPolicy
@@ -174,9 +175,24 @@ def build_app(engine: MemoryEngine, *, tokens: TokenTable | None = None, host: s
         status, body = error_payload(exc)
         return JSONResponse(body, status_code=status)
 
-    authenticated = AuthMiddleware(BodyLimitMiddleware(app, max_body_bytes), tokens if tokens is not None
-                                   else TokenTable(), required=required)
+    authenticated = AuthMiddleware(BodyLimitMiddleware(_FaceMiddleware(app), max_body_bytes),
+                                   tokens if tokens is not None else TokenTable(), required=required)
     return DrainMiddleware(HostGuardMiddleware(authenticated, policy))
+
+
+class _FaceMiddleware:
+    """The face engine calls of a request show in their telemetry (:mod:`memory_ext.telemetry`): ``rest`` for
+    ``/v1`` (the inspector page calls it too), ``mcp`` for ``/mcp`` (its tools run in the session's own task and
+    set it themselves), ``http`` for the rest (``/readyz``)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = str(scope.get("path") or "") if scope["type"] == "http" else ""
+        name = "rest" if path.startswith("/v1/") else "mcp" if path.startswith("/mcp") else "http"
+        with face(name):
+            await self.app(scope, receive, send)
 
 
 def _install_sighup(on_sighup: Callable[[], object] | None) -> bool:

@@ -28,6 +28,7 @@ from ..engine import MemoryEngine
 from ..errors import InvalidArgumentError, MemoryExtError
 from ..models import ActionState, Namespace, Turn
 from ..results import Memory
+from ..telemetry import face
 from .auth import STATE_KEY, PermissionDenied
 from .schemas import check_arguments
 from .settings import LOCAL, Principal
@@ -187,7 +188,8 @@ class _MemoryServer(MCPServer):
                 check_arguments(arguments)
             except MemoryExtError as exc:
                 raise _tool_error(exc) from None
-        return await super().call_tool(name, arguments, context)
+        with face("mcp"):  # the engine spans of this call say where it came from (memory_ext.telemetry)
+            return await super().call_tool(name, arguments, context)
 
 
 def _refused(exc: MemoryExtError | PermissionDenied) -> MCPError:
@@ -416,7 +418,8 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], *, stdio_principal: Princip
     async def with_memory(user_id: str, ctx: Context) -> str:
         try:
             ns = namespace(ctx, user_id, None)
-            index = await engine_of().arender_prompt(ns) or "(no memory files yet)"
+            with face("mcp"):
+                index = await engine_of().arender_prompt(ns) or "(no memory files yet)"
         except (MemoryExtError, PermissionDenied) as exc:
             raise _refused(exc) from None
         return (f"You have a long-term memory of past conversations with the user {user_id!r}. Call search_memory "
@@ -429,7 +432,8 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], *, stdio_principal: Princip
     async def index_resource(user_id: str, ctx: Context) -> str:
         try:
             ns = namespace(ctx, user_id, None)
-            return await engine_of().arender_prompt(ns) or "(no memory files yet)"
+            with face("mcp"):
+                return await engine_of().arender_prompt(ns) or "(no memory files yet)"
         except (MemoryExtError, PermissionDenied) as exc:
             raise ResourceError(str(_tool_error(exc))) from None
 
