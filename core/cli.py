@@ -423,7 +423,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no progress bar (default: only on a terminal)")
     p.set_defaults(func=cmd_import)
     p = sub.add_parser("forget", parents=[common], help="remove memories from every store, print the receipt")
-    p.add_argument("--record", action="append", default=[], help="a record id (repeatable)")
+    p.add_argument("--record", action="append", default=[],
+                   help="a memory's id: a record id (of a search result), a turn id or an external id (repeatable)")
     p.add_argument("--hook", action="append", default=[], help="a hook id (repeatable)")
     p.add_argument("--all", action="store_true", help="the whole namespace (or --session)")
     p.add_argument("--session", default=None, help="with --all: only this session")
