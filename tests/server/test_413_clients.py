@@ -11,6 +11,7 @@ import socket
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -18,7 +19,7 @@ import pytest
 from memory_ext.client import RemoteEngine
 from memory_ext.errors import RequestTooLargeError
 from memory_ext.server import TokenTable
-from memory_ext.server.guards import DRAIN_MAX_BYTES
+from memory_ext.server.guards import DRAIN_MAX_BYTES, DrainMiddleware
 
 from .conftest import ADMIN, ANA, LiveServer, _serving
 
@@ -161,3 +162,70 @@ def test_remote_engine_maps_a_server_413_to_request_too_large(small_server: Live
         with pytest.raises(RequestTooLargeError) as info:
             engine.add_turns([{"role": "user", "content": "x" * (2 * LIMIT)}], "ana")
     assert info.value.limit == LIMIT and info.value.size is None and "max_body_bytes" in (info.value.fix or "")
+
+
+# -- the drain's bounds (the ASGI layer alone) --------------------------------------------------------------------
+def _refusing_app() -> Any:
+    """An app that answers 401 without reading the body (what the token check does)."""
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 401, "headers": [(b"content-length", b"2")]})
+        await send({"type": "http.response.body", "body": b"{}"})
+    return app
+
+
+def _scope(**headers: str) -> dict[str, Any]:
+    return {"type": "http", "method": "POST", "path": "/v1/turns",
+            "headers": [(k.replace("_", "-").encode(), v.encode()) for k, v in headers.items()]}
+
+
+def test_the_drain_stops_at_its_byte_bound() -> None:
+    """A client that never stops sending: the server reads at most max_bytes, then completes and closes."""
+    received = []
+
+    async def endless() -> dict[str, Any]:
+        received.append(1)
+        return {"type": "http.request", "body": b"x" * 1000, "more_body": True}
+
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    asyncio.run(DrainMiddleware(_refusing_app(), max_bytes=10_000)(_scope(transfer_encoding="chunked"), endless, send))
+    assert 10 <= len(received) <= 11  # ~10 kB read, then no more
+    assert sent[0]["status"] == 401 and (b"connection", b"close") in sent[0]["headers"]
+    assert [m.get("more_body", False) for m in sent[1:]] == [True, False] and sent[1]["body"] == b"{}"
+
+
+def test_the_drain_stops_at_its_time_bound() -> None:
+    """A client that stops sending and never closes: the drain gives up after max_seconds."""
+    async def silent() -> dict[str, Any]:
+        await asyncio.Event().wait()  # nothing ever arrives
+        raise AssertionError("unreachable")
+
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    asyncio.run(DrainMiddleware(_refusing_app(), max_seconds=0.05)(_scope(content_length="5000"), silent, send))
+    assert [m.get("more_body", False) for m in sent[1:]] == [True, False]
+
+
+def test_a_body_the_app_read_whole_is_answered_as_usual() -> None:
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        assert (await receive())["more_body"] is False
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    async def once() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"{}", "more_body": False}
+
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    asyncio.run(DrainMiddleware(app)(_scope(content_length="2"), once, send))
+    assert sent == [{"type": "http.response.start", "status": 200, "headers": []},
+                    {"type": "http.response.body", "body": b"ok"}]
