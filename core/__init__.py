@@ -46,10 +46,12 @@ from .errors import (
     MemoryExtError,
     MissingDependencyError,
     ReadOnlyStoreError,
+    RequestTooLargeError,
     RetrievalError,
     SchemaVersionError,
     StoreError,
     StoreLockedError,
+    StoreNotFoundError,
     ValidationError,
 )
 from .interface import EngineLike
@@ -130,6 +132,7 @@ __all__ = [
     "ReadOnlyStoreError",
     "RecallConfig",
     "RecordKind",
+    "RequestTooLargeError",
     "RetrievalError",
     "RetrievedItem",
     "Role",
@@ -143,6 +146,7 @@ __all__ = [
     "StorageConfig",
     "StoreError",
     "StoreLockedError",
+    "StoreNotFoundError",
     "StoreStats",
     "TokenStates",
     "Turn",

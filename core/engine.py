@@ -64,12 +64,14 @@ from .results import (
 from .retrieval import ReadPipeline
 from .store.faces import Face, record_face
 from .store.interface import TruthStore
+from .telemetry import traced_operations
 from .validate import check_page
 
 __all__ = ["AddResult", "ForgetReceipt", "MemoryEngine", "StoreStats"]
 
 TimeLike = datetime | str | float | None
 
+@traced_operations  # one OpenTelemetry span per operation when the ``otel`` extra is installed (memory_ext.telemetry)
 class MemoryEngine:
     """Long-term memory over one store directory.
 
@@ -303,11 +305,12 @@ class MemoryEngine:
         """Remove memories from every store and return a receipt of what was removed.
 
         With only ``namespace``: the whole namespace (or, if it names a session, that session). With
-        ``record_ids`` (ids of search results): the turns those records were built from. With ``hook_ids``: the
-        memory files and every turn in them. In every case the turns go, with every record built from them
-        (turn records, windows), their vectors (numpy or Chroma), keyword postings, graph entries, claims, and
-        their place in memory files — files left empty are deleted, the others get their hooks recomputed, and
-        verbatim ``pre_compress`` context has their text cut out. SQLite overwrites deleted content
+        ``record_ids`` (ids of search results): the turns those records were built from; a turn id or an
+        ``external_id`` (the ids :meth:`get_memory` and :meth:`delete` take) names every version of that memory.
+        With ``hook_ids``: the memory files and every turn in them. In every case the turns go, with every record
+        built from them (turn records, windows), their vectors (numpy or Chroma), keyword postings, graph entries,
+        claims, and their place in memory files — files left empty are deleted, the others get their hooks
+        recomputed, and verbatim ``pre_compress`` context has their text cut out. SQLite overwrites deleted content
         (``secure_delete``) and its write-ahead log is truncated, so the text is gone from disk too — unless
         another process holds an older read snapshot: ``forget`` waits at most 0.5 s for it, the receipt then says
         ``purge_complete=False`` and the purge is retried after later writes, at close and by :meth:`purge`.
