@@ -808,10 +808,11 @@ async function viewHistory(state) {
                     versions.map((version) => versionItem(version, version.operation === "add" ||
                                                           version.operation === "update" ? ++adds : adds)));
   const known = versions.map((v) => v.content).filter(Boolean);
-  const title = firstWords(memory ? memory.content : known[known.length - 1]) || `Memory ${state.id}`;
+  const calls = memory && !memory.content ? (await toolCallsOf(state, [memory]))[memory.turn_id] : null;
+  const title = firstWords(memory ? memory.content : known[known.length - 1])
+                || (calls && calls.length ? toolCallText(calls[0]) : "") || `Memory ${state.id}`;
   const parts = [h("h1", {}, title), h("p", { class: "id" }, `memory id ${state.id}`)];
   if (memory) {
-    const calls = !memory.content ? (await toolCallsOf(state, [memory]))[memory.turn_id] : null;
     const content = h("textarea", { name: "content", rows: "4", value: memory.content });
     content.value = memory.content;
     const save = h("button", { type: "submit", class: "primary" }, "Save as a new version");
@@ -996,8 +997,8 @@ async function viewData(state) {
     if (seen.error) sentences.push(`This file cannot be imported: ${seen.error}.`);
     if (isMem0) {
       if (who.length) sentences.push(`Entries that name their user go to them: ${who.join(", ")}.`);
-      if (seen.unnamed) sentences.push(`${plural(seen.unnamed, "entry", "entries")} name no user: they go to ${
-        target.value.trim() || "(choose a user)"}.`);
+      if (seen.unnamed) sentences.push(`${seen.unnamed === 1 ? "1 entry names no user: it goes" : `${seen.unnamed} ` +
+        "entries name no user: they go"} to ${target.value.trim() || "(choose a user)"}.`);
       if (!seen.entries) sentences.push("The file holds no mem0 entry.");
     } else {
       sentences.push(who.length ? `This export restores the memories of ${who.join(", ")} (the users it was ` +
