@@ -254,8 +254,8 @@ function showError(exc) {
   if (fix && message.includes(fix)) {  // the engine's message ends with its fix: say it once
     message = message.replace(fix, "").replace(/[\s;:,.—-]+$/, "");
   }
-  box.replaceChildren(h("strong", {}, `${errorName(error.type)}: `), message || null,
-                      fix ? h("p", { class: "fix" }, `Fix: ${fix}`) : null);
+  box.replaceChildren(...[h("strong", {}, `${errorName(error.type)}: `), message,
+                          fix ? h("p", { class: "fix" }, `Fix: ${fix}`) : null].filter(Boolean));
   box.hidden = false;
 }
 
@@ -376,7 +376,8 @@ function renderPicker(state, rows) {
                                                               view: userSelect.value ? keepView(state.view) : null })));
   agentSelect.addEventListener("change", () => navigate(href({ user_id: state.user_id, agent_id: agentSelect.value,
                                                                view: keepView(state.view) })));
-  picker.replaceChildren(field("User", userSelect, null, "pick"), field("Agent", agentSelect, null, "pick"));
+  picker.replaceChildren(...[field("User", userSelect, null, "pick"),
+                             state.user_id ? field("Agent", agentSelect, null, "pick") : null].filter(Boolean));
   picker.hidden = false;
 }
 
@@ -849,6 +850,12 @@ async function viewHistory(state) {
   return parts;
 }
 
+// A title or an abstract without its case, spacing and closing punctuation (to show an abstract only when it says
+// more than the title).
+function bare(text) {
+  return String(text || "").toLowerCase().replace(/\s+/g, " ").replace(/[\s.…!?;:,]+$/, "").trim();
+}
+
 async function viewFiles(state) {
   const [prompt, hooks] = await Promise.all([
     api("POST", "/v1/prompt", { body: nsParams(state) }),
@@ -883,7 +890,7 @@ async function viewFiles(state) {
       h("h3", { class: "hook-title", id: titleId }, name),
       h("p", { class: "line" }, h("span", {}, `${hook.period} ${hook.period_key}`), h("span", {}, hook.status),
         h("span", {}, `${hook.token_count} tokens`), h("small", { class: "id" }, `id ${hook.id}`)),
-      hook.abstract && hook.abstract !== hook.title ? h("p", { class: "content" }, hook.abstract) : null,
+      hook.abstract && bare(hook.abstract) !== bare(hook.title) ? h("p", { class: "content" }, hook.abstract) : null,
       h("div", { class: "row" },
         h("button", { type: "button", class: "secondary", "aria-label": `Open file ${name}`,
                       onclick: () => open(hook, name).catch(showError) }, "Open file"),
