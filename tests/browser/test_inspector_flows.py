@@ -170,6 +170,13 @@ def test_agent_runs_show_tool_calls_and_tool_errors(open_server: Served, page: P
     settled(page)
     expect(page.locator("#view h1")).to_have_text("book_table(place: Tasca, time: 21:00)")  # not an id
     expect(page.locator(".edit ul.calls")).to_contain_text("Called book_table(place: Tasca, time: 21:00)")
+
+    page.goto(open_server.url + "/?user_id=rui&agent_id=concierge&view=search&q=book+a+table+at+Tasca")
+    settled(page)  # search items of tool-call turns (no text) show their calls too
+    page.locator("details#weak > summary").click()
+    expect(page.locator("#weak-results ul.calls li")).to_have_count(2)
+    expect(page.locator("#weak-results .tool-error")).to_contain_text("Tool error (call c1)")
+    expect(page.locator(".content.muted")).to_have_count(0)
     no_page_errors(page)
 
 

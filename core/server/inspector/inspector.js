@@ -716,7 +716,13 @@ function explanationView(explanation) {
                                                                                 json(explanation))));
 }
 
-function resultCard(state, item) {
+// A search item as the turn it is (its text, or the tool calls of a turn without text; a tool's result).
+function itemBody(item, calls) {
+  const turn = { content: item.text, role: item.role, metadata: item.metadata || {} };
+  return item.kind === "turn" ? turnBody(turn, calls) : [h("p", { class: "content" }, item.text)];
+}
+
+function resultCard(state, item, calls) {
   const meta = metaText(item.metadata);
   const memoryId = item.kind === "turn" ? (item.external_ids[0] || item.turn_ids[0] || item.id) : null;
   const weak = item.score < RELEVANT;
@@ -727,13 +733,14 @@ function resultCard(state, item) {
       h("time", { datetime: item.timestamp || "" }, fmtTime(item.timestamp)),
       h("span", { class: "speaker" }, item.speaker || item.role || ""),
       item.kind !== "turn" ? h("span", { class: "kind" }, item.kind) : null),
-    h("p", { class: "content" }, item.text),
+    itemBody(item, calls),
     h("p", { class: "channels" }, h("span", { class: "label" }, "found by "), channelChips(item.channels)),
     meta ? h("p", { class: "meta" }, h("span", { class: "label" }, "metadata "), h("code", {}, meta)) : null,
     item.explanation ? h("details", { class: "explain" }, h("summary", {}, "Why this score"),
                          explanationView(item.explanation)) : null,
     memoryId ? h("p", { class: "actions" }, link({ ...nsParams(state), view: "history", id: memoryId }, "Open",
-                                                 { "aria-label": `Open memory ${firstWords(item.text) || memoryId}` }),
+                                                 { "aria-label": `Open memory ${firstWords(item.text) ||
+                                                   (calls && calls.length ? toolCallText(calls[0]) : memoryId)}` }),
                  h("small", { class: "id" }, `id ${memoryId}`)) : null);
 }
 
@@ -744,6 +751,9 @@ async function viewSearch(state) {
   const result = await api("POST", "/v1/search", { busy: "Searching",
                                                    body: { ...nsParams(state), query: state.q,
                                                            k: Number(state.k || 10), explain: state.explain } });
+  const found = await toolCallsOf(state, result.items.filter((item) => item.kind === "turn").map((item) => ({
+    content: item.text, role: item.role, session_id: item.session_id })));
+  const callsOf = (item) => found[item.turn_ids[0]];
   const strong = result.items.filter((item) => item.score >= RELEVANT);
   const weak = result.items.filter((item) => item.score < RELEVANT);
   const notes = [...(result.warnings || []),
@@ -754,7 +764,7 @@ async function viewSearch(state) {
   if (strong.length) {
     parts.push(h("h2", {}, `${plural(strong.length, "match", "matches")}`),
                h("ol", { id: "results", class: "cards", "aria-label": "Matches" },
-                 strong.map((item) => resultCard(state, item))));
+                 strong.map((item) => resultCard(state, item, callsOf(item)))));
   } else {
     parts.push(h("div", { class: "empty", id: "empty" },
       h("p", {}, h("strong", {}, `Nothing relevant found for “${state.q}”.`)),
@@ -767,7 +777,7 @@ async function viewSearch(state) {
     parts.push(h("details", { id: "weak", class: "weak-group", open: false },
       h("summary", {}, `${plural(weak.length, "weak match", "weak matches")} (score below 0.5)`),
       h("ol", { id: "weak-results", class: "cards", "aria-label": "Weak matches" },
-        weak.map((item) => resultCard(state, item)))));
+        weak.map((item) => resultCard(state, item, callsOf(item))))));
   }
   parts.push(h("h2", { id: "context-title" }, "Context the model gets"),
              h("p", { class: "hint" }, "What search returns as context by default (weak matches included; an agent ",
@@ -1099,7 +1109,7 @@ async function viewForget(state) {
                                                   body: { ...nsParams(state), session_id: session.session_id } }),
           receipt: (receipt) => ["Forgotten", [[`Forgot ${plural(session.memories, "memory", "memories")} of session ${
             name} (${plural(receipt.turns, "turn")}, ${plural(receipt.records, "record")})${storesText(receipt)} — ${
-            purgeText(receipt)}.`]]] }));
+            purgeText(receipt)}.`], [link(nsParams(state), `See what ${state.user_id} still has`)]]] }));
         return h("tr", { "data-session": name }, h("th", { scope: "row" }, name), h("td", { class: "dates" }, days),
                  h("td", { class: "size" }, `${plural(session.memories, "memory", "memories")}, ${
                    plural(session.turns, "turn")}`),
