@@ -82,7 +82,8 @@ function firstWords(text, words) {
   const parts = clean.split(" ");
   const n = words || 8;
   const head = parts.slice(0, n).join(" ");
-  return parts.length > n || head.length > 80 ? `${head.slice(0, 80).replace(/[\s,.;:]+$/, "")}…` : head;
+  return parts.length > n || head.length > 80 ? `${head.slice(0, 80).replace(/[\s,.;:]+$/, "")}…`
+    : head.replace(/[\s,.;:!?]+$/, "");
 }
 
 // -- the busy state: any request slower than a moment ------------------------------------------------------------
@@ -326,7 +327,7 @@ function purgeText(receipt) {
 
 function storesText(receipt) {
   const stores = receipt.stores || [];
-  return stores.length ? ` from ${plural(stores.length, "store")} (${stores.join(", ")})` : "";
+  return stores.length ? ` from ${stores.length === 1 ? "its store" : `all ${stores.length} stores`}` : "";
 }
 
 // -- the token form ---------------------------------------------------------------------------------------------
@@ -821,7 +822,8 @@ async function viewHistory(state) {
   const known = versions.map((v) => v.content).filter(Boolean);
   const calls = memory && !memory.content ? (await toolCallsOf(state, [memory]))[memory.turn_id] : null;
   const title = firstWords(memory ? memory.content : known[known.length - 1])
-                || (calls && calls.length ? toolCallText(calls[0]) : "") || `Memory ${state.id}`;
+                || (calls && calls.length ? toolCallText(calls[0]) : "") || (deleted ? "A forgotten memory"
+                                                                                      : `Memory ${state.id}`);
   const parts = [h("h1", {}, title), h("p", { class: "id" }, `memory id ${state.id}`)];
   if (memory) {
     const content = h("textarea", { name: "content", rows: "4", value: memory.content });
@@ -1066,10 +1068,12 @@ async function viewData(state) {
             if (report.files) added.push(plural(report.files, "memory file"));
             if (report.history) added.push(plural(report.history, "recorded operation"));
             if (report.items) added.push(plural(report.items, "store item"));
-            const links = names.map((name) => name.replace(/ \(agent .*\)$/, ""));
+            const links = [...new Set(names.map((name) => name.replace(/ \(agent .*\)$/, "")))]
+              .flatMap((user, i) => [i ? ", " : "", link({ user_id: user }, user)]);
+            const nothing = !report.turns && !report.files && !report.history && !report.items;
             return ["Imported", [
-              [`Imported ${added.join(", ")} into `, ...[...new Set(links)].flatMap((user, i) => [
-                i ? ", " : "", link({ user_id: user }, user)]), "."],
+              nothing ? ["Nothing new to import into ", ...links, "."]
+                : [`Imported ${added.join(", ")} into `, ...links, "."],
               [report.skipped_turns ? `${plural(report.skipped_turns, "turn")} the store already held ${
                 report.skipped_turns === 1 ? "was" : "were"} skipped.` : "Nothing in the file was already stored."]]];
           } });
