@@ -4,6 +4,8 @@ subprocesses on free loopback ports (hashing embedder, temporary stores).
 Playwright never downloads a browser here: it launches the system's chromium (``MEMORY_EXT_CHROMIUM``, else
 ``chromium`` / ``chromium-browser`` on ``PATH``). Without chromium or the ``playwright`` package the tests skip with
 the reason — unless ``MEMORY_EXT_REQUIRE_BROWSER=1`` (set by .ci/run, which installs chromium), where they fail.
+The accessibility test injects axe-core's ``axe.min.js`` from the npm package .ci/run installs (pinned,
+:data:`AXE_VERSION`) into a cache folder (``MEMORY_EXT_AXE`` names it); nothing is fetched from a CDN.
 """
 
 from __future__ import annotations
