@@ -390,9 +390,10 @@ class RemoteEngine:
     @staticmethod
     def _search_call(query: str, namespace: Namespace | str, k: int, filters: Mapping[str, Any] | None,
                      action_state: ActionState | Mapping[str, Any] | None, explain: bool, now: TimeLike,
-                     trace: bool, include_cold: bool, as_of: TimeLike) -> _Call:
+                     trace: bool, include_cold: bool, as_of: TimeLike, min_score: float | None) -> _Call:
         body = {**_ns_fields(namespace), "query": query, "k": k, "filters": filters, "action_state": action_state,
-                "explain": explain, "now": now, "trace": trace, "include_cold": include_cold, "as_of": as_of}
+                "explain": explain, "now": now, "trace": trace, "include_cold": include_cold, "as_of": as_of,
+                "min_score": min_score}
         return _op("search", body=body)
 
     @staticmethod
@@ -560,10 +561,10 @@ class RemoteEngine:
     def search(self, query: str, namespace: Namespace | str, *, k: int = 10,
                filters: Mapping[str, Any] | None = None, action_state: ActionState | Mapping[str, Any] | None = None,
                explain: bool = False, now: TimeLike = None, trace: bool = False, include_cold: bool = False,
-               as_of: TimeLike = None) -> SearchResult:
+               as_of: TimeLike = None, min_score: float | None = None) -> SearchResult:
         """Search (see :meth:`MemoryEngine.search`)."""
         result: SearchResult = self._send(self._search_call(query, namespace, k, filters, action_state, explain, now,
-                                                            trace, include_cold, as_of))
+                                                            trace, include_cold, as_of, min_score))
         return result
 
     def get_turns(self, namespace: Namespace | str, *, limit: int | None = None, offset: int = 0) -> list[Turn]:
@@ -771,10 +772,11 @@ class RemoteEngine:
                       filters: Mapping[str, Any] | None = None,
                       action_state: ActionState | Mapping[str, Any] | None = None, explain: bool = False,
                       now: TimeLike = None, trace: bool = False, include_cold: bool = False,
-                      as_of: TimeLike = None) -> SearchResult:
+                      as_of: TimeLike = None, min_score: float | None = None) -> SearchResult:
         """Async twin of :meth:`search`."""
         result: SearchResult = await self._asend(self._search_call(query, namespace, k, filters, action_state,
-                                                                   explain, now, trace, include_cold, as_of))
+                                                                   explain, now, trace, include_cold, as_of,
+                                                                   min_score))
         return result
 
     async def aget_turns(self, namespace: Namespace | str, *, limit: int | None = None,

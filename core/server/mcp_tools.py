@@ -213,7 +213,8 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], *, stdio_principal: Princip
     async def search_memory(query: str, user_id: str, agent_id: str | None = None, session_id: str | None = None,
                             k: int = 5, filters: dict[str, Any] | None = None,
                             action_state: ActionState | None = None, include_cold: bool = False,
-                            as_of: str | None = None, ctx: Context | None = None) -> SearchOutput:
+                            as_of: str | None = None, min_score: float | None = None,
+                            ctx: Context | None = None) -> SearchOutput:
         """Search the user's long-term memory for what helps with `query`.
 
         Returns the best `k` remembered items (text, time, speaker, score, ids) and `context`, the found turns in
@@ -223,11 +224,13 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], *, stdio_principal: Princip
         (current_subgoal, last_tool_name, failure_signal, missing_slots, ...) so that past procedures and
         failures relevant to it are found too.
         Time words in the query ("last Saturday") are understood. `session_id` limits the search to one session.
+        Scores are relevances in 0-1; below 0.5 an item is a weak match. `min_score` (e.g. 0.5) leaves weak
+        matches out: an empty `items` then means the memory holds nothing relevant to the query.
         """
         async def run() -> SearchOutput:
             ns = namespace(ctx, user_id, agent_id, session_id)
             result = await engine_of().asearch(query, ns, k=k, filters=filters, action_state=action_state,
-                                               include_cold=include_cold, as_of=as_of)
+                                               include_cold=include_cold, as_of=as_of, min_score=min_score)
             items = [MemoryHit(id=i.id, text=i.text, score=i.score, time=i.timestamp, speaker=i.speaker,
                                role=str(i.role) if i.role else None, session_id=i.session_id, kind=str(i.kind),
                                metadata=dict(i.metadata)) for i in result.items]
