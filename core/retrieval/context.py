@@ -3,7 +3,9 @@
 Each found turn is shown inside its source window (``recall.context_window_turns`` turns of the same exchange
 on each side); windows of one session that overlap are merged; blocks come in the rank order of their best
 turn, within ``recall.context_budget_tokens``. A block that does not fit is disclosed at a lower level: long
-turns (:data:`DISCLOSE_MIN_CHARS`) as their L1 abstract, then as their L0 title.
+turns (:data:`DISCLOSE_MIN_CHARS`) as their L1 abstract, then as their L0 title. Tool calls and tool results
+read as lines (:func:`memory_ext.ingest.calls.turn_line`): ``assistant → book_hotel(check_in="14/04/2026")``,
+``tool book_hotel (error): HTTP 422 …``.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ..ingest.calls import turn_line
 from ..ingest.derive import WINDOW_MAX_GAP_S
 from ..models import RetrievedItem
 from ..store.catalog import Catalog
@@ -28,10 +31,16 @@ DISCLOSE_MIN_CHARS = 600
 whole text does not fit the budget."""
 
 
-def context_line(when: float | None, speaker: str | None, role: str | None, text: str) -> str:
-    """One line of context: ``[2023-05-08 13:56] Ana: text``."""
+def context_line(when: float | None, speaker: str | None, role: str | None, text: str,
+                 tool_calls: Sequence[Mapping[str, Any]] = (), metadata: Mapping[str, Any] | None = None) -> str:
+    """One line of context: ``[2023-05-08 13:56] Ana: text``; a turn's tool calls and a tool turn's tool and error
+    flag as :func:`~memory_ext.ingest.calls.turn_line` renders them.
+
+    >>> context_line(None, None, "assistant", "", [{"name": "book_hotel", "args": {"check_in": "2026-04-14"}}])
+    '[undated] assistant → book_hotel(check_in="2026-04-14")'
+    """
     stamp = datetime.fromtimestamp(when, UTC).strftime("%Y-%m-%d %H:%M") if when is not None else "undated"
-    return f"[{stamp}] {speaker or role or 'memory'}: {text}"
+    return f"[{stamp}] {turn_line(role or '', speaker, text, tool_calls, metadata)}"
 
 
 def shown_turns(rows: Sequence[TurnRow], cat: Catalog, visible: np.ndarray | None) -> list[TurnRow]:
@@ -80,7 +89,7 @@ def render_context(store: TruthStore, ns_id: int, items: Sequence[RetrievedItem]
     def disclose(r: Any, level: int) -> str:
         """A turn at disclosure level 2 (whole text), 1 (L1 abstract) or 0 (L0 title) — long turns only."""
         if level == 2 or len(r.content) < DISCLOSE_MIN_CHARS:
-            return context_line(r.ts, r.speaker, r.role, r.content)
+            return context_line(r.ts, r.speaker, r.role, r.content, r.tool_calls, r.metadata)
         if r.id not in layers:
             from ..lifecycle.summary import summarize
 
@@ -88,7 +97,8 @@ def render_context(store: TruthStore, ns_id: int, items: Sequence[RetrievedItem]
             layers[r.id] = (summary.title, summary.abstract or summary.title)
         text = layers[r.id][1 if level == 1 else 0]
         return context_line(r.ts, r.speaker, r.role, f"{text} [abridged from {len(r.content)} characters; "
-                                                     f"get_turns has the whole turn {r.id}]")
+                                                     f"get_turns has the whole turn {r.id}]", r.tool_calls,
+                            r.metadata)
 
     def render(lo: int, hi: int, block_centres: list[Any], level: int = 2) -> str:
         def near(r: Any) -> bool:  # same exchange as one of the block's found turns
