@@ -545,7 +545,10 @@ class RetrievedItem(_Value):
     raw_score: float | None = None
     """The unbounded score that ordered the candidates (fused z-score sum, RRF score, or reranked blend)."""
     metadata: dict[str, Any] = Field(default_factory=dict)
-    """The metadata of the item's source turn, as it was stored."""
+    """The metadata of the item's source turn, as it was stored (a tool turn's ``tool_name``, ``tool_call_id`` and
+    ``is_error`` under those keys, :data:`TOOL_METADATA_KEYS`)."""
+    tool_calls: tuple[dict[str, Any], ...] = ()
+    """The tool calls of the item's source turn (an assistant turn that called tools may have no text)."""
 
     def face_metadata(self) -> dict[str, Any]:
         """JSON-friendly metadata of the item, as the framework faces attach it to documents and nodes: the
