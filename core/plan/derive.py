@@ -73,8 +73,8 @@ _MISSING_CUE_RE: Final = re.compile(
     r"missing|required|not (?:provided|given|specified|supplied)|must (?:be )?(?:provide|specif|give|suppl)"
     r"|缺少|缺失|必填|必须提供|未提供|필수|必須|обязательн|fehlt|manquant|requis|falta", re.IGNORECASE)
 _WORD_RE: Final = re.compile(r"[A-Za-z][a-z]+|[A-Z]+(?![a-z])|\d+|[^\W\d_A-Za-z]+")
-_STOP: Final = frozenset("the and for with from into onto this that get set new add use make create list show "
-                         "find give take run call via all any one per api tool tools".split())
+_STOP: Final = frozenset("the and for with from into onto this that you your can could please want need "
+                         "via all any one per api tool tools".split())
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,8 +202,17 @@ def turns_from_messages(messages: Sequence[Mapping[str, Any]], session_id: str |
     return out
 
 
+def _stem(word: str) -> str:
+    """A light English stem: plural and common verb endings off (``movies`` / ``movie``, ``booking`` / ``book``)."""
+    for end in ("ies", "ing", "es", "ed", "s"):
+        if word.endswith(end) and len(word) - len(end) >= 3:
+            return word[:-len(end)] + ("y" if end == "ies" else "")
+    return word
+
+
 def _words(text: str) -> set[str]:
-    return {w.lower() for w in _WORD_RE.findall(text) if len(w) >= 3 and w.lower() not in _STOP}
+    return {_stem(w.lower()) for w in _WORD_RE.findall(text.replace("_", " ").replace(".", " "))
+            if len(w) >= 3 and w.lower() not in _STOP}
 
 
 def _view(turn: Turn, index: int) -> TurnView:
@@ -282,10 +291,17 @@ def _missing_of_call(spec: ToolSpec | None, call: ToolCall, failure: str | None)
     return missing
 
 
+DESCRIPTION_WORDS: Final = 40
+"""How many words of a tool's description count when the request is matched to the tools."""
+
+
 def _likely_tool(subgoal: str, specs: Sequence[ToolSpec]) -> ToolSpec | None:
-    """The one tool whose name's words the request mentions more than any other tool's (None: no clear one)."""
+    """The one tool the request matches best — its name's words count twice, its description's once — or None
+    when no tool matches or two match equally."""
     asked = _words(subgoal)
-    scored = sorted(((len(_words(s.name.replace("_", " ")) & asked), i) for i, s in enumerate(specs)), reverse=True)
+    scored = sorted(((2 * len(_words(s.name) & asked)
+                      + len(_words(" ".join(s.description.split()[:DESCRIPTION_WORDS])) & asked), i)
+                     for i, s in enumerate(specs)), reverse=True)
     if not scored or scored[0][0] == 0 or (len(scored) > 1 and scored[1][0] == scored[0][0]):
         return None
     return specs[scored[0][1]]
@@ -298,7 +314,7 @@ def _unsupplied(spec: ToolSpec, turns: Sequence[Turn], views: Sequence[TurnView]
              for k, val in (c.args or {}).items() if not _empty(val)}
     out = []
     for p in spec.required:
-        words = _words(p.replace("_", " "))
+        words = _words(p)
         if p not in given and not (words and words <= said):
             out.append(p)
     return out
