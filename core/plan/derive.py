@@ -14,7 +14,8 @@ From a conversation's recent turns (oldest first) and, when given, the tools' JS
   Italian or Portuguese (:func:`error_signal`); None once a later call of that turn succeeded;
 * ``missing_slots``: the required parameters (per the tool's schema) of the tool being called or just attempted
   that its call left out or empty, and those its error result names as missing; with no call yet, those of the
-  one tool whose name clearly matches the request, whose names the conversation never mentions;
+  one tool the request clearly matches (its name and description words) that the user neither named nor gave a
+  value of their shape (a date, a time, a place);
 * ``tentative_action``: a call still waiting for its result — never the name of a tool not called yet;
 * ``available_tools``: the tools' names; ``recent_context``: the last turns as readable lines.
 
@@ -307,15 +308,47 @@ def _likely_tool(subgoal: str, specs: Sequence[ToolSpec]) -> ToolSpec | None:
     return specs[scored[0][1]]
 
 
+_MONTHS = ("jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?"
+           "|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?")
+_VALUE_SHAPES: Final = (
+    # (parameter name words, a shape of the value in the request): a parameter named so is given by such a value
+    # (English requests; a date is not a time and a country is not a city)
+    (frozenset({"date", "day"}), re.compile(
+        rf"\b\d{{4}}-\d{{1,2}}-\d{{1,2}}\b|\b\d{{1,2}}/\d{{1,2}}(?:/\d{{2,4}})?\b|\b(?:{_MONTHS})\.?\s+\d{{1,2}}"
+        rf"|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTHS})\b|\b(?:today|tomorrow|tonight|yesterday)\b"
+        r"|\b(?:this|next)\s+(?:week(?:end)?|monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b"
+        r"|今天|明天|后天|\d{1,2}月\d{1,2}日", re.IGNORECASE)),
+    (frozenset({"time", "hour"}), re.compile(
+        r"\b\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)|\b\d{1,2}:\d{2}\b|\b(?:noon|midnight)\b|\d{1,2}点",
+        re.IGNORECASE)),
+    (frozenset({"origin", "from", "departure", "source", "start"}), re.compile(r"\bfrom\s+[A-Z0-9][\w'.-]*")),
+    (frozenset({"destination", "to", "arrival", "dest", "target"}), re.compile(r"\bto\s+[A-Z0-9][\w'.-]*")),
+    (frozenset({"city", "location", "loc", "place", "where", "address", "area"}),
+     re.compile(r"\b(?:in|near|from|to)\s+[A-Z][a-z][\w'.-]*")),  # a proper name (not "CA", not a venue "at")
+)
+
+
+def _value_given(param: str, said: str) -> bool:
+    """Whether the request holds a value of the shape the parameter's name asks for (a date, a time, a place)."""
+    words = {w.lower() for w in _WORD_RE.findall(param.replace("_", " "))}
+    # a compound name is read by its most specific part: from_city is an origin, departure_date a date
+    for names, shape in _VALUE_SHAPES:
+        if words & names:
+            return bool(shape.search(said))
+    return False
+
+
 def _unsupplied(spec: ToolSpec, turns: Sequence[Turn], views: Sequence[TurnView]) -> list[str]:
-    """The required parameters of ``spec`` whose name the user never mentions and no earlier call gave a value."""
-    said = _words(" ".join(t.content for t in turns if t.role.value == "user"))
+    """The required parameters of ``spec`` that the user neither named nor gave a value of their shape (a date, a
+    time, a place: :data:`_VALUE_SHAPES`), and that no earlier call gave a value."""
+    text = " ".join(t.content for t in turns if t.role.value == "user")
+    said = _words(text)
     given = {k for t, v in zip(turns, views, strict=True) for c in _calls_of(t, v)
              for k, val in (c.args or {}).items() if not _empty(val)}
     out = []
     for p in spec.required:
         words = _words(p)
-        if p not in given and not (words and words <= said):
+        if p not in given and not (words and words <= said) and not _value_given(p, text):
             out.append(p)
     return out
 
