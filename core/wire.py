@@ -205,6 +205,8 @@ class InfoResponse(BaseModel):
     config: dict[str, Any]
     embedder_id: str | None
     user_id: str | None = Field(default=None, description="The user the caller's token is pinned to, if any.")
+    max_body_bytes: int | None = Field(default=None, description="The largest request body the server accepts "
+                                                                 "(server.max_body_bytes); larger is 413.")
 
 
 

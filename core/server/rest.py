@@ -271,7 +271,8 @@ async def info(request: Request) -> InfoResponse:
     config: dict[str, Any] = engine.config.model_dump(mode="json")
     return InfoResponse(version=__version__, config=config,
                         embedder_id=engine.embedder.id if engine.embedder is not None else None,
-                        user_id=principal_of(request).user_id)
+                        user_id=principal_of(request).user_id,
+                        max_body_bytes=getattr(request.app.state, "max_body_bytes", None))
 
 
 _NDJSON: dict[str, Any] = {"response_class": StreamingResponse, "response_model": None,

@@ -128,8 +128,8 @@ class Served:
 def _serve(tmp_path_factory: pytest.TempPathFactory, name: str, *args: str) -> Iterator[Served]:
     store = tmp_path_factory.mktemp(name) / "store"
     port = free_port()
-    proc = subprocess.Popen(serve_command("--path", str(store), "--embedder", "hashing", "--port", str(port),
-                                          "--log-level", "warning", *args),
+    proc = subprocess.Popen(serve_command("--path", str(store), "--create", "--embedder", "hashing", "--port",
+                                          str(port), "--log-level", "warning", *args),
                             env=subprocess_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}"
     try:
