@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import html
+import json
 import logging
 import secrets
 import time
@@ -54,6 +55,9 @@ logger = logging.getLogger("memory_ext.server")
 CONSENT_PATH = "/oauth/consent"
 CODE_TTL = 300
 PENDING_TTL = 600
+MAX_PENDING = 1000
+"""Authorization requests waiting for the owner at once; more are refused (``temporarily_unavailable``)."""
+MAX_DOCUMENT_BYTES = 65536
 
 # -- verifying tokens (the resource server) ---------------------------------------------------------------------------
 
@@ -308,11 +312,16 @@ class BuiltinAuthorizationServer:
         from pydantic import ValidationError
 
         try:
-            async with httpx.AsyncClient(timeout=5, follow_redirects=False) as http:
-                response = await http.get(client_id, headers={"Accept": "application/json"})
-            if response.status_code != 200 or len(response.content) > 65536:
-                raise ValueError(f"status {response.status_code}")
-            document = response.json()
+            body = b""
+            async with httpx.AsyncClient(timeout=5, follow_redirects=False) as http, \
+                    http.stream("GET", client_id, headers={"Accept": "application/json"}) as response:
+                if response.status_code != 200:
+                    raise ValueError(f"status {response.status_code}")
+                async for chunk in response.aiter_bytes():
+                    body += chunk
+                    if len(body) > MAX_DOCUMENT_BYTES:
+                        raise ValueError(f"larger than {MAX_DOCUMENT_BYTES} bytes")
+            document = json.loads(body)
             if not isinstance(document, dict) or document.get("client_id") != client_id:
                 raise ValueError("its client_id is not its URL")
             if document.get("token_endpoint_auth_method", "none") != "none" or "client_secret" in document:
@@ -337,6 +346,8 @@ class BuiltinAuthorizationServer:
         now = time.time()
         for key in [k for k, p in self.pending.items() if p.expires_at < now]:
             del self.pending[key]
+        if len(self.pending) >= MAX_PENDING:
+            raise AuthorizeError("temporarily_unavailable", "too many authorization requests wait for the owner")
         request_id = secrets.token_urlsafe(24)
         self.pending[request_id] = _Pending(client, params, secrets.token_urlsafe(24), now + PENDING_TTL)
         return f"{self.config.public_url}{CONSENT_PATH}?request={request_id}"

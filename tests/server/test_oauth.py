@@ -46,7 +46,7 @@ REDIRECT = "http://127.0.0.1:9/callback"  # never opened: the test reads the cod
 @dataclass
 class OAuthLive:
     url: str
-    engine: MemoryEngine
+    engine: MemoryEngine | None
     config: OAuthConfig
 
     @property
@@ -561,3 +561,45 @@ def test_oauth_settings_refuse_what_cannot_work(tmp_path: Path) -> None:
         OAuthConfig.resolve(mode="builtin", public_url=None, store_path=str(tmp_path), section={"colour": "red"},
                             env={})
     assert info.value.field == "server.oauth.colour"
+
+
+def test_memext_serve_oauth_on_the_command_line(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+
+    from .conftest import serve_command, subprocess_env, wait_ready
+
+    store, port = tmp_path / "store", free_port()
+    refused = subprocess.run(serve_command("--path", str(store), "--embedder", "hashing", "--port", str(port),
+                                           "--oauth"), env=subprocess_env(), capture_output=True, text=True,
+                             timeout=120, check=False)
+    assert refused.returncode == 2 and "owner token" in refused.stderr and "Traceback" not in refused.stderr
+    proc = subprocess.Popen(serve_command("--path", str(store), "--embedder", "hashing", "--port", str(port),
+                                          "--oauth"), env=subprocess_env(MEMORY_EXT_TOKENS=ADMIN),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        wait_ready(url, proc)
+        challenge = httpx.get(url + "/mcp", timeout=30)
+        assert challenge.status_code == 401
+        assert f"{url}/.well-known/oauth-protected-resource/mcp" in challenge.headers["www-authenticate"]
+        assert httpx.get(url + "/.well-known/oauth-authorization-server").json()["issuer"] == url
+        live = OAuthLive(url, None, OAuthConfig.resolve(mode="builtin", public_url=url, store_path=str(store),
+                                                        env={}))
+        _, tokens = tokens_by_hand(live)
+        assert httpx.get(url + "/v1/namespaces", headers={"Authorization": f"Bearer {tokens['access_token']}"}
+                         ).status_code == 200
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=60)
+    assert tokens["access_token"] not in stderr and ADMIN not in stderr
+    assert (store / "oauth.sqlite3").is_file()
+
+
+@pytest.mark.parametrize("name", ["memory_ext.server.oauth_config", "memory_ext.server.oauth_store"])
+def test_docstring_examples(name: str) -> None:
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0 and result.attempted > 0
