@@ -82,9 +82,13 @@ class JWTVerifier:
         if self.config.jwks_url:
             return self.config.jwks_url
         assert self.config.issuer is not None
+        issuer = urlsplit(self.config.issuer.rstrip("/"))
+        origin = f"{issuer.scheme}://{issuer.netloc}"
+        candidates = (f"{origin}/.well-known/oauth-authorization-server{issuer.path}",  # RFC 8414 §3.1
+                      f"{origin}{issuer.path}/.well-known/openid-configuration")  # OpenID Connect Discovery
         async with httpx.AsyncClient(timeout=10) as http:
-            for well_known in ("/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"):
-                response = await http.get(self.config.issuer + well_known)
+            for url in candidates:
+                response = await http.get(url)
                 if response.status_code == 200 and isinstance(response.json().get("jwks_uri"), str):
                     return str(response.json()["jwks_uri"])
         raise TokenRefused("the identity provider's metadata names no jwks_uri (set server.oauth.jwks_url)")
@@ -222,7 +226,7 @@ class OAuthServer:
                                                                       "scopes": scopes}}}
         else:
             scheme = {"type": "openIdConnect", "description": f"JWTs of {self.config.issuer}",
-                      "openIdConnectUrl": f"{self.config.issuer}/.well-known/openid-configuration"}
+                      "openIdConnectUrl": f"{str(self.config.issuer).rstrip('/')}/.well-known/openid-configuration"}
         schema.setdefault("components", {}).setdefault("securitySchemes", {})["oauth2"] = scheme
         for path, operations in schema.get("paths", {}).items():
             if path.startswith("/v1/") and isinstance(operations, dict):

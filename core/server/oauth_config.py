@@ -67,7 +67,7 @@ class OAuthConfig:
     access_ttl: int = 3600
     refresh_ttl: int = 30 * 86400
     issuer: str | None = None
-    """The external identity provider (``iss`` of its tokens)."""
+    """The external identity provider: exactly the ``iss`` of its tokens (a trailing slash matters)."""
     jwks_url: str | None = None
     """Its JWKS (default: ``jwks_uri`` of its RFC 8414 / OpenID metadata)."""
     audience: tuple[str, ...] = ()
@@ -168,7 +168,7 @@ class OAuthConfig:
                        client_metadata=_strings("client_metadata", cimd) if cimd is not None else ("https://*",),
                        access_ttl=int(pick("access_ttl", default=3600)), refresh_ttl=int(pick("refresh_ttl",
                                                                                               default=30 * 86400)),
-                       issuer=str(issuer).rstrip("/") if issuer else None, jwks_url=pick("jwks_url"),
+                       issuer=str(issuer).strip() if issuer else None, jwks_url=pick("jwks_url"),
                        audience=_strings("audience", pick("audience")),
                        user_claim=str(pick("user_claim", user_claim, "sub")), leeway=int(pick("leeway", default=60)),
                        algorithms=_strings("algorithms", pick("algorithms")) or ALGORITHMS)

@@ -481,8 +481,9 @@ def test_external_identity_provider_jwts(tmp_path: Path) -> None:
     key = RSAKey.generate_key(2048, parameters={"kid": "k1", "use": "sig", "alg": "RS256"})
     stranger = RSAKey.generate_key(2048, parameters={"kid": "k1", "alg": "RS256"})
     documents: dict[str, Any] = {}
-    with documents_server(documents) as idp:
-        documents["/.well-known/openid-configuration"] = {"issuer": idp, "jwks_uri": idp + "/jwks.json"}
+    with documents_server(documents) as origin:
+        idp = origin + "/"  # an issuer with a trailing slash (Auth0's form): compared exactly, discovered without
+        documents["/.well-known/openid-configuration"] = {"issuer": idp, "jwks_uri": origin + "/jwks.json"}
         documents["/jwks.json"] = KeySet([key]).as_dict(private=False)
         with oauth_server(tmp_path / "store", mode="external", issuer=idp, user_claim="email", leeway=30,
                           tokens=()) as live:
@@ -512,6 +513,7 @@ def test_external_identity_provider_jwts(tmp_path: Path) -> None:
             assert code == 401 and 'error="invalid_token"' in challenge and "expired" in challenge
             assert status(token(aud="https://other.example/mcp"))[0] == 401  # a token for another resource
             assert status(token(iss="https://other-idp.example"))[0] == 401
+            assert status(token(iss=origin))[0] == 401  # not exactly the issuer
             assert status(token(signer=stranger))[0] == 401  # not signed by the issuer's keys
             assert status(token(email=None))[0] == 401  # no claim naming the memory user
             code, challenge = status(token(scope="openid"))
