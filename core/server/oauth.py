@@ -543,8 +543,9 @@ def _page(pending: _Pending | None, request_id: str, error: str | None = None, s
                  '<button type="submit" name="decision" value="deny" class="danger" formnovalidate>Deny</button>'
                  '</div></form>')
         # the answer redirects to the client: the form may lead there, and nowhere else
+        target = f"{redirect.scheme}://{redirect.netloc}" if redirect.netloc else f"{redirect.scheme}:"
         headers["Content-Security-Policy"] = headers["Content-Security-Policy"].replace(
-            "form-action 'self'", f"form-action 'self' {redirect.scheme}://{redirect.netloc}")
+            "form-action 'self'", f"form-action 'self' {target}")
     page = ('<!doctype html><html lang="en"><head><meta charset="utf-8">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             '<meta name="referrer" content="no-referrer"><title>memory-ext: connect a client</title>'

@@ -116,7 +116,8 @@ def consent_form(http: httpx.Client, authorize_url: str) -> tuple[str, dict[str,
     page_url = response.headers["location"]
     page = http.get(page_url)
     assert page.status_code == 200, page.text
-    assert "Content-Security-Policy" in page.headers and "inspector.css" in page.text
+    assert "inspector.css" in page.text and "<script" not in page.text
+    assert "form-action 'self' http://127.0.0.1:" in page.headers["Content-Security-Policy"]  # (the client's return)
     fields = dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', page.text))
     return page_url, fields
 
@@ -294,6 +295,7 @@ async def _connector_flow(live: OAuthLive) -> None:
     # REST takes the same token, pinned to the same user
     with httpx.Client(base_url=live.url, headers={"Authorization": f"Bearer {first.access_token}"}) as rest:
         assert [n["user_id"] for n in rest.get("/v1/namespaces").json()] == ["ana"]
+        assert [row["user_id"] for row in rest.get("/v1/overview").json()] == ["ana"]  # the inspector's first call
         assert rest.post("/v1/search", json={"user_id": "ben", "query": "x"}).status_code == 403
 
     await asyncio.sleep(3.5)  # the access token expires (access_ttl=3): the client refreshes it, no new consent
