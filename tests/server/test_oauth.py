@@ -607,3 +607,36 @@ def test_docstring_examples(name: str) -> None:
 
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0
+
+
+def test_a_verified_token_goes_no_further_than_the_check() -> None:
+    """Tokens are never passed through: the routes and tools behind the check get the request without them."""
+    from starlette.types import Message, Receive, Scope, Send
+
+    from memory_ext.server.auth import STATE_KEY, AuthMiddleware
+
+    seen: list[Scope] = []
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        seen.append(scope)
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    async def run(token: str) -> list[Message]:
+        sent: list[Message] = []
+
+        async def send(message: Message) -> None:
+            sent.append(message)
+
+        async def receive() -> Message:
+            return {"type": "http.request", "body": b""}
+
+        scope = {"type": "http", "method": "GET", "path": "/v1/stats", "headers": [
+            (b"host", b"127.0.0.1"), (b"authorization", f"Bearer {token}".encode())]}
+        await AuthMiddleware(app, TokenTable.parse([ADMIN, f"{ANA}:ana"]))(scope, receive, send)
+        return sent
+
+    assert asyncio.run(run(ANA))[0]["status"] == 204
+    assert [k for k, _ in seen[0]["headers"]] == [b"host"]
+    assert seen[0]["state"][STATE_KEY].user_id == "ana"
+    assert asyncio.run(run("unknown-token-123"))[0]["status"] == 401 and len(seen) == 1
