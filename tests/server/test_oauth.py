@@ -117,7 +117,9 @@ def consent_form(http: httpx.Client, authorize_url: str) -> tuple[str, dict[str,
     page = http.get(page_url)
     assert page.status_code == 200, page.text
     assert "inspector.css" in page.text and "<script" not in page.text
-    assert "form-action 'self' http://127.0.0.1:" in page.headers["Content-Security-Policy"]  # (the client's return)
+    redirect = parse_qs(urlsplit(authorize_url).query)["redirect_uri"][0]
+    back = "{0.scheme}://{0.netloc}".format(urlsplit(redirect))
+    assert f"form-action 'self' {back};" in page.headers["Content-Security-Policy"]  # the form may lead back there
     fields = dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', page.text))
     return page_url, fields
 
