@@ -12,7 +12,7 @@ built-in authorization server (``--oauth``) or an external identity provider's J
   ``https`` client id whose origin ``client_metadata`` allows) or by dynamic registration (RFC 7591), a consent page
   where the owner — with an owner token of the server (``--token``; a pinned one grants only its user) — picks the
   memory user the client gets, refresh tokens (rotated; a reused one revokes its grant) and revocation. Codes and
-  tokens are stored as SHA-256 digests (:mod:`.oauth_store`).
+  tokens are stored as SHA-256 digests (:mod:`memory_ext.store.oauth_grants`).
 - **External identity provider** (:class:`JWTVerifier`): JWTs verified with the issuer's JWKS (joserfc, the JOSE
   layer of authlib): signature, ``iss``, ``aud``, ``exp``/``nbf`` with a clock skew; a claim (``sub`` by default)
   names the memory user.
@@ -153,7 +153,7 @@ class OAuthServer:
         self.provider: BuiltinAuthorizationServer | None = None
         self.jwt: JWTVerifier | None = None
         if config.mode == "builtin":
-            from .oauth_store import OAuthStore
+            from ..store.oauth_grants import OAuthStore
 
             assert config.state_path is not None
             self.provider = BuiltinAuthorizationServer(config, OAuthStore(config.state_path), owner_tokens)
@@ -279,7 +279,8 @@ class _Pending:
 
 @dataclass
 class BuiltinAuthorizationServer:
-    """The ``mcp`` SDK's ``OAuthAuthorizationServerProvider`` over :class:`~.oauth_store.OAuthStore`."""
+    """The ``mcp`` SDK's ``OAuthAuthorizationServerProvider`` over :class:`~memory_ext.store.oauth_grants.OAuthStore`
+    (the server's grants: clients, codes, tokens)."""
 
     config: OAuthConfig
     store: Any

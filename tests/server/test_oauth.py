@@ -602,7 +602,7 @@ def test_memext_serve_oauth_on_the_command_line(tmp_path: Path) -> None:
     assert (store / "oauth.sqlite3").is_file()
 
 
-@pytest.mark.parametrize("name", ["memory_ext.server.oauth_config", "memory_ext.server.oauth_store"])
+@pytest.mark.parametrize("name", ["memory_ext.server.oauth_config", "memory_ext.store.oauth_grants"])
 def test_docstring_examples(name: str) -> None:
     import doctest
     import importlib
