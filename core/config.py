@@ -132,7 +132,7 @@ class RecallConfig(_Section):
     the default; the store's own kind when it holds vectors), ``keyword`` weighs 0.5 instead (``engine.config``
     shows the weights in use): leave-one-conversation-out on LoCoMo dev chooses it (held out evid_recall@5 / @10
     0.731 / 0.841; keyword 1.0 with sentences, in-sample: 0.716 / 0.822); with one vector per turn (``hashing``)
-    keyword 1.0 stays best (@10 0.728 vs 0.675 at 0.5). docs/benchmarks.md, "Sentence-mixed turn vectors"."""
+    keyword 1.0 stays best (@10 0.728 vs 0.675 at 0.5). docs/design-notes/sentence-vectors.md."""
     strategy: dict[str, float] = Field(default_factory=dict)
     """Overrides of the ranking strategies' weights for every question type (fields of
     :class:`memory_ext.plan.strategy.Strategy`: ``window``, ``session``, ``speaker``, ``time``, ``assistant``,
@@ -192,7 +192,7 @@ class RecallConfig(_Section):
     """Route weight of the second retrieval hop (:mod:`memory_ext.retrieval.feedback`: pseudo-relevance feedback
     from the first ranking's best turns, RM3 terms for the keyword channel and a Rocchio query vector; no model
     call); 0: no second hop. The default (0.5, with ``feedback_decay`` 0.5, ``feedback_keep`` 2 and
-    ``feedback_gate`` 0.5) was chosen held out on LoCoMo and MADial dev (docs/benchmarks.md, issue 25)."""
+    ``feedback_gate`` 0.5) was chosen held out on LoCoMo and MADial dev (docs/design-notes/second-hop.md)."""
     feedback_docs: int = Field(default=5, ge=1, le=20)
     """How many of the first ranking's best turns the second hop feeds back."""
     feedback_terms: int = Field(default=8, ge=0, le=32)
@@ -272,6 +272,15 @@ class IngestConfig(_Section):
     encoded when it is written, whether or not the namespace is ever searched with an excerpt."""
     indexer_batch: int = Field(default=64, ge=1, le=100_000)
     """Queued records the indexer takes per batch (one write transaction each)."""
+    quarantine_after: int = Field(default=3, ge=1, le=100)
+    """Attempts before a record the embedder keeps failing on is quarantined. A batch that fails is split until
+    the failing record is alone (the others get their vectors at once); that record is tried again on its own,
+    then from its sentences, after ``retry_s`` and 4x longer each time. A quarantined record leaves the queue (no
+    later turn waits behind it), is found by every channel that needs no model, is counted by ``stats()``, listed
+    by ``memext doctor``, reported by searches of its namespace (``degraded``) and retried by ``reindex``."""
+    retry_s: float = Field(default=0.5, ge=0.0, le=600.0)
+    """The first back-off before a record that failed alone is tried again (then 4x longer each time: with the
+    defaults it is quarantined about 2.5 s after its first failure)."""
     indexer_threads: int = Field(default=2, ge=1, le=64)
     """Threads the indexer embeds with (dense and sparse batches run side by side, at a lower OS priority than
     the foreground); queries keep one OpenMP thread each, so a search is not slowed by spinning OpenMP workers."""

@@ -51,16 +51,27 @@ from .portability import ImportReport, export_lines, from_mem0, import_lines
 from .rank.rerank import Reranker
 from .recall.base import RecallContext, Recaller
 from .recall.channels import build_channels
-from .results import AddResult, ForgetReceipt, Memory, MemoryPage, MemoryVersion, NamespaceSummary, StoreStats
+from .results import (
+    AddResult,
+    ForgetReceipt,
+    Memory,
+    MemoryPage,
+    MemoryVersion,
+    NamespaceSummary,
+    QuarantinedRecord,
+    StoreStats,
+)
 from .retrieval import ReadPipeline
 from .store.faces import Face, record_face
 from .store.interface import TruthStore
+from .telemetry import traced_operations
 from .validate import check_page
 
 __all__ = ["AddResult", "ForgetReceipt", "MemoryEngine", "StoreStats"]
 
 TimeLike = datetime | str | float | None
 
+@traced_operations  # one OpenTelemetry span per operation when the ``otel`` extra is installed (memory_ext.telemetry)
 class MemoryEngine:
     """Long-term memory over one store directory.
 
@@ -101,6 +112,7 @@ class MemoryEngine:
                                   embedder_warning=embedder_warning,
                                   settle=lambda ns_id, sparse: self._writer.settle_search(
                                       ns_id, config.ingest.search_wait_s, sparse=sparse),
+                                  health=lambda ns_id: self._writer.health(ns_id),
                                   mixed_vectors=(stored or self.vector_kind) == MIXED)
         # the model work of writes (vectors, sparse encodings) is queued and made by the writer's indexer
         self._writer = WritePipeline(store, config, embedder, self._indexes, vector=ix.vector, graph=ix.graph,
@@ -199,18 +211,36 @@ class MemoryEngine:
         raises a :class:`~memory_ext.errors.ValidationError` naming the field, the value and the fix, and
         nothing is written. The transaction writes every index that needs no model and queues the model work
         (vectors, sparse encodings), which the background indexer does next (see :meth:`flush`); ``wait=True``
-        returns only once this namespace is fully indexed.
+        returns once every record of this namespace is indexed or quarantined. No model failure raises once the
+        turns are committed: a record the embedder fails on even alone and from its sentences is quarantined
+        (``AddResult.quarantined`` names its turn; found by keyword until ``reindex`` retries it), and when the
+        embedder fails on everything the work stays queued (``AddResult.pending`` and ``indexing_error``).
+
+        >>> import tempfile
+        >>> with MemoryEngine.open(tempfile.mkdtemp(), embedder="hashing") as engine:
+        ...     result = engine.add_turns([Turn(role="user", content="My dog is called Toby.")], "ana", wait=True)
+        ...     result.quarantined, result.pending
+        ((), 0)
         """
         self._check_open()
         ns = Namespace.coerce(namespace)
         result = self._writer.add(turns, ns)
         if wait:
             self.flush(ns)
+            mine = set(result.turn_ids)
+            held = tuple(dict.fromkeys(t for q in self._writer.quarantined(ns) if q.kind == "turn"
+                                       for t in q.turn_ids if t in mine))
+            pending = self._writer.pending(ns)
+            error = self._writer.indexer.error if self._writer.indexer is not None and pending else None
+            if held or pending or error is not None:
+                result = result.model_copy(update={"quarantined": held, "pending": pending, "indexing_error": (
+                    None if error is None else f"{type(error).__name__}: {error}")})
         return result
 
     def flush(self, namespace: Namespace | str | None = None, *, timeout: float | None = None) -> bool:
-        """Wait until the namespace (the whole store if None) is fully indexed: True, or False if ``timeout``
-        seconds passed first. Raises the embedder's error if the indexer cannot make the vectors."""
+        """Wait until every record of the namespace (of the whole store if None) is indexed or quarantined: True, or
+        False if ``timeout`` seconds passed first or the embedder fails on everything (the work stays queued;
+        searches report it in ``channel_errors``). Never raises for a model failure."""
         self._check_open()
         return self._writer.flush(None if namespace is None else Namespace.coerce(namespace), timeout)
 
@@ -224,7 +254,7 @@ class MemoryEngine:
                filters: Mapping[str, Any] | None = None, action_state: ActionState | Mapping[str, Any] | None = None,
                explain: bool = False, now: datetime | str | float | None = None,
                trace: bool = False, include_cold: bool = False,
-               as_of: datetime | str | float | None = None) -> SearchResult:
+               as_of: datetime | str | float | None = None, min_score: float | None = None) -> SearchResult:
         """Find the turns that help with ``query`` (and, if given, with what the agent is doing).
 
         The heuristic planner classifies the question, reads a time filter (relative to ``now``, default the
@@ -239,6 +269,10 @@ class MemoryEngine:
         what was true then: only memories stated by that time and not yet superseded at it; without it, a
         superseded memory always ranks below the one that replaced it. ``trace=True`` attaches
         :attr:`SearchResult.trace` (plan, per-route candidates, stage timings; in memory only).
+        ``min_score`` (off by default) leaves out the items whose ``score`` is below it, and their windows from
+        ``context``: 0.5 is the documented line between a match and a weak one, so ``min_score=0.5`` returns
+        nothing rather than the nearest unrelated turns when the store holds nothing relevant (fewer than ``k``
+        items, possibly none).
         A channel that fails or times out is listed in ``channel_errors`` (``degraded`` is then True); only if
         every channel fails does this raise :class:`~memory_ext.errors.RetrievalError`.
         Read-your-writes: when vectors of the namespace are still being made, the search first waits up to
@@ -250,7 +284,7 @@ class MemoryEngine:
         self._check_open()
         ns = Namespace.coerce(namespace)
         return self._read.search(query, ns, k=k, filters=filters, action_state=action_state, explain=explain,
-                                 now=now, trace=trace, include_cold=include_cold, as_of=as_of)
+                                 now=now, trace=trace, include_cold=include_cold, as_of=as_of, min_score=min_score)
 
     # -- reading turns back, forgetting, stats -------------------------------------------------------------
     def get_turns(self, namespace: Namespace | str, *, limit: int | None = None, offset: int = 0) -> list[Turn]:
@@ -275,11 +309,12 @@ class MemoryEngine:
         """Remove memories from every store and return a receipt of what was removed.
 
         With only ``namespace``: the whole namespace (or, if it names a session, that session). With
-        ``record_ids`` (ids of search results): the turns those records were built from. With ``hook_ids``: the
-        memory files and every turn in them. In every case the turns go, with every record built from them
-        (turn records, windows), their vectors (numpy or Chroma), keyword postings, graph entries, claims, and
-        their place in memory files — files left empty are deleted, the others get their hooks recomputed, and
-        verbatim ``pre_compress`` context has their text cut out. SQLite overwrites deleted content
+        ``record_ids`` (ids of search results): the turns those records were built from; a turn id or an
+        ``external_id`` (the ids :meth:`get_memory` and :meth:`delete` take) names every version of that memory.
+        With ``hook_ids``: the memory files and every turn in them. In every case the turns go, with every record
+        built from them (turn records, windows), their vectors (numpy or Chroma), keyword postings, graph entries,
+        claims, and their place in memory files — files left empty are deleted, the others get their hooks
+        recomputed, and verbatim ``pre_compress`` context has their text cut out. SQLite overwrites deleted content
         (``secure_delete``) and its write-ahead log is truncated, so the text is gone from disk too — unless
         another process holds an older read snapshot: ``forget`` waits at most 0.5 s for it, the receipt then says
         ``purge_complete=False`` and the purge is retried after later writes, at close and by :meth:`purge`.
@@ -306,12 +341,33 @@ class MemoryEngine:
         self._check_open()
         return purge_files(self._store, self._indexes, wait_s=wait_s, force=True)
 
+    def quarantined(self, namespace: Namespace | str | None = None) -> list[QuarantinedRecord]:
+        """The records the indexer gave up on (of ``namespace``, of the whole store if None), with the error:
+        stored and found by every channel that needs no model, without a vector until :meth:`reindex` retries
+        them (``ingest.quarantine_after``). ``memext doctor`` prints them.
+
+        >>> import tempfile
+        >>> with MemoryEngine.open(tempfile.mkdtemp(), embedder="hashing") as engine:
+        ...     engine.quarantined()
+        []
+        """
+        self._check_open()
+        ns = None if namespace is None else Namespace.coerce(namespace)
+        keys: dict[int, tuple[str, str]] = {}
+        out = []
+        for q in self._writer.quarantined(ns):
+            user, agent = keys.setdefault(q.ns_id, self._store.namespace_key(q.ns_id))
+            out.append(QuarantinedRecord(user_id=user, agent_id=agent or None, record_id=q.record_id, kind=q.kind,
+                                         turn_ids=q.turn_ids, attempts=q.attempts, error=q.error, since=q.since))
+        return out
+
     def stats(self) -> StoreStats:
         """Counts and on-disk size of the store."""
         self._check_open()
         return StoreStats(path=str(self._store.directory), namespaces=len(self._store.namespaces()),
                           turns=self._store.count("turns"), records=self._store.count("records"),
                           vectors=self._store.count("embeddings"), embedder_id=self._store.get_meta("embedder_id"),
+                          quarantined=len(self._writer.quarantined(None)), pending=self._writer.pending(None),
                           turn_vectors=stored_vector_kind(self._store.get_meta),
                           vector_backend=self.config.storage.vector_backend if self._vector else "off",
                           disk_bytes=self._store.disk_bytes())
@@ -632,11 +688,11 @@ class MemoryEngine:
                       action_state: ActionState | Mapping[str, Any] | None = None,
                       explain: bool = False, now: datetime | str | float | None = None,
                       trace: bool = False, include_cold: bool = False,
-                      as_of: datetime | str | float | None = None) -> SearchResult:
+                      as_of: datetime | str | float | None = None, min_score: float | None = None) -> SearchResult:
         """Async twin of :meth:`search` (runs in a worker thread)."""
         return await asyncio.to_thread(self.search, query, namespace, k=k, filters=filters,
                                        action_state=action_state, explain=explain, now=now, trace=trace,
-                                       include_cold=include_cold, as_of=as_of)
+                                       include_cold=include_cold, as_of=as_of, min_score=min_score)
 
     async def aget_turns(self, namespace: Namespace | str, *, limit: int | None = None,
                          offset: int = 0) -> list[Turn]:

@@ -63,7 +63,8 @@ class ReadPipeline:
     sparse) -> (records still pending, ms waited or None)`` (the writer's
     :meth:`~memory_ext.ingest.pipeline.WritePipeline.settle_search`; ``sparse``: the turn records an excerpt
     search found without the sparse encodings its sparse channel scores, which a namespace gets on its first
-    excerpt search).
+    excerpt search). ``health``: ``ns_id -> channel errors`` of the namespace's indexing (an embedder that is down,
+    records in quarantine), added to every search of it so that a search without some vectors says so.
     """
 
     def __init__(self, *, store: TruthStore, catalog: RecordCatalog, channels: ChannelSet, pool: Executor,
@@ -71,6 +72,7 @@ class ReadPipeline:
                  vector_index: VectorIndex | None = None, evidence_index: EvidenceIndex | None = None,
                  embedder_warning: str | None = None,
                  settle: Callable[[int, Sequence[int]], tuple[int, float | None]] | None = None,
+                 health: Callable[[int], list[ChannelError]] | None = None,
                  mixed_vectors: bool) -> None:
         self.store = store
         self.catalog = catalog
@@ -83,6 +85,7 @@ class ReadPipeline:
         self.evidence_index = evidence_index
         self.embedder_warning = embedder_warning
         self.settle = settle
+        self.health = health
         self.fusion: Fusion = fusion_for(config.recall.fusion, rrf_k=config.recall.rrf_k)
         self._calibration = cosine_calibration(mixed_vectors)
         """The cosine constants of the item scores: fitted for sentence-mixed turn vectors or the turns' own
@@ -98,12 +101,12 @@ class ReadPipeline:
                filters: Mapping[str, Any] | None = None,
                action_state: ActionState | Mapping[str, Any] | None = None, explain: bool = False,
                now: datetime | str | float | None = None, trace: bool = False, include_cold: bool = False,
-               as_of: datetime | str | float | None = None) -> SearchResult:
+               as_of: datetime | str | float | None = None, min_score: float | None = None) -> SearchResult:
         """Validate the arguments and run :meth:`run` (see :meth:`memory_ext.MemoryEngine.search`)."""
         t0 = time.perf_counter()
         request = parse_request(query, namespace, limits=self.config.limits, k=k, filters=filters,
                                 action_state=action_state, explain=explain, now=now, trace=trace,
-                                include_cold=include_cold, as_of=as_of)
+                                include_cold=include_cold, as_of=as_of, min_score=min_score)
         return self.run(request, started=t0)
 
     def _sparse_gaps(self, cat: Catalog, ns_id: int) -> list[int]:
@@ -207,6 +210,8 @@ class ReadPipeline:
         # read-your-writes: the namespace's queued vectors, and for an excerpt its turns' sparse encodings
         gaps = self._sparse_gaps(cat, ns_id) if any(r.goal in CONVERSATION_GOALS for r in plan.routes) else []
         pending, waited_ms = self.settle(ns_id, gaps) if self.settle is not None else (0, None)
+        if self.health is not None:
+            errors += self.health(ns_id)
         if gaps:
             warnings = (*warnings, *self._sparse_warning(cat, ns_id))
         # scope
@@ -285,6 +290,8 @@ class ReadPipeline:
         # bounded scores (rank/calibration.py): from each item's fused score and query coverage, monotone
         items = self._bounded(hydrated, cat, fused.total, selection.scores, selection.rids, scored, request,
                               recalled, cold_penalty=scope.cold_penalty)
+        if request.min_score is not None:  # below the caller's line: left out of the items and of the context
+            items = [item for item in items if item.score >= request.min_score]
         timings = {f"channel.{n}": v for n, v in recalled.timings_ms.items()}
         timings["rank"] = _ms(t_rank)
         if feedback_ms is not None:

@@ -2,7 +2,8 @@
 OpenAPI at ``/openapi.json`` (``/docs`` renders it), the inspector page at ``/`` (:mod:`memory_ext.server.inspector`).
 
 Every route sits behind the same guards (:mod:`memory_ext.server.guards`): the ``Host`` and browser ``Origin``
-headers (421 / 403), then the bearer token (401), then the body size (413).
+headers (421 / 403), then the bearer token (401), then the body size (413); a refusal sent before the body was
+read still reaches clients that send the whole body first (``DrainMiddleware``).
 
 The process that builds it owns the engine (the store's single writer). Engine calls run in worker threads, so
 a slow search never blocks the event loop; reads run in parallel and the engine serialises writes. Shutting
@@ -27,14 +28,15 @@ from fastapi.responses import JSONResponse
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Route
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .. import __version__
 from ..engine import MemoryEngine
 from ..errors import MemoryExtError
+from ..telemetry import face
 from . import inspector
 from .auth import AuthMiddleware, PermissionDenied
-from .guards import DEFAULT_MAX_BODY_BYTES, BodyLimitMiddleware, HostGuardMiddleware, HostPolicy
+from .guards import DEFAULT_MAX_BODY_BYTES, BodyLimitMiddleware, DrainMiddleware, HostGuardMiddleware, HostPolicy
 from .mcp_tools import build_mcp
 from .rest import build_router
 from .rest_items import build_items_router
@@ -122,6 +124,7 @@ def build_app(engine: MemoryEngine, *, tokens: TokenTable | None = None, host: s
                               "names a user (user_id); errors are {\"error\": {type, field, message, fix}}.")
     app.state.engine = engine
     app.state.ready = False
+    app.state.max_body_bytes = max_body_bytes
     default_openapi = app.openapi
     app.openapi = lambda: app.openapi_schema or _with_bearer_scheme(default_openapi())  # type: ignore[method-assign]
     if oauth_server is not None:
@@ -187,9 +190,25 @@ def build_app(engine: MemoryEngine, *, tokens: TokenTable | None = None, host: s
         status, body = error_payload(exc)
         return JSONResponse(body, status_code=status)
 
-    authenticated = AuthMiddleware(BodyLimitMiddleware(app, max_body_bytes), tokens if tokens is not None
-                                   else TokenTable(), required=required, oauth=oauth_server)
-    return HostGuardMiddleware(authenticated, policy)
+    authenticated = AuthMiddleware(BodyLimitMiddleware(_FaceMiddleware(app), max_body_bytes),
+                                   tokens if tokens is not None else TokenTable(), required=required,
+                                   oauth=oauth_server)
+    return DrainMiddleware(HostGuardMiddleware(authenticated, policy))
+
+
+class _FaceMiddleware:
+    """The face engine calls of a request show in their telemetry (:mod:`memory_ext.telemetry`): ``rest`` for
+    ``/v1`` (the inspector page calls it too), ``mcp`` for ``/mcp`` (its tools run in the session's own task and
+    set it themselves), ``http`` for the rest (``/readyz``)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = str(scope.get("path") or "") if scope["type"] == "http" else ""
+        name = "rest" if path.startswith("/v1/") else "mcp" if path.startswith("/mcp") else "http"
+        with face(name):
+            await self.app(scope, receive, send)
 
 
 def _install_sighup(on_sighup: Callable[[], object] | None) -> bool:

@@ -2,7 +2,7 @@
 
 ::
 
-    memext serve [--path DIR] [--embedder e5|hashing] [--config FILE]          # HTTP on 127.0.0.1:8765
+    memext serve [--path DIR] [--create] [--embedder e5|hashing] [--config FILE]  # HTTP on 127.0.0.1:8765
                  [--host HOST] [--port PORT] [--token TOKEN[:USER]] [--tokens-file FILE] [--log-level LEVEL]
                  [--allowed-host HOST] [--allowed-origin ORIGIN] [--max-body-bytes N]
     memext serve --stdio [--user USER]                                          # MCP over stdio
@@ -12,6 +12,10 @@ Every option has a ``MEMORY_EXT_*`` environment variable (``MEMORY_EXT_PATH``, `
 ``MEMORY_EXT_LOG_LEVEL``, ``MEMORY_EXT_ALLOWED_HOSTS``, ``MEMORY_EXT_ALLOWED_ORIGINS``, ``MEMORY_EXT_MAX_BODY_BYTES``)
 and a key in the config file's ``server:`` section; the command line wins, then the environment, then the file. A
 store that another process writes is refused with one line and exit status 2. SIGHUP re-reads the tokens files.
+
+A path with no store is refused (:class:`~memory_ext.errors.StoreNotFoundError`, exit status 2): a mistyped
+``--path`` in a desktop client's configuration must not become an empty memory. ``--create`` (a command-line flag
+only) makes a new, empty store there when there is none, and opens the existing one otherwise.
 """
 
 from __future__ import annotations
@@ -40,6 +44,9 @@ def add_serve_parser(sub: Any) -> None:
                         "(env MEMORY_EXT_CONFIG)")
     p.add_argument("--host", default=None, help="bind address (default 127.0.0.1; anything else needs tokens)")
     p.add_argument("--port", type=int, default=None, help="TCP port (default 8765)")
+    p.add_argument("--create", action="store_true",
+                   help="make a new, empty store at --path if there is none (without it, a path with no store is "
+                        "an error: a mistyped path must not become an empty memory)")
     p.add_argument("--stdio", action="store_true", help="speak MCP over stdin/stdout instead of HTTP")
     p.add_argument("--token", action="append", default=[], metavar="TOKEN[:USER]",
                    help="a bearer token, optionally pinned to a user id (repeatable; env MEMORY_EXT_TOKENS)")
@@ -88,6 +95,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if hasattr(signal, "SIGHUP"):  # until the app's own handler takes over: a SIGHUP while the store and the
             signal.signal(signal.SIGHUP, lambda *_: settings.reload_tokens())  # model load must not kill us
         logger.info("memext serve: opening the store %s", settings.path)
+    if not getattr(args, "create", False):
+        from ..cli import require_store
+
+        require_store(settings.path, settings.engine_config, fix="pass --create to make a new, empty store there")
     engine = MemoryEngine.open(settings.path, config=settings.engine_config, embedder=settings.embedder)
     try:
         if args.stdio:

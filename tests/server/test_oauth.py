@@ -580,8 +580,8 @@ def test_memext_serve_oauth_on_the_command_line(tmp_path: Path) -> None:
                                            "--oauth"), env=subprocess_env(), capture_output=True, text=True,
                              timeout=120, check=False)
     assert refused.returncode == 2 and "owner token" in refused.stderr and "Traceback" not in refused.stderr
-    proc = subprocess.Popen(serve_command("--path", str(store), "--embedder", "hashing", "--port", str(port),
-                                          "--oauth"), env=subprocess_env(MEMORY_EXT_TOKENS=ADMIN),
+    proc = subprocess.Popen(serve_command("--path", str(store), "--create", "--embedder", "hashing", "--port",
+                                          str(port), "--oauth"), env=subprocess_env(MEMORY_EXT_TOKENS=ADMIN),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         url = f"http://127.0.0.1:{port}"
