@@ -85,9 +85,12 @@ class OAuthStore:
         if not self.path.exists():
             self.path.touch(mode=0o600)
         self._lock = threading.Lock()
+        self._valid: dict[str, StoredToken] = {}
+        """Access tokens found valid, by digest: a request checks memory, not the file (cleared by any revocation)."""
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.executescript(SCHEMA)
+        self.purge()
 
     def close(self) -> None:
         with self._lock:
@@ -134,18 +137,28 @@ class OAuthStore:
 
     def token(self, token: str, kind: str, *, include_revoked: bool = False) -> StoredToken | None:
         """The token's record if it is of this kind and (unless ``include_revoked``) not revoked."""
+        key = digest(token)
+        if kind == "access" and key in self._valid:
+            return self._valid[key]
         rows = self._run("SELECT kind, client_id, user_id, scopes, resource, expires_at, family, revoked FROM tokens "
-                         "WHERE digest = ? AND kind = ?", (digest(token), kind))
+                         "WHERE digest = ? AND kind = ?", (key, kind))
         if not rows:
             return None
         k, c, u, s, r, exp, fam, revoked = rows[0]
         if revoked and not include_revoked:
             return None
-        return StoredToken(k, c, u, s.split(), r, exp, fam, bool(revoked))
+        record = StoredToken(k, c, u, s.split(), r, exp, fam, bool(revoked))
+        if kind == "access" and not revoked:
+            with self._lock:
+                if len(self._valid) > 10000:
+                    self._valid.clear()
+                self._valid[key] = record
+        return record
 
     def revoke_token(self, token: str) -> bool:
         """Revoke one token; False when it was already revoked or unknown."""
         with self._lock:
+            self._valid.clear()
             cursor = self._db.execute("UPDATE tokens SET revoked = 1 WHERE digest = ? AND revoked = 0",
                                       (digest(token),))
             return cursor.rowcount == 1
@@ -153,6 +166,7 @@ class OAuthStore:
     def revoke_family(self, family: str) -> None:
         """Revoke every token of a grant, and its code."""
         with self._lock:
+            self._valid.clear()
             self._db.execute("UPDATE tokens SET revoked = 1 WHERE family = ?", (family,))
             self._db.execute("UPDATE codes SET used = 1 WHERE family = ?", (family,))
 
