@@ -20,7 +20,7 @@ import threading
 from collections.abc import AsyncIterator, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -42,6 +42,9 @@ from .rest import build_router
 from .rest_items import build_items_router
 from .schemas import error_payload, plain_error
 from .settings import TokenTable
+
+if TYPE_CHECKING:
+    from .oauth_config import OAuthConfig
 
 __all__ = ["build_app"]
 
@@ -74,7 +77,7 @@ def _with_bearer_scheme(schema: dict[str, Any]) -> dict[str, Any]:
 def build_app(engine: MemoryEngine, *, tokens: TokenTable | None = None, host: str = "127.0.0.1",
               close_engine: bool = True, allowed_hosts: Iterable[str] = (), allowed_origins: Iterable[str] = (),
               max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, require_tokens: bool | None = None,
-              on_sighup: Callable[[], object] | None = None) -> ASGIApp:
+              on_sighup: Callable[[], object] | None = None, oauth: OAuthConfig | None = None) -> ASGIApp:
     """The ASGI app serving ``engine``; with ``tokens``, every call but health and OpenAPI needs a bearer token.
 
     ``close_engine`` closes the engine when the app shuts down. ``host`` is the bind address: with
@@ -82,9 +85,15 @@ def build_app(engine: MemoryEngine, *, tokens: TokenTable | None = None, host: s
     :class:`~memory_ext.server.guards.HostPolicy`; the MCP transport gets the same lists). A body larger than
     ``max_body_bytes`` is 413. ``require_tokens`` (default: whether ``tokens`` has any) keeps tokens required
     even when the table is empty. ``on_sighup`` is called on SIGHUP while the app runs (POSIX, when it runs in
-    the main thread).
+    the main thread). ``oauth`` makes the server an OAuth 2.1 resource server (and with ``mode="builtin"`` its
+    authorization server too; the static ``tokens`` are the owner's, see :mod:`memory_ext.server.oauth`).
     """
-    required = bool(tokens) if require_tokens is None else require_tokens
+    required = (bool(tokens) or oauth is not None) if require_tokens is None else require_tokens
+    oauth_server = None
+    if oauth is not None:
+        from .oauth import OAuthServer
+
+        oauth_server = OAuthServer(oauth, tokens if tokens is not None else TokenTable())
     policy = HostPolicy.build(host, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins,
                               tokens_required=required)
     mcp = build_mcp(lambda: app.state.engine)
@@ -104,6 +113,8 @@ def build_app(engine: MemoryEngine, *, tokens: TokenTable | None = None, host: s
             app.state.ready = False
             if hangup:
                 asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
+            if oauth_server is not None:
+                oauth_server.close()
             if close_engine:
                 await asyncio.to_thread(engine.close)
             logger.info("memory-ext server stopped; engine closed")
@@ -116,6 +127,10 @@ def build_app(engine: MemoryEngine, *, tokens: TokenTable | None = None, host: s
     app.state.max_body_bytes = max_body_bytes
     default_openapi = app.openapi
     app.openapi = lambda: app.openapi_schema or _with_bearer_scheme(default_openapi())  # type: ignore[method-assign]
+    if oauth_server is not None:
+        with_bearer = app.openapi
+        app.openapi = lambda: oauth_server.openapi(with_bearer(), BEARER_SCHEME)  # type: ignore[method-assign]
+        app.router.routes.extend(oauth_server.routes())
     app.include_router(build_router())
     app.include_router(build_items_router())
     app.router.routes.append(Route("/mcp", endpoint=StreamableHTTPASGIApp(mcp.session_manager),
@@ -176,7 +191,8 @@ def build_app(engine: MemoryEngine, *, tokens: TokenTable | None = None, host: s
         return JSONResponse(body, status_code=status)
 
     authenticated = AuthMiddleware(BodyLimitMiddleware(_FaceMiddleware(app), max_body_bytes),
-                                   tokens if tokens is not None else TokenTable(), required=required)
+                                   tokens if tokens is not None else TokenTable(), required=required,
+                                   oauth=oauth_server)
     return DrainMiddleware(HostGuardMiddleware(authenticated, policy))
 
 

@@ -33,6 +33,7 @@ logger = logging.getLogger("memory_ext.server")
 
 def add_serve_parser(sub: Any) -> None:
     """Register ``serve`` on the ``memext`` sub-command parser."""
+    from .oauth_config import add_oauth_arguments
     p = sub.add_parser("serve", help="serve one store to many clients: MCP (stdio or HTTP /mcp) and REST (/v1)",
                        description="One process owns the store and serves it: MCP over stdio (--stdio) or streamable "
                                    "HTTP (/mcp), and a REST API (/v1, OpenAPI at /openapi.json).")
@@ -62,6 +63,7 @@ def add_serve_parser(sub: Any) -> None:
     p.add_argument("--max-body-bytes", type=int, default=None, metavar="N",
                    help="largest request body in bytes; larger is 413 (default 8388608, 8 MiB; "
                         "env MEMORY_EXT_MAX_BODY_BYTES)")
+    add_oauth_arguments(p)
     p.set_defaults(func=cmd_serve)
 
 
@@ -86,6 +88,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     _configure_logging(settings.log_level)
     require_server("memext serve")
     if not args.stdio:
+        from .oauth_config import resolve_oauth
+
+        settings.oauth = resolve_oauth(args, settings)
         settings.check_binding()
         if hasattr(signal, "SIGHUP"):  # until the app's own handler takes over: a SIGHUP while the store and the
             signal.signal(signal.SIGHUP, lambda *_: settings.reload_tokens())  # model load must not kill us
@@ -112,7 +117,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         app = build_app(engine, tokens=settings.tokens, host=settings.host, allowed_hosts=settings.allowed_hosts,
                         allowed_origins=settings.allowed_origins, max_body_bytes=settings.max_body_bytes,
-                        require_tokens=settings.tokens_required, on_sighup=settings.reload_tokens)
+                        require_tokens=settings.tokens_required, on_sighup=settings.reload_tokens,
+                        oauth=settings.oauth)
         config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level=settings.log_level,
                                 access_log=False, lifespan="on", timeout_graceful_shutdown=30)
         logger.info("memext serve: store %s on http://%s:%d (REST /v1, MCP /mcp, %d token(s))", settings.path,
