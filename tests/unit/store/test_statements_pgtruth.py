@@ -71,6 +71,7 @@ def _store() -> sqlite3.Connection:
     for migrate in MIGRATIONS:
         migrate(conn)
     conn.execute(SQLITE.queue.create_table)
+    conn.execute(SQLITE.queue.create_quarantine)
     return conn
 
 
