@@ -172,6 +172,16 @@ def _result_error(content: str) -> _Err | None:
     return _Err(_classes_of(head) or ["error"], _error_line(head))
 
 
+def turn_error(t: TurnView) -> _Err | None:
+    """The error of a tool-result turn: its text's, or — for a turn its face flagged as an error
+    (:attr:`~memory_ext.ingest.turns.TurnView.is_error`) whose text reads like anything — its first line."""
+    err = _result_error(t.content)
+    if err is None and t.is_error:
+        line = next((ln for ln in t.content.splitlines() if ln.strip()), "")
+        return _Err(_classes_of(t.content[:2000]) or ["error"], clean(line, 120) or "error")
+    return err
+
+
 _TECH_RE: Final = re.compile(r"`|\$ |\b(?:pip|npm|git|docker|python|node|api|http|sql|server|build|deploy|install"
                              r"|compile|script|command|request|endpoint|query|database|tool|function|package)\b",
                              re.IGNORECASE)
@@ -248,7 +258,7 @@ def call_outcome(turns: Sequence[TurnView | None], k: int, call: ToolCall) -> tu
     r = _answering_result(turns, k, call)
     if r is None:
         return "unknown", None, None
-    err = _result_error(r.content)
+    err = turn_error(r)
     return ("error" if err else "ok"), err, r
 
 
@@ -327,8 +337,9 @@ def _fix_text(t: TurnView) -> str:
 
 
 def _find_fix(turns: Sequence[TurnView | None], i: int, tool: str | None, failed: ToolCall | None
-              ) -> tuple[str, list[TurnView], int | None]:
-    """(fix gist, the turns that show it, index of the turn that gives it) for an error at turn ``i``."""
+              ) -> tuple[str, list[TurnView], int | None, ToolCall | None]:
+    """(fix gist, the turns that show it, index of the turn that gives it, the successful call of the same tool
+    when that is the fix) for an error at turn ``i``."""
     src = turns[i]
     assert src is not None
     for k in range(i + 1, min(len(turns), i + LOOKAHEAD + 1)):
@@ -337,27 +348,26 @@ def _find_fix(turns: Sequence[TurnView | None], i: int, tool: str | None, failed
             continue
         if not same_session(t, src):
             break
+        if t.role == "tool":
+            continue  # a result: the same failure again, a new one, or the answer to a call seen before
         if t.calls:
             for call in t.calls:
                 status, _, result = call_outcome(turns, k, call)
                 if status == "ok":
-                    if tool and call.name == tool:
+                    same = bool(tool) and call.name == tool
+                    if same:
                         diff = _args_diff(failed.args if failed else None, call.args)
                         gist = f"retried {call.name} with {diff}" if diff else f"retried {call.name}"
                     else:
                         gist = f"used {call.name}" + (f"({args_gist(call.args)})" if call.args else "") + " instead"
-                    return gist, [t] + ([result] if result else []), k
-            continue
-        if t.role == "tool":
-            if _result_error(t.content) is not None:
-                continue  # the same failure again (or a new one): keep looking for the fix
+                    return gist, [t] + ([result] if result else []), k, call if same else None
             continue
         if t.role == "user" and prose_error(t, [tool] if tool else []) is not None:
             continue
         gist = _fix_text(t)
         if gist:
-            return gist, [t], k
-    return "", [], None
+            return gist, [t], k, None
+    return "", [], None, None
 
 
 @dataclass(slots=True)
@@ -378,7 +388,7 @@ def _failures(turns: Sequence[TurnView | None], start: int, known: Sequence[str]
         if t is None:
             continue
         if t.role == "tool":
-            err = _result_error(t.content)
+            err = turn_error(t)
             if err is None:
                 continue
             tool, call, call_turn = _tool_of_result(turns, i)
@@ -413,13 +423,43 @@ def _failures(turns: Sequence[TurnView | None], start: int, known: Sequence[str]
     return out
 
 
+def _value(v: Any) -> str:
+    """An argument value as the lesson quotes it: strings in single quotes, the rest as JSON."""
+    if isinstance(v, str):
+        return "'" + clean(v, 40) + "'"
+    return clean(json.dumps(v, ensure_ascii=False, default=str), 40)
+
+
+def lesson_text(tool: str, error: str, failed: Mapping[str, Any] | None, succeeded: Mapping[str, Any] | None
+                ) -> str:
+    """The lesson of a failed call followed by a successful call of the same tool, from the structured calls:
+    the error and the failed values of the arguments that changed, then the values that worked.
+
+    >>> lesson_text("book_hotel", "HTTP 422 invalid date", {"city": "Lisbon", "check_in": "14/04/2026"},
+    ...             {"city": "Lisbon", "check_in": "2026-04-14"})
+    "book_hotel failed: HTTP 422 invalid date (check_in '14/04/2026'); succeeded with check_in '2026-04-14'"
+    >>> lesson_text("search", "timeout", {"q": "tokyo"}, {"q": "tokyo"})
+    'search failed: timeout; succeeded on retry with the same arguments'
+    """
+    failed, succeeded = dict(failed or {}), dict(succeeded or {})
+    changed = [k for k in succeeded if k not in failed or failed[k] != succeeded[k]]
+    dropped = [k for k in failed if k not in succeeded]
+    before = [f"{k} {_value(failed[k])}" for k in changed if k in failed][:4]
+    before += [f"{k} {_value(failed[k])}" for k in dropped][:2]
+    after = [f"{k} {_value(succeeded[k])}" for k in changed][:4] + [f"without {k}" for k in dropped][:2]
+    error = clean(error, 110)
+    head = f"{tool} failed: {error}" + (f" ({', '.join(before)})" if before else "")
+    tail = f"succeeded with {', '.join(after)}" if after else "succeeded on retry with the same arguments"
+    return clean(head, 170) + "; " + clean(tail, 120)
+
+
 def failure_records(turns: Sequence[TurnView | None], first: int) -> list[DerivedRecord]:
     known = known_tools(turns)
     out = []
     for f in _failures(turns, first - LOOKAHEAD, known):
         src = turns[f.index]
         assert src is not None
-        fix, fix_turns, fix_at = _find_fix(turns, f.index, f.tool, f.call)
+        fix, fix_turns, fix_at, fixed = _find_fix(turns, f.index, f.tool, f.call)
         if f.index >= first:
             source, context = src, [src]
         elif fix_at is not None and fix_at >= first:  # the fix arrived in this batch, the error before it
@@ -435,13 +475,20 @@ def failure_records(turns: Sequence[TurnView | None], first: int) -> list[Derive
         gist = f.err.gist
         if f.tool and gist.startswith(f.tool):  # "flight_search failed: timeout ..." -> "timeout ..."
             gist = clean(re.sub(r"^[\s:,-]*(?:failed|error|raised)?[\s:,-]*", "", gist[len(f.tool):]), 120) or gist
-        text = f"{tool} failed with {err}" + (f" ({gist})" if gist and gist.lower() != err.lower() else "")
-        text = clean(text, 170)
-        if fix:
-            text += f"; fix: {clean(fix, 110)}"
+        lesson = lesson_text(tool, gist or err, f.call.args if f.call else None, fixed.args) \
+            if fixed is not None and f.tool else None
+        if lesson is not None:
+            text = lesson
+        else:
+            text = f"{tool} failed with {err}" + (f" ({gist})" if gist and gist.lower() != err.lower() else "")
+            text = clean(text, 170)
+            if fix:
+                text += f"; fix: {clean(fix, 110)}"
         ctx = context + ([f.call_turn] if f.call_turn is not None else []) + fix_turns
         tools = [tool] + [c.name for t in fix_turns for c in t.calls if c.name != tool]
         args = f" args: {args_gist(f.call.args)}" if f.call and f.call.args else ""
+        if fixed is not None and fixed.args:
+            args += f" fixed args: {args_gist(fixed.args)} lesson fix succeeded"
         index = (f"{text} | tool {' '.join(tools)} failure error failed {' '.join(classes)}{args}"
                  f" | {clean(src.content, 200)}")
         tags = ["failure", *(n.strip("`") for n in tools), *classes]

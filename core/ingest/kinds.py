@@ -17,9 +17,11 @@ short records of the kinds of :class:`~memory_ext.models.RecordKind` that a turn
   plug it back"``, ``"how to find flights to Tokyo: call flight_search(to=Tokyo, timeout_s=30)"``.
 * **failure_pattern** -- a tool call or action followed by an error (a tool result with an error key, an
   exception, a traceback, a timeout, an HTTP 4xx/5xx, "failed", 失败/报错/超时) and the fix that followed
-  when there is one (the same or another tool succeeding, or a message proposing a fix) ->
-  ``"flight_search failed with timeout (timeout contacting airline API); fix: retried flight_search with
-  timeout_s=30"``.
+  when there is one (the same or another tool succeeding, or a message proposing a fix); a tool result its
+  face flagged as an error (``is_error``, ``status="error"``) is a failure whatever its text says. When the same
+  tool then succeeds, the record is the *lesson*, built from the two calls' arguments (what changed) ->
+  ``"flight_search failed: timeout contacting airline API; succeeded with timeout_s 30"``; otherwise
+  ``"flight_search failed with timeout (...); fix: used train_search(...) instead"``.
 
 Precision comes before recall: questions ("Do you like sushi?"), hypotheticals ("If I lived in Paris..."),
 negated statements, other people's preferences, chit-chat and prose "failures" without a technical context

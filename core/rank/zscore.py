@@ -27,6 +27,9 @@ from ..store.catalog import DERIVED_KINDS, KIND_CODES, Catalog
 __all__ = ["TurnScores", "dense_scores", "rank_turns", "session_prior", "standardize"]
 
 TURN, WINDOW = KIND_CODES["turn"], KIND_CODES["window"]
+LESSON = KIND_CODES["failure_pattern"]
+"""The one derived kind that is an item of its own besides lifting its turn: a failure and what fixed it (the
+lesson, :mod:`memory_ext.ingest.failures`) reads better than any one of the turns it comes from."""
 LIKE_TURNS = {KIND_CODES[k]: TURN for k in DERIVED_KINDS}
 """Derived kinds are standardised with the turns' statistics (layers, like windows, have their own)."""
 SESSION_TOP = 3
@@ -158,7 +161,9 @@ def rank_turns(cat: Catalog, hits: Mapping[str, Hits], weights: Mapping[str, flo
         total = total + derived
     if bonus_kinds and strategy.kind_bonus:
         best = anchored_best(cat, fused, np.array([KIND_CODES[k] for k in bonus_kinds if k in KIND_CODES]))
+        codes = [KIND_CODES[k] for k in bonus_kinds if k in KIND_CODES]
         kind_bonus = strategy.kind_bonus * (is_turn & np.isfinite(best) & (best > 0))
+        kind_bonus = kind_bonus + strategy.kind_bonus * (np.isin(cat.kind, codes) & (cat.kind == LESSON) & (fused > 0))
         total = total + kind_bonus
     speaker: np.ndarray = np.zeros(n)
     codes = [cat.speaker_codes[s] for s in speakers if s in cat.speaker_codes]
@@ -171,7 +176,8 @@ def rank_turns(cat: Catalog, hits: Mapping[str, Hits], weights: Mapping[str, flo
     total = total + speaker + time
     if assistant_roles is not None and strategy.assistant:
         total = total + strategy.assistant * assistant_roles
-    rankable = is_turn if allowed is None else is_turn & allowed
+    items = is_turn | (cat.kind == LESSON)
+    rankable = items if allowed is None else items & allowed
     session = np.zeros(n)
     if strategy.session and rankable.any():
         session = strategy.session * session_prior(cat.session, total, rankable)[cat.session]
