@@ -31,7 +31,7 @@ from memory_ext.ingest.turns import (
 )
 from memory_ext.text.sentences import is_question
 
-__all__ = ["call_outcome", "failure_records", "json_error", "prose_error"]
+__all__ = ["call_outcome", "failure_records", "json_error", "lesson_text", "prose_error", "slot_records"]
 
 
 # ------------------------------------------------------------------------------------------ errors
@@ -496,3 +496,64 @@ def failure_records(turns: Sequence[TurnView | None], first: int) -> list[Derive
             c for c in classes if _ERR_CLASS_RE.fullmatch(c)]))
     return out
 
+
+
+# ------------------------------------------------------------------------------------------ slot values
+
+SLOT_VALUE_MIN_CHARS: Final = 3
+"""A call argument shorter than this (``2``, ``"no"``) is not looked for in the user's words."""
+
+
+def _slot_value(v: Any) -> str | None:
+    if isinstance(v, bool) or v is None:
+        return None
+    if isinstance(v, (int, float)):
+        v = str(v)
+    if not isinstance(v, str):
+        return None
+    v = v.strip()
+    return v if SLOT_VALUE_MIN_CHARS <= len(v) <= 80 else None
+
+
+def slot_records(turns: Sequence[TurnView | None], first: int) -> list[DerivedRecord]:
+    """A ``fact`` record per tool-call argument whose value a user turn gave literally, so the value is found by
+    the parameter's name: ``book_hotel(check_in="2026-04-14")`` after "check in on 2026-04-14, please" ->
+    ``"check_in: '2026-04-14' (given for book_hotel)"``, anchored to the user turn (to the call when that turn
+    was stored before this batch). Calls of the turns ``turns[first:]`` only; one record per parameter and
+    value in a session.
+
+    >>> from memory_ext.ingest.turns import view_turn
+    >>> ts = [view_turn({"id": "u", "role": "user", "content": "Check in on 2026-04-14 please"}, 0),
+    ...       view_turn({"id": "a", "role": "assistant", "content": "", "tool_calls": [
+    ...           {"name": "book_hotel", "arguments": {"check_in": "2026-04-14", "nights": 2}}]}, 1)]
+    >>> [(r.text, r.turn_ids) for r in slot_records(ts, 0)]
+    [("check_in: '2026-04-14' (given for book_hotel)", ['u', 'a'])]
+    """
+    out: list[DerivedRecord] = []
+    seen: set[tuple[Any, str, str]] = set()
+    for i in range(max(0, first), len(turns)):
+        t = turns[i]
+        if t is None or not t.calls or t.role == "tool":
+            continue
+        for call in t.calls:
+            for param, raw in (call.args or {}).items():
+                value = _slot_value(raw)
+                if value is None or (t.session, param, value.casefold()) in seen:
+                    continue
+                pattern = re.compile(r"(?<![\w])" + re.escape(value) + r"(?![\w])", re.IGNORECASE)
+                for k in range(i - 1, max(-1, i - LOOKBACK - 1), -1):
+                    u = turns[k]
+                    if u is None or not same_session(u, t):
+                        continue
+                    if u.role != "user" or not pattern.search(u.content):
+                        continue
+                    seen.add((t.session, param, value.casefold()))
+                    label = param.replace("_", " ")
+                    text = f"{param}: {_value(raw)} (given for {call.name})"
+                    index = (f"{text} | parameter {param} {label} value {value} {call.name} slot argument"
+                             f" | {clean(u.content, 200)}")
+                    source, context = (u, [t]) if k >= first else (t, [u])
+                    out.append(make_record("fact", source, text, index, context, ["slot", param, call.name],
+                                           [call.name]))
+                    break
+    return out

@@ -22,6 +22,8 @@ short records of the kinds of :class:`~memory_ext.models.RecordKind` that a turn
   tool then succeeds, the record is the *lesson*, built from the two calls' arguments (what changed) ->
   ``"flight_search failed: timeout contacting airline API; succeeded with timeout_s 30"``; otherwise
   ``"flight_search failed with timeout (...); fix: used train_search(...) instead"``.
+* **fact** (a parameter value) -- a tool-call argument whose value a user turn gave literally, so the value is
+  found by the parameter's name -> ``"check_in: '2026-04-14' (given for book_hotel)"``.
 
 Precision comes before recall: questions ("Do you like sushi?"), hypotheticals ("If I lived in Paris..."),
 negated statements, other people's preferences, chit-chat and prose "failures" without a technical context
@@ -62,6 +64,7 @@ from memory_ext.ingest.failures import (
     json_error,
     known_tools,
     prose_error,
+    slot_records,
 )
 from memory_ext.ingest.statements import EVENT_MIN_CONFIDENCE, is_personal_source, personal_records, short_entities
 from memory_ext.ingest.turns import (
@@ -248,4 +251,9 @@ def derive_kinds(sequence: Sequence[IngestTurn | Mapping[str, Any]], first: int)
     except Exception:  # noqa: BLE001 -- a bug in failure mining must not lose the records found above
         failures = []
     out.extend(failures)
+    try:
+        slots = slot_records(turns, first)
+    except Exception:  # noqa: BLE001 -- a bug in slot mining must not lose the records found above
+        slots = []
+    out.extend(slots)
     return out

@@ -25,7 +25,7 @@ from ..text.entities import query_names
 from ..text.sentences import is_question, split_sentences
 from ..text.timeexpr import extract_times
 
-__all__ = ["classify_question", "conversation_parts", "plan_search", "split_sentences"]
+__all__ = ["action_routes", "classify_question", "conversation_parts", "plan_search", "split_sentences"]
 
 TIME_FILTER_MIN_CONFIDENCE = 0.8
 MAX_SLOT_ROUTES = 3
@@ -87,6 +87,36 @@ def classify_question(query: str) -> str:
     return "single" if is_question(query, loose=True) else "other"
 
 
+def action_routes(query: str, state: ActionState) -> list[EvidenceRoute]:
+    """The action route of an :class:`~memory_ext.models.ActionState` (the slot routes are added apart).
+
+    With a failure or a last tool, the route asks for that tool and its error alone and boosts failure patterns
+    (lessons) and procedures: a subgoal or a list of available tools added to the state cannot dilute it; the
+    subgoal, when it is not the query itself, is a route of its own (``subgoal``). Without them the route asks
+    for the subgoal, the tentative action, the missing slots and the available tools together.
+
+    >>> [(r.name, r.queries) for r in action_routes("hotel in Lisbon?", ActionState(
+    ...     current_subgoal="book a hotel in Lisbon", last_tool_name="book_hotel", failure_signal="HTTP 422",
+    ...     available_tools=("book_hotel", "get_weather")))]
+    [('action', ('book_hotel HTTP 422',)), ('subgoal', ('book a hotel in Lisbon',))]
+    """
+    out: list[EvidenceRoute] = []
+    subgoal = (state.current_subgoal or "").strip()
+    if state.failure_signal or state.last_tool_name:
+        parts = [state.tentative_action, state.last_tool_name, state.failure_signal]
+        out.append(EvidenceRoute(goal=RouteGoal.ACTION, queries=(" ".join(p for p in parts if p),),
+                                 boost_kinds=ACTION_BOOST_KINDS, weight=SECONDARY_ROUTE_WEIGHT))
+        if subgoal and subgoal.casefold() != query.strip().casefold():
+            out.append(EvidenceRoute(goal=RouteGoal.ACTION, name="subgoal", queries=(subgoal,),
+                                     weight=SECONDARY_ROUTE_WEIGHT))
+        return out
+    parts = [subgoal, state.tentative_action, *state.missing_slots, *state.available_tools]
+    text = " ".join(p for p in parts if p)
+    if text.strip():
+        out.append(EvidenceRoute(goal=RouteGoal.ACTION, queries=(text,), weight=SECONDARY_ROUTE_WEIGHT))
+    return out
+
+
 def plan_search(query: str, *, now: datetime | None, speakers: Sequence[str],
                 action_state: ActionState | None) -> SearchPlan:
     """The plan: question type, the main route (with time filter and named speakers) and an action route.
@@ -119,14 +149,7 @@ def plan_search(query: str, *, now: datetime | None, speakers: Sequence[str],
         routes += [EvidenceRoute(goal=RouteGoal.OPENING, queries=(excerpt[0],), weight=SECONDARY_ROUTE_WEIGHT),
                    EvidenceRoute(goal=RouteGoal.FOCUS, queries=(excerpt[1],), weight=SECONDARY_ROUTE_WEIGHT)]
     if action_state is not None:
-        parts = [action_state.current_subgoal, action_state.tentative_action, action_state.last_tool_name,
-                 action_state.failure_signal, *action_state.missing_slots, *action_state.available_tools]
-        text = " ".join(p for p in parts if p)
-        if text.strip():
-            # a failure or a tool just used pulls failure patterns and procedures (boosted when they match)
-            kinds = ACTION_BOOST_KINDS if (action_state.failure_signal or action_state.last_tool_name) else ()
-            routes.append(EvidenceRoute(goal=RouteGoal.ACTION, queries=(text,), boost_kinds=kinds,
-                                        weight=SECONDARY_ROUTE_WEIGHT))
+        routes += action_routes(query, action_state)
         # each missing slot is an evidence need of its own: a route asking for it in the context of the subgoal
         context = action_state.current_subgoal or action_state.tentative_action or ""
         for slot in action_state.missing_slots[:MAX_SLOT_ROUTES]:

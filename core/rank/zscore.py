@@ -30,6 +30,8 @@ TURN, WINDOW = KIND_CODES["turn"], KIND_CODES["window"]
 LESSON = KIND_CODES["failure_pattern"]
 """The one derived kind that is an item of its own besides lifting its turn: a failure and what fixed it (the
 lesson, :mod:`memory_ext.ingest.failures`) reads better than any one of the turns it comes from."""
+LESSON_LIFT = 1e-3
+"""How far above its error turn a matching lesson ranks."""
 LIKE_TURNS = {KIND_CODES[k]: TURN for k in DERIVED_KINDS}
 """Derived kinds are standardised with the turns' statistics (layers, like windows, have their own)."""
 SESSION_TOP = 3
@@ -142,7 +144,9 @@ def rank_turns(cat: Catalog, hits: Mapping[str, Hits], weights: Mapping[str, flo
             zs[name] = np.where(channel_kinds[name], zs[name], 0.0)
         fused += float(weights.get(name, 1.0)) * zs[name]
     is_turn = cat.kind == TURN
-    window = np.where(is_turn, fused, 0.0)  # a turn without a window record stands in for its own window
+    is_lesson = cat.kind == LESSON
+    # a turn without a window record stands in for its own window; so does a lesson (it has none)
+    window = np.where(is_turn | is_lesson, fused, 0.0)
     win_pos = np.flatnonzero((cat.kind == WINDOW) & (cat.anchor >= 0))
     if win_pos.size:
         anchors = cat.anchor[win_pos]
@@ -160,10 +164,11 @@ def rank_turns(cat: Catalog, hits: Mapping[str, Hits], weights: Mapping[str, flo
         derived = strategy.derived * np.where(is_turn & np.isfinite(best), np.maximum(best, 0.0), 0.0)
         total = total + derived
     if bonus_kinds and strategy.kind_bonus:
-        best = anchored_best(cat, fused, np.array([KIND_CODES[k] for k in bonus_kinds if k in KIND_CODES]))
         codes = [KIND_CODES[k] for k in bonus_kinds if k in KIND_CODES]
-        kind_bonus = strategy.kind_bonus * (is_turn & np.isfinite(best) & (best > 0))
-        kind_bonus = kind_bonus + strategy.kind_bonus * (np.isin(cat.kind, codes) & (cat.kind == LESSON) & (fused > 0))
+        # a boosted lesson is an item of its own and takes the bonus itself; the other kinds lift their turn
+        best = anchored_best(cat, fused, np.array([c for c in codes if c != LESSON], np.int8))
+        kind_bonus = strategy.kind_bonus * ((is_turn & np.isfinite(best) & (best > 0))
+                                            + (is_lesson & (LESSON in codes) & (fused > 0)))
         total = total + kind_bonus
     speaker: np.ndarray = np.zeros(n)
     codes = [cat.speaker_codes[s] for s in speakers if s in cat.speaker_codes]
@@ -176,7 +181,10 @@ def rank_turns(cat: Catalog, hits: Mapping[str, Hits], weights: Mapping[str, flo
     total = total + speaker + time
     if assistant_roles is not None and strategy.assistant:
         total = total + strategy.assistant * assistant_roles
-    items = is_turn | (cat.kind == LESSON)
+    lessons = np.flatnonzero(is_lesson & (cat.anchor >= 0))
+    if lessons.size:  # a lesson ranks at least just above the error turn it comes from: it says more
+        total[lessons] = np.maximum(total[lessons], total[cat.anchor[lessons]] + LESSON_LIFT)
+    items = is_turn | is_lesson
     rankable = items if allowed is None else items & allowed
     session = np.zeros(n)
     if strategy.session and rankable.any():
