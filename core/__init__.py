@@ -71,6 +71,7 @@ from .models import (
     SearchResult,
     Turn,
 )
+from .plan.derive import derive_action_state
 from .plan.llm_planner import HeuristicPlanner, LLMPlanner, Planner, PlanOutcome
 from .portability import ImportReport
 from .recall.channels import register_recaller
@@ -147,5 +148,6 @@ __all__ = [
     "Turn",
     "ValidationError",
     "__version__",
+    "derive_action_state",
     "register_recaller",
 ]

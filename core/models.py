@@ -41,6 +41,7 @@ __all__ = [
     "RouteGoal",
     "SearchPlan",
     "SearchResult",
+    "TOOL_METADATA_KEYS",
     "Turn",
     "to_utc",
 ]
@@ -220,11 +221,28 @@ class Namespace(_Value):
         raise InvalidNamespaceError("namespace", value, "pass a Namespace, a user-id string or a dict")
 
 
+TOOL_METADATA_KEYS: tuple[str, ...] = ("tool_name", "tool_call_id", "is_error")
+"""The ``Turn.metadata`` keys reserved for a tool turn's fields (:attr:`Turn.tool_name`, :attr:`Turn.tool_call_id`,
+:attr:`Turn.is_error`). A turn is stored with these fields inside its metadata JSON under these keys (no schema
+change: SQLite, PostgreSQL, export/import and the metadata filters see them there, and a search item's
+``metadata`` carries them); a turn read back, or built from a metadata that holds them, has them as fields."""
+
+
 class Turn(_Value):
     """One conversation turn, kept losslessly.
 
+    A tool turn (``role="tool"``, the result of a tool call) says which tool it answers (``tool_name``), which call
+    (``tool_call_id``, the id in the calling turn's ``tool_calls``) and whether the result is an error
+    (``is_error``: LangChain's ``ToolMessage.status == "error"``, LlamaIndex's ``is_error``, MCP's ``isError``).
+
     >>> Turn(role="user", content="hi", speaker="Ana", external_id="D1:1").speaker
     'Ana'
+    >>> failed = Turn(role="tool", content="HTTP 422: check_in must be YYYY-MM-DD", tool_name="book_hotel",
+    ...               tool_call_id="call_1", is_error=True)
+    >>> failed.is_error, failed.stored_metadata()
+    (True, {'tool_name': 'book_hotel', 'tool_call_id': 'call_1', 'is_error': True})
+    >>> Turn(role="tool", content="ok", metadata={"tool_name": "book_hotel"}).tool_name   # as stored
+    'book_hotel'
     """
 
     role: Role
@@ -237,6 +255,12 @@ class Turn(_Value):
     attachments: tuple[dict[str, Any], ...] = ()
     metadata: dict[str, Any] = Field(default_factory=dict)
     id: str | None = None
+    tool_name: str | None = None
+    """The tool whose result this turn is (a tool turn); None otherwise."""
+    tool_call_id: str | None = None
+    """The id of the call this tool turn answers (as in the calling turn's ``tool_calls``)."""
+    is_error: bool = False
+    """True when this tool turn's result is an error, as the framework flagged it."""
 
     def __init__(self, role: Any = None, content: Any = None, **kw: Any) -> None:
         if role is None and "role" in kw:
@@ -262,11 +286,24 @@ class Turn(_Value):
         if kw.get("session_id") is not None:
             check_id(kw["session_id"], "session_id", required=False)
         check_json("metadata", kw.get("metadata"), InvalidTurnError, what="metadata")
+        _tool_fields(kw)
         for name in ("tool_calls", "attachments"):  # each item nests at most MAX_JSON_DEPTH levels
             if isinstance(kw.get(name), (list, tuple)):
                 for i, item in enumerate(kw[name]):
                     check_json(f"{name}[{i}]", item, InvalidTurnError, what=name)
         super().__init__(role=role, content=content, **kw)
+
+    def stored_metadata(self) -> dict[str, Any]:
+        """The metadata as it is stored: ``metadata`` with the tool fields that are set under
+        :data:`TOOL_METADATA_KEYS`."""
+        extra: dict[str, Any] = {}
+        if self.tool_name is not None:
+            extra["tool_name"] = self.tool_name
+        if self.tool_call_id is not None:
+            extra["tool_call_id"] = self.tool_call_id
+        if self.is_error:
+            extra["is_error"] = True
+        return {**self.metadata, **extra} if extra else dict(self.metadata)
 
     @classmethod
     def coerce(cls, value: Turn | dict[str, Any], index: int = 0) -> Turn:
@@ -281,6 +318,34 @@ class Turn(_Value):
             raise type(exc)(f"turns[{index}].{exc.field}", exc.value, exc.fix) from None
         except Exception as exc:  # noqa: BLE001 -- pydantic, datetime and ** raise several types; each is a bad turn
             raise InvalidTurnError(f"turns[{index}]", value, f"fix the turn's fields ({exc})") from None
+
+
+def _tool_fields(kw: dict[str, Any]) -> None:
+    """Check the tool fields of a turn's keyword arguments and lift those its metadata holds under the reserved
+    keys (:data:`TOOL_METADATA_KEYS`) into them: a stored turn reads back with the fields it was written with.
+    A metadata value of another type (not a non-empty string, not a bool for ``is_error``) stays metadata."""
+    meta = kw.get("metadata")
+    if isinstance(meta, dict) and any(k in meta for k in TOOL_METADATA_KEYS):
+        meta = dict(meta)
+        for key in TOOL_METADATA_KEYS:
+            value = meta.get(key)
+            if not (isinstance(value, bool) if key == "is_error" else isinstance(value, str) and value.strip()):
+                continue
+            del meta[key]
+            given = kw.get(key)
+            if given is None or (key == "is_error" and given is False):
+                kw[key] = value
+            elif given != value:
+                raise InvalidTurnError(f"metadata.{key}", value, f"{key} is a field of the turn ({given!r}); "
+                                                                 f"drop metadata[{key!r}] or make it equal")
+        kw["metadata"] = meta
+    for name in ("tool_name", "tool_call_id"):
+        value = kw.get(name)
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise InvalidTurnError(name, value, f"{name} is a non-empty string or None")
+        check_text(name, value, InvalidTurnError)
+    if "is_error" in kw and not isinstance(kw["is_error"], bool):
+        raise InvalidTurnError("is_error", kw["is_error"], "is_error is True or False")
 
 
 Period = Literal["daily", "weekly", "monthly", "context"]
@@ -341,6 +406,9 @@ class MemoryFile(_Value):
 class ActionState(_Value):
     """What the agent is doing now; it changes what retrieval looks for.
 
+    Build it by hand, or derive it from an agent's recent turns and its tools' schemas with
+    :func:`memory_ext.derive_action_state` (what the LangChain middleware and the LlamaIndex memory do).
+
     >>> ActionState(last_tool_name="flight_search", failure_signal="timeout").failure_signal
     'timeout'
     """
@@ -348,6 +416,8 @@ class ActionState(_Value):
     current_subgoal: str | None = None
     tentative_action: str | None = None
     last_tool_name: str | None = None
+    last_tool_args: dict[str, Any] | None = None
+    """The arguments of the last tool call (parameter name -> value, as the call gave them); None: no call."""
     last_tool_result: str | None = None
     missing_slots: tuple[str, ...] = ()
     known_constraints: tuple[str, ...] = ()
@@ -475,7 +545,10 @@ class RetrievedItem(_Value):
     raw_score: float | None = None
     """The unbounded score that ordered the candidates (fused z-score sum, RRF score, or reranked blend)."""
     metadata: dict[str, Any] = Field(default_factory=dict)
-    """The metadata of the item's source turn, as it was stored."""
+    """The metadata of the item's source turn, as it was stored (a tool turn's ``tool_name``, ``tool_call_id`` and
+    ``is_error`` under those keys, :data:`TOOL_METADATA_KEYS`)."""
+    tool_calls: tuple[dict[str, Any], ...] = ()
+    """The tool calls of the item's source turn (an assistant turn that called tools may have no text)."""
 
     def face_metadata(self) -> dict[str, Any]:
         """JSON-friendly metadata of the item, as the framework faces attach it to documents and nodes: the

@@ -32,15 +32,20 @@ def message_to_turn(message: BaseMessage, session_id: str | None = None) -> Turn
     Role from the message type (human -> user, ai -> assistant, system/developer -> system, tool/function ->
     tool; a ``ChatMessage`` keeps its role when it is one of ours, else it is stored as ``user``); content = the
     message text; speaker = ``message.name``; external id = ``message.id``; tool calls as ``{id, name, args}``;
-    the full message serialised in ``metadata["langchain_message"]``. A message with no text and no tool calls
-    (a model that answered ``""``) is kept as a turn with empty content and the :data:`EMPTY_MESSAGE` attachment.
+    a ``ToolMessage``'s tool (``name``), call id and ``status == "error"`` as the turn's ``tool_name``,
+    ``tool_call_id`` and ``is_error``; the full message serialised in ``metadata["langchain_message"]``. A
+    message with no text and no tool calls (a model that answered ``""``) is kept as a turn with empty content and
+    the :data:`EMPTY_MESSAGE` attachment.
 
     A message that cannot be stored exactly (a value in ``additional_kwargs`` or ``response_metadata`` that is
     not JSON) is an :class:`~memory_ext.errors.InvalidTurnError`, raised before anything is written.
 
-    >>> from langchain_core.messages import AIMessage
+    >>> from langchain_core.messages import AIMessage, ToolMessage
     >>> message_to_turn(AIMessage("")).attachments
     ({'type': 'empty_message'},)
+    >>> failed = message_to_turn(ToolMessage("HTTP 422", name="book_hotel", tool_call_id="c1", status="error"))
+    >>> failed.tool_name, failed.tool_call_id, failed.is_error
+    ('book_hotel', 'c1', True)
     """
     role = _ROLE_BY_TYPE.get(message.type)
     if role is None:
@@ -58,9 +63,14 @@ def message_to_turn(message: BaseMessage, session_id: str | None = None) -> Turn
                                    "datetime to an ISO string) before adding the message") from None
     text = message.text
     empty = not text.strip() and not tool_calls
+    tool: dict[str, Any] = {}
+    if role == "tool":  # a ToolMessage: its tool, the call it answers and whether it is an error are fields
+        call_id = getattr(message, "tool_call_id", None)
+        tool = {"tool_name": message.name or None, "tool_call_id": str(call_id) if call_id else None,
+                "is_error": getattr(message, "status", None) == "error"}
     return Turn(role=role, content=text, speaker=message.name, session_id=session_id,
                 external_id=message.id, tool_calls=tool_calls, attachments=(dict(EMPTY_MESSAGE),) if empty else (),
-                metadata={MESSAGE_KEY: stored})
+                metadata={MESSAGE_KEY: stored}, **tool)
 
 
 def turn_to_message(turn: Turn) -> BaseMessage:
@@ -71,6 +81,10 @@ def turn_to_message(turn: Turn) -> BaseMessage:
     # a turn written through the engine directly
     data: dict[str, Any] = {"content": turn.content, "name": turn.speaker, "id": turn.external_id}
     kind = {"user": "human", "assistant": "ai", "system": "system"}.get(str(turn.role))
+    if kind is None and turn.tool_call_id:  # a tool turn written by another face: a ToolMessage
+        return messages_from_dict([{"type": "tool", "data": {**data, "name": turn.tool_name or turn.speaker,
+                                                             "tool_call_id": turn.tool_call_id,
+                                                             "status": "error" if turn.is_error else "success"}}])[0]
     if kind is None:  # tool turn without a tool_call_id: keep it as a generic chat message
         return messages_from_dict([{"type": "chat", "data": {**data, "role": "tool"}}])[0]
     if kind == "ai" and turn.tool_calls:

@@ -92,7 +92,7 @@ def turn_rows(turns: Iterable[Turn | Mapping[str, Any]], ns: Namespace, limits: 
     return [IngestTurn(
         id=t.id or new_id("turn"), session_id=t.session_id or ns.session_id, role=t.role.value,
         speaker=t.speaker, content=t.content, ts=(t.timestamp or now).timestamp(), external_id=t.external_id,
-        tool_calls=list(t.tool_calls), attachments=list(t.attachments), metadata=dict(t.metadata),
+        tool_calls=list(t.tool_calls), attachments=list(t.attachments), metadata=t.stored_metadata(),
         token_count=estimate_tokens(t.content),
     ) for t in items]
 

@@ -49,5 +49,6 @@ def hydrate(store: TruthStore, ns_id: int, rids: Sequence[int], scores: Sequence
             speaker=rec.speaker, role=Role(rec.source_role) if rec.source_role is not None else None,
             channels=ranks.get(rid, {}), raw_score=float(raw) if raw is not None else None,
             metadata=dict(src[0].metadata) if src and isinstance(src[0].metadata, dict) else {},
+            tool_calls=tuple(src[0].tool_calls) if src and rec.kind == RecordKind.TURN.value else (),
             explanation=details.get(rid) if explain else None))
     return Hydrated(items=items, source_turns=turns, rids=kept)
