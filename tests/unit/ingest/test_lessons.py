@@ -38,7 +38,7 @@ def hotel_session(error: str = "HTTP 422 Unprocessable Entity: check_in", sessio
 def _rows(turns: list[Turn]) -> list[dict[str, Any]]:
     return [{"id": f"t{i}", "role": t.role.value, "content": t.content, "session_id": t.session_id,
              "ts": t.timestamp.timestamp() if t.timestamp else None, "tool_calls": list(t.tool_calls),
-             "metadata": t.metadata} for i, t in enumerate(turns)]
+             "metadata": t.stored_metadata()} for i, t in enumerate(turns)]
 
 
 def _lessons(turns: list[Turn]) -> list[Any]:
@@ -69,8 +69,9 @@ def test_a_flagged_error_without_a_fix_is_still_a_failure_record() -> None:
     turns = hotel_session("the date is wrong")[:3]
     [failure] = _lessons(turns)
     assert failure.text.startswith("book_hotel failed") and "the date is wrong" in failure.text
-    for meta in ({"is_error": True}, {"isError": True}):
-        turns[2] = _t(2, "tool", "the date is wrong", metadata=meta)
+    for flagged in (_t(2, "tool", "the date is wrong", tool_name="book_hotel", is_error=True),
+                    _t(2, "tool", "the date is wrong", metadata={"isError": True})):  # the field, MCP's key
+        turns[2] = flagged
         assert len(_lessons(turns)) == 1
 
 
