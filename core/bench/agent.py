@@ -408,7 +408,8 @@ class _MemoryExt:
         if self.embedder is not None:
             kwargs["embedder"] = self.embedder
         self.engine = self._open(self.workdir / re.sub(r"\W", "_", key), **kwargs)
-        batch = [Turn(role=t.role, content=t.content or ("" if t.tool_calls else "(empty)"), session_id=t.session_id, external_id=t.external_id,
+        batch = [Turn(role=t.role, content=t.content or ("" if t.tool_calls else "(empty)"),
+                      session_id=t.session_id, external_id=t.external_id,
                       timestamp=T0 + timedelta(seconds=n), tool_calls=t.tool_calls, tool_name=t.tool_name,
                       is_error=t.is_error) for n, t in enumerate(turns)]
         for start in range(0, len(batch), 500):

@@ -336,12 +336,44 @@ def _fix_text(t: TurnView) -> str:
     return f"run {cmd}" if cmd else ""
 
 
+RETRY_LOOKAHEAD: Final = 2 * LOOKAHEAD
+"""How far (in turns of the session) a successful call of the failed tool still counts as its fix: agents look
+things up (other tools, the user) before they retry."""
+
+
+def _same_tool_success(turns: Sequence[TurnView | None], i: int, tool: str, failed: ToolCall | None
+                       ) -> tuple[str, list[TurnView], int, ToolCall] | None:
+    """The first successful call of ``tool`` after the error at turn ``i`` in its session, as a fix."""
+    src = turns[i]
+    assert src is not None
+    for k in range(i + 1, min(len(turns), i + RETRY_LOOKAHEAD + 1)):
+        t = turns[k]
+        if t is None:
+            continue
+        if not same_session(t, src):
+            break
+        if t.role == "tool":
+            continue
+        for call in t.calls:
+            if call.name != tool:
+                continue
+            status, _, result = call_outcome(turns, k, call)
+            if status == "ok":
+                diff = _args_diff(failed.args if failed else None, call.args)
+                gist = f"retried {call.name} with {diff}" if diff else f"retried {call.name}"
+                return gist, [t] + ([result] if result else []), k, call
+    return None
+
+
 def _find_fix(turns: Sequence[TurnView | None], i: int, tool: str | None, failed: ToolCall | None
               ) -> tuple[str, list[TurnView], int | None, ToolCall | None]:
     """(fix gist, the turns that show it, index of the turn that gives it, the successful call of the same tool
     when that is the fix) for an error at turn ``i``."""
     src = turns[i]
     assert src is not None
+    retried = _same_tool_success(turns, i, tool, failed) if tool else None
+    if retried is not None:
+        return retried
     for k in range(i + 1, min(len(turns), i + LOOKAHEAD + 1)):
         t = turns[k]
         if t is None:
@@ -353,7 +385,7 @@ def _find_fix(turns: Sequence[TurnView | None], i: int, tool: str | None, failed
         if t.calls:
             for call in t.calls:
                 status, _, result = call_outcome(turns, k, call)
-                if status == "ok":
+                if status == "ok" and not (result is not None and not result.content.strip()):
                     same = bool(tool) and call.name == tool
                     if same:
                         diff = _args_diff(failed.args if failed else None, call.args)
@@ -486,9 +518,12 @@ def failure_records(turns: Sequence[TurnView | None], first: int) -> list[Derive
                 text += f"; fix: {clean(fix, 110)}"
         ctx = context + ([f.call_turn] if f.call_turn is not None else []) + fix_turns
         tools = [tool] + [c.name for t in fix_turns for c in t.calls if c.name != tool]
-        args = f" args: {args_gist(f.call.args)}" if f.call and f.call.args else ""
-        if fixed is not None and fixed.args:
-            args += f" fixed args: {args_gist(fixed.args)} lesson fix succeeded"
+        if lesson is not None:  # the lesson's text has the arguments that matter: their names key it
+            changed = [k for k in (fixed.args if fixed is not None and fixed.args else {})
+                       if not f.call or not f.call.args or f.call.args.get(k) != (fixed.args or {}).get(k)]
+            args = f" lesson fix succeeded {' '.join(changed)}"
+        else:
+            args = f" args: {args_gist(f.call.args)}" if f.call and f.call.args else ""
         index = (f"{text} | tool {' '.join(tools)} failure error failed {' '.join(classes)}{args}"
                  f" | {clean(src.content, 200)}")
         tags = ["failure", *(n.strip("`") for n in tools), *classes]

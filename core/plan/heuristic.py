@@ -35,6 +35,8 @@ FOCUS_SENTENCES = 2
 """The focus route searches the query's last sentences: where a long conversation currently is."""
 OPENING_MIN_CHARS = 15
 """The opening route searches the query's first sentences (at least this many characters): the topic raised."""
+LESSON_CUE = "succeeded"
+"""Added to an action route with a failure: the word a lesson's index holds and a failure without a fix lacks."""
 ACTION_BOOST_KINDS = (RecordKind.FAILURE_PATTERN, RecordKind.PROCEDURE)
 """What an action route with a failure signal or a last tool name boosts: past failures and procedures."""
 
@@ -98,12 +100,14 @@ def action_routes(query: str, state: ActionState) -> list[EvidenceRoute]:
     >>> [(r.name, r.queries) for r in action_routes("hotel in Lisbon?", ActionState(
     ...     current_subgoal="book a hotel in Lisbon", last_tool_name="book_hotel", failure_signal="HTTP 422",
     ...     available_tools=("book_hotel", "get_weather")))]
-    [('action', ('book_hotel HTTP 422',)), ('subgoal', ('book a hotel in Lisbon',))]
+    [('action', ('book_hotel HTTP 422 succeeded',)), ('subgoal', ('book a hotel in Lisbon',))]
     """
     out: list[EvidenceRoute] = []
     subgoal = (state.current_subgoal or "").strip()
     if state.failure_signal or state.last_tool_name:
-        parts = [state.tentative_action, state.last_tool_name, state.failure_signal]
+        # after a failure, what helps is what worked: a lesson's index says "succeeded" (ingest/failures.py)
+        parts = [state.tentative_action, state.last_tool_name, state.failure_signal,
+                 LESSON_CUE if state.failure_signal else None]
         out.append(EvidenceRoute(goal=RouteGoal.ACTION, queries=(" ".join(p for p in parts if p),),
                                  boost_kinds=ACTION_BOOST_KINDS, weight=SECONDARY_ROUTE_WEIGHT))
         if subgoal and subgoal.casefold() != query.strip().casefold():

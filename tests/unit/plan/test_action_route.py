@@ -63,7 +63,7 @@ def _lesson_rank(engine: MemoryEngine, query: str, state: ActionState, k: int = 
 def test_the_action_route_asks_for_the_tool_and_error_alone() -> None:
     plans = {name: plan_search(SUBGOAL, now=None, speakers=(), action_state=s) for name, s in STATES.items()}
     action = {name: next(r for r in p.routes if r.name == "action") for name, p in plans.items()}
-    assert {a.queries for a in action.values()} == {(f"book_hotel {ERROR}",)}
+    assert {a.queries for a in action.values()} == {(f"book_hotel {ERROR} succeeded",)}
     # the subgoal is the query here: no route of its own; another query gets one
     assert [r.name for r in plans["failure+subgoal+tools"].routes] == ["query", "action"]
     other = plan_search("which hotel?", now=None, speakers=(), action_state=STATES["failure+subgoal"])
