@@ -492,7 +492,12 @@ def failure_records(turns: Sequence[TurnView | None], first: int) -> list[Derive
         src = turns[f.index]
         assert src is not None
         fix, fix_turns, fix_at, fixed = _find_fix(turns, f.index, f.tool, f.call)
-        if f.index >= first:
+        if fixed is not None and fix_at is not None and fix_at >= first:
+            # a lesson is anchored to the call that worked (its role marks it: rank/zscore.py), the error next
+            fixer = turns[fix_at]
+            assert fixer is not None
+            source, context = fixer, [src]
+        elif f.index >= first:
             source, context = src, [src]
         elif fix_at is not None and fix_at >= first:  # the fix arrived in this batch, the error before it
             fixer = turns[fix_at]

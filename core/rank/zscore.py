@@ -165,10 +165,12 @@ def rank_turns(cat: Catalog, hits: Mapping[str, Hits], weights: Mapping[str, flo
         total = total + derived
     if bonus_kinds and strategy.kind_bonus:
         codes = [KIND_CODES[k] for k in bonus_kinds if k in KIND_CODES]
-        # a boosted lesson is an item of its own and takes the bonus itself; the other kinds lift their turn
+        # a boosted failure pattern is an item of its own and takes the bonus itself when it is a lesson (anchored to
+        # the assistant's call that worked, ingest/failures.py), not a failure without a fix; other kinds lift
+        # their turn
         best = anchored_best(cat, fused, np.array([c for c in codes if c != LESSON], np.int8))
         kind_bonus = strategy.kind_bonus * ((is_turn & np.isfinite(best) & (best > 0))
-                                            + (is_lesson & (LESSON in codes) & (fused > 0)))
+                                            + (is_lesson & cat.assistant & (LESSON in codes) & (fused > 0)))
         total = total + kind_bonus
     speaker: np.ndarray = np.zeros(n)
     codes = [cat.speaker_codes[s] for s in speakers if s in cat.speaker_codes]

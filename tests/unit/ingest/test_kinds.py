@@ -148,12 +148,13 @@ def test_failure_followed_by_fix_gives_one_failure_pattern() -> None:
     f = fails[0]
     # the lesson, from the structured calls: what changed between the failed and the successful call
     assert f.text == "flight_search failed: timeout contacting airline API; succeeded with timeout_s 30"
-    assert f.anchor_turn_id == "t3" and f.turn_ids[0] == "t3"
+    # a lesson is anchored to the call that worked (t4), the error (t3) next
+    assert f.anchor_turn_id == "t4" and f.turn_ids[:2] == ["t4", "t3"]
     assert set(f.turn_ids) == {"t2", "t3", "t4", "t5"}
     assert f.tags[:3] == ["failure", "flight_search", "timeout"]
     for word in ("flight_search", "timeout", "failed"):
         assert word in f.index_text
-    assert f.source_role == "tool"
+    assert f.source_role == "assistant"
 
 
 def test_successful_tool_sequence_gives_a_procedure_and_no_failure() -> None:

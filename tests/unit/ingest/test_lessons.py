@@ -49,8 +49,8 @@ def test_the_lesson_is_the_diff_of_the_failed_and_the_successful_call() -> None:
     [lesson] = _lessons(hotel_session())
     assert lesson.text == ("book_hotel failed: HTTP 422 Unprocessable Entity: check_in (check_in '14/04/2026'); "
                            "succeeded with check_in '2026-04-14'")
-    # anchored to the error; its turns are the error, the failed call, the successful call and its result
-    assert lesson.turn_ids == ["t2", "t1", "t3", "t4"]
+    # anchored to the call that worked; its turns then: the error, the failed call, the success's result
+    assert lesson.turn_ids == ["t3", "t2", "t1", "t4"] and lesson.source_role == "assistant"
 
 
 def test_the_lesson_does_not_depend_on_the_error_wording() -> None:
@@ -83,7 +83,7 @@ def test_the_lesson_comes_back_as_an_item_with_its_source_turns(tmp_path: Path) 
         lesson = next(i for i in items if i.kind == "failure_pattern")
         assert "succeeded with check_in '2026-04-14'" in lesson.text
         ids = written.turn_ids
-        assert lesson.turn_ids == (ids[2], ids[1], ids[3], ids[4])
+        assert lesson.turn_ids == (ids[3], ids[2], ids[1], ids[4])
         assert items.index(lesson) <= 1
 
 
