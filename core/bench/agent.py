@@ -18,7 +18,8 @@ Each probe is a real message list cut at a decision point; every system answers 
   schemas; memory: every item's ``orig_question`` as an earlier session; gold: this item's) and BFCL v4
   ``multi_turn_miss_param`` (cut at the user turn whose gold answer is empty, after the earlier turns and their
   gold calls; the classes' function docs as tools; memory: every case's next user turn, the one that supplies
-  the parameter, as an earlier session; gold: this case's).
+  the parameter, as an earlier session; scored where that turn states a value of the next gold call literally
+  that the conversation has not given; gold: the memory turns that state it).
 * ``memory`` (BFCL v4 ``memory``): a question against the user turns of its scenario's prereq conversations;
   gold: the turns covering at least 80 % of the words of the answer's ``source``.
 
@@ -306,6 +307,7 @@ def _load_slots(root: Path, data: AgentData) -> None:
     answers = {a["id"]: a for a in _read_jsonl(bfcl / "possible_answer" / "BFCL_v4_multi_turn_miss_param.json")}
     doc_cache: dict[str, list[dict[str, Any]]] = {}
     memory: list[MemTurn] = []
+    pending: list[tuple[str, tuple[dict[str, Any], ...], set[str], tuple[dict[str, Any], ...]]] = []
     for case in cases:
         gt = (answers.get(case["id"]) or {}).get("ground_truth") or []
         turns = case.get("question") or []
@@ -332,8 +334,21 @@ def _load_slots(root: Path, data: AgentData) -> None:
         follow = " ".join(str(x.get("content") or "") for x in turns[m + 1])
         ext = f"{case['id']}-followup"
         memory.append(MemTurn(ext, "user", follow, ext))
-        probes.append(Probe("slots", case["id"], "slots:bfcl", tuple(msgs), frozenset({ext}),
-                            tuple(_tool_spec(d) for d in docs.values())))
+        # the missing values: arguments of the next turn's gold calls that the follow-up states literally and the
+        # conversation so far does not
+        said = json.dumps(msgs).lower()
+        values = set()
+        for call_text in gt[m + 1]:
+            call = parse_call(call_text, docs)
+            for v in (call[1].values() if call else ()):
+                v = str(v).lower() if isinstance(v, (str, int, float)) and not isinstance(v, bool) else ""
+                if len(v) >= 2 and v in follow.lower() and v not in said:
+                    values.add(v)
+        if values:
+            pending.append((case["id"], tuple(msgs), values, tuple(_tool_spec(d) for d in docs.values())))
+    for case_id, msgs_t, values, tools_t in pending:
+        gold = frozenset(t.external_id for t in memory if any(v in t.content.lower() for v in values))
+        probes.append(Probe("slots", case_id, "slots:bfcl", msgs_t, gold, tools_t))
     data.memories["slots:bfcl"] = memory
     data.probes["slots"] = probes
 
