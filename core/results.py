@@ -36,6 +36,15 @@ class AddResult(BaseModel):
     record_ids: tuple[str, ...]
     existing_ids: tuple[str, ...] = ()
     """Ids (in ``turn_ids``) of turns that were already stored: nothing was written for them."""
+    quarantined: tuple[str, ...] = ()
+    """With ``wait=True``: ids (in ``turn_ids``) of turns the embedder could not vectorise even alone and from
+    their sentences. They are stored and found by every channel that needs no model; ``stats().quarantined``
+    counts them, ``memext doctor`` lists them with the error, ``reindex`` retries them."""
+    pending: int = 0
+    """With ``wait=True``: records of the namespace still waiting for their vectors when the call returned (the
+    embedder is down: ``indexing_error`` says why; they are indexed when it recovers)."""
+    indexing_error: str | None = None
+    """With ``wait=True``: why vectors could not be made (the embedder failing on everything), else None."""
 
     @property
     def new_ids(self) -> tuple[str, ...]:
@@ -126,6 +135,29 @@ class NamespaceSummary(BaseModel):
     """Stored turns, every version included."""
 
 
+class QuarantinedRecord(BaseModel):
+    """A record the indexer gave up on (``MemoryEngine.quarantined``): stored and found by every channel that needs
+    no model, but without a vector until ``reindex`` retries it.
+
+    >>> QuarantinedRecord(user_id="ana", record_id="rec_1", kind="turn", turn_ids=("turn_1",), attempts=3,
+    ...                   error="EmbedderError: ...", since="2026-12-07T01:00:00+00:00").kind
+    'turn'
+    """
+
+    model_config = ConfigDict(frozen=True)
+    user_id: str
+    agent_id: str | None = None
+    record_id: str
+    kind: str
+    """``turn``, ``window`` or a derived kind."""
+    turn_ids: tuple[str, ...]
+    attempts: int
+    error: str
+    """The last error (its type and message)."""
+    since: str
+    """When it was quarantined (ISO 8601, UTC)."""
+
+
 class ForgetReceipt(BaseModel):
     """What ``forget`` removed, from every store (truth store, keyword, vector and graph indexes, memory files)."""
 
@@ -165,6 +197,11 @@ class StoreStats(BaseModel):
     embedder_id: str | None
     vector_backend: str
     disk_bytes: int
+    quarantined: int = 0
+    """Records the indexer gave up on (no vector; found by the channels that need no model): ``memext doctor``
+    lists them, ``reindex`` retries them."""
+    pending: int = 0
+    """Records whose vectors or sparse encodings are still queued."""
     turn_vectors: str | None = None
     """How the stored turn vectors were made: ``sentence-mixed`` or ``turn`` (None: no vectors yet). Item scores
     and the keyword weight follow it; a whole-store ``reindex`` rebuilds them the way the configuration asks."""

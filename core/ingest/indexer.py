@@ -49,6 +49,7 @@ from ..store.interface import Connection
 from ..store.sparse import normalise
 from ..text import tokenize
 from .contextual import encode_in_context, reads_in_context, vector_kind
+from .turns import sentences_of
 
 if TYPE_CHECKING:
     from ..store.base import DerivedIndex
@@ -99,6 +100,22 @@ def _lower_priority() -> None:
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICE)
 
 
+def _pieces(text: str, size: int = 1_000) -> list[str]:
+    """A text in pieces for the fallback of a record the embedder failed on: its sentences, joined up to about
+    ``size`` characters, a longer sentence cut."""
+    out: list[str] = []
+    for sentence in sentences_of(text) or [text]:
+        for i in range(0, max(len(sentence), 1), size):
+            piece = sentence[i: i + size].strip()
+            if not piece:
+                continue
+            if out and len(out[-1]) + len(piece) < size:
+                out[-1] += " " + piece
+            else:
+                out.append(piece)
+    return out or [text[:size] or "-"]
+
+
 def word_overlap(text: str, source: str) -> float:
     """Share of ``text``'s words that are words of ``source`` (1.0: a near-copy).
 
@@ -144,7 +161,8 @@ class Indexer:
 
     def __init__(self, store: TruthStore, embedder: Embedder | None, indexes: Sequence[DerivedIndex], *,
                  vectors: bool, sparse: bool, batch: int = 64, threads: int = 2, background: bool = True,
-                 window_vectors: str = "context", sentence_weight: float = 0.0) -> None:
+                 window_vectors: str = "context", sentence_weight: float = 0.0, quarantine_after: int = 3,
+                 retry_s: float = 0.5) -> None:
         self._store = store
         self._embedder = embedder
         self._indexes = tuple(indexes)
@@ -172,7 +190,17 @@ class Indexer:
                                                initializer=_background_thread) if background else None
         self._known: dict[str, np.ndarray] = {}  # vectors made in the foreground (the embedder check)
         self.error: BaseException | None = None
-        """The last batch's failure (cleared by the next successful batch); :meth:`wait` raises it."""
+        """The embedder's failure on a whole batch whose every record failed while a probe text failed too (the
+        model or its server is down): the work stays queued and is retried with a back-off; cleared by the next
+        batch that succeeds. Searches report it (:meth:`health`)."""
+        self._failures = 0  # batches failed whole since this indexer started (a waiter returns on a new one)
+        self._failing: dict[int, tuple[int, float, str]] = {}  # rid -> (attempts, retry at (monotonic), error)
+        self.quarantine_after = quarantine_after
+        """Attempts (the first included) before a record that fails alone is quarantined."""
+        self.retry_s = retry_s
+        """The first back-off before a failed record is tried again (then 4x longer each time)."""
+        self.quarantined_now = 0
+        """Records this indexer quarantined since it started."""
         self.batches = 0
         """Batches written since this indexer started (for tests and the bench)."""
 
@@ -197,20 +225,24 @@ class Indexer:
     def wait(self, ns_id: int | None, timeout: float | None = None) -> bool:
         """Until nothing of ``ns_id`` (of the store if None) is queued: True, or False after ``timeout`` seconds.
 
-        Raises the indexer's last error when a batch failed and the work is still queued."""
+        A record that fails alone is retried and then quarantined (:meth:`drain_once`): it leaves the queue, so the
+        wait ends. When the embedder fails on everything (:attr:`error`), this returns False once a batch tried
+        during the wait failed: the work stays queued and nothing raises (the turns are stored)."""
         if not self.background:
-            self.drain()
+            with contextlib.suppress(Exception):  # an embedder that is down: reported by health(), kept queued
+                self.drain()
             return self._store.pending(ns_id) == 0
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
             self._waiting += 1  # the work is now this caller's: it runs at the caller's priority
+            failures = self._failures
         self.notify()
         # and its passes no longer stand aside for searches in flight (a search may be what waits here)
         with PASS_GATE.waited_work(), self._cond:
             try:
                 while self._store.pending(ns_id) > 0:
-                    if self.error is not None:
-                        raise self.error
+                    if self.error is not None and self._failures > failures:
+                        return False
                     if self._stop and (self._thread is None or not self._thread.is_alive()):
                         return False
                     remaining = None if deadline is None else deadline - time.monotonic()
@@ -243,10 +275,7 @@ class Indexer:
         writer open resumes it."""
         done = True
         if self.background and self._thread is not None and self._thread.is_alive():
-            try:
-                done = self.wait(None, timeout)
-            except Exception:  # noqa: BLE001 - a failing embedder: hand the queue over
-                done = False
+            done = self.wait(None, timeout)
         with self._cond:
             self._stop = True
             self._cond.notify_all()
@@ -268,11 +297,13 @@ class Indexer:
             try:
                 done = self.drain_once()
                 failures = 0
-            except Exception as exc:  # noqa: BLE001 - kept, reported by wait(), retried with a backoff
+            except Exception as exc:  # noqa: BLE001 - the embedder is down: kept queued, reported, retried later
                 failures += 1
-                log.warning("memory-ext indexer: batch failed (%s: %s); retrying", type(exc).__name__, exc)
+                log.warning("memory-ext indexer: the embedder failed on a whole batch and on a probe text (%s: %s);"
+                            " the work stays queued, retrying", type(exc).__name__, exc)
                 with self._cond:
                     self.error = exc
+                    self._failures += 1
                     self._cond.notify_all()
                     if not self._stop:
                         self._cond.wait(min(30.0, 0.2 * 2 ** min(failures, 8)))
@@ -280,19 +311,58 @@ class Indexer:
             with self._cond:
                 self._cond.notify_all()
                 if done == 0 and not self._wake and not self._stop:
-                    self._cond.wait()
+                    self._cond.wait(self._retry_in())
 
     # -- draining --------------------------------------------------------------------------------------------
     def drain(self) -> int:
-        """Index everything queued, in the calling thread; returns the number of records done."""
+        """Index everything queued, in the calling thread; returns the number of records done (a record that
+        fails is retried after its back-off, then quarantined: this returns within a few seconds of it)."""
         total = 0
-        while n := self.drain_once():
+        while True:
+            n = self.drain_once()
             total += n
-        return total
+            if n:
+                continue
+            pause = self._retry_in()
+            if pause is None:
+                return total
+            time.sleep(pause)
+
+    def _retry_in(self) -> float | None:
+        """Seconds until the next failed record may be tried again (None: no record is failing)."""
+        with self._cond:
+            if not self._failing:
+                return None
+            return max(0.0, min(at for _, at, _ in self._failing.values()) - time.monotonic())
+
+    def failing(self) -> dict[int, tuple[int, str]]:
+        """Records that failed and wait for their next attempt: ``rid -> (attempts, last error)``."""
+        with self._cond:
+            return {rid: (n, err) for rid, (n, _, err) in self._failing.items()}
 
     def drain_once(self) -> int:
-        """Index one batch of the oldest queued records; returns how many were done (0: the queue is empty)."""
-        with self._drain_lock, self._store.claimed_work(self._batch) as items:
+        """Index one batch of the oldest queued records; returns how many were handled: written, or quarantined
+        (0: nothing is queued but records waiting for their retry).
+
+        A batch the embedder fails on is split until the failing records are alone; the others are written at
+        once. A record that fails alone is tried again without its run of turns, then from its sentences
+        (:meth:`_fallback`); if that fails too it waits ``retry_s`` (then 4x longer each time) before its next
+        attempt and, after ``quarantine_after`` attempts, moves to the store's quarantine with its error: it is
+        found by every channel that needs no model, searches of its namespace say so (:meth:`health`), and
+        ``reindex`` retries it. Only when every record of a batch and a probe text fail (the model or its server
+        is down) does this raise: the work then stays queued."""
+        with self._cond:
+            waiting = set(self._failing)
+        if waiting:  # forgotten meanwhile, or done by another process: no longer waited for
+            queued = {i[0] for i in self._store.queued(self._store.reader(), len(waiting), sorted(waiting))}
+            with self._cond:
+                for rid in waiting - queued:
+                    self._failing.pop(rid, None)
+        with self._drain_lock, self._store.claimed_work(self._batch + len(waiting)) as claimed:
+            now = time.monotonic()
+            with self._cond:
+                resting = {rid for rid, (_, at, _) in self._failing.items() if at > now}
+            items = [i for i in claimed if i[0] not in resting][: self._batch]
             if not items:
                 return 0
             if self._context:
@@ -302,22 +372,120 @@ class Indexer:
                 items = list(items) + [w for w in self._store.queued_windows(self._store.reader(),
                                                                              [i[0] for i in items if i[2]])
                                        if w[0] not in have]
+                items = [i for i in items if i[0] not in resting]
             sources = self._store.work_sources([i[0] for i in items])
-            dense, sparse = self._compute(items, sources)
+            dense, sparse, failed = self._compute_isolating(items, sources)
+            if failed and len(failed) == len(items) and not self._probe():
+                raise next(iter(failed.values()))  # the embedder is down: everything stays queued
+            quarantine = self._note_failures(failed)
             namespaces = {i[1] for i in items}
             lock = self._store.namespace_lock(self._store.namespace_key(next(iter(namespaces)))) \
                 if len(namespaces) == 1 else self._store.write_lock
             with lock, self._store.transaction("index vectors") as conn:
                 live = {i[0]: i for i in self._store.queued(conn, len(items), [i[0] for i in items])}
-                self._write(conn, live, sources, dense, sparse)
-            self.error = None
+                self._write(conn, {rid: i for rid, i in live.items() if rid not in failed}, sources, dense, sparse)
+                if quarantine:
+                    held = [live[rid] for rid in quarantine if rid in live]
+                    self._store.quarantine(conn, held, {rid: quarantine[rid][1] for rid in quarantine},
+                                           {rid: quarantine[rid][0] for rid in quarantine})
+            if quarantine:
+                self.quarantined_now += len(quarantine)
+                log.warning("memory-ext indexer: %d record(s) quarantined after %d attempts (%s); they are found by"
+                            " keyword only until `reindex` retries them", len(quarantine), self.quarantine_after,
+                            next(iter(quarantine.values()))[1])
+            with self._cond:
+                self.error = None
+                for rid in live:
+                    if rid not in failed:
+                        self._failing.pop(rid, None)
             self.batches += 1
-            return len(items)
+            return len(items) - len(failed) + len(quarantine)
+
+    def _note_failures(self, failed: dict[int, BaseException]) -> dict[int, tuple[int, str]]:
+        """Count an attempt for each record that failed alone and set its back-off; returns those that reached
+        ``quarantine_after`` attempts: ``rid -> (attempts, error)``."""
+        now = time.monotonic()
+        out: dict[int, tuple[int, str]] = {}
+        with self._cond:
+            for rid, exc in failed.items():
+                attempts = self._failing.get(rid, (0, 0.0, ""))[0] + 1
+                message = f"{type(exc).__name__}: {exc}"
+                if attempts >= self.quarantine_after:
+                    self._failing.pop(rid, None)
+                    out[rid] = (attempts, message)
+                else:
+                    self._failing[rid] = (attempts, now + self.retry_s * 4 ** (attempts - 1), message)
+        return out
+
+    def _probe(self) -> bool:
+        """Whether the embedder still embeds a short text (False: it is down, not one record's input)."""
+        if self._embedder is None:
+            return False
+        try:
+            check_vectors(self._embedder, np.asarray(self._embedder.embed_documents(["ok"]), np.float32), 1)
+        except Exception:  # noqa: BLE001 - the answer itself: the embedder fails on anything
+            return False
+        return True
+
+    def _compute_isolating(self, items: Sequence[tuple[int, int, int, int]],
+                           sources: dict[int, tuple[str, str, list[int], int | None]]
+                           ) -> tuple[dict[int, np.ndarray], dict[int, tuple[np.ndarray, np.ndarray]],
+                                      dict[int, BaseException]]:
+        """:meth:`_compute`, splitting a batch that fails in halves until each failing record is alone (then
+        :meth:`_fallback`); returns the vectors, the sparse encodings and the records that failed with why."""
+        try:
+            dense, sparse = self._compute(items, sources)
+            return dense, sparse, {}
+        except Exception as exc:  # noqa: BLE001 - isolated below, and reported per record
+            if len(items) == 1:
+                return self._fallback(items[0], sources, exc)
+            mid = len(items) // 2
+            d1, s1, f1 = self._compute_isolating(items[:mid], sources)
+            d2, s2, f2 = self._compute_isolating(items[mid:], sources)
+            return {**d1, **d2}, {**s1, **s2}, {**f1, **f2}
+
+    def _fallback(self, item: tuple[int, int, int, int], sources: dict[int, tuple[str, str, list[int], int | None]],
+                  exc: BaseException) -> tuple[dict[int, np.ndarray], dict[int, tuple[np.ndarray, np.ndarray]],
+                                               dict[int, BaseException]]:
+        """One record the embedder failed on: its own text without its run of turns, then its sentences (the
+        dense vector their normalised mean, the sparse encoding their element-wise maximum: the max-pooling a
+        whole pass does); ``({}, {}, {rid: error})`` when both fail."""
+        rid = item[0]
+        try:
+            dense, sparse = self._compute([item], sources, context=False)
+            return dense, sparse, {}
+        except Exception:  # noqa: BLE001 - next fallback
+            pass
+        if rid not in sources or self._embedder is None:
+            return {}, {}, {rid: exc}
+        try:
+            index_text, text, _, _ = sources[rid]
+            dense_out: dict[int, np.ndarray] = {}
+            sparse_out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+            if item[2] and self._vectors:
+                parts = _pieces(index_text)
+                vecs = check_vectors(self._embedder, np.asarray(self._embedder.embed_documents(parts), np.float32),
+                                     len(parts))
+                mean = vecs.mean(axis=0)
+                dense_out[rid] = (mean / max(float(np.linalg.norm(mean)), 1e-12)).astype(np.float32)
+            if item[3] and self._sparse and isinstance(self._embedder, SparseEmbedder):
+                parts = _pieces(text)
+                pooled: dict[int, float] = {}
+                for idx, val in self._embedder.embed_sparse(parts):
+                    for i, v in zip(np.asarray(idx).tolist(), np.asarray(val).tolist(), strict=True):
+                        pooled[i] = max(pooled.get(i, 0.0), v)
+                keys = sorted(pooled, key=lambda i: -pooled[i])
+                [sparse_out[rid]] = normalise([(np.asarray(keys, np.int32),
+                                                np.asarray([pooled[i] for i in keys], np.float32))])
+            return dense_out, sparse_out, {}
+        except Exception:  # noqa: BLE001 - reported with the first error
+            return {}, {}, {rid: exc}
 
     def _compute(self, items: Sequence[tuple[int, int, int, int]],
-                 sources: dict[int, tuple[str, str, list[int], int | None]]
+                 sources: dict[int, tuple[str, str, list[int], int | None]], *, context: bool | None = None
                  ) -> tuple[dict[int, np.ndarray], dict[int, tuple[np.ndarray, np.ndarray]]]:
-        """The model work of a batch: embedded dense vectors and sparse encodings, by rid."""
+        """The model work of a batch: embedded dense vectors and sparse encodings, by rid (``context=False``: each
+        text on its own, never in a run of turns)."""
         in_batch = {rid for rid, _, d, _ in items if d}
         wanted: list[int] = []
         for rid, _, d, _ in items:
@@ -335,7 +503,7 @@ class Indexer:
                 if not any(s is not None and (s in stored or s in in_batch) for s in src):
                     to_embed.append(rid)  # no source vector (turns written without vectors): embed it
         to_sparse = [rid for rid, _, _, sp in items if sp and rid in sources and self._sparse]
-        if self._context and self._vectors:
+        if (self._context if context is None else context) and self._vectors:
             return self._compute_in_context(sources, to_embed, to_sparse)
         dense: dict[int, np.ndarray] = {}
         texts: list[str] = []

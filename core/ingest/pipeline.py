@@ -26,6 +26,7 @@ embedder's output (a broken embedder fails before anything is written; the index
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -36,7 +37,7 @@ from ..embed import Embedder, check_vectors
 from ..errors import InvalidTurnError, ReadOnlyStoreError
 from ..lifecycle.files import archive_turns
 from ..lifecycle.supersede import supersede
-from ..models import Namespace, Turn
+from ..models import ChannelError, Namespace, Turn
 from ..results import AddResult
 from ..store.base import DerivedIndex, IndexedRecord, RecordBatch
 from ..store.interface import Connection, StoreConflict
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
     from ..config import EngineConfig, LimitsConfig
     from ..store.graph import EntityGraph
     from ..store.interface import TruthStore
+    from ..store.repos.queue import QuarantinedWork
     from ..store.timeindex import TimeIndex
     from ..store.vector import VectorIndex
 
@@ -235,6 +237,32 @@ class WritePipeline:
         ns_id = None if ns is None else self._store.find_namespace(ns.key)
         return True if ns is not None and ns_id is None else self.indexer.wait(ns_id, timeout)
 
+    def health(self, ns_id: int) -> list[ChannelError]:
+        """What a search of ``ns_id`` misses for want of vectors: the embedder failing on everything (the work
+        stays queued) and records of the namespace in quarantine (see :class:`~memory_ext.ingest.indexer.Indexer`)."""
+        out: list[ChannelError] = []
+        error = self.indexer.error if self.indexer is not None else None
+        if error is not None:
+            pending = self._store.pending(ns_id)
+            if pending:
+                out.append(ChannelError(channel="vector", error_type=type(error).__name__, message=(
+                    f"the embedder fails ({error}); {pending} record(s) of this namespace wait for their vectors and"
+                    " are found only by the channels that need no model until it recovers")))
+        held = self._store.quarantined(ns_id)
+        if held:
+            out.append(ChannelError(channel="vector", error_type="Quarantined", message=(
+                f"{len(held)} record(s) of this namespace have no vector (quarantined after {held[-1].attempts}"
+                f" attempts; last error: {held[-1].error}): they are found only by the channels that need no"
+                " model. `memext doctor` lists them; `memext reindex` retries them")))
+        return out
+
+    def quarantined(self, ns: Namespace | None) -> list[QuarantinedWork]:
+        """The quarantined records of ``ns`` (of the store if None)."""
+        if ns is None:
+            return self._store.quarantined()
+        ns_id = self._store.find_namespace(ns.key)
+        return [] if ns_id is None else self._store.quarantined(ns_id)
+
     def pending(self, ns: Namespace | None) -> int:
         """Records of ``ns`` (of the store if None) whose model work is still queued."""
         if ns is None:
@@ -324,8 +352,9 @@ class WritePipeline:
             return
         if self.indexer.background:
             self.indexer.notify()
-        else:
-            self.indexer.drain()
+        else:  # a model that is down never fails a committed write: the work stays queued, searches say so
+            with contextlib.suppress(Exception):
+                self.indexer.drain()
 
     # -- steps -------------------------------------------------------------------------------------------------
     def _derive(self, rows: list[IngestTurn], context: list[IngestTurn]

@@ -66,7 +66,8 @@ class ReadPipeline:
     sparse) -> (records still pending, ms waited or None)`` (the writer's
     :meth:`~memory_ext.ingest.pipeline.WritePipeline.settle_search`; ``sparse``: the turn records an excerpt
     search found without the sparse encodings its sparse channel scores, which a namespace gets on its first
-    excerpt search).
+    excerpt search). ``health``: ``ns_id -> channel errors`` of the namespace's indexing (an embedder that is down,
+    records in quarantine), added to every search of it so that a search without some vectors says so.
     """
 
     def __init__(self, *, store: TruthStore, catalog: RecordCatalog, channels: ChannelSet, pool: Executor,
@@ -74,6 +75,7 @@ class ReadPipeline:
                  vector_index: VectorIndex | None = None, evidence_index: EvidenceIndex | None = None,
                  embedder_warning: str | None = None,
                  settle: Callable[[int, Sequence[int]], tuple[int, float | None]] | None = None,
+                 health: Callable[[int], list[ChannelError]] | None = None,
                  mixed_vectors: bool) -> None:
         self.store = store
         self.catalog = catalog
@@ -86,6 +88,7 @@ class ReadPipeline:
         self.evidence_index = evidence_index
         self.embedder_warning = embedder_warning
         self.settle = settle
+        self.health = health
         self.fusion: Fusion = fusion_for(config.recall.fusion, rrf_k=config.recall.rrf_k)
         self._calibration = cosine_calibration(mixed_vectors)
         """The cosine constants of the item scores: fitted for sentence-mixed turn vectors or the turns' own
@@ -210,6 +213,8 @@ class ReadPipeline:
         # read-your-writes: the namespace's queued vectors, and for an excerpt its turns' sparse encodings
         gaps = self._sparse_gaps(cat, ns_id) if any(r.goal in CONVERSATION_GOALS for r in plan.routes) else []
         pending, waited_ms = self.settle(ns_id, gaps) if self.settle is not None else (0, None)
+        if self.health is not None:
+            errors += self.health(ns_id)
         if gaps:
             warnings = (*warnings, *self._sparse_warning(cat, ns_id))
         # scope

@@ -39,7 +39,7 @@ package of its own under ``store/`` and adds one line to ``assembly.open_store``
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -51,6 +51,7 @@ from ..errors import StoreError
 if TYPE_CHECKING:
     from .filters import RecordFilter
     from .items import ItemTables
+    from .repos.queue import QuarantinedWork
     from .rows import RecordRow, TurnRow
 
 __all__ = ["TRUTH_STORE_METHODS", "Connection", "Connections", "Cursor", "MetaRepository", "PurgeRepository",
@@ -394,7 +395,18 @@ class QueueRepository(Protocol):
 
     @staticmethod
     def drop_queue(conn: Connection, ns_id: int) -> None:
-        """Remove every work item of a namespace."""
+        """Remove every work item of a namespace (queued or quarantined)."""
+
+    @staticmethod
+    def quarantine(conn: Connection, items: Sequence[WorkItem], errors: Mapping[int, str],
+                   attempts: Mapping[int, int]) -> None:
+        """Move work items the indexer gave up on from the queue into quarantine, with their last error."""
+
+    def quarantined(self, ns_id: int | None = None) -> list[QuarantinedWork]:
+        """The quarantined work items (of ``ns_id`` only, when given), oldest first."""
+
+    def release_quarantined(self, conn: Connection, ns_id: int | None = None) -> int:
+        """Queue the quarantined work items (of ``ns_id`` only, when given) again; returns how many."""
 
     @staticmethod
     def queued(conn: Connection, limit: int, rids: Sequence[int] | None = None,

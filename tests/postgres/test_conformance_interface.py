@@ -301,6 +301,34 @@ def test_the_queue_of_model_work(maya: MemoryEngine) -> None:
     assert store.pending(ns_id) == 0
 
 
+@covers("quarantine", "quarantined", "release_quarantined")
+def test_quarantined_work_leaves_the_queue_and_comes_back(maya: MemoryEngine) -> None:
+    """A work item the indexer gave up on moves out of the queue (nothing waits behind it) with its error and
+    attempts, is listed with its record and turns, is removed by a forget's dequeue, and is queued again."""
+    store = _store(maya)
+    ns_id = _ns(store)
+    turns = store.list_turns(ns_id)
+    rids = [t.record_rid or 0 for t in turns[:3]]
+    with store.transaction("conformance") as conn:
+        store.enqueue(conn, ns_id, [(rids[0], 1, 0), (rids[1], 1, 1), (rids[2], 1, 0)])
+        items = store.queued(conn, 10, rids=rids[:2])
+        store.quarantine(conn, items, {rids[0]: "EmbedderError: NaN", rids[1]: "boom"}, {rids[0]: 3, rids[1]: 2})
+    assert store.pending(ns_id) == 1  # only the third is still queued
+    held = store.quarantined(ns_id)
+    assert [(q.rid, q.dense, q.sparse, q.attempts, q.error) for q in held] == \
+        [(rids[0], 1, 0, 3, "EmbedderError: NaN"), (rids[1], 1, 1, 2, "boom")]
+    assert held[0].kind == "turn" and held[0].turn_ids == (turns[0].id,) and held[0].since
+    assert store.quarantined(ns_id + 1000) == [] and len(store.quarantined()) == 2
+    with store.transaction("conformance") as conn:
+        store.dequeue(conn, [rids[1]])  # its record forgotten: gone from the quarantine too
+        assert store.release_quarantined(conn, ns_id + 1000) == 0
+        assert store.release_quarantined(conn, ns_id) == 1
+    assert store.quarantined() == []
+    assert sorted(item[0] for item in store.queued(store.reader(), 10, ns_id=ns_id)) == [rids[0], rids[2]]
+    with store.transaction("conformance") as conn:
+        store.dequeue(conn, [rids[0], rids[2]])
+
+
 @covers("sparse_queued", "queue_sparse")
 def test_queue_sparse_flags_queued_turns_and_queues_the_others(store_target: StoreTarget) -> None:
     """The store's part, with the hashing embedder: a turn record still queued for its vector gets the sparse

@@ -171,6 +171,21 @@ class PgStatements(Statements):
                         " record_rid IS NOT NULL"),
             sparse_queued="SELECT EXISTS(SELECT 1 FROM index_queue WHERE ns_id=%s AND sparse=1)",
             flag_sparse="UPDATE index_queue SET sparse=1 WHERE rid IN ({marks})",
+            create_quarantine=("CREATE TABLE IF NOT EXISTS index_quarantine(rid BIGINT PRIMARY KEY, ns_id BIGINT"
+                               " NOT NULL, dense BIGINT NOT NULL DEFAULT 0, sparse BIGINT NOT NULL DEFAULT 0, attempts"
+                               " BIGINT NOT NULL DEFAULT 1, error TEXT NOT NULL DEFAULT '', since TEXT NOT NULL)"),
+            quarantine=("INSERT INTO index_quarantine(rid, ns_id, dense, sparse, attempts, error, since)"
+                        " VALUES(%s,%s,%s,%s,%s,%s,%s) ON CONFLICT (rid) DO UPDATE SET attempts ="
+                        " EXCLUDED.attempts, error = EXCLUDED.error, since = EXCLUDED.since"),
+            unquarantine="DELETE FROM index_quarantine WHERE rid IN ({marks})",
+            unquarantine_ns="DELETE FROM index_quarantine WHERE ns_id=%s AND rid IN ({marks})",
+            drop_quarantine_ns="DELETE FROM index_quarantine WHERE ns_id=%s",
+            quarantined=("SELECT q.rid, q.ns_id, q.dense, q.sparse, q.attempts, q.error, q.since, r.id,"
+                         " r.kind, r.turn_ids FROM index_quarantine q JOIN records r ON r.rid = q.rid"
+                         " ORDER BY q.rid"),
+            quarantined_ns=("SELECT q.rid, q.ns_id, q.dense, q.sparse, q.attempts, q.error, q.since, r.id,"
+                            " r.kind, r.turn_ids FROM index_quarantine q JOIN records r ON r.rid = q.rid"
+                            " WHERE q.ns_id=%s ORDER BY q.rid"),
         )
 
     @cached_property

@@ -3,16 +3,34 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from ..interface import Connection
 from ..snapshots import chunks
 from ..statements import sql_of
 from .base import CommonStore
 
-__all__ = ["QueueRepo", "QueueSql"]
+__all__ = ["QuarantinedWork", "QueueRepo", "QueueSql"]
+
+
+@dataclass(frozen=True)
+class QuarantinedWork:
+    """A work item the indexer gave up on (``index_quarantine``): its record and the last error."""
+
+    rid: int
+    ns_id: int
+    dense: int
+    sparse: int
+    attempts: int
+    error: str
+    since: str
+    """When it was quarantined (ISO 8601, UTC)."""
+    record_id: str
+    kind: str
+    turn_ids: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -54,6 +72,22 @@ class QueueSql:
     """``(ns_id,)`` -> one row, true when a queued item of the namespace asks for a sparse encoding."""
     flag_sparse: str
     """``{marks}`` template, ``(*rids)``: those queued items get a sparse encoding too."""
+    create_quarantine: str
+    """``index_quarantine(rid, ns_id, dense, sparse, attempts, error, since)``: work items the indexer gave up on
+    (idempotent)."""
+    quarantine: str
+    """``(rid, ns_id, dense, sparse, attempts, error, since)``: insert or overwrite a quarantined item."""
+    unquarantine: str
+    """``{marks}`` template, ``(*rids)``: remove quarantined items."""
+    unquarantine_ns: str
+    """``{marks}`` template, ``(ns_id, *rids)``: the same, of one namespace."""
+    drop_quarantine_ns: str
+    """``(ns_id,)``: every quarantined item of a namespace."""
+    quarantined: str
+    """-> ``rid, ns_id, dense, sparse, attempts, error, since, record id, kind, turn_ids`` of every quarantined
+    item (oldest first)."""
+    quarantined_ns: str
+    """``(ns_id,)`` -> the same, of one namespace."""
 
 
 class QueueRepo(CommonStore):
@@ -62,10 +96,12 @@ class QueueRepo(CommonStore):
     @staticmethod
     def create_queue_schema(conn: Connection) -> None:
         """``index_queue``: one row per record whose dense vector (``dense``: 1 embed its text, 2 the mean of
-        its turns' vectors, 3 its turn's vector) or sparse encoding (``sparse`` = 1) is still to be made."""
+        its turns' vectors, 3 its turn's vector) or sparse encoding (``sparse`` = 1) is still to be made; and
+        ``index_quarantine``, the items the indexer gave up on (:meth:`quarantine`)."""
         sql = sql_of(conn).queue
         conn.execute(sql.create_table)
         conn.execute(sql.create_index)
+        conn.execute(sql.create_quarantine)
 
     @staticmethod
     def enqueue(conn: Connection, ns_id: int, items: Sequence[tuple[int, int, int]]) -> None:
@@ -92,17 +128,65 @@ class QueueRepo(CommonStore):
 
     @staticmethod
     def dequeue(conn: Connection, rids: Sequence[int], ns_id: int | None = None) -> None:
-        """Remove work items (done, or their records forgotten); with ``ns_id``, only that namespace's."""
+        """Remove work items (done, or their records forgotten), queued or quarantined; with ``ns_id``, only that
+        namespace's."""
         sql = sql_of(conn)
         for part in chunks([int(r) for r in rids]):
+            marks = sql.marks(len(part))
             if ns_id is None:
-                conn.execute(sql.queue.dequeue.format(marks=sql.marks(len(part))), part)
+                conn.execute(sql.queue.dequeue.format(marks=marks), part)
+                conn.execute(sql.queue.unquarantine.format(marks=marks), part)
             else:
-                conn.execute(sql.queue.dequeue_ns.format(marks=sql.marks(len(part))), (ns_id, *part))
+                conn.execute(sql.queue.dequeue_ns.format(marks=marks), (ns_id, *part))
+                conn.execute(sql.queue.unquarantine_ns.format(marks=marks), (ns_id, *part))
 
     @staticmethod
     def drop_queue(conn: Connection, ns_id: int) -> None:
         conn.execute(sql_of(conn).queue.drop_ns, (ns_id,))
+        conn.execute(sql_of(conn).queue.drop_quarantine_ns, (ns_id,))
+
+    @staticmethod
+    def quarantine(conn: Connection, items: Sequence[tuple[int, int, int, int]], errors: Mapping[int, str],
+                   attempts: Mapping[int, int]) -> None:
+        """Move work items ``(rid, ns_id, dense, sparse)`` the indexer gave up on out of the queue into
+        ``index_quarantine`` with their last error and number of attempts (inside a write transaction): they no
+        longer hold up the queue; the record stays searchable by every channel that needs no model, and
+        :meth:`release_quarantined` (``reindex``) queues them again."""
+        if not items:
+            return
+        sql = sql_of(conn)
+        since = datetime.now(UTC).isoformat()
+        conn.executemany(sql.queue.quarantine, [(int(r), int(ns), int(d), int(sp), int(attempts.get(r, 1)),
+                                                 errors.get(r, "")[:2000], since) for r, ns, d, sp in items])
+        for part in chunks([int(i[0]) for i in items]):
+            conn.execute(sql.queue.dequeue.format(marks=sql.marks(len(part))), part)
+
+    def quarantined(self, ns_id: int | None = None) -> list[QuarantinedWork]:
+        """The work items in quarantine (of ``ns_id`` only, when given), oldest first."""
+        conn = self.reader()
+        queue = sql_of(conn).queue
+        text, args = (queue.quarantined, ()) if ns_id is None else (queue.quarantined_ns, (ns_id,))
+        try:
+            rows = conn.execute(text, args).fetchall()
+        except self._missing_table:  # a store written before the quarantine existed (read-only opener)
+            return []
+        return [QuarantinedWork(rid=int(r[0]), ns_id=int(r[1]), dense=int(r[2]), sparse=int(r[3]),
+                                attempts=int(r[4]), error=str(r[5]), since=str(r[6]), record_id=str(r[7]),
+                                kind=str(r[8]), turn_ids=tuple(json.loads(r[9] or "[]"))) for r in rows]
+
+    def release_quarantined(self, conn: Connection, ns_id: int | None = None) -> int:
+        """Queue the quarantined work items (of ``ns_id`` only, when given) again; returns how many."""
+        sql = sql_of(conn)
+        text, args = (sql.queue.quarantined, ()) if ns_id is None else (sql.queue.quarantined_ns, (ns_id,))
+        rows = conn.execute(text, args).fetchall()
+        by_ns: dict[int, list[tuple[int, int, int]]] = {}
+        for r in rows:
+            by_ns.setdefault(int(r[1]), []).append((int(r[0]), int(r[2]), int(r[3])))
+        for ns, items in by_ns.items():
+            self.enqueue(conn, ns, items)
+            for part in chunks([i[0] for i in items]):
+                conn.execute(sql.queue.unquarantine.format(marks=sql.marks(len(part))), part)
+        return len(rows)
 
     @staticmethod
     def queued(conn: Connection, limit: int, rids: Sequence[int] | None = None,

@@ -165,6 +165,21 @@ class SqliteStatements(Statements):
                         " AND record_rid IS NOT NULL"),
             sparse_queued="SELECT EXISTS(SELECT 1 FROM index_queue WHERE ns_id=? AND sparse=1)",
             flag_sparse="UPDATE index_queue SET sparse=1 WHERE rid IN ({marks})",
+            create_quarantine=("CREATE TABLE IF NOT EXISTS index_quarantine(rid INTEGER PRIMARY KEY, ns_id INTEGER"
+                               " NOT NULL, dense INTEGER NOT NULL DEFAULT 0, sparse INTEGER NOT NULL DEFAULT 0,"
+                               " attempts INTEGER NOT NULL DEFAULT 1, error TEXT NOT NULL DEFAULT '', since TEXT"
+                               " NOT NULL)"),
+            quarantine=("INSERT OR REPLACE INTO index_quarantine(rid, ns_id, dense, sparse, attempts, error,"
+                        " since) VALUES(?,?,?,?,?,?,?)"),
+            unquarantine="DELETE FROM index_quarantine WHERE rid IN ({marks})",
+            unquarantine_ns="DELETE FROM index_quarantine WHERE ns_id=? AND rid IN ({marks})",
+            drop_quarantine_ns="DELETE FROM index_quarantine WHERE ns_id=?",
+            quarantined=("SELECT q.rid, q.ns_id, q.dense, q.sparse, q.attempts, q.error, q.since, r.id,"
+                         " r.kind, r.turn_ids FROM index_quarantine q JOIN records r ON r.rid = q.rid"
+                         " ORDER BY q.rid"),
+            quarantined_ns=("SELECT q.rid, q.ns_id, q.dense, q.sparse, q.attempts, q.error, q.since, r.id,"
+                            " r.kind, r.turn_ids FROM index_quarantine q JOIN records r ON r.rid = q.rid"
+                            " WHERE q.ns_id=? ORDER BY q.rid"),
         )
 
     @cached_property
