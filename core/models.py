@@ -307,11 +307,18 @@ class Turn(_Value):
 
     @classmethod
     def coerce(cls, value: Turn | dict[str, Any], index: int = 0) -> Turn:
-        """Accept a Turn or a mapping; errors name the position (``turns[3].role``)."""
+        """Accept a Turn or a mapping; errors name the position (``turns[3].role``). In a mapping, MCP's
+        ``isError`` (a tool result's error flag) is taken for ``is_error``.
+
+        >>> Turn.coerce({"role": "tool", "content": "HTTP 503", "tool_name": "search", "isError": True}).is_error
+        True
+        """
         if isinstance(value, Turn):
             return value
         if not isinstance(value, dict):
             raise InvalidTurnError(f"turns[{index}]", value, "each turn is a Turn or a mapping with role and content")
+        if "isError" in value and "is_error" not in value:
+            value = {("is_error" if k == "isError" else k): v for k, v in value.items()}
         try:
             return cls(**value)
         except InvalidTurnError as exc:

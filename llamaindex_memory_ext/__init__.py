@@ -6,10 +6,13 @@ Install with ``pip install "memory-ext[llamaindex]"``. This package imports Llam
 - :class:`MemoryBlock` — a block of LlamaIndex's ``Memory``; :class:`ArchivingMemory` archives every turn.
 - :class:`MemoryEngineMemory` — a ``BaseMemory`` for ``agent.run(..., memory=...)``: the session's history
   from the engine plus relevant long-term memories, every message archived.
+- :class:`MemoryFunctionAgent` — a ``FunctionAgent`` that shows its memory each tool call and result as it
+  happens, so the search before the next model call follows what the agent is doing (its action state).
 - :class:`MemoryExtEmbedding` (our embedder as a LlamaIndex ``BaseEmbedding``) and :class:`LlamaIndexEmbedder`
   (any ``BaseEmbedding`` as a memory-ext embedder).
 """
 
+from .agent import MemoryFunctionAgent
 from .embeddings import LlamaIndexEmbedder, MemoryExtEmbedding
 from .llm import LlamaIndexLLM
 from .memory import MemoryEngineMemory
@@ -23,5 +26,6 @@ __all__ = [
     "MemoryBlock",
     "MemoryEngineMemory",
     "MemoryExtEmbedding",
+    "MemoryFunctionAgent",
     "MemoryRetriever",
 ]

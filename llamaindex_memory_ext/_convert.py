@@ -14,13 +14,17 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock
 from llama_index.core.schema import NodeWithScore, TextNode
 from llama_index.core.vector_stores.types import FilterCondition, FilterOperator, MetadataFilter, MetadataFilters
 
-from memory_ext import RetrievedItem, SearchResult, Turn
+from memory_ext import ActionState, RetrievedItem, SearchResult, Turn, derive_action_state
 from memory_ext.errors import InvalidQueryError, InvalidTurnError
+from memory_ext.ingest.calls import turn_line
 from memory_ext.text import estimate_tokens
 
 __all__ = [
     "EMPTY_MESSAGE",
     "MESSAGE_KEY",
+    "LiveStep",
+    "ToolInfo",
+    "action_state_of",
     "drop_lines_for_tokens",
     "engine_filters",
     "item_to_node",
@@ -29,6 +33,9 @@ __all__ = [
     "messages_to_turns",
     "query_from_messages",
     "render_memory",
+    "shown",
+    "tool_info_of",
+    "tool_specs_of",
     "turn_to_message",
     "warn_if_degraded",
 ]
@@ -45,6 +52,9 @@ _ROLE = {
 #: The attachment that marks the turn of a message with no text and no tool calls (an empty model reply), kept
 #: so a chat history loses no message: the engine stores a turn only if it has text, tool calls or attachments.
 EMPTY_MESSAGE: dict[str, Any] = {"type": "empty_message"}
+
+ToolInfo = Mapping[str, tuple[str, bool]]
+"""Call id -> ``(tool name, is_error)``: what an agent's tool results said of each call."""
 
 #: Node metadata the LLM does not need to read (ids, ranking details, duplicates, stored messages).
 _HIDDEN_FROM_LLM = ["memory_id", "id", "score", "raw_score", "source", "date", "kind", "channels", "turn_ids",
@@ -108,12 +118,22 @@ def item_to_node(item: RetrievedItem) -> NodeWithScore:
 
 
 def render_memory(item: RetrievedItem) -> str:
-    """One memory as one prompt line: ``- [2026-03-02 09:15] Maya (user): I'm allergic to shellfish.``"""
+    """One memory as one prompt line: ``- [2026-03-02 09:15] Maya (user): I'm allergic to shellfish.``; a tool
+    call as ``- [...] assistant → book_hotel(check_in="2026-04-14")``, a tool result as
+    ``- [...] tool book_hotel (error): HTTP 422 …`` (:func:`memory_ext.ingest.calls.turn_line`)."""
     when = f"[{item.timestamp:%Y-%m-%d %H:%M}] " if item.timestamp else ""
-    who = item.speaker or (str(item.role) if item.role is not None else "")
-    role = f" ({item.role})" if item.speaker and item.role is not None else ""
     text = " ".join(item.text.split())
-    return f"- {when}{who}{role}: {text}" if who else f"- {when}{text}"
+    role = item.role.value if item.role is not None else ""
+    if role == "tool" or item.tool_calls:
+        return f"- {when}{turn_line(role, item.speaker, text, item.tool_calls, item.metadata)}"
+    who = item.speaker or role
+    shown_role = f" ({role})" if item.speaker and role else ""
+    return f"- {when}{who}{shown_role}: {text}" if who else f"- {when}{text}"
+
+
+def shown(item: RetrievedItem) -> bool:
+    """Whether a memory has something to show: text, or tool calls (an empty model reply has neither)."""
+    return bool(item.text.strip() or item.tool_calls)
 
 
 def message_text(message: ChatMessage) -> str:
@@ -138,7 +158,8 @@ def _jsonable(message: ChatMessage) -> dict[str, Any] | None:
         return None
 
 
-def message_to_turn(message: ChatMessage, session_id: str | None = None, *, keep_message: bool = False) -> Turn | None:
+def message_to_turn(message: ChatMessage, session_id: str | None = None, *, keep_message: bool = False,
+                    tool_info: ToolInfo | None = None) -> Turn | None:
     """A LlamaIndex message as a memory-ext turn, or None for a message with nothing to keep.
 
     The session is ``session_id`` or the ``session_id`` LlamaIndex's memory put into ``additional_kwargs``.
@@ -147,7 +168,9 @@ def message_to_turn(message: ChatMessage, session_id: str | None = None, *, keep
     turn with empty content and the :data:`EMPTY_MESSAGE` attachment (so search has nothing to match); one that
     cannot be serialised (a provider object in ``additional_kwargs``) is an ``InvalidTurnError``, like
     LlamaIndex's own ``Memory`` raises for it. Without it (search-only archiving), empty messages are skipped
-    and unserialisable parts dropped.
+    and unserialisable parts dropped. A tool message's tool, call id and error flag become the turn's
+    ``tool_name``, ``tool_call_id`` and ``is_error`` (see :func:`_tool_fields`; ``tool_info`` maps call ids to
+    ``(tool name, is_error)``, as :func:`tool_info_of` reads an agent's ``ToolCallResult`` s).
 
     >>> message_to_turn(ChatMessage(role="assistant", content=""), keep_message=True).attachments
     ({'type': 'empty_message'},)
@@ -167,22 +190,74 @@ def message_to_turn(message: ChatMessage, session_id: str | None = None, *, keep
                                    "a stored message holds JSON-serialisable data only: convert or drop the "
                                    "provider objects before putting the message")
         metadata[MESSAGE_KEY] = dumped
-    if message.role in (MessageRole.TOOL, MessageRole.FUNCTION):
-        for key in ("tool_call_id", "name"):
-            if isinstance(message.additional_kwargs.get(key), str):
-                metadata[key] = message.additional_kwargs[key]
     speaker = message.additional_kwargs.get("name") if message.role == MessageRole.USER else None
     return Turn(role=_ROLE.get(message.role, "user"), content=text, tool_calls=calls, metadata=metadata,
                 attachments=(dict(EMPTY_MESSAGE),) if empty else (),
                 speaker=speaker if isinstance(speaker, str) else None,
-                session_id=session_id or message.additional_kwargs.get("session_id"))
+                session_id=session_id or message.additional_kwargs.get("session_id"),
+                **_tool_fields(message, tool_info))
+
+
+def _tool_fields(message: ChatMessage, tool_info: ToolInfo | None) -> dict[str, Any]:
+    """A tool message's ``tool_name``, ``tool_call_id`` and ``is_error``: from its ``additional_kwargs``
+    (``tool_call_id``, ``name`` / ``tool_name``, ``is_error``), completed by ``tool_info`` (what the agent's
+    ``ToolCallResult`` s said of that call: FunctionAgent's tool messages carry only the call id)."""
+    if message.role not in (MessageRole.TOOL, MessageRole.FUNCTION):
+        return {}
+    kwargs = message.additional_kwargs
+
+    def text(key: str) -> str | None:
+        value = kwargs.get(key)
+        return value if isinstance(value, str) and value.strip() else None
+
+    call_id = text("tool_call_id")
+    name, error = text("tool_name") or text("name"), kwargs.get("is_error") is True
+    if call_id is not None and tool_info and call_id in tool_info:
+        known_name, known_error = tool_info[call_id]
+        name, error = name or known_name, error or known_error
+    return {"tool_name": name, "tool_call_id": call_id, "is_error": error}
 
 
 def messages_to_turns(messages: Iterable[ChatMessage], session_id: str | None = None, *,
-                      keep_message: bool = False) -> list[Turn]:
+                      keep_message: bool = False, tool_info: ToolInfo | None = None) -> list[Turn]:
     """:func:`message_to_turn` over messages (without ``keep_message``, dropping the empty ones)."""
-    turns = (message_to_turn(m, session_id, keep_message=keep_message) for m in messages)
+    turns = (message_to_turn(m, session_id, keep_message=keep_message, tool_info=tool_info) for m in messages)
     return [t for t in turns if t is not None]
+
+
+def tool_info_of(results: Iterable[Any]) -> dict[str, tuple[str, bool]]:
+    """``{call id: (tool name, is_error)}`` of an agent's ``ToolCallResult`` s (``tool_id``, ``tool_name``,
+    ``tool_output.is_error``)."""
+    out: dict[str, tuple[str, bool]] = {}
+    for r in results:
+        call_id, name = getattr(r, "tool_id", None), getattr(r, "tool_name", None)
+        if isinstance(call_id, str) and call_id and isinstance(name, str):
+            out[call_id] = (name, bool(getattr(getattr(r, "tool_output", None), "is_error", False)))
+    return out
+
+
+def tool_specs_of(tools: Iterable[Any] | None) -> list[dict[str, Any]] | None:
+    """JSON-schema specs of LlamaIndex tools (``tool.metadata.to_openai_tool()``; a mapping as it is)."""
+    if tools is None:
+        return None
+    specs = []
+    for t in tools:
+        if isinstance(t, Mapping):
+            specs.append(dict(t))
+        elif hasattr(getattr(t, "metadata", None), "to_openai_tool"):
+            specs.append(t.metadata.to_openai_tool())
+        else:
+            raise InvalidQueryError("tools", t, "pass LlamaIndex tools (with .metadata) or JSON-schema tool specs")
+    return specs
+
+
+def action_state_of(messages: Sequence[ChatMessage], tools: Iterable[Any] | None = None, *,
+                    tool_info: ToolInfo | None = None, token_budget: int | None = None) -> ActionState:
+    """The :class:`~memory_ext.ActionState` of an agent's messages: :func:`messages_to_turns`, then
+    :func:`memory_ext.derive_action_state` (the one derivation; system messages are left out)."""
+    turns = messages_to_turns([m for m in messages if m.role not in (MessageRole.SYSTEM, MessageRole.DEVELOPER)],
+                              tool_info=tool_info)
+    return derive_action_state(turns, tool_specs_of(tools), token_budget=token_budget)
 
 
 def turn_to_message(turn: Turn) -> ChatMessage:
@@ -191,8 +266,8 @@ def turn_to_message(turn: Turn) -> ChatMessage:
     if isinstance(raw, dict):
         return ChatMessage.model_validate(raw)
     kwargs: dict[str, Any] = {}
-    if turn.role == "tool" and isinstance(turn.metadata.get("tool_call_id"), str):
-        kwargs["tool_call_id"] = turn.metadata["tool_call_id"]
+    if turn.role == "tool" and turn.tool_call_id:
+        kwargs["tool_call_id"] = turn.tool_call_id
     return ChatMessage(role=str(turn.role), content=turn.content, additional_kwargs=kwargs)
 
 
@@ -214,3 +289,40 @@ def drop_lines_for_tokens(lines: list[str], tokens_to_drop: int) -> list[str]:
     while kept and tokens_to_drop > 0:
         tokens_to_drop -= estimate_tokens(kept.pop()) + 1
     return kept
+
+
+#: How many of the latest turns the action state is derived from.
+STATE_WINDOW = 20
+
+
+class LiveStep:
+    """What a memory knows of the agent's run in progress: its messages not archived yet (tool calls and
+    results), what the tool results said of each call (:func:`tool_info_of`) and the agent's tools; the action
+    state of a session's turns with them. Shared by :class:`~llamaindex_memory_ext.MemoryEngineMemory`,
+    :class:`~llamaindex_memory_ext.MemoryBlock` and :class:`~llamaindex_memory_ext.ArchivingMemory`."""
+
+    def __init__(self) -> None:
+        self.messages: list[ChatMessage] = []
+        self.tool_info: dict[str, tuple[str, bool]] = {}
+        self.tools: list[Any] | None = None
+
+    def observe(self, messages: Sequence[ChatMessage], results: Iterable[Any] = (),
+                tools: Sequence[Any] | None = None) -> None:
+        self.messages = list(messages)
+        self.tool_info.update(tool_info_of(results))
+        if tools is not None:
+            self.tools = list(tools)
+
+    def clear(self) -> None:
+        """The run's messages were archived: nothing is in progress (the tool info stays for late puts)."""
+        self.messages = []
+
+    def action_state(self, turns: Sequence[Turn], tools: Sequence[Any] | None = None) -> ActionState | None:
+        """The action state of ``turns`` followed by the step's messages, or None when the agent has neither
+        tools nor tool calls (a plain chat: the search is the question's alone)."""
+        live = messages_to_turns(self.messages, tool_info=self.tool_info)
+        known = self.tools if self.tools is not None else tools
+        window = [*turns, *live][-STATE_WINDOW:]
+        if not known and not any(t.tool_calls or t.role == "tool" for t in window):
+            return None
+        return derive_action_state(window, tool_specs_of(known))

@@ -12,16 +12,18 @@ from ._deps import require
 require("llama_index.core", "llamaindex_memory_ext.MemoryEngineMemory")
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock  # noqa: E402
-from llama_index.core.bridge.pydantic import ConfigDict, Field  # noqa: E402
+from llama_index.core.bridge.pydantic import ConfigDict, Field, PrivateAttr  # noqa: E402
 from llama_index.core.memory.types import BaseMemory  # noqa: E402
 
-from memory_ext import EngineLike, Namespace, RetrievedItem, SearchResult, Turn  # noqa: E402
+from memory_ext import ActionState, EngineLike, Namespace, RetrievedItem, SearchResult, Turn  # noqa: E402
 
 from ._convert import (  # noqa: E402
+    LiveStep,
     message_text,
     messages_to_turns,
     query_from_messages,
     render_memory,
+    shown,
     turn_to_message,
     warn_if_degraded,
 )
@@ -49,6 +51,12 @@ class MemoryEngineMemory(BaseMemory):
     empty message is kept too, and ``get_all`` returns what LlamaIndex's ``Memory`` would);
     ``set`` replaces the session's stored turns; ``reset`` forgets the session. The async methods use the
     engine's async twins and never block the event loop.
+
+    **Agents.** With :class:`~llamaindex_memory_ext.MemoryFunctionAgent` (a ``FunctionAgent`` that shows its
+    memory each tool call and result as they happen, :meth:`aobserve_step`), the search before each model call
+    follows what the agent is doing: the :class:`~memory_ext.ActionState` derived from the session's turns and
+    the run's tool calls (the last call with its arguments, a failure, missing parameters of ``tools``); the
+    archived tool turns keep the tool name and the error flag.
 
     ``ReActAgent`` (llama-index-core 0.14) discards the first system message memory returns: give the agent a
     ``system_prompt`` (its own message then comes first) or use ``insert_method="user"``.
@@ -84,6 +92,10 @@ class MemoryEngineMemory(BaseMemory):
     filters: dict[str, Any] | None = Field(default=None, description="Engine search filters.")
     insert_method: Literal["system", "user"] = Field(
         default="system", description="Memories as a first system message, or prepended to the latest user message.")
+    tools: list[Any] | None = Field(default=None, exclude=True,
+                                    description="The agent's tools (or JSON-schema specs): their required "
+                                                "parameters are the action state's missing slots.")
+    _step: LiveStep = PrivateAttr(default_factory=LiveStep)
 
     def __init__(self, **data: Any) -> None:
         Namespace(data.get("user_id"), data.get("agent_id"), data.get("session_id"))  # typed error for bad ids
@@ -126,7 +138,7 @@ class MemoryEngineMemory(BaseMemory):
             return history
         warn_if_degraded(result, logger)
         visible = {t.id for t in turns}
-        items: list[RetrievedItem] = [it for it in result.items if it.text.strip()  # (an empty reply: nothing)
+        items: list[RetrievedItem] = [it for it in result.items if shown(it)  # (an empty reply: nothing)
                                       and not (it.turn_ids and set(it.turn_ids) <= visible)][: self.similarity_top_k]
         if not items:
             return history
@@ -139,15 +151,31 @@ class MemoryEngineMemory(BaseMemory):
         return [ChatMessage(role=MessageRole.SYSTEM, content=text), *history]
 
     def _turns(self, messages: Sequence[ChatMessage]) -> list[Turn]:
-        return messages_to_turns(messages, self.session_id, keep_message=True)
+        return messages_to_turns(messages, self.session_id, keep_message=True, tool_info=self._step.tool_info)
+
+    def _state(self, turns: list[Turn]) -> ActionState | None:
+        return self._step.action_state(turns, self.tools)
+
+    def observe_step(self, messages: Sequence[ChatMessage], results: Sequence[Any] = (),
+                     tools: Sequence[Any] | None = None) -> None:
+        """Show the memory the run's in-progress messages (the agent's tool calls and their results, not archived
+        yet) and the ``ToolCallResult`` s (tool names, error flags): the next :meth:`get` searches with the
+        action state they give. :class:`~llamaindex_memory_ext.MemoryFunctionAgent` calls it after each tool
+        round; the messages are archived when the agent puts them (``finalize``)."""
+        self._step.observe(messages, results, tools)
+
+    async def aobserve_step(self, messages: Sequence[ChatMessage], results: Sequence[Any] = (),
+                            tools: Sequence[Any] | None = None) -> None:
+        """:meth:`observe_step` (nothing to await: it only records the step)."""
+        self._step.observe(messages, results, tools)
 
     # -- sync --------------------------------------------------------------------------------------------------
     def get(self, input: str | ChatMessage | None = None, **kwargs: Any) -> list[ChatMessage]:
         """The session's history, preceded by a system message of relevant long-term memories."""
         turns = self._window(self.engine.get_turns(self._session))
         query = self._query(input, [turn_to_message(t) for t in turns])
-        result = (self.engine.search(query, self._user, k=self._k(len(turns)), filters=self.filters)
-                  if query else None)
+        result = (self.engine.search(query, self._user, k=self._k(len(turns)), filters=self.filters,
+                                     action_state=self._state(turns)) if query else None)
         return self._compose(turns, result)
 
     def get_all(self) -> list[ChatMessage]:
@@ -161,6 +189,7 @@ class MemoryEngineMemory(BaseMemory):
     def put_messages(self, messages: list[ChatMessage]) -> None:
         """Archive messages as turns of the session (one transaction)."""
         turns = self._turns(messages)
+        self._step.clear()  # the run's messages are archived now
         if turns:
             self.engine.add_turns(turns, self._session)
 
@@ -181,8 +210,8 @@ class MemoryEngineMemory(BaseMemory):
     ) -> list[ChatMessage]:
         turns = self._window(await self.engine.aget_turns(self._session))
         query = self._query(input, [turn_to_message(t) for t in turns])
-        result = (await self.engine.asearch(query, self._user, k=self._k(len(turns)), filters=self.filters)
-                  if query else None)
+        result = (await self.engine.asearch(query, self._user, k=self._k(len(turns)), filters=self.filters,
+                                            action_state=self._state(turns)) if query else None)
         return self._compose(turns, result)
 
     async def aget_all(self) -> list[ChatMessage]:
@@ -193,6 +222,7 @@ class MemoryEngineMemory(BaseMemory):
 
     async def aput_messages(self, messages: list[ChatMessage]) -> None:
         turns = self._turns(messages)
+        self._step.clear()
         if turns:
             await self.engine.aadd_turns(turns, self._session)
 

@@ -17,18 +17,20 @@ from ._deps import require
 require("llama_index.core", "llamaindex_memory_ext.MemoryBlock")
 
 from llama_index.core.base.llms.types import ChatMessage  # noqa: E402
-from llama_index.core.bridge.pydantic import Field, model_validator  # noqa: E402
+from llama_index.core.bridge.pydantic import Field, PrivateAttr, model_validator  # noqa: E402
 from llama_index.core.memory import Memory  # noqa: E402
 from llama_index.core.memory.memory import BaseMemoryBlock  # noqa: E402
 
 from memory_ext import EngineLike, Namespace  # noqa: E402
 
 from ._convert import (  # noqa: E402
+    LiveStep,
     drop_lines_for_tokens,
     message_text,
     messages_to_turns,
     query_from_messages,
     render_memory,
+    shown,
     warn_if_degraded,
 )
 
@@ -45,6 +47,11 @@ class MemoryBlock(BaseMemoryBlock[str]):
     (``- [2026-03-02 09:15] Maya (user): …``); memories whose text is already in the chat history are left
     out. ``scope="user"`` (default) searches every session of ``(user_id, agent_id)``; ``scope="session"``
     only the session ``Memory`` passes. ``_aput`` archives messages as turns of the session ``Memory`` passes.
+
+    In an agent (:class:`~llamaindex_memory_ext.MemoryFunctionAgent` with an :class:`ArchivingMemory`), the
+    search follows what the agent is doing: the :class:`~memory_ext.ActionState` derived from the chat history
+    and the run's tool calls and results (passed by ``ArchivingMemory`` as ``action_messages``), with the
+    required parameters of ``tools`` as missing slots.
 
     ``priority=0`` (default): LlamaIndex never truncates the block. With a priority > 0, ``atruncate`` drops the
     lowest-ranked memories instead of the whole block.
@@ -86,6 +93,9 @@ class MemoryBlock(BaseMemoryBlock[str]):
     scope: Literal["user", "session"] = Field(default="user",
                                               description="Search every session, or only Memory's session.")
     filters: dict[str, Any] | None = Field(default=None, description="Engine search filters.")
+    tools: list[Any] | None = Field(default=None, exclude=True,
+                                    description="The agent's tools (or JSON-schema specs): their required "
+                                                "parameters are the action state's missing slots.")
 
     def __init__(self, **data: Any) -> None:
         Namespace(data.get("user_id"), data.get("agent_id"))  # a bad id raises memory_ext's typed error here
@@ -100,11 +110,16 @@ class MemoryBlock(BaseMemoryBlock[str]):
         if not query:
             return ""
         session_id = block_kwargs.get("session_id") if self.scope == "session" else None
-        visible = {message_text(m) for m in messages or ()}
+        step = block_kwargs.get("action_step")
+        live = step if isinstance(step, LiveStep) else LiveStep()
+        state = live.action_state(messages_to_turns(messages or ()), self.tools)
+        visible = {message_text(m) for m in [*(messages or ()), *live.messages]}
         k = min(self.similarity_top_k + len(visible), self.engine.config.limits.max_k)
-        result = await self.engine.asearch(query, self._namespace(session_id), k=k, filters=self.filters)
+        result = await self.engine.asearch(query, self._namespace(session_id), k=k, filters=self.filters,
+                                           action_state=state)
         warn_if_degraded(result, logger)
-        items = [it for it in result.items if it.text.strip() not in visible][: self.similarity_top_k]
+        items = [it for it in result.items if shown(it) and (not it.text.strip() or it.text.strip() not in visible)
+                 ][: self.similarity_top_k]
         return "\n".join(render_memory(it) for it in items)
 
     async def _aput(self, messages: list[ChatMessage]) -> None:
@@ -138,13 +153,41 @@ class ArchivingMemory(Memory):
                 for b in values["memory_blocks"]]
         return values
 
+    _step: LiveStep = PrivateAttr(default_factory=LiveStep)
+
     @classmethod
     def class_name(cls) -> str:
         return "ArchivingMemory"
 
+    def observe_step(self, messages: list[ChatMessage], results: list[Any] | tuple[Any, ...] = (),
+                     tools: list[Any] | None = None) -> None:
+        """Show the memory's blocks the run's in-progress messages (tool calls and results, not archived yet)
+        and the ``ToolCallResult`` s: the next ``get`` searches with the action state they give.
+        :class:`~llamaindex_memory_ext.MemoryFunctionAgent` calls it after each tool round."""
+        self._step.observe(messages, results, tools)
+
+    async def aobserve_step(self, messages: list[ChatMessage], results: list[Any] | tuple[Any, ...] = (),
+                            tools: list[Any] | None = None) -> None:
+        """:meth:`observe_step` (nothing to await: it only records the step)."""
+        self._step.observe(messages, results, tools)
+
+    async def aget(self, input: str | ChatMessage | None = None, **block_kwargs: Any) -> list[ChatMessage]:
+        """``Memory.aget``, its blocks given the run's step (``action_step``)."""
+        return await super().aget(input=input, action_step=self._step, **block_kwargs)
+
     async def _archive(self, messages: list[ChatMessage]) -> None:
-        # copies: BaseMemoryBlock.aput writes the session id into each message's additional_kwargs
-        copies = [m.model_copy(update={"additional_kwargs": dict(m.additional_kwargs)}) for m in messages]
+        # copies: BaseMemoryBlock.aput writes the session id into each message's additional_kwargs; a tool
+        # message's copy gets the tool name and error flag its ToolCallResult gave (the original is the LLM's)
+        info = self._step.tool_info
+        copies = []
+        for m in messages:
+            extra = dict(m.additional_kwargs)
+            call_id = extra.get("tool_call_id")
+            if m.role.value in ("tool", "function") and isinstance(call_id, str) and call_id in info:
+                extra.setdefault("tool_name", info[call_id][0])
+                extra.setdefault("is_error", info[call_id][1])
+            copies.append(m.model_copy(update={"additional_kwargs": extra}))
+        self._step.clear()
         await asyncio.gather(*(b.aput(copies, session_id=self.session_id)
                                for b in self.memory_blocks if isinstance(b, MemoryBlock)))
 

@@ -181,7 +181,9 @@ def _memory_line(item: RetrievedItem) -> str | None:
     text = item.text.strip()
     if not text and not calls:
         return None
-    body = " → ".join(p for p in (quote_text(text) if text else "", quote_text(calls)[1:-1] if calls else "") if p)
+    # a rendered call is one line already (its values are JSON): its name's whitespace folded, its tags escaped
+    shown_calls = " ".join(calls.split()).translate(_NEUTRAL)
+    body = " → ".join(p for p in (quote_text(text) if text else "", shown_calls) if p)
     return f"- [{stamp} · {memory_source(item)}] {body}"
 
 

@@ -37,7 +37,7 @@ from memory_ext.errors import InvalidArgumentError
 
 ISO = re.compile(r"\d{4}-\d{2}-\d{2}")
 FAILED_ON_DATE = re.compile(r'tool output book_hotel, error\] "HTTP 422[^\n]*check_in')
-ISO_CALL = re.compile(r'book_hotel\([^\n]*check_in=\\"\d{4}-\d{2}-\d{2}\\"')
+ISO_CALL = re.compile(r'book_hotel\([^\n]*check_in="\d{4}-\d{2}-\d{2}"')
 
 
 @tool

@@ -14,7 +14,7 @@ pytest.importorskip("llama_index.core")
 import llamaindex_memory_ext
 
 MODULES = ["llamaindex_memory_ext", "llamaindex_memory_ext.retriever", "llamaindex_memory_ext.memory_block",
-           "llamaindex_memory_ext.memory", "llamaindex_memory_ext.embeddings"]
+           "llamaindex_memory_ext.memory", "llamaindex_memory_ext.embeddings", "llamaindex_memory_ext.agent"]
 
 
 def test_every_public_class_is_exported_from_the_package() -> None:
