@@ -524,8 +524,9 @@ def failure_records(turns: Sequence[TurnView | None], first: int) -> list[Derive
         ctx = context + ([f.call_turn] if f.call_turn is not None else []) + fix_turns
         tools = [tool] + [c.name for t in fix_turns for c in t.calls if c.name != tool]
         if lesson is not None:  # the lesson's text has the arguments that matter: their names key it
-            changed = [k for k in (fixed.args if fixed is not None and fixed.args else {})
-                       if not f.call or not f.call.args or f.call.args.get(k) != (fixed.args or {}).get(k)]
+            worked = (fixed.args if fixed is not None else None) or {}
+            before = (f.call.args if f.call is not None else None) or {}
+            changed = [k for k in worked if before.get(k) != worked[k]]
             args = f" lesson fix succeeded {' '.join(changed)}"
         else:
             args = f" args: {args_gist(f.call.args)}" if f.call and f.call.args else ""
