@@ -35,6 +35,8 @@ FOCUS_SENTENCES = 2
 """The focus route searches the query's last sentences: where a long conversation currently is."""
 OPENING_MIN_CHARS = 15
 """The opening route searches the query's first sentences (at least this many characters): the topic raised."""
+MAX_TOOL_NAMES = 5
+"""An action route names the available tools only when there are this few: a long tool list is noise."""
 LESSON_CUE = "succeeded"
 """Added to an action route with a failure: the word a lesson's index holds and a failure without a fix lacks."""
 ACTION_BOOST_KINDS = (RecordKind.FAILURE_PATTERN, RecordKind.PROCEDURE)
@@ -92,32 +94,34 @@ def classify_question(query: str) -> str:
 def action_routes(query: str, state: ActionState) -> list[EvidenceRoute]:
     """The action route of an :class:`~memory_ext.models.ActionState` (the slot routes are added apart).
 
-    With a failure or a last tool, the route asks for that tool and its error alone and boosts failure patterns
-    (lessons) and procedures: a subgoal or a list of available tools added to the state cannot dilute it; the
-    subgoal, when it is not the query itself, is a route of its own (``subgoal``). Without them the route asks
-    for the subgoal, the tentative action, the missing slots and the available tools together.
+    With a failure, the route asks for the tool and its error alone (and for what succeeded); without one, for
+    the tentative action, the last tool, the missing slots, and the available tools while no tool was called
+    yet (when there are at most ``MAX_TOOL_NAMES``). A failure or a last tool makes it boost lessons and
+    procedures. The subgoal, when it is not the query itself, is a route of its own (``subgoal``), so neither
+    it nor a list of tools can dilute the action route.
 
     >>> [(r.name, r.queries) for r in action_routes("hotel in Lisbon?", ActionState(
     ...     current_subgoal="book a hotel in Lisbon", last_tool_name="book_hotel", failure_signal="HTTP 422",
     ...     available_tools=("book_hotel", "get_weather")))]
     [('action', ('book_hotel HTTP 422 succeeded',)), ('subgoal', ('book a hotel in Lisbon',))]
     """
-    out: list[EvidenceRoute] = []
     subgoal = (state.current_subgoal or "").strip()
-    if state.failure_signal or state.last_tool_name:
+    if state.failure_signal:
         # after a failure, what helps is what worked: a lesson's index says "succeeded" (ingest/failures.py)
-        parts = [state.tentative_action, state.last_tool_name, state.failure_signal,
-                 LESSON_CUE if state.failure_signal else None]
-        out.append(EvidenceRoute(goal=RouteGoal.ACTION, queries=(" ".join(p for p in parts if p),),
-                                 boost_kinds=ACTION_BOOST_KINDS, weight=SECONDARY_ROUTE_WEIGHT))
-        if subgoal and subgoal.casefold() != query.strip().casefold():
-            out.append(EvidenceRoute(goal=RouteGoal.ACTION, name="subgoal", queries=(subgoal,),
-                                     weight=SECONDARY_ROUTE_WEIGHT))
-        return out
-    parts = [subgoal, state.tentative_action, *state.missing_slots, *state.available_tools]
+        parts = [state.tentative_action, state.last_tool_name, state.failure_signal, LESSON_CUE]
+    else:  # the step: a tool just used pulls procedures; the tools on offer count only before any call
+        tools = state.available_tools if not state.last_tool_name and len(state.available_tools) <= MAX_TOOL_NAMES \
+            else ()
+        parts = [state.tentative_action, state.last_tool_name, *state.missing_slots, *tools]
     text = " ".join(p for p in parts if p)
+    out: list[EvidenceRoute] = []
     if text.strip():
-        out.append(EvidenceRoute(goal=RouteGoal.ACTION, queries=(text,), weight=SECONDARY_ROUTE_WEIGHT))
+        kinds = ACTION_BOOST_KINDS if (state.failure_signal or state.last_tool_name) else ()
+        out.append(EvidenceRoute(goal=RouteGoal.ACTION, queries=(text,), boost_kinds=kinds,
+                                 weight=SECONDARY_ROUTE_WEIGHT))
+    if subgoal and subgoal.casefold() != query.strip().casefold():
+        out.append(EvidenceRoute(goal=RouteGoal.ACTION, name="subgoal", queries=(subgoal,),
+                                 weight=SECONDARY_ROUTE_WEIGHT))
     return out
 
 
