@@ -28,4 +28,5 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=60s \
     CMD python -c "import urllib.request,sys; sys.exit(urllib.request.urlopen('http://127.0.0.1:8765/readyz').status != 200)"
 # SIGTERM lets requests in flight finish, then closes the store
 STOPSIGNAL SIGTERM
-ENTRYPOINT ["memext", "serve"]
+# --create: the first start makes the store in the (empty) volume; later starts open it
+ENTRYPOINT ["memext", "serve", "--create"]

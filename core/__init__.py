@@ -46,10 +46,12 @@ from .errors import (
     MemoryExtError,
     MissingDependencyError,
     ReadOnlyStoreError,
+    RequestTooLargeError,
     RetrievalError,
     SchemaVersionError,
     StoreError,
     StoreLockedError,
+    StoreNotFoundError,
     ValidationError,
 )
 from .interface import EngineLike
@@ -131,6 +133,7 @@ __all__ = [
     "ReadOnlyStoreError",
     "RecallConfig",
     "RecordKind",
+    "RequestTooLargeError",
     "RetrievalError",
     "RetrievedItem",
     "Role",
@@ -144,6 +147,7 @@ __all__ = [
     "StorageConfig",
     "StoreError",
     "StoreLockedError",
+    "StoreNotFoundError",
     "StoreStats",
     "TokenStates",
     "Turn",

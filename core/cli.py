@@ -34,13 +34,13 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from .errors import InvalidArgumentError, MemoryExtError, StoreError
+from .errors import InvalidArgumentError, MemoryExtError, StoreError, StoreLockedError, StoreNotFoundError
 from .models import Namespace, Turn
 
 if TYPE_CHECKING:
     from .engine import MemoryEngine
 
-__all__ = ["main"]
+__all__ = ["main", "require_store"]
 
 BATCH = 256
 DEFAULT_USER = "default"
@@ -58,21 +58,36 @@ def _open(args: argparse.Namespace, path: str | None = None, read_only: bool = F
     """Open the store; only ``create=True`` (``ingest``, ``demo``) may make a new one: a mistyped ``--path``
     is an error, not a silently created empty store."""
     from .engine import MemoryEngine
-    from .store.sqlite import DB_FILE
 
     target = path or args.path
-    postgres = _postgres_target(target, args.config)
+    if not create:
+        require_store(target, args.config, fix="create one with `memext ingest` (or `memext import`)")
+    return MemoryEngine.open(target, config=args.config, embedder=args.embedder, read_only=read_only,
+                             allow_embedder_change=allow_embedder_change)
+
+
+def require_store(target: str, config: Any, *, fix: str) -> None:
+    """Raise :class:`~memory_ext.errors.StoreNotFoundError` (with ``fix``) unless ``target`` (a directory, or a
+    PostgreSQL DSN / ``storage.backend: postgres`` in ``config``) holds a memory-ext store.
+
+    >>> import tempfile
+    >>> try:
+    ...     require_store(tempfile.mkdtemp() + "/memroy", None, fix="pass --create")
+    ... except StoreNotFoundError as exc:
+    ...     print(type(exc).__name__, exc.path.endswith("memroy"), "--" + str(exc).split("--")[1])
+    StoreNotFoundError True --create
+    """
+    from .store.sqlite import DB_FILE
+
+    postgres = _postgres_target(target, config)
     if postgres is not None:
         from .store.pg.truth import store_exists
 
         dsn, schema = postgres
-        if not create and not store_exists(dsn, schema):
-            raise StoreError(f"no memory-ext store in PostgreSQL schema {schema!r}; check --path and "
-                             "storage.postgres_schema (`memext ingest` creates a store)")
-    elif not create and not (Path(target) / DB_FILE).is_file():
-        raise StoreError(f"no memory-ext store at {target!r}; check --path (`memext ingest` creates a store)")
-    return MemoryEngine.open(target, config=args.config, embedder=args.embedder, read_only=read_only,
-                             allow_embedder_change=allow_embedder_change)
+        if not store_exists(dsn, schema):
+            raise StoreNotFoundError(dsn, fix, schema=schema)
+    elif not (Path(target).expanduser() / DB_FILE).is_file():
+        raise StoreNotFoundError(target, fix)
 
 
 def _postgres_target(target: str, config: Any) -> tuple[str, str] | None:
@@ -437,7 +452,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no progress bar (default: only on a terminal)")
     p.set_defaults(func=cmd_import)
     p = sub.add_parser("forget", parents=[common], help="remove memories from every store, print the receipt")
-    p.add_argument("--record", action="append", default=[], help="a record id (repeatable)")
+    p.add_argument("--record", action="append", default=[],
+                   help="a memory's id: a record id (of a search result), a turn id or an external id (repeatable)")
     p.add_argument("--hook", action="append", default=[], help="a hook id (repeatable)")
     p.add_argument("--all", action="store_true", help="the whole namespace (or --session)")
     p.add_argument("--session", default=None, help="with --all: only this session")
@@ -472,8 +488,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except MemoryExtError as exc:  # one line, never a traceback
-        print(f"memext: error: {_safe(str(exc), sys.stderr)}", file=sys.stderr)
+        print(f"memext: error: {_safe(_cli_message(exc, args), sys.stderr)}", file=sys.stderr)
         return 2
+
+
+def _cli_message(exc: MemoryExtError, args: argparse.Namespace) -> str:
+    """The error as a command line user reads it: a fix names this command's flags, not the Python API."""
+    if isinstance(exc, StoreLockedError):
+        head = f"store {exc.path!r} is locked by another writer process ({exc.holder}); only one process may write it"
+        if hasattr(args, "read_only") and not args.read_only:
+            return f"{head}: add --read-only to read it while that process runs (memext {args.command} --read-only)"
+        return (f"{head}: stop that process first, or make the change through it (a `memext serve` process takes "
+                "it over its REST API or MCP tools)")
+    return str(exc)
 
 
 if __name__ == "__main__":  # pragma: no cover

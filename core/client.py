@@ -13,7 +13,9 @@ the framework faces work unchanged against a shared server::
 The constructor asks the server for its configuration (``GET /v1/info``), so a wrong URL or token fails at once.
 Requests are built once (pure functions below); the sync client and the async client only send them. Errors of
 the transport itself (refused connection, timeout) raise :class:`ServerUnavailableError`; a missing or unknown
-token :class:`AuthenticationError` (401); a token pinned to another user :class:`PermissionDeniedError` (403).
+token :class:`AuthenticationError` (401); a token pinned to another user :class:`PermissionDeniedError` (403); a
+body over the server's ``max_body_bytes`` :class:`~memory_ext.errors.RequestTooLargeError` — raised before sending
+when the server announced its limit in ``/v1/info``.
 Needs the ``server`` extra (``httpx``).
 """
 
@@ -173,6 +175,11 @@ def _error(response: httpx.Response) -> MemoryExtError:
         plain = ServerUnavailableError if unavailable else RemoteError
         return plain(f"HTTP {status} from the server: {response.text[:200]}", status=status)
     field_name, fix, value = payload.get("field"), payload.get("fix"), payload.get("value")
+    if status == 413 or type_name == "RequestTooLargeError":
+        limit = payload.get("limit")
+        too_large = _errors.RequestTooLargeError(None, limit if isinstance(limit, int) else None, fix)
+        too_large.args = (message,)  # the server's exact message
+        return too_large
     if status == 401:
         return AuthenticationError(message, status=status, type_=type_name, field=field_name, fix=fix)
     if status == 403:
@@ -200,6 +207,22 @@ def _error(response: httpx.Response) -> MemoryExtError:
             exc.errors = [ChannelError(**e) for e in payload.get("channel_errors") or () if isinstance(e, dict)]
     exc.args = (message,)  # the server's exact message
     return exc
+
+
+def _encode(call: _Call, limit: int | None) -> tuple[bytes | None, dict[str, str]]:
+    """The body bytes of ``call`` (JSON as ``httpx`` writes it) and their headers; a body over ``limit`` (the
+    server's ``max_body_bytes``) raises :class:`~memory_ext.errors.RequestTooLargeError` before it is sent."""
+    if call.content is not None:
+        content, headers = call.content, {}
+    elif call.body is not None:
+        content = json.dumps(_jsonable(call.body), ensure_ascii=False, separators=(",", ":"),
+                             allow_nan=False).encode("utf-8")
+        headers = {"Content-Type": "application/json"}
+    else:
+        return None, {}
+    if limit is not None and len(content) > limit:
+        raise _errors.RequestTooLargeError(len(content), limit)
+    return content, headers
 
 
 def _decode(call: _Call, response: httpx.Response) -> Any:
@@ -246,6 +269,8 @@ class RemoteEngine:
         self._aclients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = (
             weakref.WeakKeyDictionary())
         self._closed = False
+        self.max_body_bytes: int | None = None
+        """The server's largest request body (from ``/v1/info``); a larger one is refused before it is sent."""
         try:
             info = self._send(_Call(None, "/v1/info"))
         except BaseException:
@@ -256,6 +281,8 @@ class RemoteEngine:
         self.server_version: str = info.get("version", "")
         self.user_id: str | None = info.get("user_id")
         """The user the token is pinned to (None: any user)."""
+        limit = info.get("max_body_bytes")
+        self.max_body_bytes = limit if isinstance(limit, int) and limit > 0 else None
 
     def __repr__(self) -> str:
         return f"RemoteEngine({self.url!r})"
@@ -278,9 +305,10 @@ class RemoteEngine:
     def _send(self, call: _Call) -> Any:
         if self._closed:
             raise _errors.ValidationError("engine", "closed", "create a new RemoteEngine(url, token)")
+        content, headers = _encode(call, self.max_body_bytes)
         try:
-            response = self._client.request(call.method, call.path, params=call.params, content=call.content,
-                                            json=_jsonable(call.body) if call.body is not None else None)
+            response = self._client.request(call.method, call.path, params=call.params, content=content,
+                                            headers=headers)
         except httpx.TransportError as exc:
             raise ServerUnavailableError(f"{call.method} {self.url}{call.path}: {type(exc).__name__}: {exc}",
                                          status=0) from exc
@@ -297,10 +325,10 @@ class RemoteEngine:
     async def _asend(self, call: _Call) -> Any:
         if self._closed:
             raise _errors.ValidationError("engine", "closed", "create a new RemoteEngine(url, token)")
+        content, headers = _encode(call, self.max_body_bytes)
         try:
-            response = await self._aclient().request(call.method, call.path, params=call.params,
-                                                     content=call.content,
-                                                     json=_jsonable(call.body) if call.body is not None else None)
+            response = await self._aclient().request(call.method, call.path, params=call.params, content=content,
+                                                     headers=headers)
         except httpx.TransportError as exc:
             raise ServerUnavailableError(f"{call.method} {self.url}{call.path}: {type(exc).__name__}: {exc}",
                                          status=0) from exc
@@ -362,9 +390,10 @@ class RemoteEngine:
     @staticmethod
     def _search_call(query: str, namespace: Namespace | str, k: int, filters: Mapping[str, Any] | None,
                      action_state: ActionState | Mapping[str, Any] | None, explain: bool, now: TimeLike,
-                     trace: bool, include_cold: bool, as_of: TimeLike) -> _Call:
+                     trace: bool, include_cold: bool, as_of: TimeLike, min_score: float | None) -> _Call:
         body = {**_ns_fields(namespace), "query": query, "k": k, "filters": filters, "action_state": action_state,
-                "explain": explain, "now": now, "trace": trace, "include_cold": include_cold, "as_of": as_of}
+                "explain": explain, "now": now, "trace": trace, "include_cold": include_cold, "as_of": as_of,
+                "min_score": min_score}
         return _op("search", body=body)
 
     @staticmethod
@@ -532,10 +561,10 @@ class RemoteEngine:
     def search(self, query: str, namespace: Namespace | str, *, k: int = 10,
                filters: Mapping[str, Any] | None = None, action_state: ActionState | Mapping[str, Any] | None = None,
                explain: bool = False, now: TimeLike = None, trace: bool = False, include_cold: bool = False,
-               as_of: TimeLike = None) -> SearchResult:
+               as_of: TimeLike = None, min_score: float | None = None) -> SearchResult:
         """Search (see :meth:`MemoryEngine.search`)."""
         result: SearchResult = self._send(self._search_call(query, namespace, k, filters, action_state, explain, now,
-                                                            trace, include_cold, as_of))
+                                                            trace, include_cold, as_of, min_score))
         return result
 
     def get_turns(self, namespace: Namespace | str, *, limit: int | None = None, offset: int = 0) -> list[Turn]:
@@ -743,10 +772,11 @@ class RemoteEngine:
                       filters: Mapping[str, Any] | None = None,
                       action_state: ActionState | Mapping[str, Any] | None = None, explain: bool = False,
                       now: TimeLike = None, trace: bool = False, include_cold: bool = False,
-                      as_of: TimeLike = None) -> SearchResult:
+                      as_of: TimeLike = None, min_score: float | None = None) -> SearchResult:
         """Async twin of :meth:`search`."""
         result: SearchResult = await self._asend(self._search_call(query, namespace, k, filters, action_state,
-                                                                   explain, now, trace, include_cold, as_of))
+                                                                   explain, now, trace, include_cold, as_of,
+                                                                   min_score))
         return result
 
     async def aget_turns(self, namespace: Namespace | str, *, limit: int | None = None,

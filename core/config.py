@@ -132,7 +132,7 @@ class RecallConfig(_Section):
     the default; the store's own kind when it holds vectors), ``keyword`` weighs 0.5 instead (``engine.config``
     shows the weights in use): leave-one-conversation-out on LoCoMo dev chooses it (held out evid_recall@5 / @10
     0.731 / 0.841; keyword 1.0 with sentences, in-sample: 0.716 / 0.822); with one vector per turn (``hashing``)
-    keyword 1.0 stays best (@10 0.728 vs 0.675 at 0.5). docs/benchmarks.md, "Sentence-mixed turn vectors"."""
+    keyword 1.0 stays best (@10 0.728 vs 0.675 at 0.5). docs/design-notes/sentence-vectors.md."""
     strategy: dict[str, float] = Field(default_factory=dict)
     """Overrides of the ranking strategies' weights for every question type (fields of
     :class:`memory_ext.plan.strategy.Strategy`: ``window``, ``session``, ``speaker``, ``time``, ``assistant``,
@@ -192,7 +192,7 @@ class RecallConfig(_Section):
     """Route weight of the second retrieval hop (:mod:`memory_ext.retrieval.feedback`: pseudo-relevance feedback
     from the first ranking's best turns, RM3 terms for the keyword channel and a Rocchio query vector; no model
     call); 0: no second hop. The default (0.5, with ``feedback_decay`` 0.5, ``feedback_keep`` 2 and
-    ``feedback_gate`` 0.5) was chosen held out on LoCoMo and MADial dev (docs/benchmarks.md, issue 25)."""
+    ``feedback_gate`` 0.5) was chosen held out on LoCoMo and MADial dev (docs/design-notes/second-hop.md)."""
     feedback_docs: int = Field(default=5, ge=1, le=20)
     """How many of the first ranking's best turns the second hop feeds back."""
     feedback_terms: int = Field(default=8, ge=0, le=32)

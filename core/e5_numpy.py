@@ -245,7 +245,7 @@ def limit_malloc_retention() -> bool:
     largest block freed (up to 32 MB), so after the first pass those buffers come from its heaps instead, and
     each thread's arena keeps what it freed: measured on the scale benchmark's workload (600 turns, e5),
     peak RSS 587 MB with glibc's defaults against 442 MB with a fixed threshold of 256 KB and two arenas
-    (docs/benchmarks.md, "Issue 26"). Left alone when the environment tunes malloc already
+    (docs/design-notes/memory-footprint.md). Left alone when the environment tunes malloc already
     (``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_ARENA_MAX``, ``GLIBC_TUNABLES``) or ``MEMORY_EXT_MALLOC=default``;
     True when glibc took the settings.
     """

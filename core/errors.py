@@ -10,11 +10,13 @@
     │   ├── InvalidQueryError           a search argument is wrong (empty query, k <= 0, bad filter)
     │   ├── InvalidArgumentError        another argument is wrong (period, budget, importance, context)
     │   ├── InvalidImportError          a line of an export file is wrong (its number is in the message)
-    │   └── HookNotFoundError           no memory file has this hook id (or the prefix is ambiguous)
+    │   ├── HookNotFoundError           no memory file has this hook id (or the prefix is ambiguous)
+    │   └── RequestTooLargeError        a request body over a server's max_body_bytes (HTTP 413)
     ├── EmbedderError                   an embedder misbehaved (NaN, wrong dimension, wrong count)
     │   └── EmbedderMismatchError       the store was built with another embedder
     ├── StoreError                      the storage layer failed
     │   ├── CorruptStoreError           the database file is not readable (corrupt, truncated, not a store)
+    │   ├── StoreNotFoundError          no store at the path given (and creating one was not asked for)
     │   ├── StoreLockedError            another process holds the writer lock of the store
     │   ├── ReadOnlyStoreError          a write on a store opened read-only
     │   └── SchemaVersionError          the store was written by a newer memory-ext
@@ -46,10 +48,12 @@ __all__ = [
     "MemoryExtError",
     "MissingDependencyError",
     "ReadOnlyStoreError",
+    "RequestTooLargeError",
     "RetrievalError",
     "SchemaVersionError",
     "StoreError",
     "StoreLockedError",
+    "StoreNotFoundError",
     "ValidationError",
 ]
 
@@ -171,6 +175,28 @@ class HookNotFoundError(ValidationError):
         self.candidates = list(candidates)
 
 
+class RequestTooLargeError(ValidationError):
+    """A request body larger than the server accepts (``server.max_body_bytes``; HTTP 413). Nothing was written.
+
+    ``size`` is the body's size in bytes (None when the server refused it without reading it), ``limit`` the
+    server's limit (None when the server did not say). A ``RemoteEngine`` raises it before sending a body it
+    knows is too large.
+
+    >>> str(RequestTooLargeError(9_000_000, 8_388_608)).split(";")[0]
+    'the request body is 9000000 bytes, over the server limit of 8388608 bytes (server.max_body_bytes)'
+    """
+
+    FIX = ("send a smaller body (split the turns over several calls), or raise the server's limit: "
+           "server.max_body_bytes (memext serve --max-body-bytes N, MEMORY_EXT_MAX_BODY_BYTES)")
+
+    def __init__(self, size: int | None, limit: int | None, fix: str | None = None) -> None:
+        super().__init__("body", size, fix or self.FIX)
+        self.size, self.limit = size, limit
+        what = f"is {size} bytes" if size is not None else "is too large"
+        over = f"over the server limit of {limit} bytes" if limit is not None else "over the server limit"
+        self.args = (f"the request body {what}, {over} (server.max_body_bytes); {self.fix}",)
+
+
 class EmbedderError(MemoryExtError):
     """An embedder returned something unusable (NaN, wrong dimension, wrong number of vectors)."""
 
@@ -205,6 +231,23 @@ class CorruptStoreError(StoreError):
         super().__init__(
             f"store {path!r} cannot be read ({problem}); restore the directory from a backup, or move it away "
             f"to start an empty store (`sqlite3 memory.sqlite3 .recover` may save some turns)")
+
+
+class StoreNotFoundError(StoreError):
+    """No memory-ext store at the path given, where an existing one was expected (a mistyped ``--path`` must not
+    become a new, empty memory).
+
+    >>> str(StoreNotFoundError("/srv/memroy", "pass --create to make a new store there"))
+    "no memory-ext store at '/srv/memroy'; check the path, or pass --create to make a new store there"
+    """
+
+    def __init__(self, path: str, fix: str, *, schema: str | None = None) -> None:
+        self.path, self.fix, self.schema = path, fix, schema
+        if schema is not None:  # ``path`` is a DSN then: it may hold a password, and is not shown
+            super().__init__(f"no memory-ext store in PostgreSQL schema {schema!r}; check --path and "
+                             f"storage.postgres_schema, or {fix}")
+        else:
+            super().__init__(f"no memory-ext store at {path!r}; check the path, or {fix}")
 
 
 class StoreLockedError(StoreError):

@@ -5,7 +5,8 @@ The format (``memory-ext``, version 1) is one JSON object per line, each with a 
 * ``header`` (the first line): ``format``, ``version``, ``memory_ext_version``, ``embedder_id``, ``exported_at``;
 * ``namespace``: ``user_id``, ``agent_id`` — the lines after it, up to the next ``namespace``, belong to it;
 * ``turn``: every field of a stored turn (``id``, ``session_id``, ``role``, ``speaker``, ``content``,
-  ``timestamp``, ``external_id``, ``tool_calls``, ``attachments``, ``metadata``), the id of its turn record
+  ``timestamp``, ``external_id``, ``tool_calls``, ``attachments``, ``metadata`` — a tool turn's ``tool_name``,
+  ``tool_call_id`` and ``is_error`` inside it, under those keys, as stored), the id of its turn record
   (``record_id``, kept so search results keep their ids), ``replaced`` (``{"valid_to", "by"}`` for a version an
   ``update`` replaced, else null) and ``cold`` (the monthly eviction's tier); in write order;
 * ``history``: one recorded operation of a memory (``memory_key``, ``session_id``, ``op``, ``turn_id``,

@@ -15,7 +15,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictFloat, StrictInt
 
 from .lifecycle.items import ItemPut
 from .models import ActionState, Turn
@@ -95,6 +95,9 @@ class SearchRequest(NamespaceFields):
     trace: StrictBool = False
     include_cold: StrictBool = False
     as_of: TimeValue = None
+    min_score: StrictFloat | StrictInt | None = Field(default=None, description="Leave out items whose score is "
+                                                      "below it (0-1; 0.5 is the documented line between a match "
+                                                      "and a weak one). Default: keep every item.")
 
 
 class ListMemoriesRequest(NamespaceFields):
@@ -205,6 +208,8 @@ class InfoResponse(BaseModel):
     config: dict[str, Any]
     embedder_id: str | None
     user_id: str | None = Field(default=None, description="The user the caller's token is pinned to, if any.")
+    max_body_bytes: int | None = Field(default=None, description="The largest request body the server accepts "
+                                                                 "(server.max_body_bytes); larger is 413.")
 
 
 

@@ -15,7 +15,7 @@ from llama_index.core.schema import NodeWithScore, TextNode
 from llama_index.core.vector_stores.types import FilterCondition, FilterOperator, MetadataFilter, MetadataFilters
 
 from memory_ext import ActionState, RetrievedItem, SearchResult, Turn, derive_action_state
-from memory_ext.errors import InvalidQueryError, InvalidTurnError
+from memory_ext.errors import InvalidArgumentError, InvalidQueryError, InvalidTurnError
 from memory_ext.ingest.calls import turn_line
 from memory_ext.text import estimate_tokens
 
@@ -237,17 +237,22 @@ def tool_info_of(results: Iterable[Any]) -> dict[str, tuple[str, bool]]:
 
 
 def tool_specs_of(tools: Iterable[Any] | None) -> list[dict[str, Any]] | None:
-    """JSON-schema specs of LlamaIndex tools (``tool.metadata.to_openai_tool()``; a mapping as it is)."""
+    """JSON-schema specs of LlamaIndex tools (``tool.metadata.to_openai_tool()``; a function as its
+    ``FunctionTool``'s; a mapping as it is)."""
     if tools is None:
         return None
     specs = []
-    for t in tools:
+    for i, t in enumerate(tools):
         if isinstance(t, Mapping):
             specs.append(dict(t))
         elif hasattr(getattr(t, "metadata", None), "to_openai_tool"):
             specs.append(t.metadata.to_openai_tool())
+        elif callable(t):  # a function, as agents take them
+            from llama_index.core.tools import FunctionTool
+
+            specs.append(FunctionTool.from_defaults(t).metadata.to_openai_tool())
         else:
-            raise InvalidQueryError("tools", t, "pass LlamaIndex tools (with .metadata) or JSON-schema tool specs")
+            raise InvalidArgumentError(f"tools[{i}]", t, "pass LlamaIndex tools, functions or JSON-schema tool specs")
     return specs
 
 

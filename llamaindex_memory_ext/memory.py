@@ -153,8 +153,13 @@ class MemoryEngineMemory(BaseMemory):
     def _turns(self, messages: Sequence[ChatMessage]) -> list[Turn]:
         return messages_to_turns(messages, self.session_id, keep_message=True, tool_info=self._step.tool_info)
 
-    def _state(self, turns: list[Turn]) -> ActionState | None:
-        return self._step.action_state(turns, self.tools)
+    def _state(self, turns: list[Turn], input: str | ChatMessage | None) -> ActionState | None:
+        """The action state of the session's turns, the run's step and ``input`` (the request, when the agent
+        has not put it yet)."""
+        text = message_text(input) if isinstance(input, ChatMessage) else input
+        asked = [Turn(role="user", content=text)] if isinstance(text, str) and text.strip() and not any(
+            t.role == "user" and t.content == text for t in turns[-3:]) else []
+        return self._step.action_state([*turns, *asked], self.tools)
 
     def observe_step(self, messages: Sequence[ChatMessage], results: Sequence[Any] = (),
                      tools: Sequence[Any] | None = None) -> None:
@@ -175,7 +180,7 @@ class MemoryEngineMemory(BaseMemory):
         turns = self._window(self.engine.get_turns(self._session))
         query = self._query(input, [turn_to_message(t) for t in turns])
         result = (self.engine.search(query, self._user, k=self._k(len(turns)), filters=self.filters,
-                                     action_state=self._state(turns)) if query else None)
+                                     action_state=self._state(turns, input)) if query else None)
         return self._compose(turns, result)
 
     def get_all(self) -> list[ChatMessage]:
@@ -211,7 +216,7 @@ class MemoryEngineMemory(BaseMemory):
         turns = self._window(await self.engine.aget_turns(self._session))
         query = self._query(input, [turn_to_message(t) for t in turns])
         result = (await self.engine.asearch(query, self._user, k=self._k(len(turns)), filters=self.filters,
-                                            action_state=self._state(turns)) if query else None)
+                                            action_state=self._state(turns, input)) if query else None)
         return self._compose(turns, result)
 
     async def aget_all(self) -> list[ChatMessage]:

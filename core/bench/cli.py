@@ -205,7 +205,9 @@ def _add_commands(commands: Any) -> None:
                                                 "indexed, next to plain vector stores",
                                  description="Write LoCoMo turns into memory-ext and into plain vector stores "
                                              "with the same embedder; see memory_ext.bench.ingest.")
-    ingest.add_argument("--data", required=True, type=Path, help="a JSON file in the locomo10.json schema")
+    ingest.add_argument("--data", required=True, type=Path,
+                        help="a JSON file in the locomo10.json schema, or a folder in the layout of "
+                             "shared/data/agent_dev (every file ingested whole: memory_ext.bench.agent_data)")
     ingest.add_argument("--systems", type=_csv, default=["memory-ext", "vector", "langchain-vector",
                                                          "llamaindex-vector"], help="comma-separated systems")
     ingest.add_argument("--embedder", default="e5", help="embedder for every system: e5 (default) or hashing")
@@ -562,6 +564,7 @@ def _cmd_scale(args: argparse.Namespace) -> int:
 
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
+    from .agent_data import load_agent_conversations
     from .datasets import DatasetError, load_locomo
     from .ingest import INGEST_SYSTEMS, run_ingest
 
@@ -569,7 +572,7 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
     if unknown:
         raise BenchUsageError(f"unknown system(s) {', '.join(unknown)}; valid systems: {', '.join(INGEST_SYSTEMS)}")
     try:
-        conversations = load_locomo(args.data)
+        conversations = load_agent_conversations(args.data) if args.data.is_dir() else load_locomo(args.data)
     except DatasetError as exc:
         raise BenchUsageError(str(exc)) from None
     if args.conversations is not None:

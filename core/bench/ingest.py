@@ -170,6 +170,13 @@ class MemoryExtIngest(IngestSystem):
         self._turn_cls = Turn
         self._tmp = Path(tempfile.mkdtemp(prefix="memext-bench-ingest-"))
         self._engine: Any = None
+        self._health: dict[int, tuple[int, int]] = {}  # per store opened: (records without a vector, quarantined)
+
+    @property
+    def unindexed(self) -> dict[str, int]:
+        """Over every store this system filled and waited for: records left without a vector, and quarantined."""
+        return {"without_vector": sum(h[0] for h in self._health.values()),
+                "quarantined": sum(h[1] for h in self._health.values())}
 
     def open(self) -> None:
         self.close()
@@ -183,6 +190,8 @@ class MemoryExtIngest(IngestSystem):
 
     def wait(self) -> None:
         self._engine.flush()
+        stats = self._engine.stats()
+        self._health[id(self._engine)] = (stats.records - stats.vectors, stats.quarantined)
 
     def close(self) -> None:
         if self._engine is not None:
@@ -351,6 +360,7 @@ def run_ingest(conversations: Sequence[Conversation], systems: Sequence[str], em
                                                      batches=batches)
             if isinstance(system, MemoryExtIngest):
                 result["systems"][name]["durability"] = system.durability
+                result["systems"][name].update(system.unindexed)
             result["systems"][name]["peak_rss_mb"] = _peak_rss_mb()
         except Exception as exc:  # noqa: BLE001 - reported, the other systems still run
             result["skipped"][name] = f"failed: {type(exc).__name__}: {exc}"

@@ -1,4 +1,4 @@
-"""Run systems side by side on a dataset and produce the bench JSON (schema in issue 3 / docs/benchmarks.md).
+"""Run systems side by side on a dataset and produce the bench JSON (schema: docs/benchmarks.md, "The result JSON").
 
 All systems run in this process, one after the other, on the same conversations with the same embedder. For
 each system: build it, warm it up on a tiny untimed conversation (model loading and lazy imports are not

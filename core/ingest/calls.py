@@ -63,7 +63,7 @@ def turn_line(role: str, speaker: str | None, content: str, tool_calls: Sequence
     turn names its tool (``metadata["tool_name"]``, else the speaker) and says ``(error)`` when its result is
     flagged as one (``metadata["is_error"]``, as :meth:`memory_ext.Turn.stored_metadata` stores it)."""
     meta = metadata or {}
-    text = content.strip()
+    text = content  # as stored: the context shows a turn's text verbatim
     if role == "tool":
         name = meta.get("tool_name") if isinstance(meta.get("tool_name"), str) else None
         name = name or speaker
@@ -75,4 +75,4 @@ def turn_line(role: str, speaker: str | None, content: str, tool_calls: Sequence
     if not calls:
         return f"{who}: {text}"
     shown = "; ".join(format_call(c.name, c.args) for c in calls)
-    return f"{who}: {text} → {shown}" if text else f"{who} → {shown}"
+    return f"{who}: {text} → {shown}" if text.strip() else f"{who} → {shown}"

@@ -91,8 +91,11 @@ def _forget(store: TruthStore, indexes: Sequence[DerivedIndex], evidence: Eviden
             for rid_text in records or []:
                 found = store.tids_of_record(ns_id, rid_text)
                 if found is None:
-                    raise InvalidQueryError("record_ids", rid_text, "no record of this namespace has this id; "
-                                            "use the ids of search results (RetrievedItem.id)")
+                    found = _tids_of_memory(store, ns_id, rid_text, ns.session_id)
+                if found is None:
+                    raise InvalidQueryError("record_ids", rid_text, "no memory of this namespace has this id; use "
+                                            "the ids of search results (RetrievedItem.id), a turn id or an "
+                                            "external_id")
                 tids += found
             for hook_id in hooks or []:
                 file_row = resolve(hook_id, ns)
@@ -129,6 +132,17 @@ def _forget(store: TruthStore, indexes: Sequence[DerivedIndex], evidence: Eviden
                          files_deleted=tuple(removed["deleted_files"]), files_updated=tuple(removed["updated_files"]),
                          stores=("truth", *(index.name for index in indexes), "files"),
                          purge_complete=not pending, pending_purge=pending)
+
+
+def _tids_of_memory(store: TruthStore, ns_id: int, ident: str, session_id: str | None) -> list[int] | None:
+    """Row ids of every version of the memory a turn id or an ``external_id`` names (the ids ``get_memory`` and
+    ``delete`` take); None when none of the namespace has it."""
+    conn = store.reader()
+    turn = store.turn_lookup(conn, ns_id, ident, session_id)
+    if turn is None:
+        return None
+    key = store.memory_key_of(conn, ns_id, turn.id) or turn.external_id or turn.id
+    return [t.tid for t, _, _ in store.turns_of_memory(conn, ns_id, key, turn.session_id)]
 
 
 def purge_files(store: TruthStore, indexes: Sequence[DerivedIndex] = (), *, wait_s: float = 0.0,

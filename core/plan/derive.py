@@ -14,7 +14,8 @@ From a conversation's recent turns (oldest first) and, when given, the tools' JS
   Italian or Portuguese (:func:`error_signal`); None once a later call of that turn succeeded;
 * ``missing_slots``: the required parameters (per the tool's schema) of the tool being called or just attempted
   that its call left out or empty, and those its error result names as missing; with no call yet, those of the
-  one tool whose name clearly matches the request, whose names the conversation never mentions;
+  one tool the request clearly matches (its name and description words) that the user neither named nor gave a
+  value of their shape (a date, a time, a place);
 * ``tentative_action``: a call still waiting for its result — never the name of a tool not called yet;
 * ``available_tools``: the tools' names; ``recent_context``: the last turns as readable lines.
 
@@ -73,8 +74,8 @@ _MISSING_CUE_RE: Final = re.compile(
     r"missing|required|not (?:provided|given|specified|supplied)|must (?:be )?(?:provide|specif|give|suppl)"
     r"|缺少|缺失|必填|必须提供|未提供|필수|必須|обязательн|fehlt|manquant|requis|falta", re.IGNORECASE)
 _WORD_RE: Final = re.compile(r"[A-Za-z][a-z]+|[A-Z]+(?![a-z])|\d+|[^\W\d_A-Za-z]+")
-_STOP: Final = frozenset("the and for with from into onto this that get set new add use make create list show "
-                         "find give take run call via all any one per api tool tools".split())
+_STOP: Final = frozenset("the and for with from into onto this that you your can could please want need "
+                         "via all any one per api tool tools".split())
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,8 +203,17 @@ def turns_from_messages(messages: Sequence[Mapping[str, Any]], session_id: str |
     return out
 
 
+def _stem(word: str) -> str:
+    """A light English stem: plural and common verb endings off (``movies`` / ``movie``, ``booking`` / ``book``)."""
+    for end in ("ies", "ing", "es", "ed", "s"):
+        if word.endswith(end) and len(word) - len(end) >= 3:
+            return word[:-len(end)] + ("y" if end == "ies" else "")
+    return word
+
+
 def _words(text: str) -> set[str]:
-    return {w.lower() for w in _WORD_RE.findall(text) if len(w) >= 3 and w.lower() not in _STOP}
+    return {_stem(w.lower()) for w in _WORD_RE.findall(text.replace("_", " ").replace(".", " "))
+            if len(w) >= 3 and w.lower() not in _STOP}
 
 
 def _view(turn: Turn, index: int) -> TurnView:
@@ -282,24 +292,63 @@ def _missing_of_call(spec: ToolSpec | None, call: ToolCall, failure: str | None)
     return missing
 
 
+DESCRIPTION_WORDS: Final = 40
+"""How many words of a tool's description count when the request is matched to the tools."""
+
+
 def _likely_tool(subgoal: str, specs: Sequence[ToolSpec]) -> ToolSpec | None:
-    """The one tool whose name's words the request mentions more than any other tool's (None: no clear one)."""
+    """The one tool the request matches best — its name's words count twice, its description's once — or None
+    when no tool matches or two match equally."""
     asked = _words(subgoal)
-    scored = sorted(((len(_words(s.name.replace("_", " ")) & asked), i) for i, s in enumerate(specs)), reverse=True)
+    scored = sorted(((2 * len(_words(s.name) & asked)
+                      + len(_words(" ".join(s.description.split()[:DESCRIPTION_WORDS])) & asked), i)
+                     for i, s in enumerate(specs)), reverse=True)
     if not scored or scored[0][0] == 0 or (len(scored) > 1 and scored[1][0] == scored[0][0]):
         return None
     return specs[scored[0][1]]
 
 
+_MONTHS = ("jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?"
+           "|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?")
+_VALUE_SHAPES: Final = (
+    # (parameter name words, a shape of the value in the request): a parameter named so is given by such a value
+    # (English requests; a date is not a time and a country is not a city)
+    (frozenset({"date", "day"}), re.compile(
+        rf"\b\d{{4}}-\d{{1,2}}-\d{{1,2}}\b|\b\d{{1,2}}/\d{{1,2}}(?:/\d{{2,4}})?\b|\b(?:{_MONTHS})\.?\s+\d{{1,2}}"
+        rf"|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTHS})\b|\b(?:today|tomorrow|tonight|yesterday)\b"
+        r"|\b(?:this|next)\s+(?:week(?:end)?|monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b"
+        r"|今天|明天|后天|\d{1,2}月\d{1,2}日", re.IGNORECASE)),
+    (frozenset({"time", "hour"}), re.compile(
+        r"\b\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)|\b\d{1,2}:\d{2}\b|\b(?:noon|midnight)\b|\d{1,2}点",
+        re.IGNORECASE)),
+    (frozenset({"origin", "from", "departure", "source", "start"}), re.compile(r"\bfrom\s+[A-Z0-9][\w'.-]*")),
+    (frozenset({"destination", "to", "arrival", "dest", "target"}), re.compile(r"\bto\s+[A-Z0-9][\w'.-]*")),
+    (frozenset({"city", "location", "loc", "place", "where", "address", "area"}),
+     re.compile(r"\b(?:in|near|from|to)\s+[A-Z][a-z][\w'.-]*")),  # a proper name (not "CA", not a venue "at")
+)
+
+
+def _value_given(param: str, said: str) -> bool:
+    """Whether the request holds a value of the shape the parameter's name asks for (a date, a time, a place)."""
+    words = {w.lower() for w in _WORD_RE.findall(param.replace("_", " "))}
+    # a compound name is read by its most specific part: from_city is an origin, departure_date a date
+    for names, shape in _VALUE_SHAPES:
+        if words & names:
+            return bool(shape.search(said))
+    return False
+
+
 def _unsupplied(spec: ToolSpec, turns: Sequence[Turn], views: Sequence[TurnView]) -> list[str]:
-    """The required parameters of ``spec`` whose name the user never mentions and no earlier call gave a value."""
-    said = _words(" ".join(t.content for t in turns if t.role.value == "user"))
+    """The required parameters of ``spec`` that the user neither named nor gave a value of their shape (a date, a
+    time, a place: :data:`_VALUE_SHAPES`), and that no earlier call gave a value."""
+    text = " ".join(t.content for t in turns if t.role.value == "user")
+    said = _words(text)
     given = {k for t, v in zip(turns, views, strict=True) for c in _calls_of(t, v)
              for k, val in (c.args or {}).items() if not _empty(val)}
     out = []
     for p in spec.required:
-        words = _words(p.replace("_", " "))
-        if p not in given and not (words and words <= said):
+        words = _words(p)
+        if p not in given and not (words and words <= said) and not _value_given(p, text):
             out.append(p)
     return out
 

@@ -18,7 +18,7 @@ one), fitted on both conversations, once for each kind of turn vector (:func:`co
 sentence-mixed (:data:`SENTENCE_MIXED`, ``ingest.sentence_vectors`` 2, the default; they lie closer to their
 questions) and the turns' own (:data:`TURN_VECTORS`). Fitted leave-one-conversation-out, a threshold of 0.5 kept
 93-100 % of the rank-1 gold and dropped 85-100 % of the off-topic results of the left-out conversation at every
-size with the mixed vectors (92-100 % and 88-100 % with the turns' own; docs/benchmarks.md, "Issue 25").
+size with the mixed vectors (92-100 % and 88-100 % with the turns' own; docs/design-notes/calibration.md).
 
 Without calibrated cosines (the ``hashing`` embedder, a custom one, vectors switched off) the score comes from the
 item's fused score instead, as before::

@@ -181,7 +181,8 @@ class RouteEncodings:
 
     def _one_pass(self, texts: list[str]) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
         """Every text's dense vector and sparse terms from the pass(es) of the longest (see :func:`_span_plan`
-        and the module docstring); a text cut off by the model's length limit gets a pass of its own."""
+        and the module docstring). The numpy e5 reads a long excerpt whole (in passes of 510 tokens), so every
+        text has its tokens there; a text an embedder cut off anyway (no tokens) gets a pass of its own."""
         embedder, spans, executor = self.embedder, self._spans, self.executor
         assert isinstance(embedder, E5Embedder) and spans is not None
         full = max(spans, key=lambda t: spans[t][1] - spans[t][0])

@@ -104,12 +104,12 @@ class ReadPipeline:
                filters: Mapping[str, Any] | None = None,
                action_state: ActionState | Mapping[str, Any] | None = None, explain: bool = False,
                now: datetime | str | float | None = None, trace: bool = False, include_cold: bool = False,
-               as_of: datetime | str | float | None = None) -> SearchResult:
+               as_of: datetime | str | float | None = None, min_score: float | None = None) -> SearchResult:
         """Validate the arguments and run :meth:`run` (see :meth:`memory_ext.MemoryEngine.search`)."""
         t0 = time.perf_counter()
         request = parse_request(query, namespace, limits=self.config.limits, k=k, filters=filters,
                                 action_state=action_state, explain=explain, now=now, trace=trace,
-                                include_cold=include_cold, as_of=as_of)
+                                include_cold=include_cold, as_of=as_of, min_score=min_score)
         return self.run(request, started=t0)
 
     def _sparse_gaps(self, cat: Catalog, ns_id: int) -> list[int]:
@@ -295,6 +295,8 @@ class ReadPipeline:
         # bounded scores (rank/calibration.py): from each item's fused score and query coverage, monotone
         items = self._bounded(hydrated, cat, fused.total, selection.scores, selection.rids, scored, request,
                               recalled, cold_penalty=scope.cold_penalty)
+        if request.min_score is not None:  # below the caller's line: left out of the items and of the context
+            items = [item for item in items if item.score >= request.min_score]
         timings = {f"channel.{n}": v for n, v in recalled.timings_ms.items()}
         timings["rank"] = _ms(t_rank)
         if feedback_ms is not None:

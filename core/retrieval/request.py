@@ -45,6 +45,8 @@ class SearchRequest:
     explain: bool = False
     trace: bool = False
     include_cold: bool = False
+    min_score: float | None = None
+    """Items whose bounded relevance (``score``) is below it are left out (None: every item is kept)."""
 
 
 def coerce_action_state(value: ActionState | Mapping[str, Any] | None) -> ActionState | None:
@@ -63,9 +65,9 @@ def parse_request(query: str, namespace: Namespace | str, *, limits: LimitsConfi
                   filters: Mapping[str, Any] | None = None,
                   action_state: ActionState | Mapping[str, Any] | None = None, explain: bool = False,
                   now: datetime | str | float | None = None, trace: bool = False, include_cold: bool = False,
-                  as_of: datetime | str | float | None = None) -> SearchRequest:
+                  as_of: datetime | str | float | None = None, min_score: float | None = None) -> SearchRequest:
     """Validate a search's arguments, in the order a caller reads them (namespace, query, k, action state,
-    now, filters, as_of)."""
+    now, filters, as_of, min_score)."""
     ns = Namespace.coerce(namespace)
     if not isinstance(query, str) or not query.strip():
         raise InvalidQueryError("query", query, "give a non-empty question or statement")
@@ -88,6 +90,11 @@ def parse_request(query: str, namespace: Namespace | str, *, limits: LimitsConfi
         as_of_dt = to_utc(as_of, "as_of") if as_of is not None else None
     except ValidationError as exc:
         raise InvalidQueryError(exc.field, exc.value, exc.fix) from None
+    if min_score is not None and (isinstance(min_score, bool) or not isinstance(min_score, int | float)
+                                  or not 0.0 <= min_score <= 1.0):
+        raise InvalidQueryError("min_score", min_score, "give a number between 0 and 1 (item scores are bounded "
+                                                        "relevances; 0.5 is the documented line), or None")
     return SearchRequest(query=query, namespace=ns, k=k, action_state=state, reference=reference,
                          record_filter=record_filter, as_of=as_of_dt.timestamp() if as_of_dt is not None else None,
-                         explain=explain, trace=trace, include_cold=include_cold)
+                         explain=explain, trace=trace, include_cold=include_cold,
+                         min_score=float(min_score) if min_score is not None else None)

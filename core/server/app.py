@@ -2,7 +2,8 @@
 OpenAPI at ``/openapi.json`` (``/docs`` renders it), the inspector page at ``/`` (:mod:`memory_ext.server.inspector`).
 
 Every route sits behind the same guards (:mod:`memory_ext.server.guards`): the ``Host`` and browser ``Origin``
-headers (421 / 403), then the bearer token (401), then the body size (413).
+headers (421 / 403), then the bearer token (401), then the body size (413); a refusal sent before the body was
+read still reaches clients that send the whole body first (``DrainMiddleware``).
 
 The process that builds it owns the engine (the store's single writer). Engine calls run in worker threads, so
 a slow search never blocks the event loop; reads run in parallel and the engine serialises writes. Shutting
@@ -19,7 +20,7 @@ import threading
 from collections.abc import AsyncIterator, Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -27,19 +28,23 @@ from fastapi.responses import JSONResponse
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Route
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .. import __version__
 from ..engine import MemoryEngine
 from ..errors import MemoryExtError
+from ..telemetry import face
 from . import inspector
 from .auth import AuthMiddleware, PermissionDenied
-from .guards import DEFAULT_MAX_BODY_BYTES, BodyLimitMiddleware, HostGuardMiddleware, HostPolicy
+from .guards import DEFAULT_MAX_BODY_BYTES, BodyLimitMiddleware, DrainMiddleware, HostGuardMiddleware, HostPolicy
 from .mcp_tools import build_mcp
 from .rest import build_router
 from .rest_items import build_items_router
 from .schemas import error_payload, plain_error
 from .settings import TokenTable
+
+if TYPE_CHECKING:
+    from .oauth_config import OAuthConfig
 
 __all__ = ["build_app"]
 
@@ -72,7 +77,7 @@ def _with_bearer_scheme(schema: dict[str, Any]) -> dict[str, Any]:
 def build_app(engine: MemoryEngine, *, tokens: TokenTable | None = None, host: str = "127.0.0.1",
               close_engine: bool = True, allowed_hosts: Iterable[str] = (), allowed_origins: Iterable[str] = (),
               max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, require_tokens: bool | None = None,
-              on_sighup: Callable[[], object] | None = None) -> ASGIApp:
+              on_sighup: Callable[[], object] | None = None, oauth: OAuthConfig | None = None) -> ASGIApp:
     """The ASGI app serving ``engine``; with ``tokens``, every call but health and OpenAPI needs a bearer token.
 
     ``close_engine`` closes the engine when the app shuts down. ``host`` is the bind address: with
@@ -80,9 +85,15 @@ def build_app(engine: MemoryEngine, *, tokens: TokenTable | None = None, host: s
     :class:`~memory_ext.server.guards.HostPolicy`; the MCP transport gets the same lists). A body larger than
     ``max_body_bytes`` is 413. ``require_tokens`` (default: whether ``tokens`` has any) keeps tokens required
     even when the table is empty. ``on_sighup`` is called on SIGHUP while the app runs (POSIX, when it runs in
-    the main thread).
+    the main thread). ``oauth`` makes the server an OAuth 2.1 resource server (and with ``mode="builtin"`` its
+    authorization server too; the static ``tokens`` are the owner's, see :mod:`memory_ext.server.oauth`).
     """
-    required = bool(tokens) if require_tokens is None else require_tokens
+    required = (bool(tokens) or oauth is not None) if require_tokens is None else require_tokens
+    oauth_server = None
+    if oauth is not None:
+        from .oauth import OAuthServer
+
+        oauth_server = OAuthServer(oauth, tokens if tokens is not None else TokenTable())
     policy = HostPolicy.build(host, allowed_hosts=allowed_hosts, allowed_origins=allowed_origins,
                               tokens_required=required)
     mcp = build_mcp(lambda: app.state.engine)
@@ -102,6 +113,8 @@ def build_app(engine: MemoryEngine, *, tokens: TokenTable | None = None, host: s
             app.state.ready = False
             if hangup:
                 asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
+            if oauth_server is not None:
+                oauth_server.close()
             if close_engine:
                 await asyncio.to_thread(engine.close)
             logger.info("memory-ext server stopped; engine closed")
@@ -111,8 +124,13 @@ def build_app(engine: MemoryEngine, *, tokens: TokenTable | None = None, host: s
                               "names a user (user_id); errors are {\"error\": {type, field, message, fix}}.")
     app.state.engine = engine
     app.state.ready = False
+    app.state.max_body_bytes = max_body_bytes
     default_openapi = app.openapi
     app.openapi = lambda: app.openapi_schema or _with_bearer_scheme(default_openapi())  # type: ignore[method-assign]
+    if oauth_server is not None:
+        with_bearer = app.openapi
+        app.openapi = lambda: oauth_server.openapi(with_bearer(), BEARER_SCHEME)  # type: ignore[method-assign]
+        app.router.routes.extend(oauth_server.routes())
     app.include_router(build_router())
     app.include_router(build_items_router())
     app.router.routes.append(Route("/mcp", endpoint=StreamableHTTPASGIApp(mcp.session_manager),
@@ -172,9 +190,25 @@ def build_app(engine: MemoryEngine, *, tokens: TokenTable | None = None, host: s
         status, body = error_payload(exc)
         return JSONResponse(body, status_code=status)
 
-    authenticated = AuthMiddleware(BodyLimitMiddleware(app, max_body_bytes), tokens if tokens is not None
-                                   else TokenTable(), required=required)
-    return HostGuardMiddleware(authenticated, policy)
+    authenticated = AuthMiddleware(BodyLimitMiddleware(_FaceMiddleware(app), max_body_bytes),
+                                   tokens if tokens is not None else TokenTable(), required=required,
+                                   oauth=oauth_server)
+    return DrainMiddleware(HostGuardMiddleware(authenticated, policy))
+
+
+class _FaceMiddleware:
+    """The face engine calls of a request show in their telemetry (:mod:`memory_ext.telemetry`): ``rest`` for
+    ``/v1`` (the inspector page calls it too), ``mcp`` for ``/mcp`` (its tools run in the session's own task and
+    set it themselves), ``http`` for the rest (``/readyz``)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = str(scope.get("path") or "") if scope["type"] == "http" else ""
+        name = "rest" if path.startswith("/v1/") else "mcp" if path.startswith("/mcp") else "http"
+        with face(name):
+            await self.app(scope, receive, send)
 
 
 def _install_sighup(on_sighup: Callable[[], object] | None) -> bool:

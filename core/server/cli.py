@@ -2,7 +2,7 @@
 
 ::
 
-    memext serve [--path DIR] [--embedder e5|hashing] [--config FILE]          # HTTP on 127.0.0.1:8765
+    memext serve [--path DIR] [--create] [--embedder e5|hashing] [--config FILE]  # HTTP on 127.0.0.1:8765
                  [--host HOST] [--port PORT] [--token TOKEN[:USER]] [--tokens-file FILE] [--log-level LEVEL]
                  [--allowed-host HOST] [--allowed-origin ORIGIN] [--max-body-bytes N]
     memext serve --stdio [--user USER]                                          # MCP over stdio
@@ -12,6 +12,10 @@ Every option has a ``MEMORY_EXT_*`` environment variable (``MEMORY_EXT_PATH``, `
 ``MEMORY_EXT_LOG_LEVEL``, ``MEMORY_EXT_ALLOWED_HOSTS``, ``MEMORY_EXT_ALLOWED_ORIGINS``, ``MEMORY_EXT_MAX_BODY_BYTES``)
 and a key in the config file's ``server:`` section; the command line wins, then the environment, then the file. A
 store that another process writes is refused with one line and exit status 2. SIGHUP re-reads the tokens files.
+
+A path with no store is refused (:class:`~memory_ext.errors.StoreNotFoundError`, exit status 2): a mistyped
+``--path`` in a desktop client's configuration must not become an empty memory. ``--create`` (a command-line flag
+only) makes a new, empty store there when there is none, and opens the existing one otherwise.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ logger = logging.getLogger("memory_ext.server")
 
 def add_serve_parser(sub: Any) -> None:
     """Register ``serve`` on the ``memext`` sub-command parser."""
+    from .oauth_config import add_oauth_arguments
     p = sub.add_parser("serve", help="serve one store to many clients: MCP (stdio or HTTP /mcp) and REST (/v1)",
                        description="One process owns the store and serves it: MCP over stdio (--stdio) or streamable "
                                    "HTTP (/mcp), and a REST API (/v1, OpenAPI at /openapi.json).")
@@ -39,6 +44,9 @@ def add_serve_parser(sub: Any) -> None:
                         "(env MEMORY_EXT_CONFIG)")
     p.add_argument("--host", default=None, help="bind address (default 127.0.0.1; anything else needs tokens)")
     p.add_argument("--port", type=int, default=None, help="TCP port (default 8765)")
+    p.add_argument("--create", action="store_true",
+                   help="make a new, empty store at --path if there is none (without it, a path with no store is "
+                        "an error: a mistyped path must not become an empty memory)")
     p.add_argument("--stdio", action="store_true", help="speak MCP over stdin/stdout instead of HTTP")
     p.add_argument("--token", action="append", default=[], metavar="TOKEN[:USER]",
                    help="a bearer token, optionally pinned to a user id (repeatable; env MEMORY_EXT_TOKENS)")
@@ -55,6 +63,7 @@ def add_serve_parser(sub: Any) -> None:
     p.add_argument("--max-body-bytes", type=int, default=None, metavar="N",
                    help="largest request body in bytes; larger is 413 (default 8388608, 8 MiB; "
                         "env MEMORY_EXT_MAX_BODY_BYTES)")
+    add_oauth_arguments(p)
     p.set_defaults(func=cmd_serve)
 
 
@@ -79,10 +88,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
     _configure_logging(settings.log_level)
     require_server("memext serve")
     if not args.stdio:
+        from .oauth_config import resolve_oauth
+
+        settings.oauth = resolve_oauth(args, settings)
         settings.check_binding()
         if hasattr(signal, "SIGHUP"):  # until the app's own handler takes over: a SIGHUP while the store and the
             signal.signal(signal.SIGHUP, lambda *_: settings.reload_tokens())  # model load must not kill us
         logger.info("memext serve: opening the store %s", settings.path)
+    if not getattr(args, "create", False):
+        from ..cli import require_store
+
+        require_store(settings.path, settings.engine_config, fix="pass --create to make a new, empty store there")
     engine = MemoryEngine.open(settings.path, config=settings.engine_config, embedder=settings.embedder)
     try:
         if args.stdio:
@@ -101,7 +117,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         app = build_app(engine, tokens=settings.tokens, host=settings.host, allowed_hosts=settings.allowed_hosts,
                         allowed_origins=settings.allowed_origins, max_body_bytes=settings.max_body_bytes,
-                        require_tokens=settings.tokens_required, on_sighup=settings.reload_tokens)
+                        require_tokens=settings.tokens_required, on_sighup=settings.reload_tokens,
+                        oauth=settings.oauth)
         config = uvicorn.Config(app, host=settings.host, port=settings.port, log_level=settings.log_level,
                                 access_log=False, lifespan="on", timeout_graceful_shutdown=30)
         logger.info("memext serve: store %s on http://%s:%d (REST /v1, MCP /mcp, %d token(s))", settings.path,

@@ -12,6 +12,11 @@ headers, and the size of request bodies.
   listed in ``server.allowed_origins`` (empty by default). Clients that are not browsers send no ``Origin``.
 - **Body size**: a body larger than ``server.max_body_bytes`` is ``413`` — from ``Content-Length`` before a byte
   of it is read; a chunked body is counted as it arrives and cut off at the limit, never buffered whole.
+- **Early answers reach the client** (:class:`DrainMiddleware`): ``urllib``, ``http.client`` and most HTTP
+  libraries send the whole body before they read a byte of the answer. A refusal sent before the body was read
+  (413, 401, 421, ...) is written at once, then the rest of the body is read and discarded — at most
+  :data:`DRAIN_MAX_BYTES`, for at most :data:`DRAIN_MAX_SECONDS` — before the connection is closed, so the client
+  reads the refusal instead of a connection reset. Nothing of the discarded body is kept.
 
 >>> policy = HostPolicy.build("127.0.0.1", allowed_hosts=["memory.example.com"])
 >>> [policy.host_allowed(h) for h in ("127.0.0.1:8765", "localhost", "[::1]:8765", "memory.example.com:443")]
@@ -25,6 +30,7 @@ False
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import json
 import logging
@@ -32,19 +38,25 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, RequestTooLargeError
 from .schemas import plain_error
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "LOOPBACK_NAMES", "BodyLimitMiddleware", "HostGuardMiddleware", "HostPolicy",
-           "parse_allowed_hosts", "parse_allowed_origins", "parse_max_body_bytes"]
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "DRAIN_MAX_BYTES", "DRAIN_MAX_SECONDS", "LOOPBACK_NAMES", "BodyLimitMiddleware",
+           "DrainMiddleware", "HostGuardMiddleware", "HostPolicy", "parse_allowed_hosts", "parse_allowed_origins",
+           "parse_max_body_bytes"]
 
 logger = logging.getLogger("memory_ext.server")
 
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 """The default largest request body (8 MiB): far above any real call, far below what hurts the server."""
+DRAIN_MAX_BYTES = 64 * 1024 * 1024
+"""The most of a refused body the server reads (and discards) so the client gets to read the refusal; a larger
+one (declared, or counted as it comes) is cut off: the client may then see the connection reset."""
+DRAIN_MAX_SECONDS = 30.0
+"""The longest the server keeps reading a refused body (a client that trickles it is cut off)."""
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
 """Names a loopback client uses; always answered."""
 WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", ""})
@@ -54,8 +66,7 @@ HOSTS_FIX = ("if clients reach this server under that name, add it to server.all
              "MEMORY_EXT_ALLOWED_HOSTS); '*' allows any name, for a server behind a proxy that checks Host")
 ORIGINS_FIX = ("to let pages of that origin call this server, add the origin to server.allowed_origins "
                "(--allowed-origin, MEMORY_EXT_ALLOWED_ORIGINS), e.g. https://app.example.com")
-BODY_FIX = ("send a smaller body (split the turns over several calls), or raise server.max_body_bytes "
-            "(--max-body-bytes, MEMORY_EXT_MAX_BODY_BYTES)")
+BODY_FIX = RequestTooLargeError.FIX
 
 
 # -- parsing ------------------------------------------------------------------------------------------------------
@@ -340,8 +351,10 @@ class BodyLimitMiddleware:
         self.max_body_bytes = max_body_bytes
 
     def _refusal(self) -> dict[str, Any]:
-        return plain_error("RequestTooLargeError", f"the request body is larger than the server's limit of "
+        body = plain_error("RequestTooLargeError", f"the request body is larger than the server's limit of "
                                                    f"{self.max_body_bytes} bytes", field="body", fix=BODY_FIX)
+        body["error"]["limit"] = self.max_body_bytes  # what RequestTooLargeError.limit becomes in a client
+        return body
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -376,3 +389,66 @@ class BodyLimitMiddleware:
             await send(message)
 
         await self.app(scope, counted_receive, guarded_send)
+
+
+class DrainMiddleware:
+    """Let clients that send their whole body before reading read an early answer (see the module docstring).
+
+    When the app completes a response while the request body is still arriving, the response goes out at once
+    (marked ``Connection: close``), then the rest of the body is read and dropped (:data:`DRAIN_MAX_BYTES`,
+    :data:`DRAIN_MAX_SECONDS`), then the response is completed and the server closes the connection. A client
+    that waits for ``100 Continue`` has sent nothing: it is answered without waiting for a body.
+    """
+
+    def __init__(self, app: ASGIApp, *, max_bytes: int = DRAIN_MAX_BYTES,
+                 max_seconds: float = DRAIN_MAX_SECONDS) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+        self.max_seconds = max_seconds
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        declared = _header(scope, b"content-length") if scope["type"] == "http" else None
+        chunked = "chunked" in (_header(scope, b"transfer-encoding") or "").lower() if scope["type"] == "http" \
+            else False
+        length = int(declared) if declared is not None and declared.strip().isdigit() else None
+        if scope["type"] != "http" or not (chunked or (length or 0) > 0):
+            await self.app(scope, receive, send)  # no body: nothing to drain
+            return
+        waits_for_continue = (_header(scope, b"expect") or "").lower() == "100-continue"
+        state = {"received": 0, "done": False}
+
+        async def tracked_receive() -> Message:
+            message = await receive()
+            if message["type"] == "http.request":
+                state["received"] += len(message.get("body", b""))
+                state["done"] = not message.get("more_body", False)
+            else:  # http.disconnect
+                state["done"] = True
+            return message
+
+        async def drain() -> None:
+            """Read and drop the rest of the body, within the bounds."""
+            try:
+                async with asyncio.timeout(self.max_seconds):
+                    while not state["done"] and state["received"] <= self.max_bytes:
+                        await tracked_receive()
+            except TimeoutError:
+                logger.info("stopped reading a refused request body after %.0f s", self.max_seconds)
+
+        def unread() -> bool:
+            if state["done"] or (waits_for_continue and not state["received"]):
+                return False  # read to its end; or a client that waits for 100 Continue and sends nothing
+            return length is None or length <= self.max_bytes  # else: too large to read through
+
+        async def draining_send(message: Message) -> None:
+            if message["type"] == "http.response.start" and not state["done"]:
+                headers = [(k, v) for k, v in message.get("headers", ()) if k.lower() != b"connection"]
+                message = {**message, "headers": [*headers, (b"connection", b"close")]}
+            elif message["type"] == "http.response.body" and not message.get("more_body") and unread():
+                await send({**message, "more_body": True})  # the answer goes out now,
+                await drain()  # the client finishes sending its body,
+                await send({"type": "http.response.body", "body": b"", "more_body": False})  # then it is closed
+                return
+            await send(message)
+
+        await self.app(scope, tracked_receive, draining_send)

