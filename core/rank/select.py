@@ -2,8 +2,8 @@
 
 * **Route quotas.** A plan may have several routes (the question, one per named speaker, the agent's action, one
   per missing slot). Summing route scores lets the main route crowd the others out; a quota guarantees each
-  secondary route its best ``quota`` items right below the best item overall (when it found any with positive
-  evidence), so they are among the k returned for any k >= 1 + routes x quota.
+  secondary route its best ``quota`` items (when it found any with positive evidence) from a fixed place on: the
+  agent's routes right below the best item overall, the conversation's routes at the bottom of a 10-item result.
 * **Episode budget.** At most ``budget`` items from one episode (one session of raw dialogue), so a long
   conversation about one thing cannot fill the whole result; items over budget are replaced by the next best
   items of other episodes (when there are none, the over-budget items follow: the budget never empties a result).
@@ -21,28 +21,40 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-__all__ = ["apply_episode_budget", "apply_route_quotas"]
+__all__ = ["AGENT_QUOTA_SLOT", "CONVERSATION_QUOTA_SLOT", "apply_episode_budget", "apply_route_quotas"]
+
+AGENT_QUOTA_SLOT = 1
+"""The first place (0-based) of the items the agent's routes (action, subgoal, missing slots) keep: right below the
+best item, so a lesson or a slot's value reaches even a short result."""
+CONVERSATION_QUOTA_SLOT = 8
+"""The first place (0-based) of the items the conversation routes (named speakers, an excerpt's opening and focus)
+keep: the bottom of a 10-item result, where they always were (LoCoMo and MADial are measured at 10)."""
 
 
 def apply_route_quotas(order: Sequence[int], route_best: Mapping[str, Sequence[int]], *, quota: int,
-                       k: int) -> list[int]:
+                       k: int, first_slot: Mapping[str, int] | None = None) -> list[int]:
     """The first ``k`` of one ranking built from ``order`` so every route of ``route_best`` has ``quota`` of its
     best items near the top.
 
     ``route_best`` lists each secondary route's candidates best first (only those with positive evidence). The
     ranking is built once, independently of ``k`` — so a search for k items returns the first k of a search for
     more: the best item overall comes first; then, place by place, the next item of ``order`` — unless a route
-    (in name order) still lacks items at its *slot*. Route ``i``'s ``j``-th needed item has slot
-    ``1 + i + j * len(route_best)`` (right below the best item, routes interleaved), so with k ≥ 1 + routes ×
-    quota every route has its quota among the k; an item of ``order`` that a route lists counts for that route
-    where it naturally stands. Deterministic.
+    (in name order) still lacks items at its *slot*. ``first_slot`` gives each route the first place (0-based)
+    its items may be lifted to (default 1: right below the best item); the ``i``-th of the ``n`` routes sharing a
+    first slot ``f`` has its ``j``-th needed item at ``f + i + j * n`` (routes interleaved), so with k above the
+    last slot every route has its quota among the k; an item of ``order`` that a route lists counts for that
+    route where it naturally stands. Deterministic.
     """
     order = list(dict.fromkeys(order))
     if quota <= 0 or not route_best or not order:
         return order[:k]
     goals = sorted(route_best)
     lists = {g: list(dict.fromkeys(route_best[g])) for g in goals}
-    slot = {(g, j): 1 + i + j * len(goals) for i, g in enumerate(goals) for j in range(quota)}
+    firsts = {g: max(1, (first_slot or {}).get(g, 1)) for g in goals}
+    slot: dict[tuple[str, int], int] = {}
+    for f in set(firsts.values()):
+        group = [g for g in goals if firsts[g] == f]
+        slot.update({(g, j): f + i + j * len(group) for i, g in enumerate(group) for j in range(quota)})
     have = dict.fromkeys(goals, 0)
     out: list[int] = []
     placed: set[int] = set()

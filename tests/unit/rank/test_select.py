@@ -34,6 +34,13 @@ def test_route_quotas_and_budget_are_prefix_stable_in_k() -> None:
     two = apply_route_quotas(order, {"action": [40], "slot:x": [41]}, quota=1, k=2)
     three = apply_route_quotas(order, {"action": [40], "slot:x": [41]}, quota=1, k=3)
     assert three[:2] == two == [1, 40] and three == [1, 40, 41]
+    # a conversation route keeps its item at the bottom of a 10-item result, an agent's route right below the top
+    order = list(range(1, 21))
+    both = apply_route_quotas(order, {"action": [40], "opening": [41]}, quota=1, k=10,
+                              first_slot={"action": 1, "opening": 8})
+    assert both == [1, 40, 2, 3, 4, 5, 6, 7, 41, 8]
+    assert apply_route_quotas(order, {"action": [40], "opening": [41]}, quota=1, k=5,
+                              first_slot={"action": 1, "opening": 8}) == both[:5]
     episodes = {1: "a", 2: "a", 3: "a", 4: "b", 5: "a"}
     full = apply_episode_budget([1, 2, 3, 4, 5], episodes, budget=2, k=5)
     assert full == [1, 2, 4, 3, 5]
