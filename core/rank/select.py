@@ -24,11 +24,12 @@ from collections.abc import Mapping, Sequence
 __all__ = ["AGENT_QUOTA_SLOT", "CONVERSATION_QUOTA_SLOT", "apply_episode_budget", "apply_route_quotas"]
 
 AGENT_QUOTA_SLOT = 1
-"""The first place (0-based) of the items the agent's routes (action, subgoal, missing slots) keep: right below the
-best item, so a lesson or a slot's value reaches even a short result."""
+"""The first place (0-based) of the items the action state asks for precisely keep (an action route after a failure
+or a tool call, a missing slot): right below the best item, so a lesson or a slot's value reaches even a short
+result."""
 CONVERSATION_QUOTA_SLOT = 8
-"""The first place (0-based) of the items the conversation routes (named speakers, an excerpt's opening and focus)
-keep: the bottom of a 10-item result, where they always were (LoCoMo and MADial are measured at 10)."""
+"""The first place (0-based) of the items the other routes keep (named speakers, an excerpt's opening and focus, a
+subgoal): the bottom of a 10-item result, where they always were (LoCoMo and MADial are measured at 10)."""
 
 
 def apply_route_quotas(order: Sequence[int], route_best: Mapping[str, Sequence[int]], *, quota: int,

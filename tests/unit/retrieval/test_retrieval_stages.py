@@ -28,7 +28,7 @@ from memory_ext.store.timeindex import TimeIndex
 
 PLAIN = Strategy(window=0.0, session=0.0, speaker=0.0, time=0.0, derived=0.0)
 MAIN = EvidenceRoute(goal="query", queries=("what pet does Ana have",))
-ACTION = EvidenceRoute(goal="action", queries=("vet appointment",))
+ACTION = EvidenceRoute(goal="action", queries=("vet appointment",), boost_kinds=("failure_pattern",))  # after a tool
 
 
 def catalog(sessions: list[str], *, cold: tuple[int, ...] = (), valid_to: dict[int, float] | None = None) -> Catalog:
