@@ -9,6 +9,8 @@
                         [--namespaces N] [--queries N] [--json OUT] [--report DIR]
     memext bench ingest --data FILE [--systems memory-ext,vector,langchain-vector,llamaindex-vector]
                         [--embedder e5|hashing] [--messages N] [--batch N] [--batches N] [--config FILE] [--json OUT]
+    memext bench agent  --data DIR [--systems ...] [--suites failures,procedures,slots,memory] [--embedder e5|hashing]
+                        [--folds 5] [--config FILE] [--json OUT]
     memext bench report --json RESULT.json --report DIR
     memext bench serve  [--turns 2000] [--queries 200] [--clients 8] [--ops 50] [--embedder hashing|e5] [--json OUT]
 
@@ -43,7 +45,7 @@ def _csv(value: str) -> list[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
-_COMMANDS = "{locomo,madial,calibration,scale,ingest,serve,store,writers,report}"
+_COMMANDS = "{locomo,madial,calibration,scale,ingest,serve,store,writers,agent,report}"
 
 
 def _sizes(value: str) -> list[int]:
@@ -245,6 +247,22 @@ def _add_commands(commands: Any) -> None:
     writers.add_argument("--json", type=Path, default=None, help="write the result JSON here")
     writers.add_argument("--quiet", action="store_true", help="do not print the Markdown summary")
     writers.set_defaults(func=run_args, bench_handler=_cmd_writers, dataset="writers")
+    agent = commands.add_parser("agent", help="memory for an agent's next action: failures, procedures, slots, "
+                                "conversational memory (agent_dev layout)", description="see memory_ext.bench.agent")
+    agent.add_argument("--data", required=True, type=Path, help="a folder with the layout of agent_dev/")
+    agent.add_argument("--systems", type=_csv, default=None,
+                       help="comma-separated systems (default: memory-ext,memory-ext-query-only,bm25,vector,"
+                            "langchain-ensemble)")
+    agent.add_argument("--suites", type=_csv, default=None,
+                       help="comma-separated suites (default: failures,procedures,slots,memory)")
+    agent.add_argument("--embedder", default="e5", help="embedder for every system: e5 (default) or hashing")
+    agent.add_argument("--config", type=Path, default=None, help="engine configuration file for memory-ext")
+    agent.add_argument("--folds", type=_positive, default=5, help="probe i of a suite -> fold i %% K (5)")
+    agent.add_argument("--workdir", type=Path, default=None, help="where the stores are built (default: a temp dir)")
+    agent.add_argument("--json", type=Path, default=None, help="write the result JSON here")
+    agent.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
+    agent.add_argument("--quiet", action="store_true", help="do not print the Markdown summary")
+    agent.set_defaults(func=run_args, bench_handler=_cmd_agent, dataset="agent")
     report = commands.add_parser("report", help="regenerate report.md and plots from a saved result JSON")
     report.add_argument("--json", type=Path, required=True, help="a result JSON written by --json")
     report.add_argument("--report", type=Path, required=True, help="output folder")
@@ -599,6 +617,36 @@ def _cmd_writers(args: argparse.Namespace) -> int:
     if not args.quiet:
         sys.stdout.write(markdown(result) + "\n")
     return EXIT_OK
+
+
+def _cmd_agent(args: argparse.Namespace) -> int:
+    import tempfile
+
+    from .agent import AGENT_SYSTEMS, SUITES, AgentDataError, format_agent_markdown, load_agent_data, run_agent_bench
+
+    systems = args.systems or list(AGENT_SYSTEMS)
+    suites = args.suites or list(SUITES)
+    for kind, given, valid in (("system", systems, AGENT_SYSTEMS), ("suite", suites, SUITES)):
+        unknown = [g for g in given if g not in valid]
+        if unknown:
+            raise BenchUsageError(f"unknown {kind}(s) {', '.join(unknown)}; valid: {', '.join(valid)}")
+    try:
+        data = load_agent_data(args.data, suites)
+    except AgentDataError as exc:
+        raise BenchUsageError(str(exc)) from None
+    embedder = resolve_bench_embedder(args.embedder)
+
+    def progress(line: str) -> None:
+        if not args.no_progress:
+            print(line, file=sys.stderr, flush=True)
+
+    with tempfile.TemporaryDirectory(prefix="memext-agent-", dir=args.workdir) as tmp:
+        result = run_agent_bench(data, systems, embedder=embedder, config=_engine_config(args.config),
+                                 folds=args.folds, workdir=Path(tmp), progress=progress)
+    result["meta"] = {"command": args._command_line, "embedder": getattr(embedder, "id", args.embedder),
+                      "folds": args.folds, "suites": suites}
+    _write_and_print(result, args, format_agent_markdown(result))
+    return EXIT_SYSTEM_FAILED if result["failed"] else EXIT_OK
 
 
 def _cmd_report(args: argparse.Namespace) -> int:

@@ -31,7 +31,7 @@ from memory_ext.ingest.turns import (
 )
 from memory_ext.text.sentences import is_question
 
-__all__ = ["call_outcome", "failure_records", "json_error", "prose_error"]
+__all__ = ["call_outcome", "failure_records", "json_error", "lesson_text", "prose_error", "slot_records"]
 
 
 # ------------------------------------------------------------------------------------------ errors
@@ -172,6 +172,16 @@ def _result_error(content: str) -> _Err | None:
     return _Err(_classes_of(head) or ["error"], _error_line(head))
 
 
+def turn_error(t: TurnView) -> _Err | None:
+    """The error of a tool-result turn: its text's, or — for a turn its face flagged as an error
+    (:attr:`~memory_ext.ingest.turns.TurnView.is_error`) whose text reads like anything — its first line."""
+    err = _result_error(t.content)
+    if err is None and t.is_error:
+        line = next((ln for ln in t.content.splitlines() if ln.strip()), "")
+        return _Err(_classes_of(t.content[:2000]) or ["error"], clean(line, 120) or "error")
+    return err
+
+
 _TECH_RE: Final = re.compile(r"`|\$ |\b(?:pip|npm|git|docker|python|node|api|http|sql|server|build|deploy|install"
                              r"|compile|script|command|request|endpoint|query|database|tool|function|package)\b",
                              re.IGNORECASE)
@@ -248,7 +258,7 @@ def call_outcome(turns: Sequence[TurnView | None], k: int, call: ToolCall) -> tu
     r = _answering_result(turns, k, call)
     if r is None:
         return "unknown", None, None
-    err = _result_error(r.content)
+    err = turn_error(r)
     return ("error" if err else "ok"), err, r
 
 
@@ -326,38 +336,70 @@ def _fix_text(t: TurnView) -> str:
     return f"run {cmd}" if cmd else ""
 
 
-def _find_fix(turns: Sequence[TurnView | None], i: int, tool: str | None, failed: ToolCall | None
-              ) -> tuple[str, list[TurnView], int | None]:
-    """(fix gist, the turns that show it, index of the turn that gives it) for an error at turn ``i``."""
+RETRY_LOOKAHEAD: Final = 2 * LOOKAHEAD
+"""How far (in turns of the session) a successful call of the failed tool still counts as its fix: agents look
+things up (other tools, the user) before they retry."""
+
+
+def _same_tool_success(turns: Sequence[TurnView | None], i: int, tool: str, failed: ToolCall | None
+                       ) -> tuple[str, list[TurnView], int, ToolCall] | None:
+    """The first successful call of ``tool`` after the error at turn ``i`` in its session, as a fix."""
     src = turns[i]
     assert src is not None
+    for k in range(i + 1, min(len(turns), i + RETRY_LOOKAHEAD + 1)):
+        t = turns[k]
+        if t is None:
+            continue
+        if not same_session(t, src):
+            break
+        if t.role == "tool":
+            continue
+        for call in t.calls:
+            if call.name != tool:
+                continue
+            status, _, result = call_outcome(turns, k, call)
+            if status == "ok":
+                diff = _args_diff(failed.args if failed else None, call.args)
+                gist = f"retried {call.name} with {diff}" if diff else f"retried {call.name}"
+                return gist, [t] + ([result] if result else []), k, call
+    return None
+
+
+def _find_fix(turns: Sequence[TurnView | None], i: int, tool: str | None, failed: ToolCall | None
+              ) -> tuple[str, list[TurnView], int | None, ToolCall | None]:
+    """(fix gist, the turns that show it, index of the turn that gives it, the successful call of the same tool
+    when that is the fix) for an error at turn ``i``."""
+    src = turns[i]
+    assert src is not None
+    retried = _same_tool_success(turns, i, tool, failed) if tool else None
+    if retried is not None:
+        return retried
     for k in range(i + 1, min(len(turns), i + LOOKAHEAD + 1)):
         t = turns[k]
         if t is None:
             continue
         if not same_session(t, src):
             break
+        if t.role == "tool":
+            continue  # a result: the same failure again, a new one, or the answer to a call seen before
         if t.calls:
             for call in t.calls:
                 status, _, result = call_outcome(turns, k, call)
-                if status == "ok":
-                    if tool and call.name == tool:
+                if status == "ok" and not (result is not None and not result.content.strip()):
+                    same = bool(tool) and call.name == tool
+                    if same:
                         diff = _args_diff(failed.args if failed else None, call.args)
                         gist = f"retried {call.name} with {diff}" if diff else f"retried {call.name}"
                     else:
                         gist = f"used {call.name}" + (f"({args_gist(call.args)})" if call.args else "") + " instead"
-                    return gist, [t] + ([result] if result else []), k
-            continue
-        if t.role == "tool":
-            if _result_error(t.content) is not None:
-                continue  # the same failure again (or a new one): keep looking for the fix
+                    return gist, [t] + ([result] if result else []), k, call if same else None
             continue
         if t.role == "user" and prose_error(t, [tool] if tool else []) is not None:
             continue
         gist = _fix_text(t)
         if gist:
-            return gist, [t], k
-    return "", [], None
+            return gist, [t], k, None
+    return "", [], None, None
 
 
 @dataclass(slots=True)
@@ -378,7 +420,7 @@ def _failures(turns: Sequence[TurnView | None], start: int, known: Sequence[str]
         if t is None:
             continue
         if t.role == "tool":
-            err = _result_error(t.content)
+            err = turn_error(t)
             if err is None:
                 continue
             tool, call, call_turn = _tool_of_result(turns, i)
@@ -413,14 +455,49 @@ def _failures(turns: Sequence[TurnView | None], start: int, known: Sequence[str]
     return out
 
 
+def _value(v: Any) -> str:
+    """An argument value as the lesson quotes it: strings in single quotes, the rest as JSON."""
+    if isinstance(v, str):
+        return "'" + clean(v, 40) + "'"
+    return clean(json.dumps(v, ensure_ascii=False, default=str), 40)
+
+
+def lesson_text(tool: str, error: str, failed: Mapping[str, Any] | None, succeeded: Mapping[str, Any] | None
+                ) -> str:
+    """The lesson of a failed call followed by a successful call of the same tool, from the structured calls:
+    the error and the failed values of the arguments that changed, then the values that worked.
+
+    >>> lesson_text("book_hotel", "HTTP 422 invalid date", {"city": "Lisbon", "check_in": "14/04/2026"},
+    ...             {"city": "Lisbon", "check_in": "2026-04-14"})
+    "book_hotel failed: HTTP 422 invalid date (check_in '14/04/2026'); succeeded with check_in '2026-04-14'"
+    >>> lesson_text("search", "timeout", {"q": "tokyo"}, {"q": "tokyo"})
+    'search failed: timeout; succeeded on retry with the same arguments'
+    """
+    failed, succeeded = dict(failed or {}), dict(succeeded or {})
+    changed = [k for k in succeeded if k not in failed or failed[k] != succeeded[k]]
+    dropped = [k for k in failed if k not in succeeded]
+    before = [f"{k} {_value(failed[k])}" for k in changed if k in failed][:4]
+    before += [f"{k} {_value(failed[k])}" for k in dropped][:2]
+    after = [f"{k} {_value(succeeded[k])}" for k in changed][:4] + [f"without {k}" for k in dropped][:2]
+    error = clean(error, 110)
+    head = f"{tool} failed: {error}" + (f" ({', '.join(before)})" if before else "")
+    tail = f"succeeded with {', '.join(after)}" if after else "succeeded on retry with the same arguments"
+    return clean(head, 170) + "; " + clean(tail, 120)
+
+
 def failure_records(turns: Sequence[TurnView | None], first: int) -> list[DerivedRecord]:
     known = known_tools(turns)
     out = []
     for f in _failures(turns, first - LOOKAHEAD, known):
         src = turns[f.index]
         assert src is not None
-        fix, fix_turns, fix_at = _find_fix(turns, f.index, f.tool, f.call)
-        if f.index >= first:
+        fix, fix_turns, fix_at, fixed = _find_fix(turns, f.index, f.tool, f.call)
+        if fixed is not None and fix_at is not None and fix_at >= first:
+            # a lesson is anchored to the call that worked (its role marks it: rank/zscore.py), the error next
+            fixer = turns[fix_at]
+            assert fixer is not None
+            source, context = fixer, [src]
+        elif f.index >= first:
             source, context = src, [src]
         elif fix_at is not None and fix_at >= first:  # the fix arrived in this batch, the error before it
             fixer = turns[fix_at]
@@ -435,13 +512,24 @@ def failure_records(turns: Sequence[TurnView | None], first: int) -> list[Derive
         gist = f.err.gist
         if f.tool and gist.startswith(f.tool):  # "flight_search failed: timeout ..." -> "timeout ..."
             gist = clean(re.sub(r"^[\s:,-]*(?:failed|error|raised)?[\s:,-]*", "", gist[len(f.tool):]), 120) or gist
-        text = f"{tool} failed with {err}" + (f" ({gist})" if gist and gist.lower() != err.lower() else "")
-        text = clean(text, 170)
-        if fix:
-            text += f"; fix: {clean(fix, 110)}"
+        lesson = lesson_text(tool, gist or err, f.call.args if f.call else None, fixed.args) \
+            if fixed is not None and f.tool else None
+        if lesson is not None:
+            text = lesson
+        else:
+            text = f"{tool} failed with {err}" + (f" ({gist})" if gist and gist.lower() != err.lower() else "")
+            text = clean(text, 170)
+            if fix:
+                text += f"; fix: {clean(fix, 110)}"
         ctx = context + ([f.call_turn] if f.call_turn is not None else []) + fix_turns
         tools = [tool] + [c.name for t in fix_turns for c in t.calls if c.name != tool]
-        args = f" args: {args_gist(f.call.args)}" if f.call and f.call.args else ""
+        if lesson is not None:  # the lesson's text has the arguments that matter: their names key it
+            worked = (fixed.args if fixed is not None else None) or {}
+            before = (f.call.args if f.call is not None else None) or {}
+            changed = [k for k in worked if before.get(k) != worked[k]]
+            args = f" lesson fix succeeded {' '.join(changed)}"
+        else:
+            args = f" args: {args_gist(f.call.args)}" if f.call and f.call.args else ""
         index = (f"{text} | tool {' '.join(tools)} failure error failed {' '.join(classes)}{args}"
                  f" | {clean(src.content, 200)}")
         tags = ["failure", *(n.strip("`") for n in tools), *classes]
@@ -449,3 +537,64 @@ def failure_records(turns: Sequence[TurnView | None], first: int) -> list[Derive
             c for c in classes if _ERR_CLASS_RE.fullmatch(c)]))
     return out
 
+
+
+# ------------------------------------------------------------------------------------------ slot values
+
+SLOT_VALUE_MIN_CHARS: Final = 3
+"""A call argument shorter than this (``2``, ``"no"``) is not looked for in the user's words."""
+
+
+def _slot_value(v: Any) -> str | None:
+    if isinstance(v, bool) or v is None:
+        return None
+    if isinstance(v, (int, float)):
+        v = str(v)
+    if not isinstance(v, str):
+        return None
+    v = v.strip()
+    return v if SLOT_VALUE_MIN_CHARS <= len(v) <= 80 else None
+
+
+def slot_records(turns: Sequence[TurnView | None], first: int) -> list[DerivedRecord]:
+    """A ``fact`` record per tool-call argument whose value a user turn gave literally, so the value is found by
+    the parameter's name: ``book_hotel(check_in="2026-04-14")`` after "check in on 2026-04-14, please" ->
+    ``"check_in: '2026-04-14' (given for book_hotel)"``, anchored to the user turn (to the call when that turn
+    was stored before this batch). Calls of the turns ``turns[first:]`` only; one record per parameter and
+    value in a session.
+
+    >>> from memory_ext.ingest.turns import view_turn
+    >>> ts = [view_turn({"id": "u", "role": "user", "content": "Check in on 2026-04-14 please"}, 0),
+    ...       view_turn({"id": "a", "role": "assistant", "content": "", "tool_calls": [
+    ...           {"name": "book_hotel", "arguments": {"check_in": "2026-04-14", "nights": 2}}]}, 1)]
+    >>> [(r.text, r.turn_ids) for r in slot_records(ts, 0)]
+    [("check_in: '2026-04-14' (given for book_hotel)", ['u', 'a'])]
+    """
+    out: list[DerivedRecord] = []
+    seen: set[tuple[Any, str, str]] = set()
+    for i in range(max(0, first), len(turns)):
+        t = turns[i]
+        if t is None or not t.calls or t.role == "tool":
+            continue
+        for call in t.calls:
+            for param, raw in (call.args or {}).items():
+                value = _slot_value(raw)
+                if value is None or (t.session, param, value.casefold()) in seen:
+                    continue
+                pattern = re.compile(r"(?<![\w])" + re.escape(value) + r"(?![\w])", re.IGNORECASE)
+                for k in range(i - 1, max(-1, i - LOOKBACK - 1), -1):
+                    u = turns[k]
+                    if u is None or not same_session(u, t):
+                        continue
+                    if u.role != "user" or not pattern.search(u.content):
+                        continue
+                    seen.add((t.session, param, value.casefold()))
+                    label = param.replace("_", " ")
+                    text = f"{param}: {_value(raw)} (given for {call.name})"
+                    index = (f"{text} | parameter {param} {label} value {value} {call.name} slot argument"
+                             f" | {clean(u.content, 200)}")
+                    source, context = (u, [t]) if k >= first else (t, [u])
+                    out.append(make_record("fact", source, text, index, context, ["slot", param, call.name],
+                                           [call.name]))
+                    break
+    return out

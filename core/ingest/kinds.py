@@ -17,9 +17,13 @@ short records of the kinds of :class:`~memory_ext.models.RecordKind` that a turn
   plug it back"``, ``"how to find flights to Tokyo: call flight_search(to=Tokyo, timeout_s=30)"``.
 * **failure_pattern** -- a tool call or action followed by an error (a tool result with an error key, an
   exception, a traceback, a timeout, an HTTP 4xx/5xx, "failed", 失败/报错/超时) and the fix that followed
-  when there is one (the same or another tool succeeding, or a message proposing a fix) ->
-  ``"flight_search failed with timeout (timeout contacting airline API); fix: retried flight_search with
-  timeout_s=30"``.
+  when there is one (the same or another tool succeeding, or a message proposing a fix); a tool result its
+  face flagged as an error (``is_error``, ``status="error"``) is a failure whatever its text says. When the same
+  tool then succeeds, the record is the *lesson*, built from the two calls' arguments (what changed) ->
+  ``"flight_search failed: timeout contacting airline API; succeeded with timeout_s 30"``; otherwise
+  ``"flight_search failed with timeout (...); fix: used train_search(...) instead"``.
+* **fact** (a parameter value) -- a tool-call argument whose value a user turn gave literally, so the value is
+  found by the parameter's name -> ``"check_in: '2026-04-14' (given for book_hotel)"``.
 
 Precision comes before recall: questions ("Do you like sushi?"), hypotheticals ("If I lived in Paris..."),
 negated statements, other people's preferences, chit-chat and prose "failures" without a technical context
@@ -60,6 +64,7 @@ from memory_ext.ingest.failures import (
     json_error,
     known_tools,
     prose_error,
+    slot_records,
 )
 from memory_ext.ingest.statements import EVENT_MIN_CONFIDENCE, is_personal_source, personal_records, short_entities
 from memory_ext.ingest.turns import (
@@ -246,4 +251,9 @@ def derive_kinds(sequence: Sequence[IngestTurn | Mapping[str, Any]], first: int)
     except Exception:  # noqa: BLE001 -- a bug in failure mining must not lose the records found above
         failures = []
     out.extend(failures)
+    try:
+        slots = slot_records(turns, first)
+    except Exception:  # noqa: BLE001 -- a bug in slot mining must not lose the records found above
+        slots = []
+    out.extend(slots)
     return out

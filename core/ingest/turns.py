@@ -53,6 +53,9 @@ class TurnView:
     session: Any
     calls: list[ToolCall] = field(default_factory=list)
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    is_error: bool = False
+    """A tool result its face flagged as an error (``ToolMessage.status="error"``, LlamaIndex ``is_error``, MCP
+    ``isError``), whatever its text says."""
 
 
 def _str(value: Any) -> str:
@@ -118,11 +121,32 @@ def view_turn(raw: IngestTurn | Mapping[str, Any] | Any, index: int) -> TurnView
         ts = None
     speaker = raw.get("speaker")
     meta = raw.get("metadata")
+    meta = meta if isinstance(meta, Mapping) else {}
     return TurnView(index=index, id=tid, role=_str(raw.get("role")).strip().lower() or "user",
               speaker=speaker.strip() or None if isinstance(speaker, str) else None,
               content=_str(raw.get("content")), ts=float(ts) if ts is not None else None,
               session=raw.get("session_id"), calls=_calls(raw.get("tool_calls")),
-              metadata=meta if isinstance(meta, Mapping) else {})
+              metadata=meta, is_error=error_flag(raw, meta))
+
+
+_ERROR_STATUSES: Final = frozenset({"error", "failed", "failure", "timeout"})
+
+
+def error_flag(raw: Mapping[str, Any], meta: Mapping[str, Any]) -> bool:
+    """True when a turn is flagged as a failed tool result: ``is_error`` (the turn's field or its metadata's),
+    ``isError`` (MCP) or ``status`` ``"error"`` (LangChain's ``ToolMessage.status``) in its metadata.
+
+    >>> error_flag({}, {"status": "error"}), error_flag({"is_error": True}, {}), error_flag({}, {"status": "ok"})
+    (True, True, False)
+    """
+    for src in (raw, meta):
+        for key in ("is_error", "isError"):
+            if src.get(key) is True:
+                return True
+        status = src.get("status")
+        if isinstance(status, str) and status.strip().lower() in _ERROR_STATUSES:
+            return True
+    return False
 
 
 # ------------------------------------------------------------------------------------------ shared text helpers

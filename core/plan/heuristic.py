@@ -25,7 +25,7 @@ from ..text.entities import query_names
 from ..text.sentences import is_question, split_sentences
 from ..text.timeexpr import extract_times
 
-__all__ = ["classify_question", "conversation_parts", "plan_search", "split_sentences"]
+__all__ = ["action_routes", "classify_question", "conversation_parts", "plan_search", "split_sentences"]
 
 TIME_FILTER_MIN_CONFIDENCE = 0.8
 MAX_SLOT_ROUTES = 3
@@ -35,6 +35,10 @@ FOCUS_SENTENCES = 2
 """The focus route searches the query's last sentences: where a long conversation currently is."""
 OPENING_MIN_CHARS = 15
 """The opening route searches the query's first sentences (at least this many characters): the topic raised."""
+MAX_TOOL_NAMES = 5
+"""An action route names the available tools only when there are this few: a long tool list is noise."""
+LESSON_CUE = "succeeded"
+"""Added to an action route with a failure: the word a lesson's index holds and a failure without a fix lacks."""
 ACTION_BOOST_KINDS = (RecordKind.FAILURE_PATTERN, RecordKind.PROCEDURE)
 """What an action route with a failure signal or a last tool name boosts: past failures and procedures."""
 
@@ -87,6 +91,40 @@ def classify_question(query: str) -> str:
     return "single" if is_question(query, loose=True) else "other"
 
 
+def action_routes(query: str, state: ActionState) -> list[EvidenceRoute]:
+    """The action route of an :class:`~memory_ext.models.ActionState` (the slot routes are added apart).
+
+    With a failure, the route asks for the tool and its error alone (and for what succeeded); without one, for
+    the tentative action, the last tool, the missing slots, and the available tools while no tool was called
+    yet (when there are at most ``MAX_TOOL_NAMES``). A failure or a last tool makes it boost lessons and
+    procedures. The subgoal, when it is not the query itself, is a route of its own (``subgoal``), so neither
+    it nor a list of tools can dilute the action route.
+
+    >>> [(r.name, r.queries) for r in action_routes("hotel in Lisbon?", ActionState(
+    ...     current_subgoal="book a hotel in Lisbon", last_tool_name="book_hotel", failure_signal="HTTP 422",
+    ...     available_tools=("book_hotel", "get_weather")))]
+    [('action', ('book_hotel HTTP 422 succeeded',)), ('subgoal', ('book a hotel in Lisbon',))]
+    """
+    subgoal = (state.current_subgoal or "").strip()
+    if state.failure_signal:
+        # after a failure, what helps is what worked: a lesson's index says "succeeded" (ingest/failures.py)
+        parts = [state.tentative_action, state.last_tool_name, state.failure_signal, LESSON_CUE]
+    else:  # the step: a tool just used pulls procedures; the tools on offer count only before any call
+        tools = state.available_tools if not state.last_tool_name and len(state.available_tools) <= MAX_TOOL_NAMES \
+            else ()
+        parts = [state.tentative_action, state.last_tool_name, *state.missing_slots, *tools]
+    text = " ".join(p for p in parts if p)
+    out: list[EvidenceRoute] = []
+    if text.strip():
+        kinds = ACTION_BOOST_KINDS if (state.failure_signal or state.last_tool_name) else ()
+        out.append(EvidenceRoute(goal=RouteGoal.ACTION, queries=(text,), boost_kinds=kinds,
+                                 weight=SECONDARY_ROUTE_WEIGHT))
+    if subgoal and subgoal.casefold() != query.strip().casefold():
+        out.append(EvidenceRoute(goal=RouteGoal.ACTION, name="subgoal", queries=(subgoal,),
+                                 weight=SECONDARY_ROUTE_WEIGHT))
+    return out
+
+
 def plan_search(query: str, *, now: datetime | None, speakers: Sequence[str],
                 action_state: ActionState | None) -> SearchPlan:
     """The plan: question type, the main route (with time filter and named speakers) and an action route.
@@ -119,14 +157,7 @@ def plan_search(query: str, *, now: datetime | None, speakers: Sequence[str],
         routes += [EvidenceRoute(goal=RouteGoal.OPENING, queries=(excerpt[0],), weight=SECONDARY_ROUTE_WEIGHT),
                    EvidenceRoute(goal=RouteGoal.FOCUS, queries=(excerpt[1],), weight=SECONDARY_ROUTE_WEIGHT)]
     if action_state is not None:
-        parts = [action_state.current_subgoal, action_state.tentative_action, action_state.last_tool_name,
-                 action_state.failure_signal, *action_state.missing_slots, *action_state.available_tools]
-        text = " ".join(p for p in parts if p)
-        if text.strip():
-            # a failure or a tool just used pulls failure patterns and procedures (boosted when they match)
-            kinds = ACTION_BOOST_KINDS if (action_state.failure_signal or action_state.last_tool_name) else ()
-            routes.append(EvidenceRoute(goal=RouteGoal.ACTION, queries=(text,), boost_kinds=kinds,
-                                        weight=SECONDARY_ROUTE_WEIGHT))
+        routes += action_routes(query, action_state)
         # each missing slot is an evidence need of its own: a route asking for it in the context of the subgoal
         context = action_state.current_subgoal or action_state.tentative_action or ""
         for slot in action_state.missing_slots[:MAX_SLOT_ROUTES]:

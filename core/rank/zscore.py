@@ -27,6 +27,12 @@ from ..store.catalog import DERIVED_KINDS, KIND_CODES, Catalog
 __all__ = ["TurnScores", "dense_scores", "rank_turns", "session_prior", "standardize"]
 
 TURN, WINDOW = KIND_CODES["turn"], KIND_CODES["window"]
+LESSON = KIND_CODES["failure_pattern"]
+"""The derived kind whose lessons are items of their own: a failure and the call that fixed it (a failure pattern
+anchored to the assistant's call that worked, :mod:`memory_ext.ingest.failures`) reads better than any one of the
+turns it comes from. A failure without a fix (anchored to its error turn) stays evidence for that turn."""
+LESSON_LIFT = 1e-3
+"""How far above its error turn a matching lesson ranks."""
 LIKE_TURNS = {KIND_CODES[k]: TURN for k in DERIVED_KINDS}
 """Derived kinds are standardised with the turns' statistics (layers, like windows, have their own)."""
 SESSION_TOP = 3
@@ -139,7 +145,9 @@ def rank_turns(cat: Catalog, hits: Mapping[str, Hits], weights: Mapping[str, flo
             zs[name] = np.where(channel_kinds[name], zs[name], 0.0)
         fused += float(weights.get(name, 1.0)) * zs[name]
     is_turn = cat.kind == TURN
-    window = np.where(is_turn, fused, 0.0)  # a turn without a window record stands in for its own window
+    is_lesson = (cat.kind == LESSON) & cat.assistant
+    # a turn without a window record stands in for its own window; so does a lesson (it has none)
+    window = np.where(is_turn | is_lesson, fused, 0.0)
     win_pos = np.flatnonzero((cat.kind == WINDOW) & (cat.anchor >= 0))
     if win_pos.size:
         anchors = cat.anchor[win_pos]
@@ -157,8 +165,13 @@ def rank_turns(cat: Catalog, hits: Mapping[str, Hits], weights: Mapping[str, flo
         derived = strategy.derived * np.where(is_turn & np.isfinite(best), np.maximum(best, 0.0), 0.0)
         total = total + derived
     if bonus_kinds and strategy.kind_bonus:
-        best = anchored_best(cat, fused, np.array([KIND_CODES[k] for k in bonus_kinds if k in KIND_CODES]))
-        kind_bonus = strategy.kind_bonus * (is_turn & np.isfinite(best) & (best > 0))
+        codes = [KIND_CODES[k] for k in bonus_kinds if k in KIND_CODES]
+        # a boosted lesson is an item of its own and takes the bonus itself; the other records lift their turn
+        lifting = np.isin(cat.kind, codes) & ~is_lesson & (cat.anchor >= 0)
+        best = np.full(n, -np.inf)
+        np.maximum.at(best, cat.anchor[lifting], fused[lifting])
+        kind_bonus = strategy.kind_bonus * ((is_turn & np.isfinite(best) & (best > 0))
+                                            + (is_lesson & (LESSON in codes) & (fused > 0)))
         total = total + kind_bonus
     speaker: np.ndarray = np.zeros(n)
     codes = [cat.speaker_codes[s] for s in speakers if s in cat.speaker_codes]
@@ -171,7 +184,11 @@ def rank_turns(cat: Catalog, hits: Mapping[str, Hits], weights: Mapping[str, flo
     total = total + speaker + time
     if assistant_roles is not None and strategy.assistant:
         total = total + strategy.assistant * assistant_roles
-    rankable = is_turn if allowed is None else is_turn & allowed
+    lessons = np.flatnonzero(is_lesson & (cat.anchor >= 0))
+    if lessons.size:  # a lesson ranks at least just above the call that worked, its anchor: it says more
+        total[lessons] = np.maximum(total[lessons], total[cat.anchor[lessons]] + LESSON_LIFT)
+    items = is_turn | is_lesson
+    rankable = items if allowed is None else items & allowed
     session = np.zeros(n)
     if strategy.session and rankable.any():
         session = strategy.session * session_prior(cat.session, total, rankable)[cat.session]

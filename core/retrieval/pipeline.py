@@ -41,6 +41,9 @@ from .select import select
 
 __all__ = ["ReadPipeline"]
 
+POOL_MIN_K = 10
+"""Searches for up to this many items draw the same candidate pool (a search's first k items do not depend on k)."""
+
 
 def _ms(t0: float) -> float:
     return round((time.perf_counter() - t0) * 1000, 3)
@@ -234,7 +237,9 @@ class ReadPipeline:
         t_rank = time.perf_counter()
         feedback_ms: float | None = None
         weights = cfg.channel_weights
-        pool_size = k if cfg.mmr_lambda >= 1.0 else k * cfg.mmr_pool_factor
+        # one pool for every k up to POOL_MIN_K: MMR then orders the same candidates, so a search for k items
+        # returns the first k of a search for more (up to POOL_MIN_K)
+        pool_size = k if cfg.mmr_lambda >= 1.0 else max(k, POOL_MIN_K) * cfg.mmr_pool_factor
         strategy = strategy_for(plan.question_type, cfg.strategy)
         scored = score_routes(cat, plan, recalled, strategy=strategy, weights=weights, scope=scope,
                               channel_kinds=calls.channel_kinds, fusion=self.fusion, limit=limit)

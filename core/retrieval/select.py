@@ -18,7 +18,7 @@ import numpy as np
 from ..config import RecallConfig
 from ..models import EvidenceRoute, RouteGoal
 from ..rank.mmr import jaccard_matrix, mmr
-from ..rank.select import apply_episode_budget, apply_route_quotas
+from ..rank.select import AGENT_QUOTA_SLOT, CONVERSATION_QUOTA_SLOT, apply_episode_budget, apply_route_quotas
 from ..rank.zscore import TurnScores
 from ..store.catalog import Catalog
 from ..store.interface import TruthStore
@@ -71,7 +71,12 @@ def quotas_and_budget(cat: Catalog, order: list[int], per_route: Mapping[str, Tu
             cand = np.flatnonzero(returnable & np.isfinite(scores.total) & (scores.fused > 0))
             best = cand[np.lexsort((cat.rids[cand], -scores.total[cand]))][:2 * route_quota]
             route_best[name] = cat.rids[best].tolist()
-    return apply_route_quotas(order, route_best, quota=route_quota, k=k)
+    # what the action state asks for precisely (a failure's lesson or a tool's procedure: an action route that
+    # boosts kinds; a missing slot's value) comes right below the top; the other routes' items at the bottom
+    first = {name: AGENT_QUOTA_SLOT if routes[name].goal is RouteGoal.SLOT
+             or (routes[name].goal is RouteGoal.ACTION and routes[name].boost_kinds) else CONVERSATION_QUOTA_SLOT
+             for name in route_best}
+    return apply_route_quotas(order, route_best, quota=route_quota, k=k, first_slot=first)
 
 
 def select(store: TruthStore, ns_id: int, cat: Catalog, rids: list[int], scores: list[float], *,

@@ -146,14 +146,15 @@ def test_failure_followed_by_fix_gives_one_failure_pattern() -> None:
     fails = of_kind(recs, "failure_pattern")
     assert len(fails) == 1
     f = fails[0]
-    assert f.text == ("flight_search failed with timeout (timeout contacting airline API); "
-                         "fix: retried flight_search with timeout_s=30")
-    assert f.anchor_turn_id == "t3" and f.turn_ids[0] == "t3"
+    # the lesson, from the structured calls: what changed between the failed and the successful call
+    assert f.text == "flight_search failed: timeout contacting airline API; succeeded with timeout_s 30"
+    # a lesson is anchored to the call that worked (t4), the error (t3) next
+    assert f.anchor_turn_id == "t4" and f.turn_ids[:2] == ["t4", "t3"]
     assert set(f.turn_ids) == {"t2", "t3", "t4", "t5"}
     assert f.tags[:3] == ["failure", "flight_search", "timeout"]
     for word in ("flight_search", "timeout", "failed"):
         assert word in f.index_text
-    assert f.source_role == "tool"
+    assert f.source_role == "assistant"
 
 
 def test_successful_tool_sequence_gives_a_procedure_and_no_failure() -> None:
@@ -179,7 +180,7 @@ def test_unfixed_failure_and_a_fix_in_a_later_batch() -> None:
     later = flight_conversation()[:5]  # the fix arrives with the next batch; the error is context
     recs = derive_kinds(later, 3)
     fails = of_kind(recs, "failure_pattern")
-    assert len(fails) == 1 and fails[0].text.endswith("fix: retried flight_search with timeout_s=30")
+    assert len(fails) == 1 and fails[0].text.endswith("succeeded with timeout_s 30")
     assert fails[0].anchor_turn_id == "t4" and "t3" in fails[0].turn_ids
 
 

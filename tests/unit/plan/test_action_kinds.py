@@ -45,12 +45,16 @@ def test_failure_patterns_are_derived_and_boosted_by_the_action_state(tmp_path: 
             texts = [i.text for i in result.items]
             return texts.index(text) if text in texts else 99
 
-        # the turn the failure pattern is anchored to (the error) moves up; an unrelated preference does not
-        fix = CHAT[2].content
-        assert rank(acting, fix) < rank(plain, fix)
-        assert rank(acting, fix) <= 2
-        top = acting.items[rank(acting, fix)].explanation["routes"]["action"]
-        assert top["kind_bonus"] > 0
+        # the lesson (the failure and the retry that worked) comes back as an item of its own, with its turns, and
+        # moves up; its error turn stays right below it; an unrelated preference does not move up
+        lesson = next(i for i in acting.items if i.kind == "failure_pattern")
+        assert lesson.text == ("flight_search failed: timeout contacting airline API (timeout_s 5); succeeded with "
+                               "timeout_s 30")
+        assert acting.items[rank(acting, CHAT[2].content)].turn_ids[0] in lesson.turn_ids
+        assert rank(acting, lesson.text) < rank(plain, lesson.text)
+        assert rank(acting, lesson.text) <= 1  # the query's best item, or the lesson first
+        assert lesson.explanation["routes"]["action"]["kind_bonus"] > 0
+        assert rank(acting, CHAT[2].content) > rank(acting, lesson.text)
         assert rank(acting, CHAT[6].content) >= rank(plain, CHAT[6].content) or rank(plain, CHAT[6].content) == 99
 
 

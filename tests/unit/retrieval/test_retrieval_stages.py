@@ -28,7 +28,7 @@ from memory_ext.store.timeindex import TimeIndex
 
 PLAIN = Strategy(window=0.0, session=0.0, speaker=0.0, time=0.0, derived=0.0)
 MAIN = EvidenceRoute(goal="query", queries=("what pet does Ana have",))
-ACTION = EvidenceRoute(goal="action", queries=("vet appointment",))
+ACTION = EvidenceRoute(goal="action", queries=("vet appointment",), boost_kinds=("failure_pattern",))  # after a tool
 
 
 def catalog(sessions: list[str], *, cold: tuple[int, ...] = (), valid_to: dict[int, float] | None = None) -> Catalog:
@@ -127,7 +127,7 @@ def test_quotas_give_a_secondary_route_its_best_turn() -> None:
     order = [1, 2, 3, 4, 5]
     quota = quotas_and_budget(cat, order, scored.per_route, scored.routes, scored.total, 3, episode_budget=None,
                               route_quota=1)
-    assert quota == [1, 2, 5]  # the action route's only match displaces the lowest unclaimed item
+    assert quota == [1, 5, 2]  # the action route's only match comes right below the best item
     none = quotas_and_budget(cat, order, scored.per_route, scored.routes, scored.total, 3, episode_budget=None,
                              route_quota=0)
     assert none == [1, 2, 3]

@@ -34,9 +34,12 @@ def test_the_heuristic_planner_types_every_route() -> None:
     assert [r.weight for r in plan.routes] == [1.0, 0.5, 0.5, 0.5, 0.5]
     assert plan.routes[3].boost_kinds == (RecordKind.FAILURE_PATTERN, RecordKind.PROCEDURE)  # a tool was used
     assert all(not r.boost_kinds for r in plan.routes if r.goal is not RouteGoal.ACTION)
-    planning = plan_search("book the flights", now=NOW, speakers=(), action_state=ActionState(
+    planning = plan_search("what next?", now=NOW, speakers=(), action_state=ActionState(
         current_subgoal="book the flights"))
     assert planning.routes[1].goal == "action" and planning.routes[1].boost_kinds == ()  # nothing failed, no tool
+    same = plan_search("book the flights", now=NOW, speakers=(), action_state=ActionState(
+        current_subgoal="book the flights"))
+    assert len(same.routes) == 1  # the subgoal is the query: the main route asks for it already
 
 
 def test_a_plan_serialises_to_json_and_back() -> None:
