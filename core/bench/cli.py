@@ -9,6 +9,7 @@
                         [--namespaces N] [--queries N] [--json OUT] [--report DIR]
     memext bench ingest --data FILE [--systems memory-ext,vector,langchain-vector,llamaindex-vector]
                         [--embedder e5|hashing] [--messages N] [--batch N] [--batches N] [--config FILE] [--json OUT]
+    memext bench small  [--part dev,heldout] [--embedder e5|hashing] [--config FILE] [--rows OUT.jsonl] [--json OUT]
     memext bench report --json RESULT.json --report DIR
     memext bench serve  [--turns 2000] [--queries 200] [--clients 8] [--ops 50] [--embedder hashing|e5] [--json OUT]
 
@@ -43,7 +44,7 @@ def _csv(value: str) -> list[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
-_COMMANDS = "{locomo,madial,calibration,scale,ingest,serve,store,writers,report}"
+_COMMANDS = "{locomo,madial,small,calibration,scale,ingest,serve,store,writers,report}"
 
 
 def _sizes(value: str) -> list[int]:
@@ -243,6 +244,17 @@ def _add_commands(commands: Any) -> None:
     writers.add_argument("--json", type=Path, default=None, help="write the result JSON here")
     writers.add_argument("--quiet", action="store_true", help="do not print the Markdown summary")
     writers.set_defaults(func=run_args, bench_handler=_cmd_writers, dataset="writers")
+    small = commands.add_parser("small", help="first answers on small stores: facts, updates, no-answer questions",
+                                description="The small-store suite (memory_ext.bench.small): short English and "
+                                            "Chinese chats; fact P@1, update accuracy, past@2, no-answer < 0.5 and "
+                                            "repeated context lines, per part.")
+    small.add_argument("--part", type=_csv, default=["dev", "heldout"], help="dev, heldout or both (default)")
+    small.add_argument("--embedder", default="e5", help="e5 (default) or hashing")
+    small.add_argument("--config", type=Path, default=None, help="engine configuration file (YAML/TOML/JSON)")
+    small.add_argument("--rows", type=Path, default=None, help="write every question's outcome here (JSON lines)")
+    small.add_argument("--json", type=Path, default=None, help="write the summary JSON here")
+    small.add_argument("--quiet", action="store_true", help="do not print the Markdown summary")
+    small.set_defaults(func=run_args, bench_handler=_cmd_small, dataset="small")
     report = commands.add_parser("report", help="regenerate report.md and plots from a saved result JSON")
     report.add_argument("--json", type=Path, required=True, help="a result JSON written by --json")
     report.add_argument("--report", type=Path, required=True, help="output folder")
@@ -595,6 +607,34 @@ def _cmd_writers(args: argparse.Namespace) -> int:
         args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     if not args.quiet:
         sys.stdout.write(markdown(result) + "\n")
+    return EXIT_OK
+
+
+def _cmd_small(args: argparse.Namespace) -> int:
+    from .small import PARTS, format_small_markdown, load_small_chats, run_small, summarize_small
+
+    bad = [p for p in args.part if p not in PARTS]
+    if bad or not args.part:
+        raise BenchUsageError(f"--part takes {', '.join(PARTS)}, got {','.join(args.part) or 'nothing'}")
+    embedder = resolve_bench_embedder(args.embedder)
+    config = _engine_config(args.config)
+    results: dict[str, dict[str, float]] = {}
+    all_rows: list[dict[str, Any]] = []
+    for part in args.part:
+        rows = run_small(load_small_chats(part), embedder=embedder,
+                         config=config)
+        results[part] = summarize_small(rows)
+        all_rows += [{"part": part, **row} for row in rows]
+    if args.rows is not None:
+        args.rows.parent.mkdir(parents=True, exist_ok=True)
+        args.rows.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in all_rows), encoding="utf-8")
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"dataset": "small", "command": args._command_line,
+                                         "embedder": getattr(embedder, "id", None), "parts": results}, indent=2)
+                             + "\n", encoding="utf-8")
+    if not args.quiet:
+        print(format_small_markdown(results))
     return EXIT_OK
 
 
