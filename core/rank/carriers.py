@@ -37,7 +37,7 @@ part and on LoCoMo (docs/small-store.md).
 >>> turn_shape("What's my dog called?", None).asks
 True
 >>> turn_shape("He's a beagle called Biscuit, three years old.", "What's my dog called?").novel_content
-5
+4
 """
 
 from __future__ import annotations
@@ -52,8 +52,8 @@ import numpy as np
 
 from ..store.catalog import KIND_CODES, Catalog
 
-__all__ = ["ACK_TOKENS", "CJK_PER_TOKEN", "CONTENT_MIN_LEN", "RESTATE_CONTENT", "TurnShape", "carriers",
-           "content_first", "turn_shape"]
+__all__ = ["ACK_TOKENS", "CJK_PER_TOKEN", "CONTENT_MIN_LEN", "RESTATE_CONTENT", "TurnShape", "after_carriers",
+           "carriers", "content_first", "turn_shape"]
 
 ACK_TOKENS: Final = 3
 """A turn whose non-asking sentences add at most this many tokens to its neighbour carries no content of its own."""
@@ -240,3 +240,35 @@ def content_first(cat: Catalog, total: np.ndarray, text_of: Callable[[Sequence[i
         for q, c in zip(path[-2::-1], path[:0:-1], strict=True):  # from the carrier outwards
             total[q] = min(total[q], total[c] - MARGIN)
     return links
+
+
+def after_carriers(rids: Sequence[int], scores: Sequence[float],
+                   dependents: Mapping[int, int]) -> tuple[list[int], list[float]]:
+    """A final ranking (after diversification, which may swap near-equal scores) with each dependent rid put
+    right after its carrier when both are in it, its score lowered to its carrier's. ``dependents``: dependent
+    rid -> carrier rid.
+
+    >>> after_carriers([7, 3, 5], [0.9, 0.8, 0.7], {7: 3})
+    ([3, 7, 5], [0.8, 0.8, 0.7])
+    """
+    present = set(rids)
+    score_of = dict(zip(rids, scores, strict=True))
+    waiting: dict[int, list[int]] = {}
+    out: list[int] = []
+
+    def emit(rid: int, depth: int = 0) -> None:
+        out.append(rid)
+        for dependent in waiting.pop(rid, []) if depth < 8 else []:
+            score_of[dependent] = min(score_of[dependent], score_of[rid])
+            emit(dependent, depth + 1)
+
+    for rid in rids:
+        carrier = dependents.get(rid)
+        if carrier is not None and carrier in present and carrier not in out:
+            waiting.setdefault(carrier, []).append(rid)
+        else:
+            emit(rid)
+    for rid in [r for held in waiting.values() for r in held]:  # a cycle (never built by carriers): as it was
+        if rid not in out:
+            out.append(rid)
+    return out, [score_of[r] for r in out]

@@ -21,7 +21,7 @@ and :func:`memory_ext.assembly.validate_config` hold one and never branch on the
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -113,6 +113,9 @@ class Fused:
     details: dict[int, dict[str, Any]] = field(default_factory=dict)
     raised: dict[int, float] = field(default_factory=dict)
     """rid -> how much :func:`memory_ext.retrieval.feedback.keep_first` raised its score (explain)"""
+    dependents: dict[int, int] = field(default_factory=dict)
+    """rid of a turn that only acknowledges or asks -> rid of the turn carrying its content
+    (:func:`memory_ext.rank.carriers.content_first`)"""
 
 
 def fuse(cat: Catalog, scored: RouteScores, scope: Scope, *, fusion: Fusion | str, rrf_k: int = 60,
@@ -127,13 +130,17 @@ def fuse(cat: Catalog, scored: RouteScores, scope: Scope, *, fusion: Fusion | st
     ``past``: a question about before, which puts the earlier first and lifts no successor)."""
     fusion = fusion_for(fusion, rrf_k=rrf_k)
     total = scored.total.copy()
+    links: dict[int, int] = {}
     if text_of is not None and isinstance(fusion, ZScoreFusion):
-        content_first(cat, total, text_of, top=2 * pool_size, restating=restating)
+        links = content_first(cat, total, text_of, top=2 * pool_size, restating=restating)
         newest_first(cat, total, text_of, top=pool_size, past=past)
     supersedes = promote_successors(cat, total, scope.flags) if as_of is None and not past else {}
     cold = cat.cold if scope.cold_penalty > 0 and cat.cold.any() else None
-    return fusion.pool(cat, scored, scope, total, supersedes=supersedes, cold=cold, weights=weights,
-                       pool_size=pool_size)
+    fused = fusion.pool(cat, scored, scope, total, supersedes=supersedes, cold=cold, weights=weights,
+                        pool_size=pool_size)
+    if not links:
+        return fused
+    return replace(fused, dependents={int(cat.rids[p]): int(cat.rids[c]) for p, c in links.items()})
 
 
 class Fusion:

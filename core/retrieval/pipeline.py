@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -22,6 +23,7 @@ from ..plan.heuristic import plan_search
 from ..plan.llm_planner import Planner
 from ..plan.strategy import strategy_for
 from ..rank.calibration import bounded_scores, cosine_calibration, item_cosines
+from ..rank.carriers import after_carriers
 from ..rank.rerank import Reranker
 from ..rank.updates import asks_past
 from ..recall.channels import ChannelSet
@@ -284,6 +286,9 @@ class ReadPipeline:
         selection = select(store, ns_id, cat, pool_rids, pool_scores, per_route=quota_routes,
                            routes=scored.routes, total=fused.total, k=k, config=cfg,
                            use_vectors=self.vector_index is not None)
+        if fused.dependents:  # diversification may have swapped a dependent turn above its carrier
+            ordered, ordered_scores = after_carriers(selection.rids, selection.scores, fused.dependents)
+            selection = replace(selection, rids=ordered, scores=ordered_scores)
         for rid, step in selection.mmr.items():
             if rid in details:
                 details[rid]["mmr"] = step
