@@ -20,10 +20,10 @@ and a turn **depends on** a neighbour in its session said by another speaker (:f
 - it is an assistant's **restating reply** (an assistant turn after a user turn that asked nothing, adding at most
   :data:`RESTATE_CONTENT` content tokens to it): it depends on the user's turn;
 - it **answers** a question but adds at most :data:`ACK_TOKENS` tokens to the :data:`CONTEXT_TURNS` turns before
-  it: it depends on the earlier turn it restates ("Black, no sugar." after "Do you remember how I take my
-  coffee?"), or, sharing nothing with them (a non-answer), on the asker's next turn; so does a reply to a
-  question whose asker's next turn shares at least two and twice as many of the question's tokens ("What's my dog
-  called?" / "You haven't told me yet." / "My dog is called Biscuit.").
+  it and shares content tokens with one of them: it depends on the earlier turn it restates ("Black, no sugar."
+  after "Do you remember how I take my coffee?"); a reply to a question that shares no content token with it
+  while the asker's next turn does depends on that next turn ("What's my dog called?" / "You
+  haven't told me yet." / "My dog is called Biscuit.").
 
 :func:`content_first` then caps each dependent turn's score just below its carrier's: the statement is the item, the
 acknowledgement at most its context. The carrier keeps its own score (an acknowledgement's window matches what its
@@ -93,6 +93,8 @@ def _tokens(text: str) -> tuple[set[str], set[str], int]:
         else:
             rest = [word]
         for w in rest:
+            if len(w) == 1 and w.isascii() and not w.isdigit():
+                continue  # "m" of "I'm", "s" of "it's": no word of their own
             words.add(w)
             if len(w) >= CONTENT_MIN_LEN or any(c.isdigit() for c in w):
                 content.add(w)
@@ -167,12 +169,11 @@ def _restated(text: str, earlier: Sequence[int], texts: Mapping[int, str]) -> in
 
 
 def _answers_instead(follow: str, reply: str, question: str) -> bool:
-    """Whether the asker's ``follow``-up shares at least two and twice as many tokens with the ``question`` as
-    the ``reply`` between them: then the follow-up answers it ("What's my dog called?" / "You haven't told me
-    yet." / "My dog is called Biscuit.")."""
-    asked = _tokens(question)[0]
-    shared = len(_tokens(follow)[0] & asked)
-    return shared >= 2 and shared > 2 * len(_tokens(reply)[0] & asked)
+    """Whether the asker's ``follow``-up shares content tokens with the ``question`` and the ``reply`` between
+    them shares none: then the follow-up answers it ("What's my dog called?" / "You haven't told me yet." /
+    "My dog is called Biscuit.")."""
+    asked = _tokens(question)[1]
+    return bool(_tokens(follow)[1] & asked) and not _tokens(reply)[1] & asked
 
 
 def carriers(cat: Catalog, positions: Sequence[int], text_of: Callable[[Sequence[int]], Mapping[int, str]], *,
@@ -213,7 +214,7 @@ def carriers(cat: Catalog, positions: Sequence[int], text_of: Callable[[Sequence
             if source is not None and source >= 0:
                 out[p] = source
             elif _other(cat, p, after) and after in texts and not _ASKS_RE.search(texts[after]) \
-                    and (source is not None or _answers_instead(texts[after], texts[p], texts[before])):
+                    and _answers_instead(texts[after], texts[p], texts[before]):
                 out[p] = after  # a non-answer: the asker's next turn says what was asked
     return out
 

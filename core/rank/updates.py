@@ -9,7 +9,10 @@ the earlier one does not. That is the frame of an update, read from the two text
 "moved to / switched to / 改到" phrases, so the many ways people say a change are covered alike.
 
 :func:`newest_first` applies it to the best turns of a ranking: for a question about the present the later of two
-such statements by the same speaker is put just above the earlier; for a question about the past (:func:`asks_past`:
+such statements by the same speaker is put just above the earlier (only among the :data:`UPDATE_TOP` best turns,
+and only through an anchor no third of them holds: a store whose turns all share a theme and differ in dates —
+a diary, MADial's memories — is left in its order, and so is a store without an assistant's turns: memories
+written one by one, not a conversation); for a question about the past (:func:`asks_past`:
 "before", "used to", 以前, 原来) the earlier above the later.
 
 >>> restates("Our team standup is at 9:30 every morning.", "From next week the standup moves to 10:15.")
@@ -39,6 +42,8 @@ __all__ = ["Frame", "asks_past", "frame_of", "newest_first", "restates"]
 
 _TURN: Final = KIND_CODES["turn"]
 MARGIN: Final = 1e-4
+UPDATE_TOP: Final = 5
+"""Only the order of this many best turns changes: which turns a search returns stays the ranking's."""
 
 _EN_TIME: Final = re.compile(
     r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b|\b(?:january|february|march|april|may|june|july|august"
@@ -115,12 +120,10 @@ def _stem(word: str) -> str:
     return word
 
 
-def restates(older: str, newer: str) -> bool:
-    """Whether ``newer`` states the subject of ``older`` again with another value of the same type."""
-    a, b = frame_of(older), frame_of(newer)
+def _updates(a: Frame, b: Frame, common: frozenset[str] | set[str] = frozenset()) -> bool:
     value_words = {w for vs in (*a.values.values(), *b.values.values()) for v in vs for w in v.split()}
-    shared = {_stem(w) for w in a.anchors - value_words} & {_stem(w) for w in b.anchors - value_words}
-    names_shared = a.values["name"] & b.values["name"]
+    shared = ({_stem(w) for w in a.anchors - value_words} & {_stem(w) for w in b.anchors - value_words}) - common
+    names_shared = {_stem(n) for n in a.values["name"] & b.values["name"]} - common
     if not shared and not names_shared:
         return False
     for kind in ("time", "number", "name"):
@@ -130,28 +133,41 @@ def restates(older: str, newer: str) -> bool:
     return False
 
 
+def restates(older: str, newer: str) -> bool:
+    """Whether ``newer`` states the subject of ``older`` again with another value of the same type."""
+    return _updates(frame_of(older), frame_of(newer))
+
+
 def asks_past(query: str) -> bool:
     """Whether ``query`` asks about how things were before (then the earlier statement comes first)."""
     return bool(_PAST_RE.search(query))
 
 
 def newest_first(cat: Catalog, total: np.ndarray, text_of: Callable[[Sequence[int]], Mapping[int, str]], *,
-                 top: int, past: bool = False) -> dict[int, int]:
-    """Among the ``top`` best of ``total``: for each pair of turns by one speaker where the later
-    :func:`restates` the earlier, put the later just above the earlier (``past``: the earlier above the later), in
-    place. Returns {raised position: the position it was put above}."""
+                 top: int = UPDATE_TOP, past: bool = False) -> dict[int, int]:
+    """Among the ``top`` best of ``total``: for each pair of user turns by one speaker where the later
+    :func:`restates` the earlier through an anchor no third of those turns holds, put the later just above the
+    earlier (``past``: the earlier above the later), in place. Only the order inside the ``top`` changes, never
+    which turns are in it. Returns {raised position: the position it was put above}."""
+    if not cat.assistant.any():
+        return {}  # standalone memories, not a conversation: a later one is another memory, not a correction
     finite = np.flatnonzero(np.isfinite(total))
     best = finite[np.argsort(-total[finite], kind="stable")[:top]]
     turns = [int(p) for p in best if cat.kind[p] == _TURN and not cat.assistant[p]]
     if len(turns) < 2:
         return {}
     texts = text_of(turns)
-    frames = [p for p in turns if p in texts]
+    frames = {p: frame_of(texts[p]) for p in turns if p in texts}
+    counts: dict[str, int] = {}
+    for frame in frames.values():
+        for anchor in {_stem(a) for a in frame.anchors}:
+            counts[anchor] = counts.get(anchor, 0) + 1
+    common = {a for a, n in counts.items() if n > 2}  # shared by a third turn: the store's theme, not a subject
     out: dict[int, int] = {}
     order = sorted(frames, key=lambda p: (np.nan_to_num(cat.ts[p], nan=-np.inf), p))
     for i, old in enumerate(order):
         for new in order[i + 1:]:
-            if cat.speaker[old] != cat.speaker[new] or not restates(texts[old], texts[new]):
+            if cat.speaker[old] != cat.speaker[new] or not _updates(frames[old], frames[new], common):
                 continue
             up, down = (old, new) if past else (new, old)
             if total[up] <= total[down]:

@@ -133,7 +133,7 @@ def fuse(cat: Catalog, scored: RouteScores, scope: Scope, *, fusion: Fusion | st
     links: dict[int, int] = {}
     if text_of is not None and isinstance(fusion, ZScoreFusion):
         links = content_first(cat, total, text_of, top=2 * pool_size, restating=restating)
-        newest_first(cat, total, text_of, top=pool_size, past=past)
+        newest_first(cat, total, text_of, past=past)
     supersedes = promote_successors(cat, total, scope.flags) if as_of is None and not past else {}
     cold = cat.cold if scope.cold_penalty > 0 and cat.cold.any() else None
     fused = fusion.pool(cat, scored, scope, total, supersedes=supersedes, cold=cold, weights=weights,
