@@ -221,15 +221,16 @@ def carriers(cat: Catalog, positions: Sequence[int], text_of: Callable[[Sequence
 
 def content_first(cat: Catalog, total: np.ndarray, text_of: Callable[[Sequence[int]], Mapping[int, str]], *,
                   top: int, restating: bool = True) -> dict[int, int]:
-    """Cap the score of every dependent turn among the ``top`` best of ``total`` just below its carrier's (in
-    place; the carrier keeps its own score). Returns {dependent position: carrier
-    position} for explain. Positions with ``-inf`` (not returnable) are never carriers."""
+    """Cap the score of every dependent turn among the ``top`` best of ``total`` just below its carrier's when the
+    carrier is among them too (in place; the carrier keeps its own score). Returns {dependent position: carrier
+    position}."""
     finite = np.flatnonzero(np.isfinite(total))
     if finite.size < 2:
         return {}
     best = finite[np.argsort(-total[finite], kind="stable")[:top]]
+    candidates = set(best.tolist())
     links = {p: c for p, c in carriers(cat, best.tolist(), text_of, restating=restating).items()
-             if np.isfinite(total[c])}
+             if c in candidates}  # a carrier far down the ranking does not pull its dependent out of the results
 
     def chain(p: int) -> list[int]:  # p, its carrier, that one's carrier, ... up to the turn carrying content
         out = [p]
