@@ -20,10 +20,10 @@ and a turn **depends on** a neighbour in its session said by another speaker (:f
 - it is an assistant's **restating reply** (an assistant turn after a user turn that asked nothing, adding at most
   :data:`RESTATE_CONTENT` content tokens to it): it depends on the user's turn;
 - it **answers** a question but adds at most :data:`ACK_TOKENS` tokens to the :data:`CONTEXT_TURNS` turns before
-  it and shares content tokens with one of them: it depends on the earlier turn it restates ("Black, no sugar."
-  after "Do you remember how I take my coffee?"); a reply to a question that shares no content token with it
-  while the asker's next turn does depends on that next turn ("What's my dog called?" / "You
-  haven't told me yet." / "My dog is called Biscuit.").
+  it and shares content tokens with an earlier turn of the asker: it depends on that turn, which it tells back
+  ("Black, no sugar." after "Do you remember how I take my coffee?"). An answer restating someone else's words,
+  or a non-answer ("You haven't told me yet."), is left alone: on LoCoMo, where both speakers ask and answer,
+  either rule cost 0.014 evid_recall@5 and 0.02 @10.
 
 :func:`content_first` then caps each dependent turn's score just below its carrier's: the statement is the item, the
 acknowledgement at most its context. The carrier keeps its own score (an acknowledgement's window matches what its
@@ -168,14 +168,6 @@ def _restated(text: str, earlier: Sequence[int], texts: Mapping[int, str]) -> in
     return best
 
 
-def _answers_instead(follow: str, reply: str, question: str) -> bool:
-    """Whether the asker's ``follow``-up shares content tokens with the ``question`` and the ``reply`` between
-    them shares none: then the follow-up answers it ("What's my dog called?" / "You haven't told me yet." /
-    "My dog is called Biscuit.")."""
-    asked = _tokens(question)[1]
-    return bool(_tokens(follow)[1] & asked) and not _tokens(reply)[1] & asked
-
-
 def carriers(cat: Catalog, positions: Sequence[int], text_of: Callable[[Sequence[int]], Mapping[int, str]], *,
              restating: bool = True) -> dict[int, int]:
     """For each of ``positions`` (turns) that depends on a neighbour (see the module docstring): its carrier's
@@ -210,12 +202,10 @@ def carriers(cat: Catalog, positions: Sequence[int], text_of: Callable[[Sequence
         texts.update(text_of(sorted({q for qs in earlier.values() for q in qs} - set(texts))))
         for p in answers:
             source = _restated(texts[p], earlier[p], texts)
-            before, after = near[p]
-            if source is not None and source >= 0:
-                out[p] = source
-            elif _other(cat, p, after) and after in texts and not _ASKS_RE.search(texts[after]) \
-                    and _answers_instead(texts[after], texts[p], texts[before]):
-                out[p] = after  # a non-answer: the asker's next turn says what was asked
+            before = near[p][0]
+            if source is not None and source >= 0 and cat.speaker[source] == cat.speaker[before] \
+                    and cat.assistant[source] == cat.assistant[before]:
+                out[p] = source  # what the asker said before, told back
     return out
 
 
