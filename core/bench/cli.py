@@ -11,6 +11,9 @@
                         [--embedder e5|hashing] [--messages N] [--batch N] [--batches N] [--config FILE] [--json OUT]
     memext bench agent  --data DIR [--systems ...] [--suites failures,procedures,slots,memory] [--embedder e5|hashing]
                         [--folds 5] [--config FILE] [--json OUT]
+    memext bench small  [--part dev,heldout] [--embedder e5|hashing] [--config FILE] [--rows OUT.jsonl] [--json OUT]
+    memext bench select --grid GRID [--locomo FILE] [--madial DIR] [--no-small] [--folds 5] [--embedder e5|hashing]
+                        [--config FILE] [--json OUT]
     memext bench report --json RESULT.json --report DIR
     memext bench serve  [--turns 2000] [--queries 200] [--clients 8] [--ops 50] [--embedder hashing|e5] [--json OUT]
 
@@ -45,7 +48,7 @@ def _csv(value: str) -> list[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
-_COMMANDS = "{locomo,madial,calibration,scale,ingest,serve,store,writers,agent,report}"
+_COMMANDS = "{locomo,madial,small,select,calibration,scale,ingest,serve,store,writers,agent,report}"
 
 
 def _sizes(value: str) -> list[int]:
@@ -263,6 +266,33 @@ def _add_commands(commands: Any) -> None:
     agent.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
     agent.add_argument("--quiet", action="store_true", help="do not print the Markdown summary")
     agent.set_defaults(func=run_args, bench_handler=_cmd_agent, dataset="agent")
+    small = commands.add_parser("small", help="first answers on small stores: facts, updates, no-answer questions",
+                                description="The small-store suite (memory_ext.bench.small): short English and "
+                                            "Chinese chats; fact P@1, update accuracy, past@2, no-answer < 0.5 and "
+                                            "repeated context lines, per part.")
+    small.add_argument("--part", type=_csv, default=["dev", "heldout"], help="dev, heldout or both (default)")
+    small.add_argument("--embedder", default="e5", help="e5 (default) or hashing")
+    small.add_argument("--config", type=Path, default=None, help="engine configuration file (YAML/TOML/JSON)")
+    small.add_argument("--rows", type=Path, default=None, help="write every question's outcome here (JSON lines)")
+    small.add_argument("--json", type=Path, default=None, help="write the summary JSON here")
+    small.add_argument("--quiet", action="store_true", help="do not print the Markdown summary")
+    small.set_defaults(func=run_args, bench_handler=_cmd_small, dataset="small")
+    sel = commands.add_parser("select", help="choose defaults held out on LoCoMo, MADial and the small-store suite "
+                                             "at once", description="memory_ext.bench.select: every --grid candidate "
+                              "on each data set given; a candidate qualifies only without a held-out loss on any.")
+    sel.add_argument("--grid", type=Path, required=True, metavar="FILE",
+                     help="JSON/YAML/TOML {candidates: {name: partial engine config}}; the first is the baseline")
+    sel.add_argument("--locomo", type=Path, default=None, metavar="FILE", help="LoCoMo dev (leave one conversation "
+                                                                              "out)")
+    sel.add_argument("--madial", type=Path, default=None, metavar="DIR", help="MADial dev (--folds folds)")
+    sel.add_argument("--no-small", action="store_true", help="leave the small-store suite out")
+    sel.add_argument("--folds", type=_positive, default=5, help="folds of MADial questions and small chats (5)")
+    sel.add_argument("--embedder", default="e5", help="e5 (default) or hashing")
+    sel.add_argument("--config", type=Path, default=None, help="engine configuration under every candidate")
+    sel.add_argument("--json", type=Path, default=None, help="write the selection JSON here")
+    sel.add_argument("--no-progress", action="store_true", help="no progress bars")
+    sel.add_argument("--quiet", action="store_true", help="do not print the Markdown summary")
+    sel.set_defaults(func=run_args, bench_handler=_cmd_select, dataset="select")
     report = commands.add_parser("report", help="regenerate report.md and plots from a saved result JSON")
     report.add_argument("--json", type=Path, required=True, help="a result JSON written by --json")
     report.add_argument("--report", type=Path, required=True, help="output folder")
@@ -647,6 +677,62 @@ def _cmd_agent(args: argparse.Namespace) -> int:
                       "folds": args.folds, "suites": suites}
     _write_and_print(result, args, format_agent_markdown(result))
     return EXIT_SYSTEM_FAILED if result["failed"] else EXIT_OK
+def _cmd_small(args: argparse.Namespace) -> int:
+    from .small import PARTS, format_small_markdown, load_small_chats, run_small, summarize_small
+
+    bad = [p for p in args.part if p not in PARTS]
+    if bad or not args.part:
+        raise BenchUsageError(f"--part takes {', '.join(PARTS)}, got {','.join(args.part) or 'nothing'}")
+    embedder = resolve_bench_embedder(args.embedder)
+    config = _engine_config(args.config)
+    results: dict[str, dict[str, float]] = {}
+    all_rows: list[dict[str, Any]] = []
+    for part in args.part:
+        rows = run_small(load_small_chats(part), embedder=embedder,
+                         config=config)
+        results[part] = summarize_small(rows)
+        all_rows += [{"part": part, **row} for row in rows]
+    if args.rows is not None:
+        args.rows.parent.mkdir(parents=True, exist_ok=True)
+        args.rows.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in all_rows), encoding="utf-8")
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"dataset": "small", "command": args._command_line,
+                                         "embedder": getattr(embedder, "id", None), "parts": results}, indent=2)
+                             + "\n", encoding="utf-8")
+    if not args.quiet:
+        print(format_small_markdown(results))
+    return EXIT_OK
+
+
+def _cmd_select(args: argparse.Namespace) -> int:
+    from .datasets import DatasetError, load_locomo, load_madial
+    from .select import format_select_markdown, run_select
+
+    if args.folds < 2:
+        raise BenchUsageError(f"--folds is at least 2, got {args.folds}")
+    candidates = _grid(args)
+    if len(candidates) < 2:
+        raise BenchUsageError(f"--grid {args.grid}: list the baseline first and at least one other candidate")
+    if args.locomo is None and args.madial is None and args.no_small:
+        raise BenchUsageError("nothing to select on: give --locomo, --madial or keep the small-store suite")
+    try:
+        locomo = load_locomo(args.locomo) if args.locomo is not None else None
+        madial = load_madial(args.madial) if args.madial is not None else None
+    except DatasetError as exc:
+        raise BenchUsageError(str(exc)) from None
+    embedder = resolve_bench_embedder(args.embedder)
+    result = run_select(candidates, embedder=embedder, locomo=locomo, madial=madial, small=not args.no_small,
+                        folds=args.folds, progress=not args.no_progress,
+                        log=None if args.no_progress else lambda m: print(m, file=sys.stderr))
+    result["command"] = args._command_line
+    result["embedder"] = getattr(embedder, "id", None)
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    if not args.quiet:
+        sys.stdout.write(format_select_markdown(result))
+    return EXIT_OK
 
 
 def _cmd_report(args: argparse.Namespace) -> int:

@@ -1,11 +1,11 @@
 """Stage 8, context: ``SearchResult.context``, the prompt-ready text of the items.
 
 Each found turn is shown inside its source window (``recall.context_window_turns`` turns of the same exchange
-on each side); windows of one session that overlap are merged; blocks come in the rank order of their best
-turn, within ``recall.context_budget_tokens``. A block that does not fit is disclosed at a lower level: long
-turns (:data:`DISCLOSE_MIN_CHARS`) as their L1 abstract, then as their L0 title. Tool calls and tool results
-read as lines (:func:`memory_ext.ingest.calls.turn_line`): ``assistant → book_hotel(check_in="14/04/2026")``,
-``tool book_hotel (error): HTTP 422 …``.
+on each side); windows of one session that overlap are merged and no turn is shown twice; blocks come in the
+rank order of their best turn, within ``recall.context_budget_tokens``. A block that does not fit is disclosed
+at a lower level: long turns (:data:`DISCLOSE_MIN_CHARS`) as their L1 abstract, then as their L0 title. Tool calls
+and tool results read as lines (:func:`memory_ext.ingest.calls.turn_line`): ``assistant →
+book_hotel(check_in="14/04/2026")``, ``tool book_hotel (error): HTTP 422 …``.
 """
 
 from __future__ import annotations
@@ -103,30 +103,39 @@ def render_context(store: TruthStore, ns_id: int, items: Sequence[RetrievedItem]
                                                      f"get_turns has the whole turn {r.id}]", r.tool_calls,
                             r.metadata)
 
-    def render(lo: int, hi: int, block_centres: list[Any], level: int = 2) -> str:
+    shown: set[int] = set()  # turns already in an earlier block (blocks that grew can overlap)
+
+    def members(lo: int, hi: int, block_centres: list[Any]) -> list[Any]:
         def near(r: Any) -> bool:  # same exchange as one of the block's found turns
             return any(r.session_id == c.session_id and (r.ts is None or c.ts is None or
                                                          abs(r.ts - c.ts) <= WINDOW_MAX_GAP_S)
                        for c in block_centres)
 
-        return "\n".join(disclose(r, level) for s in range(lo, hi + 1)
-                         if (r := by_seq.get(s)) is not None and near(r))
+        return [r for s in range(lo, hi + 1) if (r := by_seq.get(s)) is not None and s not in shown and near(r)]
+
+    def render(lo: int, hi: int, block_centres: list[Any], level: int = 2) -> str:
+        return "\n".join(disclose(r, level) for r in members(lo, hi, block_centres))
 
     out: list[str] = []
     used = 0
     for b in blocks:  # in the rank order of their best turn
         # disclosure: the whole window (L2), else long turns as their abstract (L1), else as their title (L0)
+        lo, hi, block_centres = b["lo"], b["hi"], b["centres"]
         text = next((t for level in (2, 1, 0)
-                     if used + estimate_tokens(t := render(b["lo"], b["hi"], b["centres"], level)) <= budget),
+                     if used + estimate_tokens(t := render(lo, hi, block_centres, level)) <= budget),
                     None)
         if text is None:
             if out:
                 break
             best = b["centres"][0]  # the first block is too long: the best turn's own window, or the turn
+            lo, hi, block_centres = best.seq - n, best.seq + n, [best]
             text = next((t for level in (2, 1, 0) if estimate_tokens(
-                t := render(best.seq - n, best.seq + n, [best], level)) <= budget), None) \
+                t := render(lo, hi, block_centres, level)) <= budget), None) \
                 or next((t for level in (2, 1, 0) if estimate_tokens(t := disclose(best, level)) <= budget),
                         disclose(best, 0))
+        if not text:
+            continue
+        shown.update(r.seq for r in members(lo, hi, block_centres))
         out.append(text)
         used += estimate_tokens(text)
     return "\n---\n".join(out)

@@ -20,15 +20,17 @@ and :func:`memory_ext.assembly.validate_config` hold one and never branch on the
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 import numpy as np
 
 from ..models import EvidenceRoute, RouteGoal, SearchPlan
 from ..plan.strategy import Strategy
+from ..rank.carriers import content_first
 from ..rank.fusion import rrf
+from ..rank.updates import newest_first
 from ..rank.zscore import TurnScores, rank_turns
 from ..store.catalog import Catalog
 from .recall import Recalled
@@ -111,18 +113,34 @@ class Fused:
     details: dict[int, dict[str, Any]] = field(default_factory=dict)
     raised: dict[int, float] = field(default_factory=dict)
     """rid -> how much :func:`memory_ext.retrieval.feedback.keep_first` raised its score (explain)"""
+    dependents: dict[int, int] = field(default_factory=dict)
+    """rid of a turn that only acknowledges or asks -> rid of the turn carrying its content
+    (:func:`memory_ext.rank.carriers.content_first`)"""
 
 
 def fuse(cat: Catalog, scored: RouteScores, scope: Scope, *, fusion: Fusion | str, rrf_k: int = 60,
-         weights: Mapping[str, float], pool_size: int, as_of: float | None) -> Fused:
+         weights: Mapping[str, float], pool_size: int, as_of: float | None,
+         text_of: Callable[[Sequence[int]], Mapping[int, str]] | None = None, restating: bool = True,
+         past: bool = False) -> Fused:
     """Fuse the routes into one score per turn and draw the pool (see the module docstring); ``fusion`` is a
-    :class:`Fusion` or its name (``rrf_k`` serves a name only)."""
+    :class:`Fusion` or its name (``rrf_k`` serves a name only). With ``text_of`` (catalog positions -> their
+    texts), zscore fusion puts turns that only acknowledge or ask below the turn carrying their content
+    (:func:`memory_ext.rank.carriers.content_first`; ``restating``: an assistant's restating reply too), then
+    a later statement of the same subject above the earlier (:func:`memory_ext.rank.updates.newest_first`;
+    ``past``: a question about before, which puts the earlier first and lifts no successor)."""
     fusion = fusion_for(fusion, rrf_k=rrf_k)
     total = scored.total.copy()
-    supersedes = promote_successors(cat, total, scope.flags) if as_of is None else {}
+    links: dict[int, int] = {}
+    if text_of is not None and isinstance(fusion, ZScoreFusion):
+        links = content_first(cat, total, text_of, top=2 * pool_size, restating=restating)
+        newest_first(cat, total, text_of, past=past)
+    supersedes = promote_successors(cat, total, scope.flags) if as_of is None and not past else {}
     cold = cat.cold if scope.cold_penalty > 0 and cat.cold.any() else None
-    return fusion.pool(cat, scored, scope, total, supersedes=supersedes, cold=cold, weights=weights,
-                       pool_size=pool_size)
+    fused = fusion.pool(cat, scored, scope, total, supersedes=supersedes, cold=cold, weights=weights,
+                        pool_size=pool_size)
+    if not links:
+        return fused
+    return replace(fused, dependents={int(cat.rids[p]): int(cat.rids[c]) for p, c in links.items()})
 
 
 class Fusion:

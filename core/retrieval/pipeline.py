@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -22,7 +23,9 @@ from ..plan.heuristic import plan_search
 from ..plan.llm_planner import Planner
 from ..plan.strategy import strategy_for
 from ..rank.calibration import bounded_scores, cosine_calibration, item_cosines
+from ..rank.carriers import after_carriers
 from ..rank.rerank import Reranker
+from ..rank.updates import asks_past
 from ..recall.channels import ChannelSet
 from ..store.catalog import KIND_CODES, Catalog, RecordCatalog
 from ..store.evidence import EvidenceIndex
@@ -243,8 +246,14 @@ class ReadPipeline:
         strategy = strategy_for(plan.question_type, cfg.strategy)
         scored = score_routes(cat, plan, recalled, strategy=strategy, weights=weights, scope=scope,
                               channel_kinds=calls.channel_kinds, fusion=self.fusion, limit=limit)
+
+        def text_of(positions: Sequence[int]) -> dict[int, str]:
+            rows = store.records_by_rid(ns_id, [int(r) for r in cat.rids[np.asarray(positions, np.int64)]])
+            return {p: rows[int(cat.rids[p])].text for p in positions if int(cat.rids[p]) in rows}
+
+        restating, past = not strategy.assistant, asks_past(query)
         fused = fuse(cat, scored, scope, fusion=self.fusion, weights=weights, pool_size=pool_size,
-                     as_of=request.as_of)
+                     as_of=request.as_of, text_of=text_of, restating=restating, past=past)
         if cfg.feedback_weight > 0 and fused.rids and self.channels.context is not None and _hop_allowed(plan) \
                 and self._first_relevance(cat, fused.total, fused.rids, fused.scores, scored, request, recalled,
                                           ns_id) >= cfg.feedback_gate:
@@ -258,7 +267,9 @@ class ReadPipeline:
                 score_feedback(cat, scored, feedback, strategy=strategy, weights=weights, scope=scope,
                                fusion=self.fusion, limit=limit)
                 fused = keep_first(fused, fuse(cat, scored, scope, fusion=self.fusion, weights=weights,
-                                               pool_size=pool_size, as_of=request.as_of), cfg.feedback_keep)
+                                               pool_size=pool_size, as_of=request.as_of, text_of=text_of,
+                                               restating=restating, past=past),
+                                   cfg.feedback_keep)
             feedback_ms = _ms(t_feedback)
         pool_rids, pool_scores = fused.rids, fused.scores
         details = {rid: dict(parts) for rid, parts in fused.details.items()}
@@ -285,6 +296,9 @@ class ReadPipeline:
         selection = select(store, ns_id, cat, pool_rids, pool_scores, per_route=quota_routes,
                            routes=scored.routes, total=fused.total, k=k, config=cfg,
                            use_vectors=self.vector_index is not None)
+        if fused.dependents:  # diversification may have swapped a dependent turn above its carrier
+            ordered, ordered_scores = after_carriers(selection.rids, selection.scores, fused.dependents)
+            selection = replace(selection, rids=ordered, scores=ordered_scores)
         for rid, step in selection.mmr.items():
             if rid in details:
                 details[rid]["mmr"] = step

@@ -1,0 +1,176 @@
+"""Updates without an LLM: a later statement that restates the same subject with another value comes first.
+
+"The standup moves to 10:15" after "Our team standup is at 9:30", "I'm leasing a Tesla Model 3 now" after "I drive
+a 2015 Honda Civic", "评审会改到周五上午十点了" after "周三下午三点和客户开项目评审会": the two statements share an
+**anchor** (a content word or name, a Chinese character pair that is no function word) and each holds **values of
+one type** — times (weekdays, months, clock times, dates, 周三, 下午, 十号), quantities (numbers, 三千五) or names
+(capitalised words, Latin names inside Chinese, Chinese place names) — and the later one holds a value of that type
+the earlier one does not. That is the frame of an update, read from the two texts (:func:`restates`): no list of
+"moved to / switched to / 改到" phrases, so the many ways people say a change are covered alike.
+
+:func:`newest_first` applies it to the best turns of a ranking: for a question about the present the later of two
+such statements by the same speaker is put just above the earlier (only among the :data:`UPDATE_TOP` best turns,
+and only through an anchor no third of them holds: a store whose turns all share a theme and differ in dates —
+a diary, MADial's memories — is left in its order, and so is a store without an assistant's turns: memories
+written one by one, not a conversation); for a question about the past (:func:`asks_past`:
+"before", "used to", 以前, 原来) the earlier above the later.
+
+>>> restates("Our team standup is at 9:30 every morning.", "From next week the standup moves to 10:15.")
+True
+>>> restates("I go to the gym on Mondays.", "At the gym I mostly do deadlifts.")
+False
+>>> restates("我每周一和周四晚上去健身房。", "最近加班多，健身改成周末早上了。")
+True
+>>> asks_past("Where did Lena live before?"), asks_past("Where does Lena live now?")
+(True, False)
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+
+from ..ingest.claim_words import ZH_CITIES
+from ..store.catalog import KIND_CODES, Catalog
+
+__all__ = ["Frame", "asks_past", "frame_of", "newest_first", "restates"]
+
+_TURN: Final = KIND_CODES["turn"]
+MARGIN: Final = 1e-4
+UPDATE_TOP: Final = 5
+"""Only the order of this many best turns changes: which turns a search returns stays the ranking's."""
+
+_EN_TIME: Final = re.compile(
+    r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b|\b(?:january|february|march|april|may|june|july|august"
+    r"|september|october|november|december)\b|\b\d{1,2}(?::\d{2})?\s*(?:am|pm)\b|\b\d{1,2}:\d{2}\b"
+    r"|\b\d{1,2}(?:st|nd|rd|th)\b|\b(?:noon|midnight|morning|mornings|afternoons?|evenings?|nights?|weekends?)\b",
+    re.IGNORECASE)
+_ZH_NUM: Final = "[0-9一二三四五六七八九十两百千万零半]"
+_ZH_TIME: Final = re.compile(
+    rf"(?:周|星期|礼拜)[一二三四五六日天末]|[上下中]午|早上|晚上|傍晚|凌晨|{_ZH_NUM}+(?:点|号|日|月)(?:半|{_ZH_NUM}+分)?")
+_NUMBER: Final = re.compile(
+    r"\d[\d,.]*|[一二三四五六七八九十两][一二三四五六七八九十两百千万零]*[百千万][一二三四五六七八九]?")
+_EN_NAME: Final = re.compile(r"(?<![.!?]\s)(?<!^)\b(?!I\b)[A-Z][\w'-]*|\b[a-z]+[A-Z]\w*")
+_LATIN_IN_ZH: Final = re.compile(r"[A-Za-z][A-Za-z0-9-]*(?:\s+[A-Z0-9][A-Za-z0-9-]*)*")
+_CITY_RE: Final = re.compile("|".join(sorted(ZH_CITIES, key=len, reverse=True)))
+_HAN: Final = re.compile(r"[\u3400-\u9fff]")
+_EN_WORD: Final = re.compile(r"[a-z][a-z'-]+")
+_EN_FUNCTION: Final = frozenset(
+    "the and for you are was were with that this have has had from they them their will would what when where "
+    "your yours just been like about into then than there here also very really some more most much many any "
+    "our ours its it's i'm i've i'll we're we've you're she's he's that's not but all can could should did does "
+    "doing done got get gets now new old one two too yes out off over under after before still again every each "
+    "since until because while which who whom whose how why let let's said says say told tell".split())
+_ZH_FUNCTION: Final = frozenset(
+    "我你他她它们的了是在有和也都就还不没这那个一上下来去到说要会能给把被让对吧呢啊吗么着过得地很太又再才")
+_PAST_RE: Final = re.compile(
+    r"\b(?:before|previous(?:ly)?|used?\s+to|formerly|originally|earlier|former|old)\b"
+    r"|以前|之前|原来|原先|过去|以往|旧的?",
+    re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Frame:
+    """What :func:`frame_of` read of a statement: its anchors and its values by type."""
+
+    anchors: frozenset[str]
+    values: Mapping[str, frozenset[str]]
+
+
+def _norm(value: str) -> str:
+    return re.sub(r"\s+", " ", value.strip().casefold())
+
+
+def frame_of(text: str) -> Frame:
+    """The anchors and typed values of one statement (see the module docstring)."""
+    values: dict[str, set[str]] = {"time": set(), "number": set(), "name": set()}
+    zh = bool(_HAN.search(text))
+    for m in (_ZH_TIME if zh else _EN_TIME).finditer(text):
+        values["time"].add(_norm(m.group()))
+    if zh:
+        values["time"].update(_norm(m.group()) for m in _EN_TIME.finditer(text))
+    masked = (_ZH_TIME if zh else _EN_TIME).sub(" ", text)
+    values["number"].update(_norm(m.group()).replace(",", "") for m in _NUMBER.finditer(masked))
+    if zh:
+        values["name"].update(_norm(m.group()) for m in _LATIN_IN_ZH.finditer(text))
+        values["name"].update(m.group() for m in _CITY_RE.finditer(text))
+    else:
+        values["name"].update(_norm(m.group()) for m in _EN_NAME.finditer(text.strip()))
+    anchors: set[str] = set()
+    for word in _EN_WORD.findall(text.casefold()):
+        word = word.strip("'-").removesuffix("'s")
+        if len(word) >= 3 and word not in _EN_FUNCTION:
+            anchors.add(word)
+    anchors |= {name for name in values["name"] if " " not in name}
+    for run in re.findall(r"[\u3400-\u9fff]+", text):
+        anchors.update(a + b for a, b in itertools.pairwise(run)
+                       if a not in _ZH_FUNCTION and b not in _ZH_FUNCTION)
+    return Frame(anchors=frozenset(anchors), values={k: frozenset(v) for k, v in values.items()})
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+def _updates(a: Frame, b: Frame, common: frozenset[str] | set[str] = frozenset()) -> bool:
+    value_words = {w for vs in (*a.values.values(), *b.values.values()) for v in vs for w in v.split()}
+    shared = ({_stem(w) for w in a.anchors - value_words} & {_stem(w) for w in b.anchors - value_words}) - common
+    names_shared = {_stem(n) for n in a.values["name"] & b.values["name"]} - common
+    if not shared and not names_shared:
+        return False
+    for kind in ("time", "number", "name"):
+        old, new = a.values[kind], b.values[kind]
+        if old and new - old and (kind != "name" or new - old - {w for w in b.anchors if w in a.anchors}):
+            return True
+    return False
+
+
+def restates(older: str, newer: str) -> bool:
+    """Whether ``newer`` states the subject of ``older`` again with another value of the same type."""
+    return _updates(frame_of(older), frame_of(newer))
+
+
+def asks_past(query: str) -> bool:
+    """Whether ``query`` asks about how things were before (then the earlier statement comes first)."""
+    return bool(_PAST_RE.search(query))
+
+
+def newest_first(cat: Catalog, total: np.ndarray, text_of: Callable[[Sequence[int]], Mapping[int, str]], *,
+                 top: int = UPDATE_TOP, past: bool = False) -> dict[int, int]:
+    """Among the ``top`` best of ``total``: for each pair of user turns by one speaker where the later
+    :func:`restates` the earlier through an anchor no third of those turns holds, put the later just above the
+    earlier (``past``: the earlier above the later), in place. Only the order inside the ``top`` changes, never
+    which turns are in it. Returns {raised position: the position it was put above}."""
+    if not cat.assistant.any():
+        return {}  # standalone memories, not a conversation: a later one is another memory, not a correction
+    finite = np.flatnonzero(np.isfinite(total))
+    best = finite[np.argsort(-total[finite], kind="stable")[:top]]
+    turns = [int(p) for p in best if cat.kind[p] == _TURN and not cat.assistant[p]]
+    if len(turns) < 2:
+        return {}
+    texts = text_of(turns)
+    frames = {p: frame_of(texts[p]) for p in turns if p in texts}
+    counts: dict[str, int] = {}
+    for frame in frames.values():
+        for anchor in {_stem(a) for a in frame.anchors}:
+            counts[anchor] = counts.get(anchor, 0) + 1
+    common = {a for a, n in counts.items() if n > 2}  # shared by a third turn: the store's theme, not a subject
+    out: dict[int, int] = {}
+    order = sorted(frames, key=lambda p: (np.nan_to_num(cat.ts[p], nan=-np.inf), p))
+    for i, old in enumerate(order):
+        for new in order[i + 1:]:
+            if cat.speaker[old] != cat.speaker[new] or not _updates(frames[old], frames[new], common):
+                continue
+            up, down = (old, new) if past else (new, old)
+            if total[up] <= total[down]:
+                total[up] = total[down] + MARGIN
+                out[up] = down
+    return out
