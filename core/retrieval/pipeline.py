@@ -293,12 +293,15 @@ class ReadPipeline:
                 details[rid]["feedback_keep"] = {"raised_by": by}
         # select
         quota_routes = {n: s for n, s in scored.per_route.items() if n != FEEDBACK_ROUTE}
+        # chosen for at least POOL_MIN_K and cut to k after the carriers' reorder: a search for k items stays the
+        # first k of a search for more (a dependent's carrier may sit just past k)
         selection = select(store, ns_id, cat, pool_rids, pool_scores, per_route=quota_routes,
-                           routes=scored.routes, total=fused.total, k=k, config=cfg,
+                           routes=scored.routes, total=fused.total, k=max(k, POOL_MIN_K), config=cfg,
                            use_vectors=self.vector_index is not None)
         if fused.dependents:  # diversification may have swapped a dependent turn above its carrier
             ordered, ordered_scores = after_carriers(selection.rids, selection.scores, fused.dependents)
             selection = replace(selection, rids=ordered, scores=ordered_scores)
+        selection = replace(selection, rids=selection.rids[:k], scores=selection.scores[:k])
         for rid, step in selection.mmr.items():
             if rid in details:
                 details[rid]["mmr"] = step

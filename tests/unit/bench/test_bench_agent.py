@@ -167,8 +167,9 @@ def test_unknown_suite_or_system_is_a_usage_error(tmp_path: Path, capsys: pytest
 @pytest.mark.skipif(not DEV.is_dir(), reason="the agent_dev data is not next to the repository")
 def test_on_the_dev_data(tmp_path: Path) -> None:
     data = load_agent_data(DEV)
-    # the counts the data's README gives: 12 scorable errors, 427 procedure steps, 78 memory questions
-    assert {s: len(p) for s, p in data.probes.items()} == {"failures": 12, "procedures": 427, "slots": 150,
+    # the counts the data's README gives (12 scorable errors, 427 procedure steps, 78 memory questions); slots: 50
+    # When2Call items and the 57 BFCL miss_param cases whose follow-up states a value the conversation has not given
+    assert {s: len(p) for s, p in data.probes.items()} == {"failures": 12, "procedures": 427, "slots": 107,
                                                           "memory": 78}
     out = tmp_path / "agent.json"
     assert main(["agent", "--data", str(DEV), "--suites", "memory", "--systems", "memory-ext,bm25",
