@@ -29,7 +29,7 @@ and a turn **depends on** a neighbour in its session said by another speaker (:f
 acknowledgement at most its context. The carrier keeps its own score (an acknowledgement's window matches what its
 neighbours say, on both sides: lending its score to one of them would rank that one for the other's words). The
 thresholds were chosen on the dev part of the small-store suite (``memext bench small``) and checked on its held-out
-part and on LoCoMo (docs/small-store.md).
+part and on LoCoMo (docs/design-notes/small-store.md).
 
 >>> shape = turn_shape("Got it, thanks!", "I'm allergic to shellfish.")
 >>> shape.asks, shape.novel_tokens
