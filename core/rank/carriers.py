@@ -15,10 +15,10 @@ and a turn **depends on** a neighbour in its session said by another speaker (:f
 
 - it **asks** (it has a question sentence and its other sentences add at most :data:`ACK_TOKENS` tokens to the
   turn before): it depends on the next turn, which answers it;
-- it **acknowledges** (it asks nothing and adds at most :data:`ACK_TOKENS` tokens to the turn before, which asked
-  nothing): it depends on the turn before;
-- it is an assistant's **restating reply** (an assistant turn after a user turn that asked nothing, adding at most
-  :data:`RESTATE_CONTENT` content tokens to it): it depends on the user's turn;
+- it **acknowledges** (it asks nothing, holds at most :data:`ACK_MAX_TOKENS` tokens and adds at most
+  :data:`ACK_TOKENS` to the turn before, which asked nothing): it depends on the turn before;
+- it is an assistant's **restating reply** (an assistant turn after a user turn that asked nothing, sharing content
+  with it and adding at most :data:`RESTATE_CONTENT` content tokens to it): it depends on the user's turn;
 - it **answers** a question but adds at most :data:`ACK_TOKENS` tokens to the :data:`CONTEXT_TURNS` turns before
   it and shares content tokens with an earlier turn of the asker: it depends on that turn, which it tells back
   ("Black, no sugar." after "Do you remember how I take my coffee?"). Only an assistant's answer to the user:
@@ -58,6 +58,9 @@ __all__ = ["ACK_TOKENS", "CJK_PER_TOKEN", "CONTENT_MIN_LEN", "RESTATE_CONTENT", 
 
 ACK_TOKENS: Final = 3
 """A turn whose non-asking sentences add at most this many tokens to its neighbour carries no content of its own."""
+ACK_MAX_TOKENS: Final = 8
+"""An acknowledgement is short: at most this many tokens in all ("Turn 7: … day 7." after "Turn 6: … day 6." adds
+one token but is a statement of its own)."""
 RESTATE_CONTENT: Final = 4
 """An assistant reply adding at most this many content tokens to the user statement before it restates it."""
 CONTENT_MIN_LEN: Final = 4
@@ -110,6 +113,10 @@ class TurnShape:
     asks: bool
     novel_tokens: int
     novel_content: int
+    tokens: int = 0
+    """Tokens of its non-asking sentences (counted as ``novel_tokens`` is)."""
+    shared_content: int = 0
+    """Content tokens its non-asking sentences share with the neighbour."""
 
 
 def turn_shape(text: str, neighbour: str | None) -> TurnShape:
@@ -122,7 +129,10 @@ def turn_shape(text: str, neighbour: str | None) -> TurnShape:
     novel = words - n_words
     cjk_novel = sum(1 for w in novel if _CJK_RE.fullmatch(w))
     novel_tokens = len(novel) - cjk_novel + -(-cjk_novel // CJK_PER_TOKEN)
-    return TurnShape(asks=asks, novel_tokens=novel_tokens, novel_content=len(content - n_content))
+    cjk_all = sum(1 for w in words if _CJK_RE.fullmatch(w))
+    return TurnShape(asks=asks, novel_tokens=novel_tokens, novel_content=len(content - n_content),
+                     tokens=len(words) - cjk_all + -(-cjk_all // CJK_PER_TOKEN),
+                     shared_content=len(content & n_content))
 
 
 def _neighbour(cat: Catalog, pos: int, step: int) -> int:
@@ -197,8 +207,9 @@ def carriers(cat: Catalog, positions: Sequence[int], text_of: Callable[[Sequence
             if cat.assistant[p] and not cat.assistant[before]:  # an assistant answering the user's question:
                 answers.append(p)  # new unless it tells back what the user said before
             continue
-        elif shape.novel_tokens <= ACK_TOKENS or (restating and cat.assistant[p] and not cat.assistant[before]
-                                                  and shape.novel_content <= RESTATE_CONTENT):
+        elif (shape.novel_tokens <= ACK_TOKENS and shape.tokens <= ACK_MAX_TOKENS) or (
+                restating and cat.assistant[p] and not cat.assistant[before]
+                and shape.novel_content <= RESTATE_CONTENT and shape.shared_content > 0):
             out[p] = before
     if answers:
         earlier = {p: _earlier(cat, p, CONTEXT_TURNS) for p in answers}
