@@ -54,7 +54,8 @@ def test_search_items_carry_the_fields_and_the_context_reads_as_lines(engine: Me
     engine.add_turns(_booking("s1"), "ana")
     engine.flush()
     result = engine.search("book_hotel check_in HTTP 422", "ana", k=3)
-    failed = next(i for i in result.items if "HTTP 422" in i.text)
+    # the tool turn itself (the lesson derived from the failure and its fix quotes the error too)
+    failed = next(i for i in result.items if "HTTP 422" in i.text and i.kind == "turn")
     assert failed.metadata == {"latency_ms": 41, "tool_name": "book_hotel", "tool_call_id": "call_1",
                                "is_error": True}
     assert 'assistant → book_hotel(city="Lisbon", check_in="14/04/2026")' in result.context
