@@ -341,6 +341,12 @@ RETRY_LOOKAHEAD: Final = 2 * LOOKAHEAD
 things up (other tools, the user) before they retry."""
 
 
+def _retried_gist(failed: ToolCall | None, call: ToolCall) -> str:
+    """How a successful retry of the failed call reads: the arguments that changed."""
+    diff = _args_diff(failed.args if failed else None, call.args)
+    return f"retried {call.name} with {diff}" if diff else f"retried {call.name}"
+
+
 def _same_tool_success(turns: Sequence[TurnView | None], i: int, tool: str, failed: ToolCall | None
                        ) -> tuple[str, list[TurnView], int, ToolCall] | None:
     """The first successful call of ``tool`` after the error at turn ``i`` in its session, as a fix."""
@@ -359,9 +365,7 @@ def _same_tool_success(turns: Sequence[TurnView | None], i: int, tool: str, fail
                 continue
             status, _, result = call_outcome(turns, k, call)
             if status == "ok":
-                diff = _args_diff(failed.args if failed else None, call.args)
-                gist = f"retried {call.name} with {diff}" if diff else f"retried {call.name}"
-                return gist, [t] + ([result] if result else []), k, call
+                return _retried_gist(failed, call), [t] + ([result] if result else []), k, call
     return None
 
 
@@ -388,8 +392,7 @@ def _find_fix(turns: Sequence[TurnView | None], i: int, tool: str | None, failed
                 if status == "ok" and not (result is not None and not result.content.strip()):
                     same = bool(tool) and call.name == tool
                     if same:
-                        diff = _args_diff(failed.args if failed else None, call.args)
-                        gist = f"retried {call.name} with {diff}" if diff else f"retried {call.name}"
+                        gist = _retried_gist(failed, call)
                     else:
                         gist = f"used {call.name}" + (f"({args_gist(call.args)})" if call.args else "") + " instead"
                     return gist, [t] + ([result] if result else []), k, call if same else None
