@@ -319,7 +319,13 @@ class Indexer:
         fails is retried after its back-off, then quarantined: this returns within a few seconds of it)."""
         total = 0
         while True:
-            n = self.drain_once()
+            try:
+                n = self.drain_once()
+            except Exception as exc:  # recorded for health() (inline indexing has no _run), re-raised
+                with self._cond:
+                    self.error = exc
+                    self._failures += 1
+                raise
             total += n
             if n:
                 continue

@@ -98,9 +98,11 @@ def test_forget_removes_a_quarantined_record(tmp_path: Path) -> None:
         assert all(result.turn_ids[1] not in q.turn_ids for q in eng.quarantined("ana"))
 
 
-def test_an_embedder_that_is_down_quarantines_nothing_and_recovers(tmp_path: Path) -> None:
+@pytest.mark.parametrize("background", [True, False])
+def test_an_embedder_that_is_down_quarantines_nothing_and_recovers(tmp_path: Path, background: bool) -> None:
     emb = PoisonEmbedder()
-    eng = MemoryEngine.open(tmp_path / "s", embedder=emb, config=FAST)
+    eng = MemoryEngine.open(tmp_path / "s", embedder=emb,
+                            config={"ingest": {**FAST["ingest"], "background_indexing": background}})
     try:
         eng.add_turns(chat()[:1], "ana", wait=True)  # the engine's first write checks the embedder
         emb.down.set()
