@@ -66,6 +66,7 @@ from memory_ext.ingest.failures import (
     prose_error,
     slot_records,
 )
+from memory_ext.ingest.manuals import manual_record
 from memory_ext.ingest.statements import EVENT_MIN_CONFIDENCE, is_personal_source, personal_records, short_entities
 from memory_ext.ingest.turns import (
     CHAT_RE,
@@ -241,7 +242,7 @@ def derive_kinds(sequence: Sequence[IngestTurn | Mapping[str, Any]], first: int)
         try:
             if is_personal_source(t):
                 out.extend(personal_records(t))
-            proc = _procedure(turns, i)
+            proc = _procedure(turns, i) or manual_record(t)
             if proc is not None:
                 out.append(proc)
         except Exception:  # noqa: BLE001 -- a bug on one odd turn must not lose the batch

@@ -1,0 +1,94 @@
+"""Manuals become procedure records, and the next-step route finds the manual of the step after the last call:
+the procedure that takes the parameters the agent already holds, though no message names its tool."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from memory_ext import ActionState, MemoryEngine, Turn, derive_action_state
+from memory_ext.ingest.kinds import derive_kinds
+from memory_ext.plan.derive import turns_from_messages
+from memory_ext.plan.heuristic import plan_search
+from memory_ext.plan.procedures import NEXT_STEP_ROUTE, QUIET_ACTION_WEIGHT
+
+T0 = datetime(2026, 3, 2, 9, tzinfo=UTC)
+MANUALS = {
+    "cashback-faq": ("Think You're Missing Cash Back? Here's How to Get Help",
+                     "If your cash back rewards look wrong, don't worry. Cash back is credited after each statement "
+                     "closes. Check your rewards summary in the app, and contact us if a cash back amount still "
+                     "looks wrong after two statements."),
+    "rewards-tips": ("Getting the Most from Your Cash Back Rewards",
+                     "Use your card for groceries and travel to earn more cash back rewards. Rewards appear on your "
+                     "statement; cash back can be redeemed as a statement credit at any time."),
+    "dispute": ("Submitting a Cash Back Dispute (Internal)",
+                "Use this process when a customer believes a transaction earned the wrong amount.\n\n"
+                "- Tool to provide to the user: `submit_cash_back_dispute(user_id: str, transaction_id: str)`\n"
+                "- Tell the customer to run the tool with their own user_id and the transaction_id in question."),
+    "card-replacement": ("How to Order a Replacement Card (Internal)",
+                         "When a card is lost or damaged, call order_replacement_card with the arguments below.\n"
+                         "- credit_card_account_id (string, required)\n- shipping_address (string, required)\n"
+                         "- expedited_shipping (boolean)"),
+    "branch-hours": ("Branch Hours", "Our branches open at 9am on weekdays. Cash back questions are answered by "
+                                     "phone, in the app and at any branch."),
+}
+REQUEST = "Hi, I think some of my cash back rewards are wrong. Can you check them and fix what is wrong?"
+MESSAGES = [
+    {"role": "user", "content": REQUEST},
+    {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {
+        "name": "call_discoverable_tool",
+        "arguments": json.dumps({"tool_name": "list_transactions", "arguments": json.dumps({
+            "user_id": "u-755", "transaction_id": "txn_a8f1"})})}}]},
+]
+
+
+def _manual(doc_id: str) -> str:
+    title, body = MANUALS[doc_id]
+    return f"{title}\n\n{body}"
+
+
+def _engine(tmp_path: Path) -> MemoryEngine:
+    from memory_ext.embed import HashingEmbedder
+
+    engine = MemoryEngine.open(tmp_path / "m", embedder=HashingEmbedder())
+    engine.add_turns([Turn(role="system", content=_manual(d), session_id=d, external_id=d,
+                           timestamp=T0 + timedelta(minutes=n)) for n, d in enumerate(MANUALS)], "agent", wait=True)
+    return engine
+
+
+def test_a_manual_that_documents_a_tool_becomes_a_procedure_and_prose_does_not() -> None:
+    turns = [{"id": d, "role": "system", "content": _manual(d), "ts": 0.0, "session_id": d} for d in MANUALS]
+    procedures = {r.anchor_turn_id: r for r in derive_kinds(turns, 0) if r.kind.value == "procedure"}
+    assert set(procedures) == {"dispute", "card-replacement"}
+    assert procedures["dispute"].text.startswith("how to Submitting a Cash Back Dispute (Internal): "
+                                                 "submit_cash_back_dispute(user_id, transaction_id")
+    assert "shipping_address" in procedures["card-replacement"].index_text
+
+
+def test_the_next_step_route_finds_the_manual_that_takes_what_the_agent_holds(tmp_path: Path) -> None:
+    engine = _engine(tmp_path)
+    try:
+        state = derive_action_state(turns_from_messages(MESSAGES))
+        assert "submit_cash_back_dispute" not in state.model_dump_json()  # nothing in the state names the tool
+        with_state = [i.external_ids[0] for i in engine.search(REQUEST, "agent", k=3, action_state=state).items]
+        query_only = [i.external_ids[0] for i in engine.search(REQUEST, "agent", k=3).items]
+    finally:
+        engine.close()
+    assert with_state[0] == "dispute", with_state
+    assert query_only[0] != "dispute", query_only  # the request alone ranks the cash back FAQs first
+
+
+def test_the_route_follows_a_call_only_while_nothing_failed_or_is_missing() -> None:
+    args = {"user_id": "u-755", "transaction_id": "txn_a8f1"}
+    plan = plan_search("fix my cash back", now=None, speakers=(), action_state=ActionState(
+        last_tool_name="list_transactions", last_tool_args=args))
+    routes = {r.name: r for r in plan.routes}
+    assert routes[NEXT_STEP_ROUTE].queries == ("user_id transaction_id",)
+    assert routes["action"].weight == QUIET_ACTION_WEIGHT
+    failed = plan_search("fix my cash back", now=None, speakers=(), action_state=ActionState(
+        last_tool_name="list_transactions", last_tool_args=args, failure_signal="HTTP 500"))
+    assert NEXT_STEP_ROUTE not in {r.name for r in failed.routes}
+    missing = plan_search("fix my cash back", now=None, speakers=(), action_state=ActionState(
+        last_tool_name="list_transactions", last_tool_args=args, missing_slots=("account_id",)))
+    assert {r.name: r.weight for r in missing.routes}["action"] == 0.5
