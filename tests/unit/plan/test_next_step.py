@@ -30,6 +30,12 @@ MANUALS = {
                          "When a card is lost or damaged, call order_replacement_card with the arguments below.\n"
                          "- credit_card_account_id (string, required)\n- shipping_address (string, required)\n"
                          "- expedited_shipping (boolean)"),
+    "statement-credit": ("Request a Statement Credit or Fee Adjustment",
+                         "If a fee or a cash back amount on your statement looks wrong, ask us to check it. We review "
+                         "the rewards on each statement and fix what is wrong with a statement credit."),
+    "rewards-faq": ("FAQ: Cash Back Rewards", "Why are my cash back rewards lower than I expected? Some purchases earn "
+                                              "less cash back. Check the rewards categories; if your cash back is "
+                                              "still wrong, we can help fix it."),
     "branch-hours": ("Branch Hours", "Our branches open at 9am on weekdays. Cash back questions are answered by "
                                      "phone, in the app and at any branch."),
 }
@@ -37,8 +43,8 @@ REQUEST = "Hi, I think some of my cash back rewards are wrong. Can you check the
 MESSAGES = [
     {"role": "user", "content": REQUEST},
     {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {
-        "name": "call_discoverable_tool",
-        "arguments": json.dumps({"tool_name": "list_transactions", "arguments": json.dumps({
+        "name": "invoke_helper",
+        "arguments": json.dumps({"helper": "list_transactions", "arguments": json.dumps({
             "user_id": "u-755", "transaction_id": "txn_a8f1"})})}}]},
 ]
 
@@ -71,12 +77,12 @@ def test_the_next_step_route_finds_the_manual_that_takes_what_the_agent_holds(tm
     try:
         state = derive_action_state(turns_from_messages(MESSAGES))
         assert "submit_cash_back_dispute" not in state.model_dump_json()  # nothing in the state names the tool
-        with_state = [i.external_ids[0] for i in engine.search(REQUEST, "agent", k=3, action_state=state).items]
-        query_only = [i.external_ids[0] for i in engine.search(REQUEST, "agent", k=3).items]
+        with_state = [i.external_ids[0] for i in engine.search(REQUEST, "agent", k=10, action_state=state).items]
+        query_only = [i.external_ids[0] for i in engine.search(REQUEST, "agent", k=10).items]
     finally:
         engine.close()
-    assert with_state[0] == "dispute", with_state
-    assert query_only[0] != "dispute", query_only  # the request alone ranks the cash back FAQs first
+    assert "dispute" in with_state[:3], with_state
+    assert "dispute" not in query_only[:3], query_only  # the request alone ranks the cash back prose first
 
 
 def test_the_route_follows_a_call_only_while_nothing_failed_or_is_missing() -> None:
