@@ -24,7 +24,7 @@ from ..models import (
 from ..text.entities import query_names
 from ..text.sentences import is_question, split_sentences
 from ..text.timeexpr import extract_times
-from .procedures import with_next_step
+from .procedures import next_step_routes
 
 __all__ = ["action_routes", "classify_question", "conversation_parts", "plan_search", "split_sentences"]
 
@@ -158,7 +158,7 @@ def plan_search(query: str, *, now: datetime | None, speakers: Sequence[str],
         routes += [EvidenceRoute(goal=RouteGoal.OPENING, queries=(excerpt[0],), weight=SECONDARY_ROUTE_WEIGHT),
                    EvidenceRoute(goal=RouteGoal.FOCUS, queries=(excerpt[1],), weight=SECONDARY_ROUTE_WEIGHT)]
     if action_state is not None:
-        routes += with_next_step(action_routes(query, action_state), action_state)
+        routes += [*action_routes(query, action_state), *next_step_routes(action_state)]
         # each missing slot is an evidence need of its own: a route asking for it in the context of the subgoal
         context = action_state.current_subgoal or action_state.tentative_action or ""
         for slot in action_state.missing_slots[:MAX_SLOT_ROUTES]:

@@ -8,11 +8,13 @@ records: the documents that explain a tool (:mod:`memory_ext.ingest.manuals`, wh
 parameters a tool takes) and past procedures. The procedures that take what the agent already has (a
 ``user_id``, a ``transaction_id``) are the usual shape of "what comes after this step".
 
-While that route is there (a call succeeded or is pending, nothing is missing, nothing failed), the action
-route — which asks for the tool just used, the step already taken — counts for ``QUIET_ACTION_WEIGHT``: the
-documents that name the last tool describe the step behind the agent, and a generic tool name (a wrapper that
-runs other tools) would otherwise fill the top with the wrapper's own pages. After a failure the action route asks
-for the lesson at its full weight and there is no next-step route; a missing slot keeps the action route too.
+Where the namespace holds no procedure record the route is left out (:func:`fit_to_store`, run by the search
+pipeline once it knows the store). While the route is there (a call succeeded or is pending, nothing is missing,
+nothing failed), the action route — which asks for the tool just used, the step already taken — counts for
+``QUIET_ACTION_WEIGHT``: the documents that name the last tool describe the step behind the agent, and a generic
+tool name (a wrapper that runs other tools) would otherwise fill the top with the wrapper's own pages. After a
+failure the action route asks for the lesson at its full weight and there is no next-step route; a missing slot
+keeps the action route too.
 
 τ²-bench banking_knowledge dev (hashing embedder, ``memext bench agent --suites procedures``, memory-ext with the
 derived state): hit@10 0.372 before, 0.41 with the manuals' procedure records alone, 0.49 with this route and the
@@ -33,10 +35,10 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
-from ..models import SECONDARY_ROUTE_WEIGHT, ActionState, EvidenceRoute, RecordKind, RouteGoal
+from ..models import SECONDARY_ROUTE_WEIGHT, ActionState, EvidenceRoute, RecordKind, RouteGoal, SearchPlan
 
 __all__ = ["NEXT_STEP_ROUTE", "NEXT_STEP_WEIGHT", "QUIET_ACTION_WEIGHT", "argument_names", "next_step_routes",
-           "with_next_step"]
+           "fit_to_store"]
 
 NEXT_STEP_ROUTE: Final = "next-step"
 """The name of the route (``EvidenceRoute.name``; ``keyword@next-step`` in explain)."""
@@ -92,19 +94,27 @@ def next_step_routes(state: ActionState) -> list[EvidenceRoute]:
                           boost_kinds=(RecordKind.PROCEDURE,), weight=NEXT_STEP_WEIGHT)]
 
 
-def with_next_step(routes: list[EvidenceRoute], state: ActionState) -> list[EvidenceRoute]:
-    """``routes`` (a plan's action routes) with the next-step route of ``state`` added and, when it is added and
-    no slot is missing, the action route at ``QUIET_ACTION_WEIGHT``.
+def fit_to_store(plan: SearchPlan, *, has_procedures: bool) -> SearchPlan:
+    """``plan`` as the namespace can serve its next-step route: where the namespace holds no procedure record the
+    route is left out (it would only add noise); where it does and no slot is missing, the action route counts
+    ``QUIET_ACTION_WEIGHT``. A plan without a next-step route is returned as it is.
 
     >>> from memory_ext.models import ActionState
-    >>> state = ActionState(last_tool_name="lookup", last_tool_args={"user_id": "u1"})
-    >>> [(r.name, r.weight) for r in with_next_step([EvidenceRoute(goal="action", queries=("lookup",))], state)]
-    [('action', 0.05), ('next-step', 0.5)]
+    >>> from memory_ext.plan.heuristic import plan_search
+    >>> plan = plan_search("what next?", now=None, speakers=(), action_state=ActionState(
+    ...     last_tool_name="lookup", last_tool_args={"user_id": "u1"}))
+    >>> [(r.name, r.weight) for r in fit_to_store(plan, has_procedures=True).routes]
+    [('query', 1.0), ('action', 0.05), ('next-step', 0.5)]
+    >>> [(r.name, r.weight) for r in fit_to_store(plan, has_procedures=False).routes]
+    [('query', 1.0), ('action', 0.5)]
     """
-    extra = next_step_routes(state)
-    if not extra:
-        return routes
-    if not state.missing_slots:
-        routes = [r.model_copy(update={"weight": QUIET_ACTION_WEIGHT}) if r.goal is RouteGoal.ACTION
-                  and r.name == RouteGoal.ACTION.value else r for r in routes]
-    return [*routes, *extra]
+    if not any(r.name == NEXT_STEP_ROUTE for r in plan.routes):
+        return plan
+    if not has_procedures:
+        routes = [r for r in plan.routes if r.name != NEXT_STEP_ROUTE]
+    elif any(r.goal == RouteGoal.SLOT for r in plan.routes):
+        return plan
+    else:
+        routes = [r.model_copy(update={"weight": QUIET_ACTION_WEIGHT})
+                  if r.goal == RouteGoal.ACTION and r.name == RouteGoal.ACTION.value else r for r in plan.routes]
+    return plan.model_copy(update={"routes": tuple(routes)})

@@ -21,6 +21,7 @@ from ..models import ActionState, ChannelError, Namespace, RetrievedItem, RouteG
 from ..plan.expand import expand_plan
 from ..plan.heuristic import plan_search
 from ..plan.llm_planner import Planner
+from ..plan.procedures import fit_to_store
 from ..plan.strategy import strategy_for
 from ..rank.calibration import bounded_scores, cosine_calibration, item_cosines
 from ..rank.carriers import after_carriers
@@ -211,6 +212,7 @@ class ReadPipeline:
                                                 action_state=request.action_state)
         if planner_error is not None:
             errors.append(planner_error)
+        plan = fit_to_store(plan, has_procedures=bool(np.any(cat.kind == KIND_CODES["procedure"])))
         plan = expand_plan(plan, expansion=cfg.expansion, expansion_weight=cfg.expansion_weight,
                            split_conjunctions=cfg.split_conjunctions, associative_weight=cfg.associative_weight)
         # read-your-writes: the namespace's queued vectors, and for an excerpt its turns' sparse encodings

@@ -11,7 +11,7 @@ from memory_ext import ActionState, MemoryEngine, Turn, derive_action_state
 from memory_ext.ingest.kinds import derive_kinds
 from memory_ext.plan.derive import turns_from_messages
 from memory_ext.plan.heuristic import plan_search
-from memory_ext.plan.procedures import NEXT_STEP_ROUTE, QUIET_ACTION_WEIGHT
+from memory_ext.plan.procedures import NEXT_STEP_ROUTE, QUIET_ACTION_WEIGHT, fit_to_store
 
 T0 = datetime(2026, 3, 2, 9, tzinfo=UTC)
 MANUALS = {
@@ -87,14 +87,17 @@ def test_the_next_step_route_finds_the_manual_that_takes_what_the_agent_holds(tm
 
 def test_the_route_follows_a_call_only_while_nothing_failed_or_is_missing() -> None:
     args = {"user_id": "u-755", "transaction_id": "txn_a8f1"}
+
+    def routes(**state: object) -> dict[str, float]:
+        plan = plan_search("fix my cash back", now=None, speakers=(), action_state=ActionState(
+            last_tool_name="list_transactions", last_tool_args=args, **state))  # type: ignore[arg-type]
+        return {r.name: r.weight for r in fit_to_store(plan, has_procedures=True).routes}
+
     plan = plan_search("fix my cash back", now=None, speakers=(), action_state=ActionState(
         last_tool_name="list_transactions", last_tool_args=args))
-    routes = {r.name: r for r in plan.routes}
-    assert routes[NEXT_STEP_ROUTE].queries == ("user_id transaction_id",)
-    assert routes["action"].weight == QUIET_ACTION_WEIGHT
-    failed = plan_search("fix my cash back", now=None, speakers=(), action_state=ActionState(
-        last_tool_name="list_transactions", last_tool_args=args, failure_signal="HTTP 500"))
-    assert NEXT_STEP_ROUTE not in {r.name for r in failed.routes}
-    missing = plan_search("fix my cash back", now=None, speakers=(), action_state=ActionState(
-        last_tool_name="list_transactions", last_tool_args=args, missing_slots=("account_id",)))
-    assert {r.name: r.weight for r in missing.routes}["action"] == 0.5
+    assert {r.name: r.queries for r in plan.routes}[NEXT_STEP_ROUTE] == ("user_id transaction_id",)
+    assert routes()["action"] == QUIET_ACTION_WEIGHT
+    assert NEXT_STEP_ROUTE not in routes(failure_signal="HTTP 500")
+    assert routes(missing_slots=("account_id",))["action"] == 0.5  # a missing slot keeps the action route
+    # a store without procedures: no next-step route, the action route as it was
+    assert {r.name: r.weight for r in fit_to_store(plan, has_procedures=False).routes} == {"query": 1.0, "action": 0.5}
