@@ -2,8 +2,9 @@
 
 Between two tool calls an agent needs the procedure of its *next* step, whose tool it has not named yet (it
 may not even know the tool: manuals often introduce tools of their own). What the state holds is the last call;
-the route asks for the parameters that call worked with — the names of its arguments, and those of an argument
-given as a JSON object or string, as wrappers that call another tool pass them — and boosts ``procedure``
+the route asks for the parameters that call worked with — the names of its arguments, those of an argument
+given as a JSON object or string, as wrappers that call another tool pass them, and the tool or record an
+argument names — and boosts ``procedure``
 records: the documents that explain a tool (:mod:`memory_ext.ingest.manuals`, whose records list the
 parameters a tool takes) and past procedures. The procedures that take what the agent already has (a
 ``user_id``, a ``transaction_id``) are the usual shape of "what comes after this step".
@@ -18,11 +19,11 @@ keeps the action route too.
 
 τ²-bench banking_knowledge dev (hashing embedder, ``memext bench agent --suites procedures``, memory-ext with the
 derived state): hit@10 0.372 before, 0.41 with the manuals' procedure records alone, 0.49 with this route and the
-quiet action route (the numbers of the constants below).
+quiet action route (the numbers of the constants below), 0.52 when an argument that names a tool gives its value.
 
 >>> from memory_ext.models import ActionState
 >>> state = ActionState(current_subgoal="my cash back is wrong", last_tool_name="call_tool", last_tool_args={
-...     "tool": "get_history", "arguments": '{"user_id": "u1", "transaction_id": "t9"}'})
+...     "tool": "[hidden]", "arguments": '{"user_id": "u1", "transaction_id": "t9"}'})
 >>> [(r.name, r.queries, [k.value for k in r.boost_kinds], r.weight) for r in next_step_routes(state)]
 [('next-step', ('tool user_id transaction_id',), ['procedure'], 0.5)]
 >>> next_step_routes(ActionState(last_tool_name="book_hotel", failure_signal="HTTP 422"))
@@ -32,6 +33,7 @@ quiet action route (the numbers of the constants below).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -53,6 +55,11 @@ QUIET_ACTION_WEIGHT: Final = 0.05
 0.222 / 0.283 / 0.501 with the route at 0.5: the wrapper's own pages took the second place)."""
 
 
+_IDENTIFIER_RE: Final = re.compile(r"[A-Za-z]+(?:_[A-Za-z]+)+(?:_\d+)?")
+"""A name in code: words joined by underscores, perhaps a number at the end (``get_history``, ``lookup_v_2``); not
+an id (``txn_a8f1``, ``cc_8903_silver``)."""
+
+
 def _nested(value: Any) -> Mapping[str, Any] | None:
     if isinstance(value, Mapping):
         return value
@@ -66,16 +73,22 @@ def _nested(value: Any) -> Mapping[str, Any] | None:
 
 
 def argument_names(args: Mapping[str, Any]) -> list[str]:
-    """The names of a call's arguments, with those of an argument that is itself an object (a mapping or a
-    JSON object in a string) in its place.
+    """What a call's arguments say about the step: their names, with the names of an argument that is itself an
+    object (a mapping, or a JSON object in a string) in its place, and the value of an argument that names
+    something in code (a snake_case identifier: the tool a wrapper runs, a record's type) in its place.
 
-    >>> argument_names({"name": "get_history", "arguments": '{"user_id": "u1", "limit": 5}', "verbose": True})
-    ['name', 'user_id', 'limit', 'verbose']
+    >>> argument_names({"tool_name": "get_history", "arguments": '{"user_id": "u1", "limit": 5}', "verbose": True})
+    ['get_history', 'user_id', 'limit', 'verbose']
     """
     out: list[str] = []
     for key, value in args.items():
         inner = _nested(value)
-        names = [str(k) for k in inner] if inner else [str(key)]
+        if inner:
+            names = [str(k) for k in inner]
+        elif isinstance(value, str) and _IDENTIFIER_RE.fullmatch(value.strip()):
+            names = [value.strip()]
+        else:
+            names = [str(key)]
         out += [n for n in names if n not in out]
     return out[:MAX_ARGUMENT_NAMES]
 

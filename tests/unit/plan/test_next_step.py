@@ -11,7 +11,7 @@ from memory_ext import ActionState, MemoryEngine, Turn, derive_action_state
 from memory_ext.ingest.kinds import derive_kinds
 from memory_ext.plan.derive import turns_from_messages
 from memory_ext.plan.heuristic import plan_search
-from memory_ext.plan.procedures import NEXT_STEP_ROUTE, QUIET_ACTION_WEIGHT, fit_to_store
+from memory_ext.plan.procedures import NEXT_STEP_ROUTE, QUIET_ACTION_WEIGHT, argument_names, fit_to_store
 
 T0 = datetime(2026, 3, 2, 9, tzinfo=UTC)
 MANUALS = {
@@ -101,3 +101,9 @@ def test_the_route_follows_a_call_only_while_nothing_failed_or_is_missing() -> N
     assert routes(missing_slots=("account_id",))["action"] == 0.5  # a missing slot keeps the action route
     # a store without procedures: no next-step route, the action route as it was
     assert {r.name: r.weight for r in fit_to_store(plan, has_procedures=False).routes} == {"query": 1.0, "action": 0.5}
+
+
+def test_an_argument_that_names_a_tool_gives_its_name_and_an_id_gives_its_parameter() -> None:
+    assert argument_names({"agent_tool_name": "get_user_dispute_history_7291", "account_id": "cc_8903_silver",
+                           "transaction_id": "txn_a8f1", "arguments": {"user_id": "u-755"}}) == [
+        "get_user_dispute_history_7291", "account_id", "transaction_id", "user_id"]
