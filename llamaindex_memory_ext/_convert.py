@@ -16,7 +16,7 @@ from llama_index.core.vector_stores.types import FilterCondition, FilterOperator
 
 from memory_ext import ActionState, RetrievedItem, SearchResult, Turn, derive_action_state
 from memory_ext.errors import InvalidArgumentError, InvalidQueryError, InvalidTurnError
-from memory_ext.ingest.calls import turn_line
+from memory_ext.ingest.calls import spoken_text, turn_line
 from memory_ext.text import estimate_tokens
 
 __all__ = [
@@ -122,7 +122,7 @@ def render_memory(item: RetrievedItem) -> str:
     call as ``- [...] assistant → book_hotel(check_in="2026-04-14")``, a tool result as
     ``- [...] tool book_hotel (error): HTTP 422 …`` (:func:`memory_ext.ingest.calls.turn_line`)."""
     when = f"[{item.timestamp:%Y-%m-%d %H:%M}] " if item.timestamp else ""
-    text = " ".join(item.text.split())
+    text = " ".join(spoken_text(item.text, item.tool_calls).split())
     role = item.role.value if item.role is not None else ""
     if role == "tool" or item.tool_calls:
         return f"- {when}{turn_line(role, item.speaker, text, item.tool_calls, item.metadata)}"

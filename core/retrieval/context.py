@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidArgumentError
-from ..ingest.calls import format_call, parse_calls, turn_line
+from ..ingest.calls import format_call, parse_calls, spoken_text, turn_line
 from ..ingest.derive import WINDOW_MAX_GAP_S
 from ..models import RecordKind, RetrievedItem, SearchResult
 from ..store.catalog import Catalog
@@ -174,7 +174,7 @@ def memory_source(item: RetrievedItem) -> str:
     if role == "tool":
         name = meta.get("tool_name") if isinstance(meta.get("tool_name"), str) else item.speaker
         source = "tool output" + (f" {name}" if name else "") + (", error" if meta.get("is_error") is True else "")
-    elif role == "assistant" and item.tool_calls and not item.text.strip():
+    elif role == "assistant" and item.tool_calls and not spoken_text(item.text, item.tool_calls).strip():
         source = "assistant tool call"
     else:
         source = role or "memory"
@@ -188,7 +188,7 @@ def memory_source(item: RetrievedItem) -> str:
 def _memory_line(item: RetrievedItem) -> str | None:
     stamp = item.timestamp.strftime("%Y-%m-%d %H:%M") if item.timestamp is not None else "undated"
     calls = "; ".join(format_call(c.name, c.args) for c in parse_calls(item.tool_calls)) if item.tool_calls else ""
-    text = item.text.strip()
+    text = spoken_text(item.text, item.tool_calls).strip()
     if not text and not calls:
         return None
     # a rendered call is one line already (its values are JSON): its name's whitespace folded, its tags escaped
