@@ -247,6 +247,8 @@ class PgStatements(Statements):
             live_claims=("SELECT c.rid, c.value, c.negated, c.ts FROM claims c JOIN records r ON r.rid ="
                          " c.rid WHERE c.ns_id=%s AND c.holder=%s AND c.subject=%s AND c.attribute=%s AND"
                          " r.superseded_by IS NULL AND c.rid != %s"),
+            count_claims=("SELECT COUNT(*) FROM claims WHERE ns_id=%s AND holder=%s AND subject=%s AND"
+                          " attribute=%s AND rid != %s"),
             supersede_record="UPDATE records SET valid_to=%s, superseded_by=%s WHERE rid=%s AND ns_id=%s",
             insert_claim=("INSERT INTO claims(ns_id, rid, holder, subject, attribute, value, negated, ts)"
                           " VALUES(%s,%s,%s,%s,%s,%s,%s,%s)"),

@@ -241,6 +241,8 @@ class SqliteStatements(Statements):
             live_claims=("SELECT c.rid, c.value, c.negated, c.ts FROM claims c JOIN records r ON r.rid = c.rid"
                          " WHERE c.ns_id=? AND c.holder=? AND c.subject=? AND c.attribute=?"
                          " AND r.superseded_by IS NULL AND c.rid != ?"),
+            count_claims=("SELECT COUNT(*) FROM claims WHERE ns_id=? AND holder=? AND subject=? AND"
+                          " attribute=? AND rid != ?"),
             supersede_record="UPDATE records SET valid_to=?, superseded_by=? WHERE rid=? AND ns_id=?",
             insert_claim=("INSERT INTO claims(ns_id, rid, holder, subject, attribute, value, negated, ts)"
                           " VALUES(?,?,?,?,?,?,?,?)"),
