@@ -35,7 +35,7 @@ from typing import Final
 
 import numpy as np
 
-from ..ingest.claim_words import ZH_CITIES
+from ..ingest.claim_words import PEOPLE, ZH_CITIES
 from ..ingest.claims import statement_subjects
 from ..store.catalog import KIND_CODES, Catalog
 
@@ -137,14 +137,25 @@ def stem(word: str) -> str:
     return word
 
 
+def _tail(subject: str) -> str:
+    return subject.rsplit(":", 1)[-1]
+
+
+def _one_subject(s: str, t: str, other: Frame) -> bool:
+    if s == t or (s != "self" and _tail(s) == _tail(t)):
+        return True  # "Mom's flight" (mom) after "my mom is flying" (self:mom)
+    if {s, t} & {"self"} and (s.startswith("self:") or t.startswith("self:")):
+        return _tail(s if s != "self" else t) not in PEOPLE  # my phone is mine; my sister is someone else
+    return not s.startswith("self") and s != "assistant" and s in other.anchors  # "Lena moved" / "my sister Lena"
+
+
 def _same_subject(a: Frame, b: Frame) -> bool:
-    """Whether two statements can be about one subject: one names none, they name one, or the subject one names
-    is a word of the other ("Lena moved" after "My sister Lena lives"; "Mom's flight" after "my mom")."""
-    if not a.subjects or not b.subjects or a.subjects & b.subjects:
+    """Whether two statements can be about one subject: one names none, or a subject of one is a subject of the
+    other ("I" and "my phone"; "Mom" and "my mom") or a word of it ("Lena moved" after "my sister Lena lives").
+    "I live in Porto" and "My sister Lena lives in Coimbra" are about two people."""
+    if not a.subjects or not b.subjects:
         return True
-    def words(subjects: frozenset[str]) -> set[str]:
-        return {s.rsplit(":", 1)[-1] for s in subjects if s not in ("self", "assistant")}
-    return bool(words(a.subjects) & (b.anchors | words(b.subjects)) or words(b.subjects) & a.anchors)
+    return any(_one_subject(s, t, b) or _one_subject(t, s, a) for s in a.subjects for t in b.subjects)
 
 
 def _new_object(value: str, older: Frame) -> bool:
