@@ -94,10 +94,14 @@ def supersede_frames(conn: Connection, ns_id: int, holder: str, rid: int, record
     if row is None:
         return 0
     keys = sorted({stem(a) for a in json.loads(row)["a"]})
-    if not replace:
-        for key in keys:
-            insert_claim(conn, ns_id, rid, holder, ANCHOR_PREFIX + key, FRAME_ATTRIBUTE, row, False, ts)
-        return 0
+    changed = _supersede(conn, ns_id, holder, rid, record_id, text, ts, keys) if replace else 0
+    for key in keys:
+        insert_claim(conn, ns_id, rid, holder, ANCHOR_PREFIX + key, FRAME_ATTRIBUTE, row, False, ts)
+    return changed
+
+
+def _supersede(conn: Connection, ns_id: int, holder: str, rid: int, record_id: str, text: str, ts: float | None,
+               keys: list[str]) -> int:
     common: set[str] = set()
     candidates: dict[int, tuple[str, float | None]] = {}
     for key in keys:
@@ -114,8 +118,6 @@ def supersede_frames(conn: Connection, ns_id: int, holder: str, rid: int, record
         if replaces(text, value, frozenset(common)):
             supersede_record(conn, ns_id, old_rid, ts, record_id)
             changed += 1
-    for key in keys:
-        insert_claim(conn, ns_id, rid, holder, ANCHOR_PREFIX + key, FRAME_ATTRIBUTE, row, False, ts)
     return changed
 
 

@@ -45,9 +45,10 @@ def supersede(conn: Connection, ns_id: int, records: Sequence[DerivedRecord], ri
     pending = sorted((p for p in pending if p[0].source_role in CLAIM_ROLES),
                      key=lambda p: (p[0].ref_ts or 0.0, p[1]))
     assistant = next((rid for r, rid in zip(records, rids, strict=True) if r.source_role == "assistant"), None)
-    if assistant is not None:
-        mark_conversation(conn, ns_id, assistant)
-    talk = bool(pending) and (assistant is not None or in_conversation(conn, ns_id))
+    talk = (bool(pending) or assistant is not None) and in_conversation(conn, ns_id)
+    if assistant is not None and not talk:
+        mark_conversation(conn, ns_id, assistant)  # once: frames supersede only where an assistant speaks
+        talk = True
     changed = 0
     for rec, rid, given in pending:
         claims = given if given is not None else extract_claims(rec.text, speaker=rec.speaker)
