@@ -9,12 +9,16 @@ of, or a content word with no other subject named — and the later one holds a 
 thing counted by a Chinese measure word) of a type the earlier one holds, which the earlier does not.
 
 Each user statement's frame is kept in the ``claims`` table, one row per anchor (subject ``~<anchor>``, attribute
-:data:`FRAME_ATTRIBUTE`, the frame as JSON), so a new statement reads only the earlier statements that share one of
-its anchors. An anchor :data:`SHARED_MAX` earlier live statements of the same speaker hold already is the store's theme,
-not a subject ("gym" in a training diary, a trip in a conversation about trips): it links nothing. The older
-statement gets ``valid_to`` (the newer one's time) and ``superseded_by``; nothing is hidden from a default search
-(it ranks below its successor, :func:`memory_ext.retrieval.fuse.promote_successors`), ``search(as_of=...)`` before
-the change and questions about the past find it.
+:data:`FRAME_ATTRIBUTE`, the frame as JSON; empty for a statement without a value), so a new statement reads only the
+earlier statements that share one of its anchors. An anchor :data:`SHARED_MAX` earlier statements of the same speaker
+hold already (superseded or not, with a value or not) is the store's theme, not a subject ("gym" in a training
+diary, "LGBTQ" in a conversation about activism): it links nothing. Both values must stand in a sentence that
+shares the subject (:func:`replaces`). Only where an assistant speaks (:func:`in_conversation`) does a statement
+replace another by its frame.
+
+The older statement gets ``valid_to`` (the newer one's time) and ``superseded_by``; nothing is hidden from a default
+search (it ranks below its successor, :func:`memory_ext.retrieval.fuse.promote_successors`), ``search(as_of=...)``
+before the change and questions about the past find it.
 
 >>> old = frame_row("My sister Lena lives in Porto.")
 >>> replaces("Lena moved to Coimbra last month.", old)
@@ -47,42 +51,46 @@ SHARED_MAX: Final = 2
 """An anchor that this many earlier live statements of one speaker hold already is a theme, not a subject."""
 
 
-def frame_row(text: str) -> str | None:
-    """The frame of a statement as stored (JSON), or None when it states no current value (a question, a
-    hypothetical, how things used to be, or no time, number, name or counted thing)."""
-    frame = frame_of(text)
-    if frame.subjects is None or not any(frame.values.values()):
-        return None
-    return json.dumps({"a": sorted(frame.anchors), "s": sorted(frame.subjects),
-                       "v": {k: sorted(v) for k, v in frame.values.items() if v}}, ensure_ascii=False)
-
-
-def _frame(row: str) -> Frame:
-    data = json.loads(row)
-    values = {k: frozenset(data["v"].get(k, ())) for k in ("time", "number", "name", "object")}
-    return Frame(anchors=frozenset(data["a"]), values=values, subjects=frozenset(data["s"]))
-
-
-def _parts(text: str) -> list[Frame]:
-    """The frame of each sentence of a statement that states something current, with the whole's subjects: the
-    new value must stand in the sentence that names the subject ("Hey Caroline, since we last chatted, ... I ran a
-    charity race" links nothing through Caroline)."""
+def _sentence_frames(text: str) -> list[Frame]:
+    """The frame of each sentence of a statement that holds a value, with the whole's subjects; none when the
+    statement states nothing current. A value stands in the sentence that names its subject: "Hey Gina! I'm on the
+    hunt for a spot for my dance studio. Oh, I've been to Paris yesterday!" says nothing of where the studio is."""
     whole = frame_of(text)
     if whole.subjects is None:
         return []
     parts = split_sentences(text)
-    if len(parts) <= 1:
-        return [whole]
-    return [dc_replace(f, subjects=whole.subjects) for f in map(frame_of, parts) if f.subjects is not None]
+    frames = [whole] if len(parts) <= 1 else [dc_replace(f, subjects=whole.subjects) for f in map(frame_of, parts)
+                                              if f.subjects is not None]
+    return [f for f in frames if any(f.values.values())]
+
+
+def frame_row(text: str) -> str | None:
+    """The frames of a statement as stored (JSON: its subjects, each sentence's anchors and values), or None when
+    it states no current value (a question, a hypothetical, how things used to be, or no time, number, name or
+    counted thing)."""
+    frames = _sentence_frames(text)
+    if not frames:
+        return None
+    return json.dumps({"s": sorted(frames[0].subjects or ()),
+                       "f": [{"a": sorted(f.anchors), "v": {k: sorted(v) for k, v in f.values.items() if v}}
+                             for f in frames]}, ensure_ascii=False)
+
+
+def _frames(row: str) -> list[Frame]:
+    data = json.loads(row)
+    subjects = frozenset(data["s"])
+    return [Frame(anchors=frozenset(f["a"]), subjects=subjects,
+                  values={k: frozenset(f["v"].get(k, ())) for k in ("time", "number", "name", "object")})
+            for f in data["f"]]
 
 
 def replaces(newer: str, older: str | None, common: frozenset[str] = frozenset()) -> bool:
     """Whether the statement ``newer`` (its text) replaces the one of frame row ``older`` (``common``: stemmed
-    anchors that link nothing)."""
+    anchors that link nothing): a sentence of one restates a sentence of the other with another value."""
     if older is None:
         return False
-    old = _frame(older)
-    return any(updates(old, part, common) for part in _parts(newer))
+    olds = _frames(older)
+    return any(updates(old, new, common) for new in _sentence_frames(newer) for old in olds)
 
 
 def supersede_frames(conn: Connection, ns_id: int, holder: str, rid: int, record_id: str, text: str,
@@ -90,11 +98,12 @@ def supersede_frames(conn: Connection, ns_id: int, holder: str, rid: int, record
     """Record the frame of the statement ``text`` (record ``rid``/``record_id`` by ``holder`` at ``ts``) and,
     with ``replace`` (:func:`in_conversation`), supersede the earlier live statements of ``holder`` it replaces;
     returns how many it superseded."""
-    row = frame_row(text)
-    if row is None:
+    whole = frame_of(text)
+    if whole.subjects is None:
         return 0
-    keys = sorted({stem(a) for a in json.loads(row)["a"]})
-    changed = _supersede(conn, ns_id, holder, rid, record_id, text, ts, keys) if replace else 0
+    keys = sorted({stem(a) for a in whole.anchors})
+    row = frame_row(text) or ""  # a statement without a value is counted (a theme's words), never replaced
+    changed = _supersede(conn, ns_id, holder, rid, record_id, text, ts, keys) if replace and row else 0
     for key in keys:
         insert_claim(conn, ns_id, rid, holder, ANCHOR_PREFIX + key, FRAME_ATTRIBUTE, row, False, ts)
     return changed
@@ -110,7 +119,8 @@ def _supersede(conn: Connection, ns_id: int, holder: str, rid: int, record_id: s
             continue
         for old_rid, value, _negated, old_ts in live_claims(conn, ns_id, holder, ANCHOR_PREFIX + key,
                                                             FRAME_ATTRIBUTE, rid):
-            candidates[int(old_rid)] = (str(value), old_ts)
+            if value:
+                candidates[int(old_rid)] = (str(value), old_ts)
     changed = 0
     for old_rid, (value, old_ts) in sorted(candidates.items()):
         if ts is not None and old_ts is not None and old_ts > ts:

@@ -60,8 +60,12 @@ _EN_NAME: Final = re.compile(r"(?<![.!?]\s)(?<!^)\b(?!I\b)[A-Z][\w'-]*|\b[a-z]+[
 _LATIN_IN_ZH: Final = re.compile(r"[A-Za-z][A-Za-z0-9-]*(?:\s+[A-Z0-9][A-Za-z0-9-]*)*")
 _CITY_RE: Final = re.compile("|".join(sorted(ZH_CITIES, key=len, reverse=True)))
 _HAN: Final = re.compile(r"[\u3400-\u9fff]")
-_VOCATIVE: Final = re.compile(r"(?:^|[.!?]\s+)(?:[A-Za-z]+,?\s+)?([A-Z][a-z]+)\s*[,!?]"
-                              r"|,\s*([A-Z][a-z]+)\s*[.!?]*\s*(?:$|(?<=[.!?])\s)")
+_NARRATED: Final = re.compile(r"(?:\blast|\bthis past|上)\s*$", re.IGNORECASE)
+_AGO: Final = re.compile(r"\s*(?:ago\b|前)")
+"""A time said as when something happened ("last Friday", "two weeks ago", 上周二) dates a story; it is no value a
+later statement could change, as "on Fridays" or "下周二" is."""
+_VOCATIVE: Final = re.compile(r"(?:^|[.!?]\s+)(?:[A-Za-z]+,?\s+)?([A-Z][a-z]+)\s*(?=[,!?])"
+                              r"|,\s*([A-Z][a-z]+)\s*(?:[.!?]+|$)")
 """A name said to the listener ("Hey Caroline!", "Thanks, Mel!", "Wow Jon, same here"): whom a turn speaks to is
 no subject it speaks of."""
 _ZH_OBJECT: Final = re.compile(r"[一两这那](?:辆|台|部|家|款|套|只|条)(?:新的)?([^，。！？,.!?；;：:\s]{2,10})")
@@ -101,8 +105,10 @@ def frame_of(text: str) -> Frame:
     """The anchors and typed values of one statement (see the module docstring)."""
     values: dict[str, set[str]] = {"time": set(), "number": set(), "name": set(), "object": set()}
     zh = bool(_HAN.search(text))
+    narrated: set[str] = set()
     for m in (_ZH_TIME if zh else _EN_TIME).finditer(text):
-        values["time"].add(_norm(m.group()))
+        told = _NARRATED.search(text[:m.start()]) or _AGO.match(text, m.end())
+        (narrated if told else values["time"]).add(_norm(m.group()))
     if zh:
         values["time"].update(_norm(m.group()) for m in _EN_TIME.finditer(text))
     masked = (_ZH_TIME if zh else _EN_TIME).sub(" ", text)
@@ -114,7 +120,7 @@ def frame_of(text: str) -> Frame:
     else:
         values["name"].update(_norm(m.group()) for m in _EN_NAME.finditer(text.strip()))
     addressed = {_norm(g) for m in _VOCATIVE.finditer(text.strip()) for g in m.groups() if g}
-    values["name"] -= addressed
+    values["name"] -= addressed | narrated
     anchors: set[str] = set()
     for word in _EN_WORD.findall(text.casefold()):
         word = word.strip("'-").removesuffix("'s")
@@ -171,9 +177,10 @@ def updates(a: Frame, b: Frame, common: frozenset[str] | set[str] = frozenset())
     value_words = {w for f in (a, b) for kind in ("time", "number") for v in f.values[kind] for w in v.split()}
     shared = ({stem(w) for w in a.anchors - value_words} & {stem(w) for w in b.anchors - value_words}) - common
     names = {stem(n) for f in (a, b) for n in f.values["name"] - f.values["time"]}
+    names |= {stem(s) for f in (a, b) for s in f.subjects or () if not s.startswith("self") and s != "assistant"}
     named = (shared & names) | ({stem(n) for n in a.values["name"] & b.values["name"] - b.values["time"]} - common)
     if not named and (not shared or not _same_subject(a, b)):
-        return False  # a named thing both speak of is one subject; a shared word alone needs the same subject
+        return False  # a named thing both speak of is one subject; shared words need the same subject
     for kind in ("time", "number", "name", "object"):
         old, new = a.values[kind], b.values[kind]
         if not old or not new - old:
