@@ -15,6 +15,11 @@ a diary, MADial's memories — is left in its order, and so is a store without a
 written one by one, not a conversation); for a question about the past (:func:`asks_past`:
 "before", "used to", 以前, 原来) the earlier above the later.
 
+The same frame marks the older statement superseded at write time (:mod:`memory_ext.ingest.supersede`: there the
+values must stand in a sentence that shares the subject, and a theme is counted over every statement of the
+speaker); subjects keep two people apart ("I live in Porto" / "My sister Lena lives in Coimbra"), a name said to
+the listener ("Thanks, Mel!") and a time that dates a story ("last Friday", 上周二) are no values.
+
 >>> restates("Our team standup is at 9:30 every morning.", "From next week the standup moves to 10:15.")
 True
 >>> restates("I go to the gym on Mondays.", "At the gym I mostly do deadlifts.")
