@@ -131,14 +131,16 @@ def fuse(cat: Catalog, scored: RouteScores, scope: Scope, *, fusion: Fusion | st
     texts), zscore fusion puts turns that only acknowledge or ask below the turn carrying their content
     (:func:`memory_ext.rank.carriers.content_first`; ``restating``: an assistant's restating reply too), then
     a later statement of the same subject above the earlier (:func:`memory_ext.rank.updates.newest_first`;
-    ``past``: a question about before, which puts the earlier first, a superseded statement above its successor)."""
+    ``past``: a question about before, which puts the earlier first, a superseded statement above its successor
+    where an assistant speaks)."""
     fusion = fusion_for(fusion, rrf_k=rrf_k)
     total = scored.total.copy()
     links: dict[int, int] = {}
     if text_of is not None and isinstance(fusion, ZScoreFusion):
         links = content_first(cat, total, text_of, top=2 * pool_size, restating=restating)
         newest_first(cat, total, text_of, past=past)
-    supersedes = promote_successors(cat, total, scope.flags, past=past) if as_of is None else {}
+    lift = as_of is None and (not past or bool(cat.assistant.any()))  # memories without an assistant: as before
+    supersedes = promote_successors(cat, total, scope.flags, past=past) if lift else {}
     cold = cat.cold if scope.cold_penalty > 0 and cat.cold.any() else None
     fused = fusion.pool(cat, scored, scope, total, supersedes=supersedes, cold=cold, weights=weights,
                         pool_size=pool_size)
