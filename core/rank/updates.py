@@ -54,7 +54,8 @@ UPDATE_TOP: Final = 5
 _EN_TIME: Final = re.compile(
     r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b|\b(?:january|february|march|april|may|june|july|august"
     r"|september|october|november|december)\b|\b\d{1,2}(?::\d{2})?\s*(?:am|pm)\b|\b\d{1,2}:\d{2}\b"
-    r"|\b\d{1,2}(?:st|nd|rd|th)\b|\b(?:noon|midnight|morning|mornings|afternoons?|evenings?|nights?|weekends?)\b",
+    r"|\b\d{1,2}(?:st|nd|rd|th)\b|\b(?:noon|midnight|morning|mornings|afternoons?|evenings?|nights?|weekends?)\b"
+    r"|\b(?-i:Mon|Tue|Tues|Wed|Thu|Thur|Thurs|Fri|Sat|Sun|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)\b",
     re.IGNORECASE)
 _ZH_NUM: Final = "[0-9一二三四五六七八九十两百千万零半]"
 _ZH_TIME: Final = re.compile(

@@ -85,17 +85,20 @@ def score_routes(cat: Catalog, plan: SearchPlan, recalled: Recalled, *, strategy
 def promote_successors(cat: Catalog, total: np.ndarray, allowed: np.ndarray | None, *,
                        past: bool = False) -> dict[int, str]:
     """A superseded turn that scores lifts the turn that replaced it just above itself (current facts first);
-    ``past`` (a question about before: "where did Lena live before?", 以前) the other way round, the superseded
-    turn just above its successor. Changes ``total`` in place; returns {lifted position: reason} for explain."""
+    ``past`` (a question about before: "where did Lena live before?", 以前): a superseded turn that scores below
+    its successor trades places with it (the earlier statement answers; no third turn moves). Changes ``total``
+    in place; returns {lifted position: reason} for explain."""
     out: dict[int, str] = {}
     for old, new in cat.successor.items():
         if not np.isfinite(total[old]) or not np.isfinite(total[new]) or (allowed is not None and not allowed[new]):
             continue
-        up, down = (old, new) if past else (new, old)
-        if total[up] <= total[down]:
-            total[up] = total[down] + 1e-6
-            out[up] = (f"lifted above its successor rid {int(cat.rids[down])} (a question about the past)" if past
-                       else f"lifted above superseded record rid {int(cat.rids[down])}")
+        if past:
+            if total[old] < total[new]:  # the two trade places: no third turn is pushed down
+                total[old], total[new] = total[new], total[old]
+                out[old] = f"traded places with its successor rid {int(cat.rids[new])} (a question about the past)"
+        elif total[new] <= total[old]:
+            total[new] = total[old] + 1e-6
+            out[new] = f"lifted above superseded record rid {int(cat.rids[old])}"
     return out
 
 
