@@ -64,6 +64,7 @@ _NUMBER: Final = re.compile(
     r"\d[\d,.]*|[一二三四五六七八九十两][一二三四五六七八九十两百千万零]*[百千万][一二三四五六七八九]?")
 _EN_NAME: Final = re.compile(r"(?<![.!?]\s)(?<!^)\b(?!I\b)[A-Z][\w'-]*|\b[a-z]+[A-Z]\w*")
 _LATIN_IN_ZH: Final = re.compile(r"[A-Za-z][A-Za-z0-9-]*(?:\s+[A-Z0-9][A-Za-z0-9-]*)*")
+_CJK_WORD: Final = re.compile(r"[\u4e00-\u9fff]+")
 _CITY_RE: Final = re.compile("|".join(sorted(ZH_CITIES, key=len, reverse=True)))
 _HAN: Final = re.compile(r"[\u3400-\u9fff]")
 _NARRATED: Final = re.compile(r"(?:\blast|\bthis past|上)\s*$", re.IGNORECASE)
@@ -153,8 +154,14 @@ def _tail(subject: str) -> str:
     return subject.rsplit(":", 1)[-1]
 
 
+def _same_tail(s: str, t: str) -> bool:
+    """"mom" and "self:mom"; a Chinese kinship word and its doubled form (妈 / 妈妈, 妹 / 妹妹)."""
+    a, b = _tail(s), _tail(t)
+    return a == b or (bool(_CJK_WORD.fullmatch(a + b)) and (a * 2 == b or b * 2 == a))
+
+
 def _one_subject(s: str, t: str, other: Frame) -> bool:
-    if s == t or (s != "self" and _tail(s) == _tail(t)):
+    if s == t or (s != "self" and t != "self" and _same_tail(s, t)):
         return True  # "Mom's flight" (mom) after "my mom is flying" (self:mom)
     if {s, t} & {"self"} and (s.startswith("self:") or t.startswith("self:")):
         return _tail(s if s != "self" else t) not in PEOPLE  # my phone is mine; my sister is someone else
@@ -185,8 +192,9 @@ def updates(a: Frame, b: Frame, common: frozenset[str] | set[str] = frozenset())
     names = {stem(n) for f in (a, b) for n in f.values["name"] - f.values["time"]}
     names |= {stem(s) for f in (a, b) for s in f.subjects or () if not s.startswith("self") and s != "assistant"}
     named = (shared & names) | ({stem(n) for n in a.values["name"] & b.values["name"] - b.values["time"]} - common)
-    if not named and (not shared or not _same_subject(a, b)):
-        return False  # a named thing both speak of is one subject; shared words need the same subject
+    if not (named or shared) or not _same_subject(a, b):
+        return False  # a named thing or a word both speak of, by the same subject ("I take the train to Lyon" is
+        # not news about "my sister lives in Lyon")
     for kind in ("time", "number", "name", "object"):
         old, new = a.values[kind], b.values[kind]
         if not old or not new - old:
