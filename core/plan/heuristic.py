@@ -50,6 +50,9 @@ ACTION_BOOST_KINDS = (RecordKind.FAILURE_PATTERN, RecordKind.PROCEDURE)
 _NAME_PARTS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+|[^\W\d_A-Za-z]+")
 """The words of a parameter name (``snake_case``, ``camelCase``)."""
 
+_HINT_TYPE = re.compile(r"\s*\(\w+\)\s*$")
+"""A slot hint's JSON type in parentheses at its end (not words a value statement says)."""
+
 _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("prior_assistant_response", re.compile(
         r"\byou (said|told|mentioned|recommended|suggested|wrote|gave)\b|\bdid you (say|recommend|suggest)\b|"
@@ -141,7 +144,7 @@ def slot_query(slot: str, state: ActionState) -> str:
     ...                                     slot_hints={"file_name": "The name of the new file."}))
     'file name The name of the new file. Create a new file'
     """
-    hint = (state.slot_hints or {}).get(slot, "")
+    hint = _HINT_TYPE.sub("", (state.slot_hints or {}).get(slot, ""))
     words = " ".join(_NAME_PARTS.findall(slot.replace("_", " ")))
     context = state.current_subgoal or state.tentative_action or ""
     return " ".join(p for p in (words, hint, context) if p.strip())

@@ -2,17 +2,27 @@
 conversation has not given a value for — read from the tools' JSON schemas (names, descriptions, types, enums),
 never from a list of known tools.
 
-* **Which tool** (:func:`rank_tools`): the request's words against each tool's name (counted twice), its
-  description and its parameters' names and descriptions, each word weighted by how few of the offered tools
-  use it (a word every tool's description shares — a product's preamble — counts for nothing).
+* **Which tool** (:func:`rank_tools`): the request's words against each tool's name (counted
+  :data:`NAME_WEIGHT` times), its description and its parameters' names and descriptions, each word weighted by
+  how few of the offered tools use it; a description sentence two tools share word for word (a product's
+  preamble) is left out.
 * **Which parameters are given** (:func:`given_params`): a parameter is given when an earlier call of the
   conversation passed it, when one of its enum values is said, when a value of its shape is said (a date, a time,
   a place; :data:`VALUE_SHAPES`), or when a value — a quoted string, a number, an identifier-like token (a file
   name, a code, ``snake_case``, ``ALLCAPS``), a proper name — stands right after a word that names it (its name's
   words and the head of its description: "a file named 'notes.txt'", "100 shares", "ticker AAPL"). A number
-  gives a numeric parameter only; a value is given to the one parameter whose naming word stands nearest.
-* **Missing** (:func:`missing_slots`): the unsupplied required parameters of the best-ranked tools (those
-  scoring at least :data:`TOOL_SCORE_RATIO` of the best), the best tool's first, at most :data:`MAX_MISSING`.
+  gives a numeric parameter only; a value is given to the one parameter whose naming word stands nearest. A
+  parameter the request names by an indefinite reference ("a different file", :func:`asked_params`) is asked
+  for anew, even when an earlier call passed one.
+* **Missing** (:func:`missing_params`): the unsupplied required parameters of the best-ranked tools (those
+  scoring at least :data:`TOOL_SCORE_RATIO` of the best), the best tool's first, at most :data:`MAX_MISSING`;
+  each with a hint of what its value is (:func:`slot_hint`: its description, enum values and type).
+* **The value, later** (:func:`states_value`): whether a memory's text states a value for a slot — the same
+  reading, applied to the memory; and :func:`open_references`, the things a request names without saying which
+  ("a specific term"), whose values a memory may state too. Used by the read pipeline's slot lift
+  (:mod:`memory_ext.retrieval.slots`).
+
+English phrasing (the value shapes, the indefinite words); the tool schemas may be in any language.
 
 >>> from memory_ext.plan.derive import tool_specs
 >>> tools = tool_specs([
@@ -37,8 +47,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-__all__ = ["MAX_MISSING", "TOOL_SCORE_RATIO", "ParamSpec", "given_params", "missing_params", "missing_slots",
-           "param_cues", "param_specs", "rank_tools", "slot_hint"]
+__all__ = ["MAX_MISSING", "TOOL_SCORE_RATIO", "ParamSpec", "asked_params", "given_params", "hint_param",
+           "missing_params", "missing_slots", "open_references", "param_cues", "param_specs", "rank_tools",
+           "slot_hint", "states_value"]
 
 MAX_MISSING: Final = 3
 """At most this many missing slots are derived for a request."""
@@ -48,6 +59,14 @@ CUE_WINDOW: Final = 4
 """A value gives a parameter when it stands at most this many tokens after a word naming it (or 1 before)."""
 NAME_WEIGHT: Final = 2.0
 """A request word found in a tool's name counts this many times its weight (once in a description)."""
+_PRONOUNS: Final = frozenset("i me my we us our he him his she her they them their it its you your".split())
+_NOT_NOUN: Final = re.compile(r"(?:ing|ed|ly|ive)$")
+"""A word ending so (a participle, an adverb, an adjective) ends a noun phrase rather than heading it."""
+PHRASE_WORDS: Final = 3
+"""An indefinite reference's noun phrase has at most this many words; its noun is the last."""
+INDEFINITE_WINDOW: Final = 2
+"""An indefinite word ("a", "some", "different") names a parameter when one of its words follows within this
+many tokens."""
 HINT_MAX_CHARS: Final = 120
 """A slot hint keeps at most this many characters of the parameter's description."""
 DESCRIPTION_CUES: Final = 3
@@ -114,20 +133,40 @@ def _words(text: str) -> list[str]:
             if len(w) >= 3 and w.lower() not in _STOP]
 
 
-def _tool_text(spec: Any) -> tuple[set[str], set[str], set[str]]:
+_SENTENCE_RE: Final = re.compile(r"(?<=[.!?:])\s+")
+
+
+def _sentences(text: str) -> list[str]:
+    return [x.strip() for x in _SENTENCE_RE.split(text) if x.strip()]
+
+
+def _boilerplate(specs: Sequence[Any]) -> set[str]:
+    """The description sentences two or more tools share word for word (a product's preamble: "This tool
+    belongs to …"): they tell no tool from another."""
+    seen: dict[str, int] = {}
+    for s in specs:
+        for sentence in set(_sentences(s.description)):
+            seen[sentence] = seen.get(sentence, 0) + 1
+    return {x for x, n in seen.items() if n >= 2}
+
+
+def _tool_text(spec: Any, shared: set[str] = frozenset()) -> tuple[set[str], set[str], set[str]]:  # type: ignore[assignment]
     params = getattr(spec, "params", ()) or ()
-    return (set(_words(spec.name)), set(_words(spec.description)),
+    own = " ".join(x for x in _sentences(spec.description) if x not in shared)
+    return (set(_words(spec.name)), set(_words(own)),
             {w for p in params for w in _words(p.name) + _words(p.description.split("[")[0])})
 
 
 def rank_tools(request: str, specs: Sequence[Any]) -> list[tuple[float, Any]]:
     """The tools ``request`` may call next, best first, as ``(score, spec)`` with a positive score: each request
     word found in a tool counts its inverse document frequency among the tools, twice in the name, once in the
-    description or a parameter's name or description (``specs``: :class:`~memory_ext.plan.derive.ToolSpec`)."""
+    description or a parameter's name or description (``specs``: :class:`~memory_ext.plan.derive.ToolSpec`); a
+    description sentence two tools share word for word is left out."""
     asked = set(_words(request))
     if not asked or not specs:
         return []
-    bags = [_tool_text(s) for s in specs]
+    shared = _boilerplate(specs)
+    bags = [_tool_text(s, shared) for s in specs]
     df: dict[str, int] = {}
     for name, desc, params in bags:
         for w in name | desc | params:
@@ -179,6 +218,7 @@ class _Token:
     text: str
     norm: str
     value: str | None  # "number", "string" or None (a plain word)
+    stop: bool = False  # punctuation right after it
 
 
 def _tokens(text: str) -> list[_Token]:
@@ -196,7 +236,8 @@ def _tokens(text: str) -> list[_Token]:
             kind = "string"
         elif raw[0].isupper() and not starts and raw.lower() not in _NOT_NAMES:
             kind = "string"  # a proper name inside a sentence
-        out.append(_Token(raw, _norm(raw.strip("'\"‘“’”")), kind))
+        out.append(_Token(raw, _norm(raw.strip("'\"‘“’”").rstrip(".,:;/-")), kind,
+                          stop=bool(re.match(r"\s*[.,;:!?)]", text[m.end():m.end() + 3])) or raw[-1] in ".,;:!?"))
         starts = bool(_SENTENCE_END.search(raw)) or after in ".!?"
     return out
 
@@ -224,7 +265,7 @@ def _shape_given(param: ParamSpec, text: str) -> bool | None:
     return None
 
 
-def given_params(params: Sequence[ParamSpec], text: str) -> set[str]:
+def given_params(params: Sequence[ParamSpec], text: str, *, cue_words: set[str] | None = None) -> set[str]:
     """The names of ``params`` that ``text`` (what the user said) gives a value for: an enum value said, a value
     of the parameter's shape (:data:`VALUE_SHAPES`), or a value right after a word naming it (:func:`param_cues`);
     a value goes to the parameter whose naming word is nearest, a number to a numeric parameter only.
@@ -237,7 +278,7 @@ def given_params(params: Sequence[ParamSpec], text: str) -> set[str]:
     toks = _tokens(text)
     low = text.lower()
     given: set[str] = set()
-    cues = {p.name: param_cues(p) for p in params}
+    cues = {p.name: param_cues(p) if cue_words is None else param_cues(p) & cue_words for p in params}
     for p in params:
         said_enum = any(re.search(rf"(?<!\w){re.escape(v.lower())}(?!\w)", low) for v in p.enum)
         if said_enum or _shape_given(p, text):
@@ -247,8 +288,8 @@ def given_params(params: Sequence[ParamSpec], text: str) -> set[str]:
             continue
         best: tuple[int, str] | None = None
         for p in params:
-            if tok.value == "number" and not _is_numeric(p) and not p.name.lower().endswith("id"):
-                continue
+            if p.type and tok.value == "number" and not _is_numeric(p) and not p.name.lower().endswith("id"):
+                continue  # (a parameter of unknown type takes any value)
             if tok.value == "string" and _is_numeric(p):
                 continue
             for j in range(max(0, i - CUE_WINDOW), min(len(toks), i + 2)):
@@ -261,23 +302,125 @@ def given_params(params: Sequence[ParamSpec], text: str) -> set[str]:
     return given
 
 
+def states_value(text: str, slots: Sequence[str], hints: Mapping[str, str] | None = None, *,
+                 about: str | None = None) -> tuple[str, ...]:
+    """The ``slots`` (parameter names; ``hints``: what each one's value is, its description) that ``text`` states
+    a value for: a value of its type (:func:`hint_param`; any type when the hint gives none) right after a word
+    naming the slot (:func:`given_params`).
+
+    >>> states_value("I want 100 shares.", ["amount"], {"amount": "Number of shares to trade."})
+    ('amount',)
+    >>> states_value("The share I want to purchase is from a big company.", ["amount"],
+    ...              {"amount": "Number of shares to trade."})
+    ()
+    """
+    params = [hint_param(s, (hints or {}).get(s, "")) for s in slots]
+    given = given_params(params, text, cue_words=None if about is None else set(_words(about)))
+    return tuple(s for s in slots if s in given)
+
+
+_INDEFINITE: Final = frozenset("a an some another different certain specific particular new other".split())
+
+
+def asked_params(params: Sequence[ParamSpec], request: str) -> set[str]:
+    """The names of ``params`` that ``request`` names without a value, by an indefinite reference ("a different
+    file", "a specific term", "some folder", "a new file"): what it asks for is not a value given before.
+
+    >>> ps = (ParamSpec("file_name", "The name of the file.", "string"),)
+    >>> asked_params(ps, "Sort a different file."), asked_params(ps, "Sort the file 'a.txt'.")
+    ({'file_name'}, set())
+    """
+    toks = _tokens(request)
+    given = given_params(params, request)
+    out = set()
+    for p in params:
+        if p.name in given:
+            continue
+        cues = param_cues(p)
+        for i, tok in enumerate(toks):
+            if tok.text.lower() in _INDEFINITE and any(
+                    t.value is None and t.norm in cues for t in toks[i + 1:i + 1 + INDEFINITE_WINDOW]):
+                out.add(p.name)
+                break
+    return out
+
+
+_DETERMINERS: Final = frozenset("a an some any another certain specific particular different".split())
+_MODIFIERS: Final = frozenset("specific certain particular different new other another same few little one two "
+                              "more most good great nice quick rough".split())
+
+
+def open_references(request: str) -> list[str]:
+    """The things ``request`` names without saying which: the nouns of its indefinite references ("a specific
+    term", "some shares", "a different file", "a certain level"), when no value follows them. They are what a
+    later turn must give ("The term is 'Progress'", "100 shares").
+
+    >>> open_references("Highlight the lines featuring a specific term, and buy some shares.")
+    ['term', 'shares']
+    >>> open_references("Find a file named 'notes.txt'.")
+    []
+    """
+    toks = _tokens(request)
+    out: list[str] = []
+    for i, tok in enumerate(toks):
+        if tok.text.lower() not in _DETERMINERS:
+            continue
+        j = i + 1
+        while j < len(toks) and j <= i + 2 and toks[j].text.lower() in _MODIFIERS:
+            j += 1
+        phrase: list[str] = []  # the noun phrase: up to PHRASE_WORDS plain words, its noun the last
+        while j < len(toks) and len(phrase) < PHRASE_WORDS:
+            raw = toks[j].text
+            word = raw.rstrip(".,;:!?").lower()
+            if toks[j].value is not None or not word.isalpha() or word in _STOP or word in _PRONOUNS \
+                    or word in _DETERMINERS or (phrase and _NOT_NOUN.search(word)):
+                break
+            phrase.append(word)
+            j += 1
+            if toks[j - 1].stop:
+                break  # punctuation ends the phrase
+        if not phrase or len(phrase[-1]) < 3 or (j < len(toks) and toks[j].value is not None) \
+                or any(t.value is not None for t in toks[j + 1:j + CUE_WINDOW]):
+            continue  # a value follows: given, not open ("a file named 'x'")
+        if phrase[-1] not in out:
+            out.append(phrase[-1])
+    return out
+
+
 def slot_hint(param: ParamSpec) -> str:
-    """What a value of ``param`` is, in words: the head of its description (before any enum list) and its enum
-    values; the slot route searches for it.
+    """What a value of ``param`` is, in words: the head of its description (before any enum list), its enum
+    values and its JSON type in parentheses; the slot route searches for it and :func:`states_value` reads it.
 
     >>> slot_hint(ParamSpec("mode", "The mode to set. [Enum]: engage, release", "string", ("engage", "release")))
-    'The mode to set. engage release'
+    'The mode to set. engage release (string)'
     """
     head = re.split(r"\[|\benum\b|\boptions are\b", param.description, maxsplit=1, flags=re.I)[0]
     head = " ".join(head.split())[:HINT_MAX_CHARS].strip()
-    return " ".join(p for p in (head, " ".join(param.enum[:8])) if p)
+    kind = f"({param.type})" if param.type else ""
+    return " ".join(p for p in (head, " ".join(param.enum[:8]), kind) if p)
+
+
+def hint_param(slot: str, hint: str = "") -> ParamSpec:
+    """The parameter a :func:`slot_hint` describes (its description and type; the enum values stay in the text).
+
+    >>> hint_param("amount", "Number of shares to trade. (integer)")
+    ParamSpec(name='amount', description='Number of shares to trade.', type='integer', enum=())
+    """
+    found = _HINT_TYPE.search(hint)
+    if found is None:
+        return ParamSpec(slot, hint.strip())
+    return ParamSpec(slot, hint[:found.start()].strip(), found.group(1))
+
+
+_HINT_TYPE: Final = re.compile(r"\((string|integer|number|float|int|double|boolean|array|object|dict)\)\s*$")
 
 
 def missing_params(request: str, specs: Sequence[Any], *, said: str | None = None,
                    passed: Iterable[str] = ()) -> list[ParamSpec]:
     """The required parameters of the tools ``request`` is about to call (:func:`rank_tools`: the best and those
     within :data:`TOOL_SCORE_RATIO` of it) that are not given (:func:`given_params` over ``said``, by default the
-    request) and were not ``passed`` by an earlier call; the best tool's first, at most :data:`MAX_MISSING`."""
+    request) and were not ``passed`` by an earlier call — unless the request asks for a new one
+    (:func:`asked_params`); the best tool's first, at most :data:`MAX_MISSING`."""
     ranked = rank_tools(request, specs)
     if not ranked:
         return []
@@ -291,8 +434,10 @@ def missing_params(request: str, specs: Sequence[Any], *, said: str | None = Non
         for name in spec.required:
             params.setdefault(name, ParamSpec(name))
         given = given_params(tuple(params.values()), text)
+        asked = asked_params(tuple(params.values()), request)
         names = {p.name for p in out}
-        out += [params[r] for r in spec.required if r not in given and r not in done and r not in names]
+        out += [params[r] for r in spec.required
+                if r not in given and (r not in done or r in asked) and r not in names]
         if len(out) >= MAX_MISSING:
             break
     return out[:MAX_MISSING]
