@@ -45,6 +45,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Final
 
 __all__ = ["MAX_MISSING", "TOOL_SCORE_RATIO", "ParamSpec", "asked_params", "given_params", "hint_param",
@@ -118,6 +119,7 @@ def param_specs(schema: Mapping[str, Any]) -> tuple[ParamSpec, ...]:
 _WORD_RE: Final = re.compile(r"[A-Za-z][a-z]+|[A-Z]+(?![a-z])|\d+|[^\W\d_A-Za-z]+")
 
 
+@lru_cache(maxsize=8192)
 def _norm(word: str) -> str:
     """A light English stem: plural and verb endings off, a final ``e`` off (``named`` / ``name``, ``files``)."""
     w = word.lower()
@@ -157,14 +159,10 @@ def _tool_text(spec: Any, shared: set[str] = frozenset()) -> tuple[set[str], set
             {w for p in params for w in _words(p.name) + _words(p.description.split("[")[0])})
 
 
-def rank_tools(request: str, specs: Sequence[Any]) -> list[tuple[float, Any]]:
-    """The tools ``request`` may call next, best first, as ``(score, spec)`` with a positive score: each request
-    word found in a tool counts its inverse document frequency among the tools, twice in the name, once in the
-    description or a parameter's name or description (``specs``: :class:`~memory_ext.plan.derive.ToolSpec`); a
-    description sentence two tools share word for word is left out."""
-    asked = set(_words(request))
-    if not asked or not specs:
-        return []
+@lru_cache(maxsize=64)
+def _tool_index(specs: tuple[Any, ...]) -> tuple[list[tuple[set[str], set[str], set[str]]], dict[str, float]]:
+    """Each tool's word bags (name, own description, parameters) and each word's inverse document frequency among
+    the tools; cached per tool list (an agent offers the same tools at every step)."""
     shared = _boilerplate(specs)
     bags = [_tool_text(s, shared) for s in specs]
     df: dict[str, int] = {}
@@ -172,10 +170,22 @@ def rank_tools(request: str, specs: Sequence[Any]) -> list[tuple[float, Any]]:
         for w in name | desc | params:
             df[w] = df.get(w, 0) + 1
     n = len(specs)
+    return bags, {w: math.log((n + 1) / c) for w, c in df.items()}
+
+
+def rank_tools(request: str, specs: Sequence[Any]) -> list[tuple[float, Any]]:
+    """The tools ``request`` may call next, best first, as ``(score, spec)`` with a positive score: each request
+    word found in a tool counts its inverse document frequency among the tools, :data:`NAME_WEIGHT` times in the
+    name, once in the description or a parameter's name or description (``specs``:
+    :class:`~memory_ext.plan.derive.ToolSpec`); a description sentence two tools share word for word is left
+    out."""
+    asked = set(_words(request))
+    if not asked or not specs:
+        return []
+    bags, idf = _tool_index(tuple(specs))
     scored = []
     for i, (name, desc, params) in enumerate(bags):
-        score = sum(math.log((n + 1) / df[w]) * (NAME_WEIGHT if w in name else 1.0)
-                    for w in asked & (name | desc | params))
+        score = sum(idf[w] * (NAME_WEIGHT if w in name else 1.0) for w in asked & (name | desc | params))
         if score > 0:
             scored.append((score, i))
     scored.sort(key=lambda si: (-si[0], si[1]))
@@ -221,7 +231,8 @@ class _Token:
     stop: bool = False  # punctuation right after it
 
 
-def _tokens(text: str) -> list[_Token]:
+@lru_cache(maxsize=512)
+def _tokens(text: str) -> tuple[_Token, ...]:
     out: list[_Token] = []
     starts = True
     for m in _TOKEN_RE.finditer(text):
@@ -239,7 +250,7 @@ def _tokens(text: str) -> list[_Token]:
         out.append(_Token(raw, _norm(raw.strip("'\"‘“’”").rstrip(".,:;/-")), kind,
                           stop=bool(re.match(r"\s*[.,;:!?)]", text[m.end():m.end() + 3])) or raw[-1] in ".,;:!?"))
         starts = bool(_SENTENCE_END.search(raw)) or after in ".!?"
-    return out
+    return tuple(out)
 
 
 def param_cues(param: ParamSpec) -> set[str]:
