@@ -229,6 +229,7 @@ class _Token:
     norm: str
     value: str | None  # "number", "string" or None (a plain word)
     stop: bool = False  # punctuation right after it
+    start: int = 0  # where it starts in the text
 
 
 @lru_cache(maxsize=512)
@@ -248,7 +249,8 @@ def _tokens(text: str) -> tuple[_Token, ...]:
         elif raw[0].isupper() and not starts and raw.lower() not in _NOT_NAMES:
             kind = "string"  # a proper name inside a sentence
         out.append(_Token(raw, _norm(raw.strip("'\"‘“’”").rstrip(".,:;/-")), kind,
-                          stop=bool(re.match(r"\s*[.,;:!?)]", text[m.end():m.end() + 3])) or raw[-1] in ".,;:!?"))
+                          stop=bool(re.match(r"\s*[.,;:!?)]", text[m.end():m.end() + 3])) or raw[-1] in ".,;:!?",
+                          start=m.start()))
         starts = bool(_SENTENCE_END.search(raw)) or after in ".!?"
     return tuple(out)
 
@@ -268,18 +270,27 @@ def _is_numeric(param: ParamSpec) -> bool:
     return param.type in ("integer", "number", "float", "int", "double")
 
 
-def _shape_given(param: ParamSpec, text: str) -> bool | None:
+def _shape_spans(param: ParamSpec, text: str) -> list[tuple[int, int]] | None:
+    """Where ``text`` holds values of the shape ``param``'s name asks for (:data:`VALUE_SHAPES`); None when its
+    name asks for no shape."""
     words = {w.lower() for w in _WORD_RE.findall(param.name.replace("_", " "))}
     for names, shape in VALUE_SHAPES:
         if words & names:
-            return bool(shape.search(text))
+            return [m.span() for m in shape.finditer(text)]
     return None
+
+
+def _in_description(tok: _Token, param: ParamSpec) -> bool:
+    """Whether a value is one the parameter's description gives as an example ("such as 'NYSE', 'NASDAQ'")."""
+    value = tok.text.strip("'\"‘“’”.,;:!?")
+    return len(value) >= 2 and re.search(rf"(?<!\w){re.escape(value)}(?!\w)", param.description, re.I) is not None
 
 
 def given_params(params: Sequence[ParamSpec], text: str, *, cue_words: set[str] | None = None) -> set[str]:
     """The names of ``params`` that ``text`` (what the user said) gives a value for: an enum value said, a value
-    of the parameter's shape (:data:`VALUE_SHAPES`), or a value right after a word naming it (:func:`param_cues`);
-    a value goes to the parameter whose naming word is nearest, a number to a numeric parameter only.
+    of the parameter's shape (:data:`VALUE_SHAPES`; such a value gives no other parameter), a value its
+    description names as an example, or a value right after a word naming it (:func:`param_cues`); a value goes to
+    the parameter whose naming word is nearest, a number to a numeric parameter only.
 
     >>> ps = (ParamSpec("file_name", "The name of the file.", "string"),
     ...       ParamSpec("folder", "The folder to search in.", "string"))
@@ -290,12 +301,19 @@ def given_params(params: Sequence[ParamSpec], text: str, *, cue_words: set[str] 
     low = text.lower()
     given: set[str] = set()
     cues = {p.name: param_cues(p) if cue_words is None else param_cues(p) & cue_words for p in params}
+    taken: list[tuple[int, int]] = []  # the spans of values a shape gave: not a value for another parameter
     for p in params:
         said_enum = any(re.search(rf"(?<!\w){re.escape(v.lower())}(?!\w)", low) for v in p.enum)
-        if said_enum or _shape_given(p, text):
+        spans = _shape_spans(p, text)
+        if said_enum or spans:
             given.add(p.name)
+            taken += spans or []
     for i, tok in enumerate(toks):
-        if tok.value is None:
+        if tok.value is None or any(a <= tok.start < b for a, b in taken):
+            continue
+        example = next((p for p in params if _in_description(tok, p)), None)
+        if example is not None:  # a value the parameter's description names as an example
+            given.add(example.name)
             continue
         best: tuple[int, str] | None = None
         for p in params:
