@@ -8,7 +8,8 @@ what the agent's action lacks gains part of the pool's score spread (the gap bet
 * a value of a thing the query names without saying which (:func:`memory_ext.plan.slots.open_references`: "a
   specific term" — "The term is 'Progress'"): :data:`OPEN_REFERENCE_LIFT`.
 
-Only with an action state (an agent at a decision point); a plain search is unchanged.
+Only with an action state (an agent at a decision point), the open references only when it offers tools or
+misses slots (a call in view); a plain search is unchanged.
 
 >>> SLOT_VALUE_LIFT < OPEN_REFERENCE_LIFT
 True
@@ -48,7 +49,8 @@ def lift_slot_values(fused: Fused, cat: Catalog, text_of: Callable[[Sequence[int
     if state is None or not fused.rids:
         return fused
     slots = state.missing_slots[:MAX_SLOT_ROUTES]
-    refs = open_references(query)
+    # what the query leaves open counts when a call is in view: tools on offer or slots missing
+    refs = open_references(query) if slots or state.available_tools else []
     if not slots and not refs:
         return fused
     positions = cat.pos_of(np.asarray(fused.rids, np.int64))
