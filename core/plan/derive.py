@@ -13,9 +13,11 @@ From a conversation's recent turns (oldest first) and, when given, the tools' JS
   ``{"success": false}``, or error words in English, Chinese, Japanese, Korean, Russian, German, French, Spanish,
   Italian or Portuguese (:func:`error_signal`); None once a later call of that turn succeeded;
 * ``missing_slots``: the required parameters (per the tool's schema) of the tool being called or just attempted
-  that its call left out or empty, and those its error result names as missing; with no call yet, those of the
-  one tool the request clearly matches (its name and description words) that the user neither named nor gave a
-  value of their shape (a date, a time, a place);
+  that its call left out or empty, and those its error result names as missing; for a request no call answers
+  yet (the first, or one after earlier calls), those of the tools it is about to call that the conversation has
+  not given a value for (:mod:`memory_ext.plan.slots`: the tools ranked by the request's words, a value read
+  after a word naming its parameter); ``slot_hints``: what each one's value is (its description, enum values and
+  type);
 * ``tentative_action``: a call still waiting for its result — never the name of a tool not called yet;
 * ``available_tools``: the tools' names; ``recent_context``: the last turns as readable lines.
 
