@@ -130,12 +130,15 @@ def test_the_missing_value_ranks_first_with_the_derived_state(tmp_path: Path) ->
             assert any(r.goal == "slot" for r in found.plan.routes) or "term" in request
 
 
-def test_a_search_without_an_action_state_is_not_lifted(tmp_path: Path) -> None:
+def test_only_a_call_in_view_lifts_what_the_query_leaves_open(tmp_path: Path) -> None:
     with MemoryEngine.open(tmp_path, embedder="hashing") as engine:
         engine.add_turns([Turn(role="user", content=text, session_id=f"s{i}") for i, text in enumerate(FOLLOW_UPS)],
                          "u", wait=True)
         query = "In the notes, please highlight the lines featuring a specific term."
         plain = engine.search(query, "u", k=8)
-        empty_state = engine.search(query, "u", k=8, action_state=ActionState())
-        assert [i.id for i in plain.items] != [] and plain.items[0].text != "The term is 'Deadline'."
-        assert empty_state.items[0].text == "The term is 'Deadline'."  # an agent at a decision point
+        chatting = engine.search(query, "u", k=8, action_state=ActionState(current_subgoal=query))
+        calling = engine.search(query, "u", k=8, action_state=ActionState(current_subgoal=query,
+                                                                          available_tools=("grep", "sort")))
+        assert plain.items[0].text != "The term is 'Deadline'."
+        assert [i.id for i in chatting.items] == [i.id for i in plain.items]  # no call in view: unchanged
+        assert calling.items[0].text == "The term is 'Deadline'."  # an agent about to call a tool
