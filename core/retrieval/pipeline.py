@@ -41,6 +41,7 @@ from .request import SearchRequest, parse_request
 from .rerank import rerank
 from .scope import scope_of
 from .select import select
+from .slots import lift_slot_values
 
 __all__ = ["ReadPipeline"]
 
@@ -271,6 +272,7 @@ class ReadPipeline:
                                                restating=restating, past=past),
                                    cfg.feedback_keep)
             feedback_ms = _ms(t_feedback)
+        fused = lift_slot_values(fused, cat, text_of, request.action_state, query)  # a missing slot's value (slots.py)
         pool_rids, pool_scores = fused.rids, fused.scores
         details = {rid: dict(parts) for rid, parts in fused.details.items()}
         rerank_ms: float | None = None
