@@ -22,11 +22,12 @@ from ..plan.expand import expand_plan
 from ..plan.heuristic import plan_search
 from ..plan.llm_planner import Planner
 from ..plan.strategy import strategy_for
-from ..rank.calibration import bounded_scores, cosine_calibration, item_cosines
+from ..rank.calibration import background_cosine, bounded_scores, cosine_calibration, item_cosines, reference_cosine
 from ..rank.carriers import after_carriers
 from ..rank.rerank import Reranker
 from ..rank.updates import asks_past
 from ..recall.channels import ChannelSet
+from ..recall.vector import cached_encoding, dense_key, has_encoding
 from ..store.catalog import KIND_CODES, Catalog, RecordCatalog
 from ..store.evidence import EvidenceIndex
 from ..store.interface import TruthStore
@@ -143,6 +144,17 @@ class ReadPipeline:
         return item_cosines(recalled.route_hits[0].get("vector") if recalled.route_hits else None, rids,
                             getattr(getattr(self.channels.context, "embedder", None), "id", None))
 
+    def _stats(self, recalled: Recalled, query: str) -> tuple[float | None, float | None]:
+        """The query's background and reference cosines (:mod:`memory_ext.rank.calibration`); the query vector is
+        the one the vector channel cached (no reference when it made none)."""
+        ctx = self.channels.context
+        embedder = getattr(ctx, "embedder", None)
+        vector = None
+        if ctx is not None and embedder is not None and has_encoding(ctx, dense_key(embedder, query)):
+            vector = cached_encoding(ctx, dense_key(embedder, query), lambda: None)
+        return (background_cosine(recalled.route_hits[0].get("vector") if recalled.route_hits else None),
+                reference_cosine(vector, embedder))
+
     def _first_relevance(self, cat: Catalog, total: np.ndarray, pool_rids: Sequence[int],
                          pool_scores: Sequence[float], scored: RouteScores, request: SearchRequest,
                          recalled: Recalled, ns_id: int) -> float:
@@ -156,7 +168,7 @@ class ReadPipeline:
                                                       self.config.recall.channel_weights)
         return bounded_scores(fused_values, texts=[record.text if record is not None else ""], query=request.query,
                               fusion=self.fusion.name, rrf_max=best, cosines=self._cosines(recalled, top),
-                              calibration=self._calibration)[0]
+                              calibration=self._calibration, stats=self._stats(recalled, request.query))[0]
 
     def _bounded(self, hydrated: Hydrated, cat: Catalog, total: np.ndarray, pool_scores: Sequence[float],
                  pool_rids: Sequence[int], scored: RouteScores, request: SearchRequest, recalled: Recalled, *,
@@ -165,9 +177,10 @@ class ReadPipeline:
         fused_values, best = self.fusion.fused_values(cat, total, hydrated.rids, pool_rids, pool_scores, scored,
                                                       self.config.recall.channel_weights)
         cosines = self._cosines(recalled, hydrated.rids)
+        stats = self._stats(recalled, request.query) if cosines is not None else (None, None)
         bounded = bounded_scores(fused_values, texts=[i.text for i in hydrated.items], query=request.query,
                                  fusion=self.fusion.name, rrf_max=best, cosines=cosines,
-                                 calibration=self._calibration)
+                                 calibration=self._calibration, stats=stats)
         out = []
         for n, (rid, item, fused_value, score) in enumerate(
                 zip(hydrated.rids, hydrated.items, fused_values, bounded, strict=True)):
@@ -177,6 +190,7 @@ class ReadPipeline:
                 explanation["score"] = {"relevance": score, "raw": item.raw_score, "fused": fused_value}
                 if cosines is not None:
                     explanation["score"]["cosine"] = cosines[n]
+                    explanation["score"]["background"], explanation["score"]["reference"] = stats
                 p = cat.pos_of(np.asarray([rid], np.int64))[0]
                 if cold_penalty and p >= 0 and cat.cold[p]:
                     explanation["cold_penalty"] = cold_penalty
