@@ -56,7 +56,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -218,10 +218,19 @@ def bounded_scores(fused: Sequence[float], *, texts: Sequence[str] | None = None
                    fusion: str = "zscore", rrf_max: float = 1.0,
                    cosines: Sequence[float] | None = None,
                    calibration: CosineCalibration = SENTENCE_MIXED,
-                   stats: tuple[float | None, float | None] = (None, None)) -> list[float]:
+                   stats: tuple[float | None, float | None] = (None, None),
+                   carriers: Mapping[int, int] | None = None) -> list[float]:
     """The relevance of each item of a ranked list (see the module docstring), raised to the best one below it
     so that it never increases with rank. ``stats``: the query's background and reference cosines
-    (:func:`background_cosine`, :func:`reference_cosine`; None: unknown)."""
+    (:func:`background_cosine`, :func:`reference_cosine`; None: unknown). ``carriers``: {index of a dependent
+    item: index of its carrier} (:mod:`memory_ext.rank.carriers`): an acknowledgement, a question or the agent's
+    reply is no more relevant than the statement it belongs to (before the cap).
+
+    >>> [round(s, 2) for s in bounded_scores([0.0, 0.0], cosines=[0.80, 0.95])]
+    [0.89, 0.89]
+    >>> [round(s, 2) for s in bounded_scores([0.0, 0.0], cosines=[0.80, 0.95], carriers={1: 0})]
+    [0.02, 0.02]
+    """
     background, reference = stats
     words = set(tokenize(query)) if query and texts is not None else set()
     covers = [coverage(words, t) for t in texts] if words and texts is not None else None
@@ -232,6 +241,9 @@ def bounded_scores(fused: Sequence[float], *, texts: Sequence[str] | None = None
         out = [relevance(value, fusion=fusion, rrf_max=rrf_max) for value in fused]
     if covers is not None:
         out = [max(r, COVERAGE_WEIGHT * v ** 2) for r, v in zip(out, covers, strict=True)]
+    for dependent, carrier in (carriers or {}).items():
+        if 0 <= dependent < len(out) and 0 <= carrier < len(out):
+            out[dependent] = min(out[dependent], out[carrier])
     for i in range(len(out) - 2, -1, -1):
         out[i] = max(out[i], out[i + 1])
     return out

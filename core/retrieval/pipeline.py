@@ -172,15 +172,18 @@ class ReadPipeline:
 
     def _bounded(self, hydrated: Hydrated, cat: Catalog, total: np.ndarray, pool_scores: Sequence[float],
                  pool_rids: Sequence[int], scored: RouteScores, request: SearchRequest, recalled: Recalled, *,
-                 cold_penalty: float) -> list[RetrievedItem]:
-        """The items with ``score`` = their bounded relevance (:mod:`memory_ext.rank.calibration`)."""
+                 cold_penalty: float, dependents: Mapping[int, int] | None = None) -> list[RetrievedItem]:
+        """The items with ``score`` = their bounded relevance (:mod:`memory_ext.rank.calibration`); a dependent
+        turn (``dependents``: rid -> its carrier's rid) is no more relevant than its carrier."""
         fused_values, best = self.fusion.fused_values(cat, total, hydrated.rids, pool_rids, pool_scores, scored,
                                                       self.config.recall.channel_weights)
         cosines = self._cosines(recalled, hydrated.rids)
         stats = self._stats(recalled, request.query) if cosines is not None else (None, None)
+        at = {rid: n for n, rid in enumerate(hydrated.rids)}
+        carried = {at[d]: at[c] for d, c in (dependents or {}).items() if d in at and c in at}
         bounded = bounded_scores(fused_values, texts=[i.text for i in hydrated.items], query=request.query,
                                  fusion=self.fusion.name, rrf_max=best, cosines=cosines,
-                                 calibration=self._calibration, stats=stats)
+                                 calibration=self._calibration, stats=stats, carriers=carried)
         out = []
         for n, (rid, item, fused_value, score) in enumerate(
                 zip(hydrated.rids, hydrated.items, fused_values, bounded, strict=True)):
@@ -325,7 +328,7 @@ class ReadPipeline:
                            request.explain, raw_scores=selection.scores)
         # bounded scores (rank/calibration.py): from each item's fused score and query coverage, monotone
         items = self._bounded(hydrated, cat, fused.total, selection.scores, selection.rids, scored, request,
-                              recalled, cold_penalty=scope.cold_penalty)
+                              recalled, cold_penalty=scope.cold_penalty, dependents=fused.dependents)
         if request.min_score is not None:  # below the caller's line: left out of the items and of the context
             items = [item for item in items if item.score >= request.min_score]
         timings = {f"channel.{n}": v for n, v in recalled.timings_ms.items()}
