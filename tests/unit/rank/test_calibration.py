@@ -74,6 +74,7 @@ def test_a_memory_scores_alike_in_a_three_memory_store_and_a_bigger_one(tmp_path
 @pytest.mark.parametrize(("chat", "answered", "absent"), [
     ("en-pc", "what's my main computer", "What monitor do I have?"),
     ("zh-trip", "国庆旅行几个人", "我们坐什么交通工具去？"),
+    ("zh-diet", "我晚上吃主食吗", "我现在体重多少？"),  # 0.95 before: Chinese cosines run high (CJK_LOGIT)
     # the agent's "congratulations to Lena" covers "Lena" but is no more relevant than the statement it answers
     ("en-lena", "Which city did Lena move to?", "What does Lena's husband do?"),
 ])
