@@ -230,7 +230,7 @@ def carriers(cat: Catalog, positions: Sequence[int], text_of: Callable[[Sequence
             if source is not None and source >= 0 and cat.speaker[source] == cat.speaker[before] \
                     and cat.assistant[source] == cat.assistant[before]:
                 out[p] = source  # what the asker said before, told back
-            elif (source is None or source < 0) and int(cat.speaker[p]) in unnamed and after in texts \
+            elif restating and (source is None or source < 0) and int(cat.speaker[p]) in unnamed and after in texts \
                     and _tells(cat, p, after, texts, earlier[p]):
                 out[p] = after  # the agent could not answer; the asker then said it
     return out
