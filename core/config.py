@@ -132,7 +132,9 @@ class RecallConfig(_Section):
     the default; the store's own kind when it holds vectors), ``keyword`` weighs 0.5 instead (``engine.config``
     shows the weights in use): leave-one-conversation-out on LoCoMo dev chooses it (held out evid_recall@5 / @10
     0.731 / 0.841; keyword 1.0 with sentences, in-sample: 0.716 / 0.822); with one vector per turn (``hashing``)
-    keyword 1.0 stays best (@10 0.728 vs 0.675 at 0.5). docs/design-notes/sentence-vectors.md."""
+    keyword 1.0 stays best (@10 0.728 vs 0.675 at 0.5). docs/design-notes/sentence-vectors.md. Re-decided
+    jointly (``memext bench select``, the three data sets of ``ingest.sentence_vectors``): keyword 0.5 gives
+    0.807 / 0.607 / 0.598, keyword 1.0 0.793 / 0.610 / 0.591 (lower on LoCoMo and the small stores: kept 0.5)."""
     strategy: dict[str, float] = Field(default_factory=dict)
     """Overrides of the ranking strategies' weights for every question type (fields of
     :class:`memory_ext.plan.strategy.Strategy`: ``window``, ``session``, ``speaker``, ``time``, ``assistant``,
@@ -192,7 +194,9 @@ class RecallConfig(_Section):
     """Route weight of the second retrieval hop (:mod:`memory_ext.retrieval.feedback`: pseudo-relevance feedback
     from the first ranking's best turns, RM3 terms for the keyword channel and a Rocchio query vector; no model
     call); 0: no second hop. The default (0.5, with ``feedback_decay`` 0.5, ``feedback_keep`` 2 and
-    ``feedback_gate`` 0.5) was chosen held out on LoCoMo and MADial dev (docs/design-notes/second-hop.md)."""
+    ``feedback_gate`` 0.5) was chosen held out on LoCoMo and MADial dev (docs/design-notes/second-hop.md).
+    Re-decided jointly (``memext bench select``, the three data sets of ``ingest.sentence_vectors``): 0.5 gives
+    0.807 / 0.607 / 0.598, no second hop 0.799 / 0.604 / 0.598 (held-out gain -0.010 / -0.003 / 0.000)."""
     feedback_docs: int = Field(default=5, ge=1, le=20)
     """How many of the first ranking's best turns the second hop feeds back."""
     feedback_terms: int = Field(default=8, ge=0, le=32)
@@ -255,7 +259,13 @@ class IngestConfig(_Section):
     records the kind of turn vectors it was first indexed with (``stats().turn_vectors``: ``sentence-mixed`` or
     ``turn``; stores from before the record: ``turn``); item scores and the default keyword weight follow the
     store's kind, and opening it with a setting that makes the other kind warns until a whole-store ``reindex``
-    rebuilds the vectors (a one-namespace reindex refuses that change)."""
+    rebuilds the vectors (a one-namespace reindex refuses that change).
+    Chosen jointly (``memext bench select``: LoCoMo dev leave one conversation out, mean of evid_recall@5/@10;
+    MADial dev, 80 dialogues in 5 folds, mean of recall@5/@10; the small-store suite in 5 folds, share right):
+    2 gives 0.807 / 0.607 / 0.598, 0 gives 0.789 / 0.614 / 0.598 (held-out gain +0.000 / +0.008 / -0.024). The
+    best setting differs by language (Chinese memories gain a little without sentences), but 0 loses on LoCoMo
+    and held out on the small stores, and the MADial gain is inside its fold spread: one default for every
+    language."""
     background_indexing: bool = True
     """``True``: ``add_turns`` commits turns, records and every index that needs no model with a durable queue
     of the model work (dense vectors, sparse encodings), which a background thread of the writer drains in

@@ -427,6 +427,9 @@ class ActionState(_Value):
     """The arguments of the last tool call (parameter name -> value, as the call gave them); None: no call."""
     last_tool_result: str | None = None
     missing_slots: tuple[str, ...] = ()
+    slot_hints: dict[str, str] | None = None
+    """What each missing slot asks for (slot -> its parameter's description in the tool's schema, as
+    :func:`memory_ext.derive_action_state` finds it); a slot route searches for a value of that description."""
     known_constraints: tuple[str, ...] = ()
     available_tools: tuple[str, ...] = ()
     failure_signal: str | None = None

@@ -16,7 +16,7 @@ from llama_index.core.vector_stores.types import FilterCondition, FilterOperator
 
 from memory_ext import ActionState, RetrievedItem, SearchResult, Turn, derive_action_state
 from memory_ext.errors import InvalidArgumentError, InvalidQueryError, InvalidTurnError
-from memory_ext.ingest.calls import turn_line
+from memory_ext.retrieval.context import memory_line
 from memory_ext.text import estimate_tokens
 
 __all__ = [
@@ -118,17 +118,13 @@ def item_to_node(item: RetrievedItem) -> NodeWithScore:
 
 
 def render_memory(item: RetrievedItem) -> str:
-    """One memory as one prompt line: ``- [2026-03-02 09:15] Maya (user): I'm allergic to shellfish.``; a tool
-    call as ``- [...] assistant → book_hotel(check_in="2026-04-14")``, a tool result as
-    ``- [...] tool book_hotel (error): HTTP 422 …`` (:func:`memory_ext.ingest.calls.turn_line`)."""
-    when = f"[{item.timestamp:%Y-%m-%d %H:%M}] " if item.timestamp else ""
-    text = " ".join(item.text.split())
-    role = item.role.value if item.role is not None else ""
-    if role == "tool" or item.tool_calls:
-        return f"- {when}{turn_line(role, item.speaker, text, item.tool_calls, item.metadata)}"
-    who = item.speaker or role
-    shown_role = f" ({role})" if item.speaker and role else ""
-    return f"- {when}{who}{shown_role}: {text}" if who else f"- {when}{text}"
+    """One memory as one prompt line of quoted data, its source marked:
+    ``- [2026-03-02 09:15 · user Maya] "I'm allergic to shellfish."``; a tool call as
+    ``- [... · assistant tool call] → book_hotel(check_in="2026-04-14")``, a tool result as
+    ``- [... · tool output book_hotel, error] "HTTP 422 …"`` (:func:`memory_ext.retrieval.context.memory_line`, the
+    line the LangChain middleware's block uses): no memory text can close the block LlamaIndex wraps it in, start
+    a line of its own or pass for an instruction."""
+    return memory_line(item) or ""
 
 
 def shown(item: RetrievedItem) -> bool:

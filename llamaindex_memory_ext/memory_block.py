@@ -43,8 +43,8 @@ class MemoryBlock(BaseMemoryBlock[str]):
     """Long-term memories of one user, searched with the latest messages, as a block of LlamaIndex's ``Memory``.
 
     ``_aget`` searches the engine with the text of the latest user message (and the ``query_messages - 1``
-    messages before it) and renders the best ``similarity_top_k`` memories as lines
-    (``- [2026-03-02 09:15] Maya (user): …``); memories whose text is already in the chat history are left
+    messages before it) and renders the best ``similarity_top_k`` memories as lines of quoted data
+    (``- [2026-03-02 09:15 · user Maya] "…"``); memories whose text is already in the chat history are left
     out. ``scope="user"`` (default) searches every session of ``(user_id, agent_id)``; ``scope="session"``
     only the session ``Memory`` passes. ``_aput`` archives messages as turns of the session ``Memory`` passes.
 

@@ -517,7 +517,8 @@ def run_agent_bench(data: AgentData, systems: Sequence[str] = AGENT_SYSTEMS, *, 
                     config: Any = None, folds: int = 5, workdir: Path,
                     progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Every system on every probe of ``data``: ``{"systems": {name: {"suites": {suite: metrics}, "latency_ms":
-    {...}}}, "folds": {name: {suite: spread}}, "failed": {name: error}}``."""
+    {...}, "sources": {memory key: metrics}}}, "folds": {name: {suite: spread}}, "failed": {name: error}}``
+    (``sources``: the slots suite by data source, When2Call and BFCL, when both are there)."""
     out: dict[str, Any] = {"systems": {}, "folds": {}, "failed": {}}
     by_memory: dict[str, list[Probe]] = {}
     for suite in data.probes:
@@ -556,6 +557,21 @@ def run_agent_bench(data: AgentData, systems: Sequence[str] = AGENT_SYSTEMS, *, 
                            "by_suite": {s: {"p50": percentile(v, 50), "p95": percentile(v, 95)}
                                         for s, v in latency.items()}}}
         out["folds"][name] = {s: _spread(ordered[s], folds) for s in data.probes}
+        sources = _by_source(data, ranks)
+        if sources:
+            out["systems"][name]["sources"] = sources
+    return out
+
+
+def _by_source(data: AgentData, ranks: Mapping[str, Mapping[str, int | None]]) -> dict[str, dict[str, float]]:
+    """The metrics of each data source of a suite that mixes two (``slots``: ``slots:when2call``,
+    ``slots:bfcl``), by memory key."""
+    out = {}
+    for suite, probes in data.probes.items():
+        keys = sorted({p.memory for p in probes})
+        if suite == "slots" and len(keys) > 1:
+            for key in keys:
+                out[key] = _metrics([ranks[suite][p.id] for p in probes if p.memory == key])
     return out
 
 
@@ -569,6 +585,12 @@ def format_agent_markdown(result: Mapping[str, Any]) -> str:
             spread = result.get("folds", {}).get(name, {}).get(suite, {}).get("hit@3", {})
             lines.append(f"| {name} | {suite} | {m['n']} | {m['hit@1']:.3f} | {m['hit@3']:.3f} | {m['hit@10']:.3f} "
                          f"| {m['mrr']:.3f} | {spread.get('min', 0):.2f}–{spread.get('max', 0):.2f} |")
+    sourced = [(name, key, m) for name, res in result["systems"].items()
+               for key, m in (res.get("sources") or {}).items()]
+    if sourced:
+        lines += ["", "| system | source | n | hit@1 | hit@3 | hit@10 | MRR |", "|---|---|---|---|---|---|---|"]
+        lines += [f"| {name} | {key} | {m['n']} | {m['hit@1']:.3f} | {m['hit@3']:.3f} | {m['hit@10']:.3f} "
+                  f"| {m['mrr']:.3f} |" for name, key, m in sourced]
     lines += ["", "| system | latency p50 ms | p95 ms |", "|---|---|---|"]
     for name, res in result["systems"].items():
         lat = res["latency_ms"]

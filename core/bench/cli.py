@@ -148,7 +148,8 @@ def _add_commands(commands: Any) -> None:
                                 description="Stores of 3, 10, 50 turns sampled from LoCoMo conversations (with the "
                                             "gold of one question) and the full ones; the share of rank-1 gold kept "
                                             "and of off-topic results dropped at each score threshold.")
-    calib.add_argument("--data", required=True, type=Path, help="a JSON file in the locomo10.json schema")
+    calib.add_argument("--data", type=Path, default=None,
+                       help="a JSON file in the locomo10.json schema (needed unless --from-rows)")
     calib.add_argument("--sizes", type=_calibration_sizes, default=[3, 10, 50, 0],
                        help="comma-separated store sizes in turns, 'full' for whole conversations (3,10,50,full)")
     calib.add_argument("--per-size", type=_positive, default=15,
@@ -160,6 +161,8 @@ def _add_commands(commands: Any) -> None:
     calib.add_argument("--fit", action="store_true",
                        help="also fit the cosine calibration leave-one-conversation-out and report it")
     calib.add_argument("--rows", type=Path, default=None, help="write every result row here (JSON lines)")
+    calib.add_argument("--from-rows", type=Path, default=None, metavar="ROWS.jsonl",
+                       help="read the rows of an earlier run (its --rows) instead of searching: refit in seconds")
     calib.add_argument("--json", type=Path, default=None, help="write the result JSON here")
     calib.add_argument("--no-progress", action="store_true", help="no progress lines")
     calib.add_argument("--quiet", action="store_true", help="do not print the Markdown summary")
@@ -538,15 +541,24 @@ def _cmd_calibration(args: argparse.Namespace) -> int:
     from .calibration import THRESHOLDS, calibration_meta, fit_loco, format_calibration_markdown, rates, run_calibration
     from .datasets import DatasetError, load_locomo
 
-    try:
-        conversations = load_locomo(args.data)
-    except DatasetError as exc:
-        raise BenchUsageError(str(exc)) from None
-    if len(conversations) < 2:
-        raise BenchUsageError("calibration needs two conversations at least (off-topic questions come from another)")
     embedder = resolve_bench_embedder(args.embedder)
-    rows = run_calibration(conversations, embedder, sizes=args.sizes, per_size=args.per_size, k=args.k,
-                           seed=args.seed, config=_engine_config(args.config), progress=not args.no_progress)
+    if args.from_rows is not None:
+        try:
+            rows = [json.loads(line) for line in args.from_rows.read_text(encoding="utf-8").splitlines() if line]
+        except (OSError, ValueError) as exc:
+            raise BenchUsageError(f"--from-rows {args.from_rows}: not readable as JSON lines ({exc})") from None
+    else:
+        if args.data is None:
+            raise BenchUsageError("calibration: give --data (a LoCoMo file) or --from-rows (rows of an earlier run)")
+        try:
+            conversations = load_locomo(args.data)
+        except DatasetError as exc:
+            raise BenchUsageError(str(exc)) from None
+        if len(conversations) < 2:
+            raise BenchUsageError("calibration needs two conversations at least (off-topic questions come from "
+                                  "another)")
+        rows = run_calibration(conversations, embedder, sizes=args.sizes, per_size=args.per_size, k=args.k,
+                               seed=args.seed, config=_engine_config(args.config), progress=not args.no_progress)
     meta = calibration_meta(args._command_line, embedder)
     fit = fit_loco(rows) if args.fit else None
     if args.rows is not None:

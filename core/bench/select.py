@@ -12,7 +12,9 @@ scores each held out:
 For each candidate ``c`` other than the first (the baseline, today's default) and each data set, the selection
 "baseline or ``c``, whichever is better on the other folds" is scored on each fold in turn
 (:func:`held_out_gain`): its gain over the baseline is what choosing ``c`` would earn on data not used to choose.
-A candidate **qualifies** only when that gain is at least ``0`` on every data set given and above ``0`` on one;
+A candidate **qualifies** only when that gain is at least ``0`` on every data set given and above ``0`` on one,
+and its own mean is nowhere below the baseline's (a candidate worse everywhere has a held-out gain of exactly 0:
+choosing on the other folds keeps the baseline);
 the default picked is the qualifying candidate with the largest summed gain (none: keep the baseline).
 
 >>> rows = {"base": [{"m": 0.5}] * 4, "c": [{"m": 0.75}] * 4}
@@ -53,13 +55,27 @@ def held_out_gain(rows: Mapping[str, Sequence[Mapping[str, float]]], groups: Seq
     return _mean(picked, keys) - _mean(rows[base], keys)
 
 
-def decide(gains: Mapping[str, Mapping[str, float]]) -> tuple[str | None, dict[str, bool]]:
-    """``gains``: data set -> candidate -> held-out gain. Returns (the default to pick or None, which
-    candidates qualify: no loss on any data set and a gain on one)."""
+def decide(gains: Mapping[str, Mapping[str, float]], means: Mapping[str, Mapping[str, float]] | None = None,
+           base: str | None = None) -> tuple[str | None, dict[str, bool]]:
+    """``gains``: data set -> candidate -> held-out gain; ``means`` (with ``base``): data set -> candidate ->
+    its mean on all the data set's questions. Returns (the default to pick or None, which candidates qualify:
+    no held-out loss and no lower mean than the baseline on any data set, and a held-out gain on one). The
+    held-out gain alone cannot see a candidate that is worse everywhere: choosing on the other folds then
+    always keeps the baseline, a gain of exactly 0; its lower mean is what rules it out.
+
+    >>> decide({"locomo": {"c": 0.0}, "madial": {"c": 0.003}},
+    ...        {"locomo": {"b": 0.81, "c": 0.79}, "madial": {"b": 0.60, "c": 0.61}}, "b")
+    (None, {'c': False})
+    """
     names = list(dict.fromkeys(c for per in gains.values() for c in per))
+
+    def no_lower_mean(c: str) -> bool:
+        return means is None or base is None or all(per.get(c, per.get(base, 0.0)) >= per.get(base, 0.0)
+                                                    for per in means.values())
+
     ok = {c: all(per.get(c, 0.0) >= 0 for per in gains.values()) and any(per.get(c, 0.0) > 0
                                                                         for per in gains.values())
-          for c in names}
+          and no_lower_mean(c) for c in names}
     best = max((c for c in names if ok[c]), key=lambda c: sum(per.get(c, 0.0) for per in gains.values()),
                default=None)
     return best, ok
@@ -126,7 +142,8 @@ def run_select(candidates: Mapping[str, Any], *, embedder: Any, locomo: Sequence
             "metrics": list(keys), "questions": len(groups), "groups": len(set(groups)),
             "means": {n: round(_mean(r, keys), 4) for n, r in rows.items()},
             "gains": {n: round(held_out_gain(rows, groups, base, n, keys), 4) for n in names[1:]}}
-    best, ok = decide({d: v["gains"] for d, v in out["datasets"].items()})
+    best, ok = decide({d: v["gains"] for d, v in out["datasets"].items()},
+                      {d: v["means"] for d, v in out["datasets"].items()}, base)
     out["qualifies"], out["default"] = ok, best or base
     return out
 

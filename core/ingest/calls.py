@@ -21,7 +21,7 @@ from typing import Any, Final
 
 from .turns import ToolCall, view_turn
 
-__all__ = ["ARG_MAX_CHARS", "CALL_MAX_CHARS", "format_call", "parse_calls", "turn_line"]
+__all__ = ["ARG_MAX_CHARS", "CALL_MAX_CHARS", "calls_text", "format_call", "parse_calls", "spoken_text", "turn_line"]
 
 ARG_MAX_CHARS: Final = 80
 """An argument value longer than this is cut (with ``…``) in a rendered call."""
@@ -55,6 +55,27 @@ def format_call(name: str, args: Mapping[str, Any] | None) -> str:
     if len(inner) > CALL_MAX_CHARS:
         inner = inner[:CALL_MAX_CHARS - 1] + "…"
     return f"{name}({inner})"
+
+
+def calls_text(tool_calls: Sequence[Mapping[str, Any]]) -> str:
+    """The calls of a turn as text (``name(key=value, …)``, ``; ``-joined): what a search item of a turn that
+    only calls tools shows as its ``text``, so it never reads empty.
+
+    >>> calls_text([{"name": "book_hotel", "args": {"check_in": "2026-04-14"}}])
+    'book_hotel(check_in="2026-04-14")'
+    """
+    return "; ".join(format_call(c.name, c.args) for c in parse_calls(tool_calls))
+
+
+def spoken_text(text: str, tool_calls: Sequence[Mapping[str, Any]]) -> str:
+    """A search item's own words: ``""`` for an item of a turn that only calls tools (its ``text`` is
+    :func:`calls_text`), else ``text``. Renderers that show the calls themselves use it, so a call is shown once.
+
+    >>> calls = [{"name": "book_hotel", "args": {"nights": 2}}]
+    >>> spoken_text("book_hotel(nights=2)", calls), spoken_text("On it.", calls)
+    ('', 'On it.')
+    """
+    return "" if tool_calls and text == calls_text(tool_calls) else text
 
 
 def turn_line(role: str, speaker: str | None, content: str, tool_calls: Sequence[Mapping[str, Any]],

@@ -98,3 +98,16 @@ CATEGORY_CANON: Final = {
 
 CN_DIGITS: Final = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
 """Chinese digits."""
+
+PEOPLE: Final = frozenset((
+    "mom mum mother dad father parents sister brother sibling wife husband partner spouse son daughter kid kids "
+    "child children baby friend bestie boss colleague coworker girlfriend boyfriend fiance fiancee aunt uncle "
+    "cousin niece nephew grandma grandpa grandmother grandfather roommate flatmate neighbor neighbour teacher "
+    "doctor dog cat puppy kitten "
+    "妹妹 姐姐 哥哥 弟弟 爸爸 妈妈 爸 妈 爱人 父亲 母亲 老公 老婆 丈夫 妻子 太太 男朋友 女朋友 男友 女友 "
+    "儿子 女儿 孩子 爷爷 奶奶 外公 外婆 姥姥 姥爷 室友 同事 老板 好朋友 朋友 闺蜜 "
+    "表哥 表姐 表妹 表弟 堂哥 堂姐 叔叔 阿姨 舅舅 姑姑 "
+    "邻居 狗狗 狗 猫咪 猫 宠物 兔子 对象"
+).split())
+"""Who "my X" / 我X names when X is one of these: a person or an animal, another subject than the speaker ("my sister
+lives in Rome" says nothing of where I live); any other X is a thing of the speaker's ("my phone", 我的车)."""

@@ -39,7 +39,7 @@ from memory_ext.ingest.claim_words import EN_MID_OK, NAME_STOP, PRONOUNS_EN, ZH_
 from memory_ext.text.script import HAN, has_han
 from memory_ext.text.sentences import is_question, sentences
 
-__all__ = ["ATTRIBUTES", "Claim", "extract_claims", "normalize_value"]
+__all__ = ["ATTRIBUTES", "Claim", "extract_claims", "normalize_value", "statement_subjects"]
 
 _HAN_RUN_RE = re.compile(f"[{HAN}]+")
 
@@ -285,6 +285,40 @@ def _lead_subject(clause: str, zh: bool) -> str | bool | None:
     if _is_name(word):
         return word.lower()
     return False
+
+
+def statement_subjects(text: str) -> frozenset[str] | None:
+    """The explicit subjects ``text`` states something about as a current fact, or None when it states nothing
+    current: a question, a conditional or hypothetical, or a sentence about how things used to be.
+
+    Subjects are named as in claims: ``self`` ("I", "我"), ``self:sister`` ("my sister", "我妹妹"), a name
+    ("lena"), ``assistant``; a clause led by a pronoun ("she", "we", "他") or by no subject adds none.
+
+    >>> sorted(statement_subjects("My sister Lena lives in Porto, she teaches chemistry."))
+    ['self:sister']
+    >>> sorted(statement_subjects("我跳槽了，下周开始去一家新能源车企。"))
+    ['self']
+    >>> statement_subjects("Where does Lena live?") is None, statement_subjects("I used to live in Oslo.") is None
+    (True, True)
+    """
+    text = text.replace("\u2019", "'").replace("\u2018", "'")
+    subjects: set[str] = set()
+    current = False
+    for _, sent, term in _sentences(text):
+        zh = has_han(sent)
+        stated = "。" in term or "." in term  # "还是北京南站。" states; "还是北京南站" may ask
+        if "?" in term or "？" in term or is_question(sent, loose=not stated):
+            continue
+        if _EN_HYPO.search(sent) or (zh and _ZH_HYPO.search(sent)):
+            continue
+        for _, clause in _clauses(sent, zh):
+            if (_ZH_PAST if zh else _EN_PAST).search(clause):
+                continue
+            current = True
+            lead = _lead_subject(clause, zh)
+            if isinstance(lead, str):
+                subjects.add(lead)
+    return frozenset(subjects) if current else None
 
 
 def extract_claims(text: str, *, speaker: str | None = None) -> list[Claim]:

@@ -40,7 +40,16 @@ from ..store.memory_files import (
 from ..store.portable import tids_of
 from ..text import estimate_tokens
 from ..validate import check_json, check_text
-from .compact import EvictionWeights, due_months, due_weeks, evict_month, merge_week, refresh_hook, weeks_of_month
+from .compact import (
+    EvictionWeights,
+    current_members,
+    due_months,
+    due_weeks,
+    evict_month,
+    merge_week,
+    refresh_hook,
+    weeks_of_month,
+)
 from .files import hook_model, iso_week_key, member_turn, month_key_of_week, render_file
 from .precompress import parse_context
 from .summary import summarize, summarize_with_llm
@@ -113,7 +122,7 @@ class Lifecycle:
             out = []
             for r in rows:
                 if r.hook_stale:
-                    turns = [m.turn for m in file_turns(self._store.reader(), r.fid)]
+                    turns = [m.turn for m in current_members(self._store.reader(), r.fid)]
                     s = summarize(turns)
                     r.title, r.abstract, r.key_facts = s.title, s.abstract, list(s.key_facts)
                     r.entities, r.tags = list(s.entities), list(s.tags)
@@ -132,7 +141,7 @@ class Lifecycle:
     def _refresh(self, conn: Any, row: FileRow) -> FileRow:
         cfg = self.config.lifecycle
         if cfg.llm_summaries and self.llm is not None and row.status != "open":
-            turns = [m.turn if m.whole else _part(m) for m in file_turns(conn, row.fid)]
+            turns = [m.turn if m.whole else _part(m) for m in current_members(conn, row.fid)]
             summary, error = summarize_with_llm(turns, self.llm, timeout=cfg.llm_timeout_s)
             return refresh_hook(conn, row, summary=summary, summary_error=error,
                                 threshold=cfg.importance_threshold)

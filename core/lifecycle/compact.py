@@ -45,6 +45,7 @@ from ..store.memory_files import (
     list_files,
     mark_merged,
     merge_sources,
+    replaced_members,
     set_compaction,
     set_members,
     set_sources,
@@ -82,10 +83,17 @@ def _parts(members: Sequence[Member]) -> list[Any]:
     return [replace(m.turn, content=m.text) if not m.whole else m.turn for m in members]
 
 
+def current_members(conn: Connection, fid: int) -> list[Member]:
+    """A file's members its hook is made of: every member but the versions an update replaced (the file keeps
+    them; its hook, and so the prompt index, shows the current text)."""
+    gone = replaced_members(conn, fid)
+    return [m for m in file_turns(conn, fid) if m.turn.tid not in gone]
+
+
 def refresh_hook(conn: Connection, row: FileRow, *, summary: HookSummary | None = None,
                  summary_error: str | None = None, threshold: int = 70) -> FileRow:
-    """Recompute a file's hook from its turns (and, for merged files, from its sources' hooks)."""
-    members = file_turns(conn, row.fid)
+    """Recompute a file's hook from its current turns (and, for merged files, from its sources' hooks)."""
+    members = current_members(conn, row.fid)
     turns = _parts(members)
     s = summary if summary is not None else summarize(turns)
     entities = list(s.entities)

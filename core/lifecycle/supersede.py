@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from ..ingest.supersede import in_conversation, mark_conversation, supersede_frames
 from ..store.claims import insert_claim, live_claims, supersede_record
 from ..store.interface import Connection
 from ..store.tiers import bump_flags
@@ -43,6 +44,11 @@ def supersede(conn: Connection, ns_id: int, records: Sequence[DerivedRecord], ri
     pending += [(r, rid, r.claims) for r, rid in zip(derived, derived_rids, strict=True) if r.claims]
     pending = sorted((p for p in pending if p[0].source_role in CLAIM_ROLES),
                      key=lambda p: (p[0].ref_ts or 0.0, p[1]))
+    assistant = next((rid for r, rid in zip(records, rids, strict=True) if r.source_role == "assistant"), None)
+    talk = (bool(pending) or assistant is not None) and in_conversation(conn, ns_id)
+    if assistant is not None and not talk:
+        mark_conversation(conn, ns_id, assistant)  # once: frames supersede only where an assistant speaks
+        talk = True
     changed = 0
     for rec, rid, given in pending:
         claims = given if given is not None else extract_claims(rec.text, speaker=rec.speaker)
@@ -58,6 +64,8 @@ def supersede(conn: Connection, ns_id: int, records: Sequence[DerivedRecord], ri
                 supersede_record(conn, ns_id, old_rid, ts, rec.id)
                 changed += 1
             insert_claim(conn, ns_id, rid, holder, c.subject, c.attribute, c.value, c.negated, ts)
+        if given is None:  # a statement, not a derived record: its frame ("I'm on a Pixel 8 now")
+            changed += supersede_frames(conn, ns_id, holder, rid, rec.id, rec.text, ts, replace=talk)
     if changed:
         bump_flags(conn, ns_id)
     return changed

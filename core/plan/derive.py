@@ -13,9 +13,11 @@ From a conversation's recent turns (oldest first) and, when given, the tools' JS
   ``{"success": false}``, or error words in English, Chinese, Japanese, Korean, Russian, German, French, Spanish,
   Italian or Portuguese (:func:`error_signal`); None once a later call of that turn succeeded;
 * ``missing_slots``: the required parameters (per the tool's schema) of the tool being called or just attempted
-  that its call left out or empty, and those its error result names as missing; with no call yet, those of the
-  one tool the request clearly matches (its name and description words) that the user neither named nor gave a
-  value of their shape (a date, a time, a place);
+  that its call left out or empty, and those its error result names as missing; for a request no call answers
+  yet (the first, or one after earlier calls), those of the tools it is about to call that the conversation has
+  not given a value for (:mod:`memory_ext.plan.slots`: the tools ranked by the request's words, a value read
+  after a word naming its parameter); ``slot_hints``: what each one's value is (its description, enum values and
+  type);
 * ``tentative_action``: a call still waiting for its result — never the name of a tool not called yet;
 * ``available_tools``: the tools' names; ``recent_context``: the last turns as readable lines.
 
@@ -44,7 +46,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from ..errors import InvalidArgumentError
@@ -52,6 +54,7 @@ from ..ingest.calls import turn_line
 from ..ingest.failures import _result_error
 from ..ingest.turns import ToolCall, TurnView, clean, view_turn
 from ..models import ActionState, Turn
+from .slots import ParamSpec, missing_params, param_specs, slot_hint
 
 __all__ = ["RECENT_TURNS", "ToolSpec", "derive_action_state", "error_signal", "tool_specs", "turns_from_messages"]
 
@@ -73,19 +76,17 @@ _MORE_ERROR_WORDS_RE: Final = re.compile(
 _MISSING_CUE_RE: Final = re.compile(
     r"missing|required|not (?:provided|given|specified|supplied)|must (?:be )?(?:provide|specif|give|suppl)"
     r"|缺少|缺失|必填|必须提供|未提供|필수|必須|обязательн|fehlt|manquant|requis|falta", re.IGNORECASE)
-_WORD_RE: Final = re.compile(r"[A-Za-z][a-z]+|[A-Z]+(?![a-z])|\d+|[^\W\d_A-Za-z]+")
-_STOP: Final = frozenset("the and for with from into onto this that you your can could please want need "
-                         "via all any one per api tool tools".split())
-
 
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
-    """A tool as the derivation reads its JSON-schema spec: name, description, parameters and required ones."""
+    """A tool as the derivation reads its JSON-schema spec: name, description, parameters and required ones;
+    ``params`` each parameter's description, type and enum values (:class:`~memory_ext.plan.slots.ParamSpec`)."""
 
     name: str
     description: str = ""
     parameters: tuple[str, ...] = ()
     required: tuple[str, ...] = ()
+    params: tuple[ParamSpec, ...] = field(default=(), repr=False, compare=False)
 
 
 def tool_specs(tools: Sequence[Mapping[str, Any]] | None) -> list[ToolSpec]:
@@ -115,7 +116,8 @@ def tool_specs(tools: Sequence[Mapping[str, Any]] | None) -> list[ToolSpec]:
         out.append(ToolSpec(
             name=spec["name"].strip(), description=str(spec.get("description") or ""),
             parameters=tuple(str(p) for p in props) if isinstance(props, Mapping) else (),
-            required=tuple(str(r) for r in required) if isinstance(required, (list, tuple)) else ()))
+            required=tuple(str(r) for r in required) if isinstance(required, (list, tuple)) else (),
+            params=param_specs(schema)))
     return out
 
 
@@ -203,19 +205,6 @@ def turns_from_messages(messages: Sequence[Mapping[str, Any]], session_id: str |
     return out
 
 
-def _stem(word: str) -> str:
-    """A light English stem: plural and common verb endings off (``movies`` / ``movie``, ``booking`` / ``book``)."""
-    for end in ("ies", "ing", "es", "ed", "s"):
-        if word.endswith(end) and len(word) - len(end) >= 3:
-            return word[:-len(end)] + ("y" if end == "ies" else "")
-    return word
-
-
-def _words(text: str) -> set[str]:
-    return {_stem(w.lower()) for w in _WORD_RE.findall(text.replace("_", " ").replace(".", " "))
-            if len(w) >= 3 and w.lower() not in _STOP}
-
-
 def _view(turn: Turn, index: int) -> TurnView:
     view = view_turn({"id": turn.id or f"turn-{index}", "role": turn.role.value, "speaker": turn.speaker,
                       "content": turn.content, "session_id": turn.session_id, "tool_calls": list(turn.tool_calls),
@@ -292,65 +281,21 @@ def _missing_of_call(spec: ToolSpec | None, call: ToolCall, failure: str | None)
     return missing
 
 
-DESCRIPTION_WORDS: Final = 40
-"""How many words of a tool's description count when the request is matched to the tools."""
+def _request_missing(items: Sequence[Turn], views: Sequence[TurnView], last_user: int,
+                     specs: Sequence[ToolSpec]) -> list[ParamSpec]:
+    """The missing slots of the request in turn ``last_user`` (no call answers it yet): the unsupplied required
+    parameters of the tools it is about to call (:func:`memory_ext.plan.slots.missing_params`). What the user said
+    in any turn counts as given, and so does a parameter an earlier call passed."""
+    said = "\n".join(t.content for t in items[:last_user + 1] if t.role.value == "user")
+    passed = {k for t, v in zip(items, views, strict=True) for c in _calls_of(t, v)
+              for k, val in (c.args or {}).items() if not _empty(val)}
+    return missing_params(items[last_user].content, specs, said=said, passed=passed)
 
 
-def _likely_tool(subgoal: str, specs: Sequence[ToolSpec]) -> ToolSpec | None:
-    """The one tool the request matches best — its name's words count twice, its description's once — or None
-    when no tool matches or two match equally."""
-    asked = _words(subgoal)
-    scored = sorted(((2 * len(_words(s.name) & asked)
-                      + len(_words(" ".join(s.description.split()[:DESCRIPTION_WORDS])) & asked), i)
-                     for i, s in enumerate(specs)), reverse=True)
-    if not scored or scored[0][0] == 0 or (len(scored) > 1 and scored[1][0] == scored[0][0]):
-        return None
-    return specs[scored[0][1]]
-
-
-_MONTHS = ("jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?"
-           "|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?")
-_VALUE_SHAPES: Final = (
-    # (parameter name words, a shape of the value in the request): a parameter named so is given by such a value
-    # (English requests; a date is not a time and a country is not a city)
-    (frozenset({"date", "day"}), re.compile(
-        rf"\b\d{{4}}-\d{{1,2}}-\d{{1,2}}\b|\b\d{{1,2}}/\d{{1,2}}(?:/\d{{2,4}})?\b|\b(?:{_MONTHS})\.?\s+\d{{1,2}}"
-        rf"|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTHS})\b|\b(?:today|tomorrow|tonight|yesterday)\b"
-        r"|\b(?:this|next)\s+(?:week(?:end)?|monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b"
-        r"|今天|明天|后天|\d{1,2}月\d{1,2}日", re.IGNORECASE)),
-    (frozenset({"time", "hour"}), re.compile(
-        r"\b\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)|\b\d{1,2}:\d{2}\b|\b(?:noon|midnight)\b|\d{1,2}点",
-        re.IGNORECASE)),
-    (frozenset({"origin", "from", "departure", "source", "start"}), re.compile(r"\bfrom\s+[A-Z0-9][\w'.-]*")),
-    (frozenset({"destination", "to", "arrival", "dest", "target"}), re.compile(r"\bto\s+[A-Z0-9][\w'.-]*")),
-    (frozenset({"city", "location", "loc", "place", "where", "address", "area"}),
-     re.compile(r"\b(?:in|near|from|to)\s+[A-Z][a-z][\w'.-]*")),  # a proper name (not "CA", not a venue "at")
-)
-
-
-def _value_given(param: str, said: str) -> bool:
-    """Whether the request holds a value of the shape the parameter's name asks for (a date, a time, a place)."""
-    words = {w.lower() for w in _WORD_RE.findall(param.replace("_", " "))}
-    # a compound name is read by its most specific part: from_city is an origin, departure_date a date
-    for names, shape in _VALUE_SHAPES:
-        if words & names:
-            return bool(shape.search(said))
-    return False
-
-
-def _unsupplied(spec: ToolSpec, turns: Sequence[Turn], views: Sequence[TurnView]) -> list[str]:
-    """The required parameters of ``spec`` that the user neither named nor gave a value of their shape (a date, a
-    time, a place: :data:`_VALUE_SHAPES`), and that no earlier call gave a value."""
-    text = " ".join(t.content for t in turns if t.role.value == "user")
-    said = _words(text)
-    given = {k for t, v in zip(turns, views, strict=True) for c in _calls_of(t, v)
-             for k, val in (c.args or {}).items() if not _empty(val)}
-    out = []
-    for p in spec.required:
-        words = _words(p)
-        if p not in given and not (words and words <= said) and not _value_given(p, text):
-            out.append(p)
-    return out
+def _hints(params: Sequence[ParamSpec]) -> dict[str, str] | None:
+    """Slot -> what its value is (:func:`memory_ext.plan.slots.slot_hint`), for the slots that have a hint."""
+    hints = {p.name: h for p in params if (h := slot_hint(p))}
+    return hints or None
 
 
 def _recent(turns: Sequence[Turn]) -> str | None:
@@ -399,14 +344,17 @@ def derive_action_state(turns: Sequence[Turn | Mapping[str, Any]],
             last_tool_result=clean(result.content, RESULT_MAX_CHARS) or None if result is not None else None,
             tentative_action=pending[-1] if pending and k == len(items) - 1 else None,
             missing_slots=tuple(_missing_of_call(by_name.get(call.name), call, failure)))
+        spec = by_name.get(call.name)
+        if spec is not None:
+            fields["slot_hints"] = _hints([p for p in spec.params if p.name in fields["missing_slots"]])
     else:
         j = next((i for i in range(len(items) - 1, -1, -1) if items[i].role.value == "tool"), None)
         if j is not None:  # its call is out of the window: the tool turn still says what ran
             tool_turn = items[j]
             fields.update(last_tool_name=_tool_of(tool_turn, views[j]), failure_signal=_result_failure(tool_turn),
                           last_tool_result=clean(tool_turn.content, RESULT_MAX_CHARS) or None)
-        elif subgoal and specs:
-            likely = _likely_tool(subgoal, specs)
-            if likely is not None:
-                fields["missing_slots"] = tuple(_unsupplied(likely, items, views))
+    if specs and last_user is not None and (k is None or last_user > k) and not fields.get("missing_slots"):
+        # a request no call answers yet: the slots of the call it asks for
+        params = _request_missing(items, views, last_user, specs)
+        fields.update(missing_slots=tuple(p.name for p in params), slot_hints=_hints(params))
     return ActionState(**fields)

@@ -18,13 +18,22 @@ and a turn **depends on** a neighbour in its session said by another speaker (:f
 - it **acknowledges** (it asks nothing, holds at most :data:`ACK_MAX_TOKENS` tokens and adds at most
   :data:`ACK_TOKENS` to the turn before, which asked nothing): it depends on the turn before;
 - it is an assistant's **restating reply** (an assistant turn after a user turn that asked nothing, sharing content
-  with it and adding at most :data:`RESTATE_CONTENT` content tokens to it): it depends on the user's turn;
+  with it and adding at most :data:`RESTATE_CONTENT` content tokens to it): it depends on the user's turn; so does
+  any reply of the **agent itself** (an assistant turn without a speaker name) to a user statement, advice
+  included ("Lovely. The monstera likes bright indirect light." after "I keep a monstera…"): a question that is not
+  about what the assistant said asks for the user's words first;
 - it **answers** a question but adds at most :data:`ACK_TOKENS` tokens to the :data:`CONTEXT_TURNS` turns before
   it and shares content tokens with an earlier turn of the asker: it depends on that turn, which it tells back
   ("Black, no sugar." after "Do you remember how I take my coffee?"). Only an assistant's answer to the user:
   between two people (LoCoMo, where both speakers ask and answer) the same rule cost 0.004 evid_recall@5 and @10.
-  An answer restating someone else's words, or a non-answer ("You haven't told me yet."), is left alone: on LoCoMo
-  either rule cost 0.014 evid_recall@5 and 0.02 @10.
+  An answer restating someone else's words is left alone: on LoCoMo that rule cost 0.014 evid_recall@5 and 0.02
+  @10;
+- it is the agent's **non-answer** to the user's question (an assistant turn without a speaker name, at most
+  :data:`ACK_MAX_TOKENS` tokens, sharing no content token with the question or the turns before: "You haven't told
+  me yet.", "你还没告诉过我呢。") followed by the user's statement adding more than :data:`ACK_TOKENS` tokens to it
+  ("它叫年糕，是一只橘猫。"): it depends on that statement. Between two named people (LoCoMo's speakers) a short reply
+  sharing nothing with the question is an answer ("Oscar, after my grandfather."): an earlier non-answer rule for
+  every speaker cost LoCoMo dev 0.014 evid_recall@5 (docs/design-notes/small-store.md).
 
 :func:`content_first` then caps each dependent turn's score just below its carrier's: the statement is the item, the
 acknowledgement at most its context. The carrier keeps its own score (an acknowledgement's window matches what its
@@ -73,7 +82,6 @@ MARGIN: Final = 1e-4
 """How far below its carrier a dependent turn is put."""
 CONTEXT_TURNS: Final = 6
 """How many turns before an answer are read to tell whether it only restates one of them."""
-"""How far below its carrier a dependent turn is put."""
 
 _SENTENCE_RE: Final = re.compile(r"[^.!?。！？…\n]+[.!?。！？…\n]*")
 _ASKS_RE: Final = re.compile(r"[?？]")
@@ -191,6 +199,7 @@ def carriers(cat: Catalog, positions: Sequence[int], text_of: Callable[[Sequence
     texts = dict(text_of(wanted))
     out: dict[int, int] = {}
     answers: list[int] = []
+    unnamed = {code for name, code in cat.speaker_codes.items() if not name}  # the agent's own turns: no name
     for p, (before, after) in near.items():
         text = texts.get(p)
         if text is None:
@@ -209,18 +218,36 @@ def carriers(cat: Catalog, positions: Sequence[int], text_of: Callable[[Sequence
             continue
         elif (shape.novel_tokens <= ACK_TOKENS and shape.tokens <= ACK_MAX_TOKENS) or (
                 restating and cat.assistant[p] and not cat.assistant[before]
-                and shape.novel_content <= RESTATE_CONTENT and shape.shared_content > 0):
+                and ((shape.novel_content <= RESTATE_CONTENT and shape.shared_content > 0)
+                     or int(cat.speaker[p]) in unnamed)):
             out[p] = before
     if answers:
         earlier = {p: _earlier(cat, p, CONTEXT_TURNS) for p in answers}
         texts.update(text_of(sorted({q for qs in earlier.values() for q in qs} - set(texts))))
         for p in answers:
             source = _restated(texts[p], earlier[p], texts)
-            before = near[p][0]
+            before, after = near[p]
             if source is not None and source >= 0 and cat.speaker[source] == cat.speaker[before] \
                     and cat.assistant[source] == cat.assistant[before]:
                 out[p] = source  # what the asker said before, told back
+            elif restating and (source is None or source < 0) and int(cat.speaker[p]) in unnamed and after in texts \
+                    and _tells(cat, p, after, texts, earlier[p]):
+                out[p] = after  # the agent could not answer; the asker then said it
     return out
+
+
+def _tells(cat: Catalog, p: int, after: int, texts: Mapping[int, str], earlier: Sequence[int]) -> bool:
+    """Whether the agent's reply ``p`` to the user's question is a non-answer that the asker's next turn ``after``
+    answers: the reply is short, shares no content token with the question or the turns before it (it tells
+    nothing back) and the asker's next turn is a statement adding content to it. Only the agent's own replies (an
+    assistant turn without a speaker name): between two named people (LoCoMo) a short reply is an answer."""
+    shape = turn_shape(texts[p], " ".join(texts.get(q, "") for q in earlier))
+    if shape.asks or shape.tokens > ACK_MAX_TOKENS or shape.shared_content:
+        return False
+    if cat.speaker[after] != cat.speaker[earlier[0]] or cat.assistant[after] != cat.assistant[earlier[0]]:
+        return False
+    told = turn_shape(texts[after], texts[p])
+    return not told.asks and told.novel_tokens > ACK_TOKENS
 
 
 def content_first(cat: Catalog, total: np.ndarray, text_of: Callable[[Sequence[int]], Mapping[int, str]], *,

@@ -15,6 +15,11 @@ a diary, MADial's memories — is left in its order, and so is a store without a
 written one by one, not a conversation); for a question about the past (:func:`asks_past`:
 "before", "used to", 以前, 原来) the earlier above the later.
 
+The same frame marks the older statement superseded at write time (:mod:`memory_ext.ingest.supersede`: there the
+values must stand in a sentence that shares the subject, and a theme is counted over every statement of the
+speaker); subjects keep two people apart ("I live in Porto" / "My sister Lena lives in Coimbra"), a name said to
+the listener ("Thanks, Mel!") and a time that dates a story ("last Friday", 上周二) are no values.
+
 >>> restates("Our team standup is at 9:30 every morning.", "From next week the standup moves to 10:15.")
 True
 >>> restates("I go to the gym on Mondays.", "At the gym I mostly do deadlifts.")
@@ -35,10 +40,11 @@ from typing import Final
 
 import numpy as np
 
-from ..ingest.claim_words import ZH_CITIES
+from ..ingest.claim_words import PEOPLE, ZH_CITIES
+from ..ingest.claims import statement_subjects
 from ..store.catalog import KIND_CODES, Catalog
 
-__all__ = ["Frame", "asks_past", "frame_of", "newest_first", "restates"]
+__all__ = ["Frame", "asks_past", "frame_of", "newest_first", "restates", "stem", "updates"]
 
 _TURN: Final = KIND_CODES["turn"]
 MARGIN: Final = 1e-4
@@ -48,7 +54,8 @@ UPDATE_TOP: Final = 5
 _EN_TIME: Final = re.compile(
     r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b|\b(?:january|february|march|april|may|june|july|august"
     r"|september|october|november|december)\b|\b\d{1,2}(?::\d{2})?\s*(?:am|pm)\b|\b\d{1,2}:\d{2}\b"
-    r"|\b\d{1,2}(?:st|nd|rd|th)\b|\b(?:noon|midnight|morning|mornings|afternoons?|evenings?|nights?|weekends?)\b",
+    r"|\b\d{1,2}(?:st|nd|rd|th)\b|\b(?:noon|midnight|morning|mornings|afternoons?|evenings?|nights?|weekends?)\b"
+    r"|\b(?-i:Mon|Tue|Tues|Wed|Thu|Thur|Thurs|Fri|Sat|Sun|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)\b",
     re.IGNORECASE)
 _ZH_NUM: Final = "[0-9一二三四五六七八九十两百千万零半]"
 _ZH_TIME: Final = re.compile(
@@ -57,15 +64,28 @@ _NUMBER: Final = re.compile(
     r"\d[\d,.]*|[一二三四五六七八九十两][一二三四五六七八九十两百千万零]*[百千万][一二三四五六七八九]?")
 _EN_NAME: Final = re.compile(r"(?<![.!?]\s)(?<!^)\b(?!I\b)[A-Z][\w'-]*|\b[a-z]+[A-Z]\w*")
 _LATIN_IN_ZH: Final = re.compile(r"[A-Za-z][A-Za-z0-9-]*(?:\s+[A-Z0-9][A-Za-z0-9-]*)*")
+_CJK_WORD: Final = re.compile(r"[\u4e00-\u9fff]+")
 _CITY_RE: Final = re.compile("|".join(sorted(ZH_CITIES, key=len, reverse=True)))
 _HAN: Final = re.compile(r"[\u3400-\u9fff]")
+_NARRATED: Final = re.compile(r"(?:\blast|\bthis past|上)\s*$", re.IGNORECASE)
+_AGO: Final = re.compile(r"\s*(?:ago\b|前)")
+"""A time said as when something happened ("last Friday", "two weeks ago", 上周二) dates a story; it is no value a
+later statement could change, as "on Fridays" or "下周二" is."""
+_VOCATIVE: Final = re.compile(r"(?:^|[.!?]\s+)(?:[A-Za-z]+,?\s+)?([A-Z][a-z]+)\s*(?=[,!?])"
+                              r"|,\s*([A-Z][a-z]+)\s*(?:[.!?]+|$)")
+"""A name said to the listener ("Hey Caroline!", "Thanks, Mel!", "Wow Jon, same here"): whom a turn speaks to is
+no subject it speaks of."""
+_ZH_OBJECT: Final = re.compile(r"[一两这那](?:辆|台|部|家|款|套|只|条)(?:新的)?([^，。！？,.!?；;：:\s]{2,10})")
+"""A thing counted by its measure word (一辆比亚迪海豹, 一家外企, 一台ThinkPad): the measure word is the grammar
+of Chinese naming a thing, so what follows it is a value."""
 _EN_WORD: Final = re.compile(r"[a-z][a-z'-]+")
 _EN_FUNCTION: Final = frozenset(
     "the and for you are was were with that this have has had from they them their will would what when where "
     "your yours just been like about into then than there here also very really some more most much many any "
     "our ours its it's i'm i've i'll we're we've you're she's he's that's not but all can could should did does "
     "doing done got get gets now new old one two too yes out off over under after before still again every each "
-    "since until because while which who whom whose how why let let's said says say told tell".split())
+    "since until because while which who whom whose how why let let's said says say told tell she his her him hers "
+    "herself himself".split())
 _ZH_FUNCTION: Final = frozenset(
     "我你他她它们的了是在有和也都就还不没这那个一上下来去到说要会能给把被让对吧呢啊吗么着过得地很太又再才")
 _PAST_RE: Final = re.compile(
@@ -80,6 +100,8 @@ class Frame:
 
     anchors: frozenset[str]
     values: Mapping[str, frozenset[str]]
+    subjects: frozenset[str] | None = frozenset()
+    """Who it is about (:func:`memory_ext.ingest.claims.statement_subjects`); None: it states nothing current."""
 
 
 def _norm(value: str) -> str:
@@ -88,10 +110,12 @@ def _norm(value: str) -> str:
 
 def frame_of(text: str) -> Frame:
     """The anchors and typed values of one statement (see the module docstring)."""
-    values: dict[str, set[str]] = {"time": set(), "number": set(), "name": set()}
+    values: dict[str, set[str]] = {"time": set(), "number": set(), "name": set(), "object": set()}
     zh = bool(_HAN.search(text))
+    narrated: set[str] = set()
     for m in (_ZH_TIME if zh else _EN_TIME).finditer(text):
-        values["time"].add(_norm(m.group()))
+        told = _NARRATED.search(text[:m.start()]) or _AGO.match(text, m.end())
+        (narrated if told else values["time"]).add(_norm(m.group()))
     if zh:
         values["time"].update(_norm(m.group()) for m in _EN_TIME.finditer(text))
     masked = (_ZH_TIME if zh else _EN_TIME).sub(" ", text)
@@ -99,43 +123,93 @@ def frame_of(text: str) -> Frame:
     if zh:
         values["name"].update(_norm(m.group()) for m in _LATIN_IN_ZH.finditer(text))
         values["name"].update(m.group() for m in _CITY_RE.finditer(text))
+        values["object"].update(m.group(1) for m in _ZH_OBJECT.finditer(text))
     else:
         values["name"].update(_norm(m.group()) for m in _EN_NAME.finditer(text.strip()))
+    addressed = {_norm(g) for m in _VOCATIVE.finditer(text.strip()) for g in m.groups() if g}
+    values["name"] -= addressed | narrated
     anchors: set[str] = set()
     for word in _EN_WORD.findall(text.casefold()):
         word = word.strip("'-").removesuffix("'s")
         if len(word) >= 3 and word not in _EN_FUNCTION:
             anchors.add(word)
     anchors |= {name for name in values["name"] if " " not in name}
+    anchors -= addressed
     for run in re.findall(r"[\u3400-\u9fff]+", text):
         anchors.update(a + b for a, b in itertools.pairwise(run)
                        if a not in _ZH_FUNCTION and b not in _ZH_FUNCTION)
-    return Frame(anchors=frozenset(anchors), values={k: frozenset(v) for k, v in values.items()})
+    return Frame(anchors=frozenset(anchors), values={k: frozenset(v) for k, v in values.items()},
+                 subjects=statement_subjects(text))
 
 
-def _stem(word: str) -> str:
+def stem(word: str) -> str:
+    """A crude English stem (``moves`` -> ``mov``), so "moved" and "moves" are one anchor."""
     for suffix in ("ing", "ed", "es", "s"):
         if len(word) > len(suffix) + 3 and word.endswith(suffix):
             return word[: -len(suffix)]
     return word
 
 
-def _updates(a: Frame, b: Frame, common: frozenset[str] | set[str] = frozenset()) -> bool:
-    value_words = {w for vs in (*a.values.values(), *b.values.values()) for v in vs for w in v.split()}
-    shared = ({_stem(w) for w in a.anchors - value_words} & {_stem(w) for w in b.anchors - value_words}) - common
-    names_shared = {_stem(n) for n in a.values["name"] & b.values["name"]} - common
-    if not shared and not names_shared:
+def _tail(subject: str) -> str:
+    return subject.rsplit(":", 1)[-1]
+
+
+def _same_tail(s: str, t: str) -> bool:
+    """"mom" and "self:mom"; a Chinese kinship word and its doubled form (妈 / 妈妈, 妹 / 妹妹)."""
+    a, b = _tail(s), _tail(t)
+    return a == b or (bool(_CJK_WORD.fullmatch(a + b)) and (a * 2 == b or b * 2 == a))
+
+
+def _one_subject(s: str, t: str, other: Frame) -> bool:
+    if s == t or (s != "self" and t != "self" and _same_tail(s, t)):
+        return True  # "Mom's flight" (mom) after "my mom is flying" (self:mom)
+    if {s, t} & {"self"} and (s.startswith("self:") or t.startswith("self:")):
+        return _tail(s if s != "self" else t) not in PEOPLE  # my phone is mine; my sister is someone else
+    return not s.startswith("self") and s != "assistant" and s in other.anchors  # "Lena moved" / "my sister Lena"
+
+
+def _same_subject(a: Frame, b: Frame) -> bool:
+    """Whether two statements can be about one subject: one names none, or a subject of one is a subject of the
+    other ("I" and "my phone"; "Mom" and "my mom") or a word of it ("Lena moved" after "my sister Lena lives").
+    "I live in Porto" and "My sister Lena lives in Coimbra" are about two people."""
+    if not a.subjects or not b.subjects:
+        return True
+    return any(_one_subject(s, t, b) or _one_subject(t, s, a) for s in a.subjects for t in b.subjects)
+
+
+def _new_object(value: str, older: Frame) -> bool:
+    head = value.split("的", 1)[-1] if "的" in value[:4] else value
+    return head[:2] not in older.anchors
+
+
+def updates(a: Frame, b: Frame, common: frozenset[str] | set[str] = frozenset()) -> bool:
+    """Whether ``b`` (the later statement) restates the subject of ``a`` with another value of one type;
+    ``common``: stemmed anchors that link nothing (a theme)."""
+    if a.subjects is None or b.subjects is None:
         return False
-    for kind in ("time", "number", "name"):
+    value_words = {w for f in (a, b) for kind in ("time", "number") for v in f.values[kind] for w in v.split()}
+    shared = ({stem(w) for w in a.anchors - value_words} & {stem(w) for w in b.anchors - value_words}) - common
+    names = {stem(n) for f in (a, b) for n in f.values["name"] - f.values["time"]}
+    names |= {stem(s) for f in (a, b) for s in f.subjects or () if not s.startswith("self") and s != "assistant"}
+    named = (shared & names) | ({stem(n) for n in a.values["name"] & b.values["name"] - b.values["time"]} - common)
+    if not (named or shared) or not _same_subject(a, b):
+        return False  # a named thing or a word both speak of, by the same subject ("I take the train to Lyon" is
+        # not news about "my sister lives in Lyon")
+    for kind in ("time", "number", "name", "object"):
         old, new = a.values[kind], b.values[kind]
-        if old and new - old and (kind != "name" or new - old - {w for w in b.anchors if w in a.anchors}):
-            return True
+        if not old or not new - old:
+            continue
+        if kind == "name" and not new - old - {w for w in b.anchors if w in a.anchors}:
+            continue
+        if kind == "object" and not any(_new_object(v, a) for v in new - old):
+            continue
+        return True
     return False
 
 
 def restates(older: str, newer: str) -> bool:
     """Whether ``newer`` states the subject of ``older`` again with another value of the same type."""
-    return _updates(frame_of(older), frame_of(newer))
+    return updates(frame_of(older), frame_of(newer))
 
 
 def asks_past(query: str) -> bool:
@@ -160,14 +234,14 @@ def newest_first(cat: Catalog, total: np.ndarray, text_of: Callable[[Sequence[in
     frames = {p: frame_of(texts[p]) for p in turns if p in texts}
     counts: dict[str, int] = {}
     for frame in frames.values():
-        for anchor in {_stem(a) for a in frame.anchors}:
+        for anchor in {stem(a) for a in frame.anchors}:
             counts[anchor] = counts.get(anchor, 0) + 1
     common = {a for a, n in counts.items() if n > 2}  # shared by a third turn: the store's theme, not a subject
     out: dict[int, int] = {}
     order = sorted(frames, key=lambda p: (np.nan_to_num(cat.ts[p], nan=-np.inf), p))
     for i, old in enumerate(order):
         for new in order[i + 1:]:
-            if cat.speaker[old] != cat.speaker[new] or not _updates(frames[old], frames[new], common):
+            if cat.speaker[old] != cat.speaker[new] or not updates(frames[old], frames[new], common):
                 continue
             up, down = (old, new) if past else (new, old)
             if total[up] <= total[down]:

@@ -82,14 +82,21 @@ def score_routes(cat: Catalog, plan: SearchPlan, recalled: Recalled, *, strategy
     return scored
 
 
-def promote_successors(cat: Catalog, total: np.ndarray, allowed: np.ndarray | None) -> dict[int, str]:
-    """A superseded turn that scores lifts the turn that replaced it just above itself (current facts first).
-    Changes ``total`` in place; returns {successor position: reason} for explain."""
+def promote_successors(cat: Catalog, total: np.ndarray, allowed: np.ndarray | None, *,
+                       past: bool = False) -> dict[int, str]:
+    """A superseded turn that scores lifts the turn that replaced it just above itself (current facts first);
+    ``past`` (a question about before: "where did Lena live before?", 以前): a superseded turn that scores below
+    its successor trades places with it (the earlier statement answers; no third turn moves). Changes ``total``
+    in place; returns {lifted position: reason} for explain."""
     out: dict[int, str] = {}
     for old, new in cat.successor.items():
         if not np.isfinite(total[old]) or not np.isfinite(total[new]) or (allowed is not None and not allowed[new]):
             continue
-        if total[new] <= total[old]:
+        if past:
+            if total[old] < total[new]:  # the two trade places: no third turn is pushed down
+                total[old], total[new] = total[new], total[old]
+                out[old] = f"traded places with its successor rid {int(cat.rids[new])} (a question about the past)"
+        elif total[new] <= total[old]:
             total[new] = total[old] + 1e-6
             out[new] = f"lifted above superseded record rid {int(cat.rids[old])}"
     return out
@@ -127,14 +134,16 @@ def fuse(cat: Catalog, scored: RouteScores, scope: Scope, *, fusion: Fusion | st
     texts), zscore fusion puts turns that only acknowledge or ask below the turn carrying their content
     (:func:`memory_ext.rank.carriers.content_first`; ``restating``: an assistant's restating reply too), then
     a later statement of the same subject above the earlier (:func:`memory_ext.rank.updates.newest_first`;
-    ``past``: a question about before, which puts the earlier first and lifts no successor)."""
+    ``past``: a question about before, which puts the earlier first, a superseded statement above its successor
+    where an assistant speaks)."""
     fusion = fusion_for(fusion, rrf_k=rrf_k)
     total = scored.total.copy()
     links: dict[int, int] = {}
     if text_of is not None and isinstance(fusion, ZScoreFusion):
         links = content_first(cat, total, text_of, top=2 * pool_size, restating=restating)
         newest_first(cat, total, text_of, past=past)
-    supersedes = promote_successors(cat, total, scope.flags) if as_of is None and not past else {}
+    lift = as_of is None and (not past or bool(cat.assistant.any()))  # memories without an assistant: as before
+    supersedes = promote_successors(cat, total, scope.flags, past=past) if lift else {}
     cold = cat.cold if scope.cold_penalty > 0 and cat.cold.any() else None
     fused = fusion.pool(cat, scored, scope, total, supersedes=supersedes, cold=cold, weights=weights,
                         pool_size=pool_size)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from ..ingest.calls import calls_text
 from ..models import RecordKind, RetrievedItem, Role
 from ..store.interface import TruthStore
 from ..store.rows import TurnRow
@@ -42,13 +43,15 @@ def hydrate(store: TruthStore, ns_id: int, rids: Sequence[int], scores: Sequence
             continue
         src = [turns[t] for t in rec.turn_ids if t in turns]
         kept.append(rid)
+        calls = tuple(src[0].tool_calls) if src and rec.kind == RecordKind.TURN.value else ()
         items.append(RetrievedItem(
-            id=rec.id, text=rec.text, score=float(score), kind=RecordKind(rec.kind), turn_ids=tuple(rec.turn_ids),
+            id=rec.id, text=rec.text if rec.text.strip() or not calls else calls_text(calls), score=float(score),
+            kind=RecordKind(rec.kind), turn_ids=tuple(rec.turn_ids),
             external_ids=tuple(t.external_id for t in src), session_id=rec.session_id,
             timestamp=datetime.fromtimestamp(rec.ref_ts, UTC) if rec.ref_ts is not None else None,
             speaker=rec.speaker, role=Role(rec.source_role) if rec.source_role is not None else None,
             channels=ranks.get(rid, {}), raw_score=float(raw) if raw is not None else None,
             metadata=dict(src[0].metadata) if src and isinstance(src[0].metadata, dict) else {},
-            tool_calls=tuple(src[0].tool_calls) if src and rec.kind == RecordKind.TURN.value else (),
+            tool_calls=calls,
             explanation=details.get(rid) if explain else None))
     return Hydrated(items=items, source_turns=turns, rids=kept)

@@ -13,7 +13,7 @@ from typing import Any
 from .interface import Connection
 from .statements import sql_of
 
-__all__ = ["ClaimsSql", "insert_claim", "live_claims", "supersede_record"]
+__all__ = ["ClaimsSql", "count_claims", "insert_claim", "live_claims", "supersede_record"]
 
 
 @dataclass(frozen=True)
@@ -23,6 +23,8 @@ class ClaimsSql:
     live_claims: str
     """``(ns_id, holder, subject, attribute, other_than)`` -> ``rid, value, negated, ts`` of the claims whose
     records are not superseded."""
+    count_claims: str
+    """``(ns_id, holder, subject, attribute, other_than)`` -> how many claims, superseded or not."""
     supersede_record: str
     """``(valid_to, superseded_by, rid, ns_id)``."""
     insert_claim: str
@@ -35,6 +37,13 @@ def live_claims(conn: Connection, ns_id: int, holder: str, subject: str, attribu
     superseded, the record ``other_than`` left out."""
     return conn.execute(
         sql_of(conn).claims.live_claims, (ns_id, holder, subject, attribute, other_than)).fetchall()
+
+
+def count_claims(conn: Connection, ns_id: int, holder: str, subject: str, attribute: str, other_than: int) -> int:
+    """How many claims on this holder, subject and attribute were ever stated (superseded ones too), the record
+    ``other_than`` left out."""
+    row = conn.execute(sql_of(conn).claims.count_claims, (ns_id, holder, subject, attribute, other_than)).fetchone()
+    return int(row[0]) if row else 0
 
 
 def supersede_record(conn: Connection, ns_id: int, rid: int, valid_to: float | None, by_record_id: str) -> None:

@@ -84,6 +84,8 @@ class FilesSql:
     """``(title, abstract, key_facts, entities, tags, importance, summary_source, meta, fid)``: a fresh hook."""
     members: str
     """``(fid,)`` -> TURN_COLS of ``turns t``, ``start, stop`` of the file's members in order."""
+    replaced_members: str
+    """``(fid,)`` -> ``tid`` of the file's members an update replaced (``MemoryEngine.update``)."""
     delete_members: str
     """``(fid,)``: the file's membership."""
     insert_member: str
@@ -277,6 +279,11 @@ def file_turns(conn: Connection, fid: int) -> list[Member]:
 
     rows = conn.execute(sql_of(conn).files.members, (fid,)).fetchall()
     return [Member(_turn_row(r[:TURN_NCOLS]), int(r[TURN_NCOLS]), r[TURN_NCOLS + 1]) for r in rows]
+
+
+def replaced_members(conn: Connection, fid: int) -> set[int]:
+    """The tids of a file's members that an update replaced: kept in the file, left out of its hook."""
+    return {int(r[0]) for r in conn.execute(sql_of(conn).files.replaced_members, (fid,)).fetchall()}
 
 
 def set_members(conn: Connection, fid: int, members: Sequence[tuple[int, int, int | None]],

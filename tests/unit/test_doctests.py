@@ -41,6 +41,7 @@ MODULES = [
     "memory_ext.store.chroma_server",
     "memory_ext.plan.derive",
     "memory_ext.plan.heuristic",
+    "memory_ext.plan.slots",
     "memory_ext.plan.llm_planner",
     "memory_ext.rank.mmr",
     "memory_ext.registry",

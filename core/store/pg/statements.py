@@ -119,6 +119,8 @@ class PgStatements(Statements):
             mark_replaced=("UPDATE records SET valid_to=%s, superseded_by=%s, replaced=1 WHERE ns_id=%s AND"
                            " rid IN (SELECT r.rid FROM turns t JOIN records r ON r.rid = t.record_rid OR"
                            " r.anchor_rid = t.record_rid WHERE t.id=%s AND t.ns_id=%s)"),
+            stale_hooks=("UPDATE files SET hook_stale=1 WHERE fid IN (SELECT ft.fid FROM file_turns ft JOIN turns t"
+                         " ON t.tid = ft.tid WHERE t.id=%s AND t.ns_id=%s)"),
             bump_flags="UPDATE namespaces SET flags_generation = flags_generation + 1 WHERE ns_id=%s",
             add_history=("INSERT INTO memory_history(ns_id, memory_key, session_id, op, turn_id, ts)"
                          " VALUES(%s,%s,%s,%s,%s,%s)"),
@@ -204,6 +206,8 @@ class PgStatements(Statements):
                         " importance=%s, summary_source=%s, meta=%s, hook_stale=0 WHERE fid=%s"),
             members=(f"SELECT {T_COLS}, ft.start, ft.stop FROM file_turns ft JOIN turns t ON t.tid = ft.tid"
                      " WHERE ft.fid=%s ORDER BY ft.pos"),
+            replaced_members=("SELECT t.tid FROM file_turns ft JOIN turns t ON t.tid = ft.tid JOIN records r ON"
+                              " r.rid = t.record_rid WHERE ft.fid=%s AND r.replaced=1"),
             delete_members="DELETE FROM file_turns WHERE fid=%s",
             insert_member="INSERT INTO file_turns(fid, pos, tid, start, stop) VALUES(%s,%s,%s,%s,%s)",
             member_span=("SELECT MIN(t.ts), MAX(t.ts) FROM file_turns ft JOIN turns t ON t.tid = ft.tid WHERE"
@@ -247,6 +251,8 @@ class PgStatements(Statements):
             live_claims=("SELECT c.rid, c.value, c.negated, c.ts FROM claims c JOIN records r ON r.rid ="
                          " c.rid WHERE c.ns_id=%s AND c.holder=%s AND c.subject=%s AND c.attribute=%s AND"
                          " r.superseded_by IS NULL AND c.rid != %s"),
+            count_claims=("SELECT COUNT(*) FROM claims WHERE ns_id=%s AND holder=%s AND subject=%s AND"
+                          " attribute=%s AND rid != %s"),
             supersede_record="UPDATE records SET valid_to=%s, superseded_by=%s WHERE rid=%s AND ns_id=%s",
             insert_claim=("INSERT INTO claims(ns_id, rid, holder, subject, attribute, value, negated, ts)"
                           " VALUES(%s,%s,%s,%s,%s,%s,%s,%s)"),

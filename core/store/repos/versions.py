@@ -36,6 +36,8 @@ class VersionsSql:
     mark_replaced: str
     """``(valid_to, superseded_by, ns_id, turn id, ns_id)``: the turn's record and the records anchored to it are
     replaced."""
+    stale_hooks: str
+    """``(turn id, ns_id)``: the hooks of the files holding the turn are recomputed when next read."""
     bump_flags: str
     """``(ns_id,)``: the namespace's flags generation + 1."""
     add_history: str
@@ -113,6 +115,7 @@ class VersionRepo(CommonStore):
         """An update replaced this turn: its turn record and the records anchored to it end at ``ts``."""
         sql = sql_of(conn).versions
         conn.execute(sql.mark_replaced, (ts, by_record_id, ns_id, turn_id, ns_id))
+        conn.execute(sql.stale_hooks, (turn_id, ns_id))  # the prompt index shows the new text, not the old
         conn.execute(sql.bump_flags, (ns_id,))
 
     @staticmethod

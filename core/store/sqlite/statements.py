@@ -118,6 +118,8 @@ class SqliteStatements(Statements):
                 "UPDATE records SET valid_to=?, superseded_by=?, replaced=1 WHERE ns_id=? AND rid IN"
                 " (SELECT r.rid FROM turns t JOIN records r ON r.rid = t.record_rid OR r.anchor_rid = t.record_rid"
                 " WHERE t.id=? AND t.ns_id=?)"),
+            stale_hooks=("UPDATE files SET hook_stale=1 WHERE fid IN (SELECT ft.fid FROM file_turns ft JOIN turns t"
+                         " ON t.tid = ft.tid WHERE t.id=? AND t.ns_id=?)"),
             bump_flags="UPDATE namespaces SET flags_generation = flags_generation + 1 WHERE ns_id=?",
             add_history=("INSERT INTO memory_history(ns_id, memory_key, session_id, op, turn_id, ts)"
                          " VALUES(?,?,?,?,?,?)"),
@@ -198,6 +200,8 @@ class SqliteStatements(Statements):
                         " summary_source=?, meta=?, hook_stale=0 WHERE fid=?"),
             members=(f"SELECT {T_COLS}, ft.start, ft.stop FROM file_turns ft JOIN turns t ON t.tid = ft.tid"
                      " WHERE ft.fid=? ORDER BY ft.pos"),
+            replaced_members=("SELECT t.tid FROM file_turns ft JOIN turns t ON t.tid = ft.tid JOIN records r ON"
+                              " r.rid = t.record_rid WHERE ft.fid=? AND r.replaced=1"),
             delete_members="DELETE FROM file_turns WHERE fid=?",
             insert_member="INSERT INTO file_turns(fid, pos, tid, start, stop) VALUES(?,?,?,?,?)",
             member_span=("SELECT MIN(t.ts), MAX(t.ts) FROM file_turns ft JOIN turns t ON t.tid = ft.tid"
@@ -241,6 +245,8 @@ class SqliteStatements(Statements):
             live_claims=("SELECT c.rid, c.value, c.negated, c.ts FROM claims c JOIN records r ON r.rid = c.rid"
                          " WHERE c.ns_id=? AND c.holder=? AND c.subject=? AND c.attribute=?"
                          " AND r.superseded_by IS NULL AND c.rid != ?"),
+            count_claims=("SELECT COUNT(*) FROM claims WHERE ns_id=? AND holder=? AND subject=? AND"
+                          " attribute=? AND rid != ?"),
             supersede_record="UPDATE records SET valid_to=?, superseded_by=? WHERE rid=? AND ns_id=?",
             insert_claim=("INSERT INTO claims(ns_id, rid, holder, subject, attribute, value, negated, ts)"
                           " VALUES(?,?,?,?,?,?,?,?)"),

@@ -28,7 +28,7 @@ from llamaindex_memory_ext._convert import message_text
 from memory_ext import ActionState, MemoryEngine, Namespace, SearchResult
 
 ISO = re.compile(r"\d{4}-\d{2}-\d{2}")
-FAILED_ON_DATE = re.compile(r"tool book_hotel \(error\): HTTP 422[^\n]*check_in")
+FAILED_ON_DATE = re.compile(r'tool output book_hotel, error\] "HTTP 422[^\n]*check_in')  # the middleware's lines
 ISO_CALL = re.compile(r'book_hotel\([^\n]*check_in="\d{4}-\d{2}-\d{2}"')
 
 

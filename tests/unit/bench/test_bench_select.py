@@ -26,6 +26,20 @@ def test_a_loss_on_any_data_set_disqualifies() -> None:
     assert decide({"small": {"a": 0.0}}) == (None, {"a": False})
 
 
+def test_a_candidate_with_a_lower_mean_on_a_data_set_is_not_picked() -> None:
+    """keyword 1.0 of a real selection: lower LoCoMo and small-store means, a held-out gain of exactly 0 there
+    (the baseline wins every training fold), a small MADial gain: not a default."""
+    rows = {"base": [{"m": 0.8}] * 4, "kw": [{"m": 0.78}] * 4}
+    assert held_out_gain(rows, [0, 0, 1, 1], "base", "kw", ("m",)) == 0.0
+    gains = {"locomo": {"kw": 0.0}, "madial": {"kw": 0.0033}, "small": {"kw": 0.0}}
+    means = {"locomo": {"base": 0.8065, "kw": 0.7933}, "madial": {"base": 0.6066, "kw": 0.6099},
+             "small": {"base": 0.5984, "kw": 0.5906}}
+    assert decide(gains) == ("kw", {"kw": True})  # the gains alone cannot see the losses
+    assert decide(gains, means, "base") == (None, {"kw": False})
+    means["locomo"]["kw"] = means["small"]["kw"] = 0.81
+    assert decide(gains, means, "base") == ("kw", {"kw": True})
+
+
 def test_memext_bench_select_on_the_small_suite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     grid = tmp_path / "grid.json"
     grid.write_text(json.dumps({"candidates": {"default": {}, "no-answer-prior": {

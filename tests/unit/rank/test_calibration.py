@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from memory_ext import MemoryEngine
-from memory_ext.rank.calibration import bounded_scores, cosine_relevance, item_cosines
+from memory_ext.bench.small import load_small_chats
+from memory_ext.rank.calibration import bounded_scores, cosine_relevance, item_cosines, reference_cosine
 from memory_ext.recall.base import Hits
 
 E5 = "e5-small-q4-numpy-1:384"
@@ -68,3 +69,34 @@ def test_a_memory_scores_alike_in_a_three_memory_store_and_a_bigger_one(tmp_path
         for text, score in small[q].items():
             if score >= 0.1:
                 assert abs(big[q][text] - score) < 0.25, (q, text, score, big[q][text])
+
+
+@pytest.mark.parametrize(("chat", "answered", "absent"), [
+    ("en-pc", "what's my main computer", "What monitor do I have?"),
+    ("zh-trip", "国庆旅行几个人", "我们坐什么交通工具去？"),
+    ("zh-diet", "我晚上吃主食吗", "我现在体重多少？"),  # 0.95 before: Chinese cosines run high (CJK_LOGIT)
+    # the agent's "congratulations to Lena" covers "Lena" but is no more relevant than the statement it answers
+    ("en-lena", "Which city did Lena move to?", "What does Lena's husband do?"),
+])
+def test_a_question_near_the_chats_topic_whose_answer_is_absent_scores_below_half(tmp_path: Path, chat: str,
+                                                                                  answered: str, absent: str) -> None:
+    """The store holds the topic (computers, the holiday trip, Lena) but not the answer (a monitor, the transport,
+    a husband): with the reference in the calibration and dependent turns scored no higher than their carriers,
+    the best item of the absent answer's question scores below 0.5 (0.81, 0.72 and 0.88 before), the answered
+    question's answer above it."""
+    found = {c.id: c for c in load_small_chats("dev")}[chat]
+    with MemoryEngine.open(tmp_path / "m") as engine:
+        engine.add_turns([dict(t) for t in found.turns], chat, wait=True)
+        assert engine.search(answered, chat, k=5).items[0].score >= 0.5
+        assert engine.search(absent, chat, k=5).items[0].score < 0.5
+
+
+def test_the_reference_is_how_close_a_query_already_is_to_text_that_says_nothing() -> None:
+    from memory_ext.embed import resolve_embedder
+
+    embedder, _ = resolve_embedder("e5")
+    chatter, question = (reference_cosine(embedder.embed_query(q), embedder)
+                         for q in ("好的，谢谢！", "Where is Coimbra?"))
+    assert chatter is not None and question is not None and chatter > question
+    assert reference_cosine(None, embedder) is None
+    assert reference_cosine(embedder.embed_query("x"), object()) is None  # an embedder whose cosines are not calibrated

@@ -47,9 +47,9 @@ def test_the_statement_ranks_above_its_acknowledgement_and_the_question_that_ask
         dog = _texts(engine, "What's my dog called?", "maya")
     assert shellfish[0] == "I'm allergic to shellfish."
     assert shellfish.index("Noted.") > 0
-    # a non-answer ("You haven't told me yet.") is not detected: the statement comes after it and the question
-    assert dog[2] == "My dog is called Biscuit."
-    assert dog.index("What's my dog called?") > dog.index("You haven't told me yet.")
+    # the agent's non-answer ("You haven't told me yet.") yields to what the user said next, the question to both
+    assert dog[0] == "My dog is called Biscuit."
+    assert dog.index("What's my dog called?") > dog.index("You haven't told me yet.") > 0
 
 
 def test_a_restating_reply_ranks_below_the_users_own_statement(tmp_path: Path) -> None:
@@ -86,3 +86,36 @@ def test_the_answer_to_a_question_keeps_its_place(tmp_path: Path) -> None:
         ]), "sam", wait=True)
         texts = _texts(engine, "how do I manage sleep", "sam")
     assert texts[0] == "Blackout curtains and a strict schedule, mostly."
+
+
+def test_the_agents_non_answer_and_advice_yield_to_the_users_statement(tmp_path: Path) -> None:
+    with MemoryEngine.open(tmp_path / "m", embedder="e5") as engine:
+        engine.add_turns(_chat([
+            ("user", "我家的猫叫什么来着？"), ("assistant", "你还没告诉过我呢。"),
+            ("user", "它叫年糕，是一只橘猫，今年四岁。"), ("assistant", "年糕这个名字真可爱！"),
+        ]), "cat", wait=True)
+        engine.add_turns(_chat([
+            ("user", "I keep a monstera and two snake plants in the living room."),
+            ("assistant", "Lovely. The monstera likes bright indirect light."),
+            ("user", "I water them every Sunday."), ("assistant", "Sounds right."),
+        ]), "plants", wait=True)
+        cat = _texts(engine, "我家猫叫什么名字", "cat")
+        plants = _texts(engine, "when do I water plants", "plants")
+    assert cat[0] == "它叫年糕，是一只橘猫，今年四岁。"
+    assert cat.index("你还没告诉过我呢。") > 0
+    # the agent's advice comes right after the statement it answers, not above the user's own words
+    assert plants.index("Lovely. The monstera likes bright indirect light.") == \
+        plants.index("I keep a monstera and two snake plants in the living room.") + 1
+
+
+def test_between_two_named_people_a_short_reply_to_a_question_keeps_its_place(tmp_path: Path) -> None:
+    turns = [Turn(role=role, content=text, speaker=speaker, session_id="s1", timestamp=f"2026-03-02T09:0{i}:00Z")
+             for i, (role, speaker, text) in enumerate([
+                 ("user", "Caroline", "What's the name of your new puppy?"),
+                 ("assistant", "Melanie", "Oscar, after my grandfather."),
+                 ("user", "Caroline", "That's such a sweet story, I love dogs with names like that."),
+             ])]
+    with MemoryEngine.open(tmp_path / "m", embedder="e5") as engine:
+        engine.add_turns(turns, "locomo", wait=True)
+        puppy = _texts(engine, "What is Melanie's puppy called?", "locomo")
+    assert puppy[0] == "Oscar, after my grandfather."

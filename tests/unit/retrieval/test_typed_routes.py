@@ -31,7 +31,7 @@ def test_the_heuristic_planner_types_every_route() -> None:
         (RouteGoal.QUERY, "query"), (RouteGoal.SPEAKER, "speaker:Caroline"), (RouteGoal.SPEAKER, "speaker:Melanie"),
         (RouteGoal.ACTION, "action"), (RouteGoal.SLOT, "slot:date")]
     assert [r.speakers for r in plan.routes] == [SPEAKERS, ("Caroline",), ("Melanie",), (), ()]
-    assert [r.weight for r in plan.routes] == [1.0, 0.5, 0.5, 0.5, 0.5]
+    assert [r.weight for r in plan.routes] == [1.0, 0.5, 0.5, 0.5, 1.0]  # a slot route weighs as the query
     assert plan.routes[3].boost_kinds == (RecordKind.FAILURE_PATTERN, RecordKind.PROCEDURE)  # a tool was used
     assert all(not r.boost_kinds for r in plan.routes if r.goal is not RouteGoal.ACTION)
     planning = plan_search("what next?", now=NOW, speakers=(), action_state=ActionState(

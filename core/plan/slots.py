@@ -1,0 +1,478 @@
+"""Missing slots before a call: which tool a request is about to call, and which of its required parameters the
+conversation has not given a value for — read from the tools' JSON schemas (names, descriptions, types, enums),
+never from a list of known tools.
+
+* **Which tool** (:func:`rank_tools`): the request's words against each tool's name (counted
+  :data:`NAME_WEIGHT` times), its description and its parameters' names and descriptions, each word weighted by
+  how few of the offered tools use it; a description sentence two tools share word for word (a product's
+  preamble) is left out.
+* **Which parameters are given** (:func:`given_params`): a parameter is given when an earlier call of the
+  conversation passed it, when one of its enum values is said, when a value of its shape is said (a date, a time,
+  a place; :data:`VALUE_SHAPES`), or when a value — a quoted string, a number, an identifier-like token (a file
+  name, a code, ``snake_case``, ``ALLCAPS``), a proper name — stands right after a word that names it (its name's
+  words and the head of its description: "a file named 'notes.txt'", "100 shares", "ticker AAPL"). A number
+  gives a numeric parameter only; a value is given to the one parameter whose naming word stands nearest. A
+  parameter the request names by an indefinite reference ("a different file", :func:`asked_params`) is asked
+  for anew, even when an earlier call passed one.
+* **Missing** (:func:`missing_params`): the unsupplied required parameters of the best-ranked tools (those
+  scoring at least :data:`TOOL_SCORE_RATIO` of the best), the best tool's first, at most :data:`MAX_MISSING`;
+  each with a hint of what its value is (:func:`slot_hint`: its description, enum values and type).
+* **The value, later** (:func:`states_value`): whether a memory's text states a value for a slot — the same
+  reading, applied to the memory; and :func:`open_references`, the things a request names without saying which
+  ("a specific term"), whose values a memory may state too. Used by the read pipeline's slot lift
+  (:mod:`memory_ext.retrieval.slots`).
+
+English phrasing (the value shapes, the indefinite words); the tool schemas may be in any language.
+
+>>> from memory_ext.plan.derive import tool_specs
+>>> tools = tool_specs([
+...     {"name": "place_order", "description": "Place an order to buy or sell shares.", "parameters": {
+...         "properties": {"symbol": {"type": "string", "description": "Symbol of the stock to trade."},
+...                        "amount": {"type": "integer", "description": "Number of shares to trade."},
+...                        "price": {"type": "number", "description": "Price per share."}},
+...         "required": ["symbol", "amount", "price"]}},
+...     {"name": "get_stock_info", "description": "Get the details of a stock.", "parameters": {
+...         "properties": {"symbol": {"type": "string"}}, "required": ["symbol"]}}])
+>>> missing_slots("Please buy 100 shares at a price of $150 each.", tools)
+('symbol',)
+>>> missing_slots("Buy some shares of the stock AAPL at a price of 150", tools)
+('amount',)
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Final
+
+__all__ = ["MAX_MISSING", "TOOL_SCORE_RATIO", "ParamSpec", "asked_params", "given_params", "hint_param",
+           "missing_params", "missing_slots", "open_references", "param_cues", "param_specs", "rank_tools",
+           "slot_hint", "states_value"]
+
+MAX_MISSING: Final = 3
+"""At most this many missing slots are derived for a request."""
+TOOL_SCORE_RATIO: Final = 0.75
+"""Tools scoring at least this share of the best tool's score are candidates for the call to come."""
+CUE_WINDOW: Final = 4
+"""A value gives a parameter when it stands at most this many tokens after a word naming it (or 1 before)."""
+NAME_WEIGHT: Final = 2.0
+"""A request word found in a tool's name counts this many times its weight (once in a description)."""
+_PRONOUNS: Final = frozenset("i me my we us our he him his she her they them their it its you your".split())
+_NOT_NOUN: Final = re.compile(r"(?:ing|ed|ly|ive)$")
+"""A word ending so (a participle, an adverb, an adjective) ends a noun phrase rather than heading it."""
+PHRASE_WORDS: Final = 3
+"""An indefinite reference's noun phrase has at most this many words; its noun is the last."""
+INDEFINITE_WINDOW: Final = 2
+"""An indefinite word ("a", "some", "different") names a parameter when one of its words follows within this
+many tokens."""
+HINT_MAX_CHARS: Final = 120
+"""A slot hint keeps at most this many characters of the parameter's description."""
+DESCRIPTION_CUES: Final = 3
+"""How many content words of a parameter's description name it, besides its own name's words."""
+
+_STOP: Final = frozenset(
+    "the a an and or for with from into onto this that these those you your can could please want need via all "
+    "any one per api tool tools is are be to of in on at by as it its if use used using given specified specific "
+    "which what when where will would should must may some new current default defaults true false none null".split())
+
+
+@dataclass(frozen=True, slots=True)
+class ParamSpec:
+    """A tool parameter as its JSON schema gives it: name, description, JSON type and enum values."""
+
+    name: str
+    description: str = ""
+    type: str = ""
+    enum: tuple[str, ...] = ()
+
+
+_ENUM_IN_TEXT: Final = re.compile(r"(?:\benum\b\]?|\boptions are|\bone of|\bpossible values)\s*:?\s*(.+)", re.I)
+
+
+def param_specs(schema: Mapping[str, Any]) -> tuple[ParamSpec, ...]:
+    """The parameters of a JSON schema (``properties``), with the enum values its ``enum`` lists or its
+    description names ("[Enum]: a, b", "Options are: a, b").
+
+    >>> param_specs({"properties": {"mode": {"type": "string", "description": "The mode. [Enum]: on, off"}}})
+    (ParamSpec(name='mode', description='The mode. [Enum]: on, off', type='string', enum=('on', 'off')),)
+    """
+    props = schema.get("properties")
+    if not isinstance(props, Mapping):
+        return ()
+    out = []
+    for name, raw in props.items():
+        prop = raw if isinstance(raw, Mapping) else {}
+        desc = str(prop.get("description") or "")
+        enum: list[str] = [str(v) for v in prop.get("enum") or () if isinstance(v, (str, int, float))]
+        if not enum:
+            found = _ENUM_IN_TEXT.search(desc)
+            if found:
+                enum = [v for v in (w.strip(" '\"[]().") for w in re.split(r",|\bor\b", found.group(1)[:200]))
+                        if v and len(v) <= 30]
+        out.append(ParamSpec(name=str(name), description=desc, type=str(prop.get("type") or ""), enum=tuple(enum)))
+    return tuple(out)
+
+
+_WORD_RE: Final = re.compile(r"[A-Za-z][a-z]+|[A-Z]+(?![a-z])|\d+|[^\W\d_A-Za-z]+")
+
+
+@lru_cache(maxsize=8192)
+def _norm(word: str) -> str:
+    """A light English stem: plural and verb endings off, a final ``e`` off (``named`` / ``name``, ``files``)."""
+    w = word.lower()
+    for end in ("ies", "ing", "es", "ed", "s"):
+        if w.endswith(end) and len(w) - len(end) >= 3:
+            w = w[:-len(end)] + ("y" if end == "ies" else "")
+            break
+    return w[:-1] if w.endswith("e") and len(w) > 3 else w
+
+
+def _words(text: str) -> list[str]:
+    return [_norm(w) for w in _WORD_RE.findall(text.replace("_", " ").replace(".", " "))
+            if len(w) >= 3 and w.lower() not in _STOP]
+
+
+_SENTENCE_RE: Final = re.compile(r"(?<=[.!?:])\s+")
+
+
+def _sentences(text: str) -> list[str]:
+    return [x.strip() for x in _SENTENCE_RE.split(text) if x.strip()]
+
+
+def _boilerplate(specs: Sequence[Any]) -> set[str]:
+    """The description sentences two or more tools share word for word (a product's preamble: "This tool
+    belongs to …"): they tell no tool from another."""
+    seen: dict[str, int] = {}
+    for s in specs:
+        for sentence in set(_sentences(s.description)):
+            seen[sentence] = seen.get(sentence, 0) + 1
+    return {x for x, n in seen.items() if n >= 2}
+
+
+def _tool_text(spec: Any, shared: set[str] = frozenset()) -> tuple[set[str], set[str], set[str]]:  # type: ignore[assignment]
+    params = getattr(spec, "params", ()) or ()
+    own = " ".join(x for x in _sentences(spec.description) if x not in shared)
+    return (set(_words(spec.name)), set(_words(own)),
+            {w for p in params for w in _words(p.name) + _words(p.description.split("[")[0])})
+
+
+@lru_cache(maxsize=64)
+def _tool_index(specs: tuple[Any, ...]) -> tuple[list[tuple[set[str], set[str], set[str]]], dict[str, float]]:
+    """Each tool's word bags (name, own description, parameters) and each word's inverse document frequency among
+    the tools; cached per tool list (an agent offers the same tools at every step)."""
+    shared = _boilerplate(specs)
+    bags = [_tool_text(s, shared) for s in specs]
+    df: dict[str, int] = {}
+    for name, desc, params in bags:
+        for w in name | desc | params:
+            df[w] = df.get(w, 0) + 1
+    n = len(specs)
+    return bags, {w: math.log((n + 1) / c) for w, c in df.items()}
+
+
+def rank_tools(request: str, specs: Sequence[Any]) -> list[tuple[float, Any]]:
+    """The tools ``request`` may call next, best first, as ``(score, spec)`` with a positive score: each request
+    word found in a tool counts its inverse document frequency among the tools, :data:`NAME_WEIGHT` times in the
+    name, once in the description or a parameter's name or description (``specs``:
+    :class:`~memory_ext.plan.derive.ToolSpec`); a description sentence two tools share word for word is left
+    out."""
+    asked = set(_words(request))
+    if not asked or not specs:
+        return []
+    bags, idf = _tool_index(tuple(specs))
+    scored = []
+    for i, (name, desc, params) in enumerate(bags):
+        score = sum(idf[w] * (NAME_WEIGHT if w in name else 1.0) for w in asked & (name | desc | params))
+        if score > 0:
+            scored.append((score, i))
+    scored.sort(key=lambda si: (-si[0], si[1]))
+    return [(s, specs[i]) for s, i in scored]
+
+
+# ------------------------------------------------------------------------------------------ values in a request
+
+_MONTHS: Final = ("jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+                  "|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?")
+VALUE_SHAPES: Final = (
+    # (parameter name words, a shape of the value in the request): a parameter named so is given by such a value
+    # (English requests; a date is not a time and a country is not a city)
+    (frozenset({"date", "day"}), re.compile(
+        rf"\b\d{{4}}-\d{{1,2}}-\d{{1,2}}\b|\b\d{{1,2}}/\d{{1,2}}(?:/\d{{2,4}})?\b|\b(?:{_MONTHS})\.?\s+\d{{1,2}}"
+        rf"|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{_MONTHS})\b|\b(?:today|tomorrow|tonight|yesterday)\b"
+        r"|\b(?:this|next)\s+(?:week(?:end)?|monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b"
+        r"|今天|明天|后天|\d{1,2}月\d{1,2}日", re.IGNORECASE)),
+    (frozenset({"time", "hour"}), re.compile(
+        r"\b\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)|\b\d{1,2}:\d{2}\b|\b(?:noon|midnight)\b|\d{1,2}点",
+        re.IGNORECASE)),
+    (frozenset({"origin", "from", "departure", "source", "start"}), re.compile(r"\bfrom\s+[A-Z0-9][\w'.-]*")),
+    (frozenset({"destination", "to", "arrival", "dest", "target"}), re.compile(r"\bto\s+[A-Z0-9][\w'.-]*")),
+    (frozenset({"city", "location", "loc", "place", "where", "address", "area"}),
+     re.compile(r"\b(?:in|near|from|to)\s+[A-Z][a-z][\w'.-]*")),  # a proper name (not "CA", not a venue "at")
+)
+"""Shapes of a value by the parameter's name words (the first group the name hits decides)."""
+
+_TOKEN_RE: Final = re.compile(
+    r"(?<![\w'])'[^'\n]{1,80}'(?![\w])|\"[^\"\n]{1,80}\"|[‘“][^’”\n]{1,80}[’”]"
+    r"|[$€£¥]?\d[\d,]*(?:\.\d+)?%?|[@#]?[\w][\w@#.\-/:]*")
+_NUMBER_RE: Final = re.compile(r"[$€£¥]?\d[\d,]*(?:\.\d+)?%?")
+_CODE_RE: Final = re.compile(r"\w\.\w{2,5}$|_|\d|^[@#]|^[A-Z]{2,}$|[a-z][A-Z]")
+_SENTENCE_END: Final = re.compile(r"[.!?:;]$")
+_NOT_NAMES: Final = frozenset("i i'm i've i'd i'll ok okay please thanks hi hello hey".split())
+
+
+@dataclass(frozen=True, slots=True)
+class _Token:
+    text: str
+    norm: str
+    value: str | None  # "number", "string" or None (a plain word)
+    stop: bool = False  # punctuation right after it
+    start: int = 0  # where it starts in the text
+
+
+@lru_cache(maxsize=512)
+def _tokens(text: str) -> tuple[_Token, ...]:
+    out: list[_Token] = []
+    starts = True
+    for m in _TOKEN_RE.finditer(text):
+        raw = m.group(0)
+        after = text[m.end():m.end() + 1]
+        kind: str | None = None
+        if raw[0] in "'\"‘“":
+            kind = "string"
+        elif _NUMBER_RE.fullmatch(raw):
+            kind = "number"
+        elif _CODE_RE.search(raw.rstrip(".,")):
+            kind = "string"
+        elif raw[0].isupper() and not starts and raw.lower() not in _NOT_NAMES:
+            kind = "string"  # a proper name inside a sentence
+        out.append(_Token(raw, _norm(raw.strip("'\"‘“’”").rstrip(".,:;/-")), kind,
+                          stop=bool(re.match(r"\s*[.,;:!?)]", text[m.end():m.end() + 3])) or raw[-1] in ".,;:!?",
+                          start=m.start()))
+        starts = bool(_SENTENCE_END.search(raw)) or after in ".!?"
+    return tuple(out)
+
+
+def param_cues(param: ParamSpec) -> set[str]:
+    """The words that name ``param`` in a request: its name's words and the first content words of its
+    description (before any enum list).
+
+    >>> sorted(param_cues(ParamSpec("amount", "Number of shares to trade.", "integer")))
+    ['amount', 'number', 'shar', 'trad']
+    """
+    head = re.split(r"[.\[(]|\benum\b", param.description, maxsplit=1, flags=re.I)[0]
+    return set(_words(param.name)) | set(_words(head)[:DESCRIPTION_CUES])
+
+
+def _is_numeric(param: ParamSpec) -> bool:
+    return param.type in ("integer", "number", "float", "int", "double")
+
+
+def _shape_spans(param: ParamSpec, text: str) -> list[tuple[int, int]] | None:
+    """Where ``text`` holds values of the shape ``param``'s name asks for (:data:`VALUE_SHAPES`); None when its
+    name asks for no shape."""
+    words = {w.lower() for w in _WORD_RE.findall(param.name.replace("_", " "))}
+    for names, shape in VALUE_SHAPES:
+        if words & names:
+            return [m.span() for m in shape.finditer(text)]
+    return None
+
+
+def _in_description(tok: _Token, param: ParamSpec) -> bool:
+    """Whether a value is one the parameter's description gives as an example ("such as 'NYSE', 'NASDAQ'")."""
+    value = tok.text.strip("'\"‘“’”.,;:!?")
+    return len(value) >= 2 and re.search(rf"(?<!\w){re.escape(value)}(?!\w)", param.description, re.I) is not None
+
+
+def given_params(params: Sequence[ParamSpec], text: str, *, cue_words: set[str] | None = None) -> set[str]:
+    """The names of ``params`` that ``text`` (what the user said) gives a value for: an enum value said, a value
+    of the parameter's shape (:data:`VALUE_SHAPES`; such a value gives no other parameter), a value its
+    description names as an example, or a value right after a word naming it (:func:`param_cues`); a value goes to
+    the parameter whose naming word is nearest, a number to a numeric parameter only.
+
+    >>> ps = (ParamSpec("file_name", "The name of the file.", "string"),
+    ...       ParamSpec("folder", "The folder to search in.", "string"))
+    >>> sorted(given_params(ps, "Find a file named 'findings_report' within a folder."))
+    ['file_name']
+    """
+    toks = _tokens(text)
+    low = text.lower()
+    given: set[str] = set()
+    cues = {p.name: param_cues(p) if cue_words is None else param_cues(p) & cue_words for p in params}
+    taken: list[tuple[int, int]] = []  # the spans of values a shape gave: not a value for another parameter
+    for p in params:
+        said_enum = any(re.search(rf"(?<!\w){re.escape(v.lower())}(?!\w)", low) for v in p.enum)
+        spans = _shape_spans(p, text)
+        if said_enum or spans:
+            given.add(p.name)
+            taken += spans or []
+    for i, tok in enumerate(toks):
+        if tok.value is None or any(a <= tok.start < b for a, b in taken):
+            continue
+        example = next((p for p in params if _in_description(tok, p)), None)
+        if example is not None:  # a value the parameter's description names as an example
+            given.add(example.name)
+            continue
+        best: tuple[int, str] | None = None
+        for p in params:
+            if p.type and tok.value == "number" and not _is_numeric(p) and not p.name.lower().endswith("id"):
+                continue  # (a parameter of unknown type takes any value)
+            if tok.value == "string" and _is_numeric(p):
+                continue
+            for j in range(max(0, i - CUE_WINDOW), min(len(toks), i + 2)):
+                if j != i and toks[j].value is None and toks[j].norm in cues[p.name]:
+                    d = i - j if j < i else 2 * (j - i)
+                    if best is None or d < best[0]:
+                        best = (d, p.name)
+        if best is not None:
+            given.add(best[1])
+    return given
+
+
+def states_value(text: str, slots: Sequence[str], hints: Mapping[str, str] | None = None, *,
+                 about: str | None = None) -> tuple[str, ...]:
+    """The ``slots`` (parameter names; ``hints``: what each one's value is, its description) that ``text`` states
+    a value for: a value of its type (:func:`hint_param`; any type when the hint gives none) right after a word
+    naming the slot (:func:`given_params`).
+
+    >>> states_value("I want 100 shares.", ["amount"], {"amount": "Number of shares to trade."})
+    ('amount',)
+    >>> states_value("The share I want to purchase is from a big company.", ["amount"],
+    ...              {"amount": "Number of shares to trade."})
+    ()
+    """
+    params = [hint_param(s, (hints or {}).get(s, "")) for s in slots]
+    given = given_params(params, text, cue_words=None if about is None else set(_words(about)))
+    return tuple(s for s in slots if s in given)
+
+
+_INDEFINITE: Final = frozenset("a an some another different certain specific particular new other".split())
+
+
+def asked_params(params: Sequence[ParamSpec], request: str) -> set[str]:
+    """The names of ``params`` that ``request`` names without a value, by an indefinite reference ("a different
+    file", "a specific term", "some folder", "a new file"): what it asks for is not a value given before.
+
+    >>> ps = (ParamSpec("file_name", "The name of the file.", "string"),)
+    >>> asked_params(ps, "Sort a different file."), asked_params(ps, "Sort the file 'a.txt'.")
+    ({'file_name'}, set())
+    """
+    toks = _tokens(request)
+    given = given_params(params, request)
+    out = set()
+    for p in params:
+        if p.name in given:
+            continue
+        cues = param_cues(p)
+        for i, tok in enumerate(toks):
+            if tok.text.lower() in _INDEFINITE and any(
+                    t.value is None and t.norm in cues for t in toks[i + 1:i + 1 + INDEFINITE_WINDOW]):
+                out.add(p.name)
+                break
+    return out
+
+
+_DETERMINERS: Final = frozenset("a an some any another certain specific particular different".split())
+_MODIFIERS: Final = frozenset("specific certain particular different new other another same few little one two "
+                              "more most good great nice quick rough".split())
+
+
+def open_references(request: str) -> list[str]:
+    """The things ``request`` names without saying which: the nouns of its indefinite references ("a specific
+    term", "some shares", "a different file", "a certain level"), when no value follows them. They are what a
+    later turn must give ("The term is 'Progress'", "100 shares").
+
+    >>> open_references("Highlight the lines featuring a specific term, and buy some shares.")
+    ['term', 'shares']
+    >>> open_references("Find a file named 'notes.txt'.")
+    []
+    """
+    toks = _tokens(request)
+    out: list[str] = []
+    for i, tok in enumerate(toks):
+        if tok.text.lower() not in _DETERMINERS:
+            continue
+        j = i + 1
+        while j < len(toks) and j <= i + 2 and toks[j].text.lower() in _MODIFIERS:
+            j += 1
+        phrase: list[str] = []  # the noun phrase: up to PHRASE_WORDS plain words, its noun the last
+        while j < len(toks) and len(phrase) < PHRASE_WORDS:
+            raw = toks[j].text
+            word = raw.rstrip(".,;:!?").lower()
+            if toks[j].value is not None or not word.isalpha() or word in _STOP or word in _PRONOUNS \
+                    or word in _DETERMINERS or (phrase and _NOT_NOUN.search(word)):
+                break
+            phrase.append(word)
+            j += 1
+            if toks[j - 1].stop:
+                break  # punctuation ends the phrase
+        if not phrase or len(phrase[-1]) < 3 or (j < len(toks) and toks[j].value is not None) \
+                or any(t.value is not None for t in toks[j + 1:j + CUE_WINDOW]):
+            continue  # a value follows: given, not open ("a file named 'x'")
+        if phrase[-1] not in out:
+            out.append(phrase[-1])
+    return out
+
+
+def slot_hint(param: ParamSpec) -> str:
+    """What a value of ``param`` is, in words: the head of its description (before any enum list), its enum
+    values and its JSON type in parentheses; the slot route searches for it and :func:`states_value` reads it.
+
+    >>> slot_hint(ParamSpec("mode", "The mode to set. [Enum]: engage, release", "string", ("engage", "release")))
+    'The mode to set. engage release (string)'
+    """
+    head = re.split(r"\[|\benum\b|\boptions are\b", param.description, maxsplit=1, flags=re.I)[0]
+    head = " ".join(head.split())[:HINT_MAX_CHARS].strip()
+    kind = f"({param.type})" if param.type else ""
+    return " ".join(p for p in (head, " ".join(param.enum[:8]), kind) if p)
+
+
+def hint_param(slot: str, hint: str = "") -> ParamSpec:
+    """The parameter a :func:`slot_hint` describes (its description and type; the enum values stay in the text).
+
+    >>> hint_param("amount", "Number of shares to trade. (integer)")
+    ParamSpec(name='amount', description='Number of shares to trade.', type='integer', enum=())
+    """
+    found = _HINT_TYPE.search(hint)
+    if found is None:
+        return ParamSpec(slot, hint.strip())
+    return ParamSpec(slot, hint[:found.start()].strip(), found.group(1))
+
+
+_HINT_TYPE: Final = re.compile(r"\((string|integer|number|float|int|double|boolean|array|object|dict)\)\s*$")
+
+
+def missing_params(request: str, specs: Sequence[Any], *, said: str | None = None,
+                   passed: Iterable[str] = ()) -> list[ParamSpec]:
+    """The required parameters of the tools ``request`` is about to call (:func:`rank_tools`: the best and those
+    within :data:`TOOL_SCORE_RATIO` of it) that are not given (:func:`given_params` over ``said``, by default the
+    request) and were not ``passed`` by an earlier call — unless the request asks for a new one
+    (:func:`asked_params`); the best tool's first, at most :data:`MAX_MISSING`."""
+    ranked = rank_tools(request, specs)
+    if not ranked:
+        return []
+    text = request if said is None else said
+    done = set(passed)
+    out: list[ParamSpec] = []
+    for score, spec in ranked:
+        if score < TOOL_SCORE_RATIO * ranked[0][0]:
+            break
+        params = {p.name: p for p in getattr(spec, "params", ()) or ()}
+        for name in spec.required:
+            params.setdefault(name, ParamSpec(name))
+        given = given_params(tuple(params.values()), text)
+        asked = asked_params(tuple(params.values()), request)
+        names = {p.name for p in out}
+        out += [params[r] for r in spec.required
+                if r not in given and (r not in done or r in asked) and r not in names]
+        if len(out) >= MAX_MISSING:
+            break
+    return out[:MAX_MISSING]
+
+
+def missing_slots(request: str, specs: Sequence[Any], *, said: str | None = None,
+                  passed: Iterable[str] = ()) -> tuple[str, ...]:
+    """The names of :func:`missing_params`."""
+    return tuple(p.name for p in missing_params(request, specs, said=said, passed=passed))

@@ -1,0 +1,100 @@
+"""A later statement supersedes the earlier one about the same thing, at write time and without an LLM: the older
+turn gets ``valid_to`` and ``superseded_by`` and stays in history (``as_of`` before the change and questions about the
+past find it); a default search ranks the newer first. Two statements that only share a word are left alone."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from memory_ext import MemoryEngine, Turn
+from memory_ext.ingest.supersede import frame_row, replaces
+
+SAID = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+CHANGED = SAID + timedelta(days=9)
+NOW = CHANGED + timedelta(days=1)
+
+
+def _chat(engine: MemoryEngine, ns: str, first: str, later: str) -> list[str]:
+    """A user statement, the assistant's reply, the later statement and its reply; returns the turn ids."""
+    return engine.add_turns([
+        Turn(role="user", content=first, session_id="s1", timestamp=SAID),
+        Turn(role="assistant", content="Okay, noted.", session_id="s1", timestamp=SAID + timedelta(minutes=1)),
+        Turn(role="user", content=later, session_id="s2", timestamp=CHANGED),
+        Turn(role="assistant", content="Thanks for the update.", session_id="s2",
+             timestamp=CHANGED + timedelta(minutes=1)),
+    ], ns, wait=True).turn_ids
+
+
+@pytest.fixture
+def engine(tmp_path: Path):
+    with MemoryEngine.open(tmp_path / "m", embedder="hashing") as e:
+        yield e
+
+
+@pytest.mark.parametrize(("first", "later", "now_q", "past_q"), [
+    # read by the claims extractor (residence) ...
+    ("Lena lives in Porto.", "Lena moved to Coimbra last month.", "Where does Lena live now?",
+     "Where did Lena live before?"),
+    ("Lena住在杭州。", "Lena上个月搬到苏州了。", "Lena现在住在哪里？", "Lena以前住在哪里？"),
+    # ... and by the statements' frames alone: no rule of the extractor reads these
+    ("Lena lives in Porto.", "Lena's new flat is in Coimbra now, close to the university.",
+     "Where does Lena live now?", "Where did Lena live before?"),
+    ("I use an iPhone 12 at work.", "The iPhone died, so I'm using a Pixel 8 now.", "Which phone do I use?",
+     "Which phone did I use before?"),
+    ("我每天骑一辆捷安特自行车上班。", "捷安特被偷了，现在换了一辆电动车骑。", "我现在骑什么车上班？",
+     "我以前骑什么车上班？"),
+    ("周三下午三点和客户开项目评审会。", "客户那边临时有事，评审会改到周五上午十点了。", "项目评审会是什么时候？",
+     "评审会原来是什么时候？"),
+])
+def test_the_later_statement_supersedes_the_earlier(engine: MemoryEngine, first: str, later: str, now_q: str,
+                                                   past_q: str) -> None:
+    old_id, _, new_id, _ = _chat(engine, "a", first, later)
+
+    supersede = [v for v in engine.history("a", old_id) if v.operation == "supersede"]
+    assert [(v.content, v.valid_to) for v in supersede] == [(first, CHANGED)]  # kept, with its end of validity
+    assert not [v for v in engine.history("a", new_id) if v.operation == "supersede"]
+
+    now = [i.text for i in engine.search(now_q, "a", k=4, now=NOW).items]
+    assert now[0] == later and first in now  # the old statement is still found, below the new one
+    before = [i.text for i in engine.search(now_q, "a", k=4, as_of=CHANGED - timedelta(days=1)).items]
+    assert first in before and later not in before
+    past = [i.text for i in engine.search(past_q, "a", k=4, now=NOW).items]
+    assert past[0] == first
+
+
+@pytest.mark.parametrize(("first", "later"), [
+    ("I live in Porto.", "My sister Lena lives in Coimbra."),  # another person
+    ("我住在北京。", "我妹妹住在上海。"),
+    ("My bike is a Trek, I ride it on Sundays.", "My brother's bike shop opens on Mondays."),
+    ("I go to the gym on Mondays.", "Remind me to renew the gym card by May 3rd?"),  # a question states nothing
+    ("My daughter Mia turns seven on May 3rd.", "If the weather holds we could have the party on May 10th."),
+])
+def test_statements_that_only_share_a_word_are_not_superseded(engine: MemoryEngine, first: str, later: str) -> None:
+    old_id, *_ = _chat(engine, "b", first, later)
+    assert not replaces(later, frame_row(first))
+    assert [v.operation for v in engine.history("b", old_id)] == ["add"]
+
+
+def test_a_theme_many_statements_share_links_nothing(engine: MemoryEngine) -> None:
+    """A training diary: every entry names the gym and a day; no entry replaces the one before."""
+    days = ["Mondays", "Tuesdays", "Wednesdays", "Thursdays", "Fridays"]
+    turns = []
+    for i, day in enumerate(days):
+        at = SAID + timedelta(days=i)
+        turns += [Turn(role="user", content=f"Gym log: squats at the gym on {day}, 5x5.", timestamp=at),
+                  Turn(role="assistant", content="Logged.", timestamp=at + timedelta(minutes=1))]
+    ids = engine.add_turns(turns, "diary", wait=True).turn_ids
+    superseded = [i for i in ids[::2] if any(v.operation == "supersede" for v in engine.history("diary", i))]
+    assert len(superseded) <= 1  # at most the first entry, before "gym" is seen to be the theme
+
+
+def test_memories_without_an_assistant_are_events_not_updates(engine: MemoryEngine) -> None:
+    """Memories written one by one (no assistant speaks): each is dated, none replaces another by its frame."""
+    ids = engine.add_turns([Turn(role="user", content="Bart won the 100 metres at the school games on 7 March.",
+                                 timestamp=SAID),
+                            Turn(role="user", content="Bart won the long jump at the school games on 9 May.",
+                                 timestamp=CHANGED)], "memories", wait=True).turn_ids
+    assert [v.operation for v in engine.history("memories", ids[0])] == ["add"]

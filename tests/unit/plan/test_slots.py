@@ -1,0 +1,144 @@
+"""Missing slots before a call (memory_ext.plan.slots, through derive_action_state) and the slot value found later
+(the slot route and the pool lift): on message lists shaped like BFCL multi-turn cases — several products' tools
+with a shared preamble, earlier calls, a request that leaves a required parameter out."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from memory_ext import ActionState, MemoryEngine, Turn, derive_action_state
+from memory_ext.plan.derive import tool_specs, turns_from_messages
+from memory_ext.plan.slots import (
+    ParamSpec,
+    asked_params,
+    given_params,
+    missing_slots,
+    open_references,
+    rank_tools,
+    states_value,
+)
+
+FILES = "This tool belongs to the file system, which lets users manage files and folders. Tool description: "
+TRADE = "This tool belongs to the trading system, which lets users trade stocks and manage their account. " \
+        "Tool description: "
+
+
+def _tool(name: str, description: str, params: dict[str, tuple[str, str]], required: list[str]) -> dict:
+    return {"name": name, "description": description, "parameters": {"type": "dict", "properties": {
+        p: {"type": t, "description": d} for p, (t, d) in params.items()}, "required": required}}
+
+
+TOOLS = [
+    _tool("cd", FILES + "Change the current working directory to the given folder.",
+          {"folder": ("string", "The folder of the directory to change to.")}, ["folder"]),
+    _tool("cat", FILES + "Display the contents of a file.",
+          {"file_name": ("string", "The name of the file to display.")}, ["file_name"]),
+    _tool("sort", FILES + "Sort the lines of a file alphabetically.",
+          {"file_name": ("string", "The name of the file to sort.")}, ["file_name"]),
+    _tool("grep", FILES + "Search for a pattern in a file.",
+          {"file_name": ("string", "The name of the file to search."),
+           "pattern": ("string", "The pattern to search for.")}, ["file_name", "pattern"]),
+    _tool("place_order", TRADE + "Place an order to buy or sell shares of a stock.",
+          {"order_type": ("string", "Type of the order. [Enum]: Buy, Sell"),
+           "symbol": ("string", "Symbol of the stock to trade."),
+           "price": ("float", "Price at which to place the order."),
+           "amount": ("integer", "Number of shares to trade.")}, ["order_type", "symbol", "price", "amount"]),
+    _tool("get_stock_info", TRADE + "Get the details of a stock.",
+          {"symbol": ("string", "Symbol that identifies the stock.")}, ["symbol"]),
+]
+
+
+def _call(name: str, **args: object) -> dict:
+    return {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {
+        "name": name, "arguments": json.dumps(args)}}]}
+
+
+def test_a_request_after_earlier_calls_gets_the_slots_of_its_own_call() -> None:
+    messages = [
+        {"role": "user", "content": "Go to the 'reports' folder and show me what's in 'q1.txt'."},
+        _call("cd", folder="reports"), _call("cat", file_name="q1.txt"),
+        {"role": "user", "content": "Within a different file, sort the lines alphabetically."},
+    ]
+    state = derive_action_state(turns_from_messages(messages), TOOLS)
+    assert state.last_tool_name == "cat"  # what ran stays the last tool
+    # file_name was passed before, but "a different file" asks for a new one
+    assert state.missing_slots == ("file_name",)
+    assert state.slot_hints == {"file_name": "The name of the file to sort. (string)"}
+
+
+def test_a_value_after_the_word_naming_its_parameter_is_given() -> None:
+    state = derive_action_state([Turn(role="user", content="Buy 100 shares at a price of $150 each.")], TOOLS)
+    assert state.missing_slots == ("symbol",)  # Buy (enum), amount (100 shares) and price ($150) are given
+    given = derive_action_state([Turn(role="user", content="Buy some shares of the stock 'NEPT' at a price of 25")],
+                                TOOLS)
+    assert given.missing_slots == ("amount",)
+
+
+def test_a_preamble_every_tool_shares_does_not_pick_the_tool() -> None:
+    specs = tool_specs(TOOLS)
+    # "files", "folders", "stocks" are in every preamble; the tools' own sentences decide
+    ranked = [s.name for _, s in rank_tools("Sort the lines of my notes alphabetically", specs)]
+    assert ranked[0] == "sort"
+    assert missing_slots("Please manage my account", specs) == ()  # preamble words only: no tool, no slot
+
+
+def test_given_asked_and_open() -> None:
+    params = (ParamSpec("file_name", "The name of the file.", "string"),
+              ParamSpec("folder", "The folder to search in.", "string"))
+    assert given_params(params, "Find a file named 'findings_report' within a folder.") == {"file_name"}
+    assert asked_params(params, "Remove it from some folder.") == {"folder"}
+    assert open_references("Please fish out the lines featuring a specific term.") == ["term"]
+    assert open_references("Refuel it to a certain level, then start the engine.") == ["level"]
+    assert open_references("Create a file called 'notes.txt'.") == []
+
+
+def test_a_stated_value_is_read_by_the_slot_and_its_type() -> None:
+    hints = {"amount": "Number of shares to trade. (integer)", "symbol": "Symbol of the stock to trade. (string)"}
+    assert states_value("Let's do 100 shares.", ["amount", "symbol"], hints) == ("amount",)
+    assert states_value("The stock should be AAPL.", ["amount", "symbol"], hints) == ("symbol",)
+    assert states_value("The stock is doing well today.", ["amount", "symbol"], hints) == ()
+    assert states_value("The term is 'Progress'", ["term"]) == ("term",)
+
+
+FOLLOW_UPS = [  # earlier sessions: what the user said when asked for a missing value, and some chatter
+    "The file name is 'minutes.docx'.",
+    "I want 100 shares.",
+    "The stock should be NVDA.",
+    "The term is 'Deadline'.",
+    "The folder is 'archive2024'.",
+    "Stocks have been volatile lately, so let's be careful with the order.",
+    "Please keep the order history tidy and sort it by date.",
+    "I like to read the lines of my notes in the morning.",
+]
+
+
+def test_the_missing_value_ranks_first_with_the_derived_state(tmp_path: Path) -> None:
+    with MemoryEngine.open(tmp_path, embedder="hashing") as engine:
+        engine.add_turns([Turn(role="user", content=text, session_id=f"s{i}") for i, text in enumerate(FOLLOW_UPS)],
+                         "u", wait=True)
+        cases = [  # (request, the memory that gives its missing value)
+            ("Place an order to buy some shares of the stock NVDA at a price of $120.", "I want 100 shares."),
+            ("In the notes, please highlight the lines featuring a specific term.", "The term is 'Deadline'."),
+            ("Buy 50 shares at a price of $95 each for me.", "The stock should be NVDA."),
+        ]
+        for request, value in cases:
+            turns = [Turn(role="user", content=request)]
+            state = derive_action_state(turns, TOOLS)
+            found = engine.search(request, "u", k=3, action_state=state)
+            assert found.items[0].text == value, (request, state, [i.text for i in found.items])
+            assert any(r.goal == "slot" for r in found.plan.routes) or "term" in request
+
+
+def test_only_a_call_in_view_lifts_what_the_query_leaves_open(tmp_path: Path) -> None:
+    with MemoryEngine.open(tmp_path, embedder="hashing") as engine:
+        engine.add_turns([Turn(role="user", content=text, session_id=f"s{i}") for i, text in enumerate(FOLLOW_UPS)],
+                         "u", wait=True)
+        query = "In the notes, please highlight the lines featuring a specific term."
+        plain = engine.search(query, "u", k=8)
+        chatting = engine.search(query, "u", k=8, action_state=ActionState(current_subgoal=query))
+        calling = engine.search(query, "u", k=8, action_state=ActionState(current_subgoal=query,
+                                                                          available_tools=("grep", "sort")))
+        assert plain.items[0].text != "The term is 'Deadline'."
+        assert [i.id for i in chatting.items] == [i.id for i in plain.items]  # no call in view: unchanged
+        assert calling.items[0].text == "The term is 'Deadline'."  # an agent about to call a tool
