@@ -61,6 +61,7 @@ from typing import Final
 import numpy as np
 
 from ..store.catalog import KIND_CODES, Catalog
+from ..text import tokenize
 
 __all__ = ["ACK_TOKENS", "CJK_PER_TOKEN", "CONTENT_MIN_LEN", "RESTATE_CONTENT", "TurnShape", "after_carriers",
            "carriers", "content_first", "turn_shape"]
@@ -250,11 +251,23 @@ def _tells(cat: Catalog, p: int, after: int, texts: Mapping[int, str], earlier: 
     return not told.asks and told.novel_tokens > ACK_TOKENS
 
 
+def _units(text: str) -> set[str]:
+    """A text's words (:func:`memory_ext.text.tokenize`), Chinese by character: where a word boundary falls in
+    Chinese is arbitrary ("家猫" in the question, "橘猫" in the answer), so two Chinese texts are compared by the
+    characters they share."""
+    out: set[str] = set()
+    for word in tokenize(text):
+        out.update(word if _CJK_RE.search(word) else (word,))
+    return out
+
+
 def content_first(cat: Catalog, total: np.ndarray, text_of: Callable[[Sequence[int]], Mapping[int, str]], *,
-                  top: int, restating: bool = True) -> dict[int, int]:
+                  top: int, restating: bool = True, query: str | None = None) -> dict[int, int]:
     """Cap the score of every dependent turn among the ``top`` best of ``total`` just below its carrier's when the
     carrier is among them too (in place; the carrier keeps its own score). Returns {dependent position: carrier
-    position}."""
+    position}. With ``query``, an assistant's reply to a user's statement that holds more of the query's words
+    than the statement is what the question asks for ("order 4412 refund" → "Order 4412 is cancelled, refund in
+    5 days" after "Please cancel order 4412"): it is left alone."""
     finite = np.flatnonzero(np.isfinite(total))
     if finite.size < 2:
         return {}
@@ -262,6 +275,13 @@ def content_first(cat: Catalog, total: np.ndarray, text_of: Callable[[Sequence[i
     candidates = set(best.tolist())
     links = {p: c for p, c in carriers(cat, best.tolist(), text_of, restating=restating).items()
              if c in candidates}  # a carrier far down the ranking does not pull its dependent out of the results
+    words = _units(query) if query else set()
+    replies = [p for p, c in links.items() if c < p and cat.assistant[p] and not cat.assistant[c]]
+    if words and replies:
+        texts = text_of(sorted({q for p in replies for q in (p, links[p])}))
+        for p in replies:
+            if len(words & _units(texts.get(p, ""))) > len(words & _units(texts.get(links[p], ""))):
+                del links[p]  # the reply holds more of what is asked: no dependent for this question
 
     def chain(p: int) -> list[int]:  # p, its carrier, that one's carrier, ... up to the turn carrying content
         out = [p]

@@ -128,19 +128,19 @@ class Fused:
 def fuse(cat: Catalog, scored: RouteScores, scope: Scope, *, fusion: Fusion | str, rrf_k: int = 60,
          weights: Mapping[str, float], pool_size: int, as_of: float | None,
          text_of: Callable[[Sequence[int]], Mapping[int, str]] | None = None, restating: bool = True,
-         past: bool = False) -> Fused:
+         past: bool = False, query: str | None = None) -> Fused:
     """Fuse the routes into one score per turn and draw the pool (see the module docstring); ``fusion`` is a
     :class:`Fusion` or its name (``rrf_k`` serves a name only). With ``text_of`` (catalog positions -> their
     texts), zscore fusion puts turns that only acknowledge or ask below the turn carrying their content
     (:func:`memory_ext.rank.carriers.content_first`; ``restating``: an assistant's restating reply too), then
     a later statement of the same subject above the earlier (:func:`memory_ext.rank.updates.newest_first`;
     ``past``: a question about before, which puts the earlier first, a superseded statement above its successor
-    where an assistant speaks)."""
+    where an assistant speaks; ``query``: the question, whose words an assistant's reply may hold)."""
     fusion = fusion_for(fusion, rrf_k=rrf_k)
     total = scored.total.copy()
     links: dict[int, int] = {}
     if text_of is not None and isinstance(fusion, ZScoreFusion):
-        links = content_first(cat, total, text_of, top=2 * pool_size, restating=restating)
+        links = content_first(cat, total, text_of, top=2 * pool_size, restating=restating, query=query)
         newest_first(cat, total, text_of, past=past)
     lift = as_of is None and (not past or bool(cat.assistant.any()))  # memories without an assistant: as before
     supersedes = promote_successors(cat, total, scope.flags, past=past) if lift else {}

@@ -276,7 +276,7 @@ class ReadPipeline:
 
         restating, past = not strategy.assistant, asks_past(query)
         fused = fuse(cat, scored, scope, fusion=self.fusion, weights=weights, pool_size=pool_size,
-                     as_of=request.as_of, text_of=text_of, restating=restating, past=past)
+                     as_of=request.as_of, text_of=text_of, restating=restating, past=past, query=query)
         if cfg.feedback_weight > 0 and fused.rids and self.channels.context is not None and _hop_allowed(plan) \
                 and self._first_relevance(cat, fused.total, fused.rids, fused.scores, scored, request, recalled,
                                           ns_id) >= cfg.feedback_gate:
@@ -291,7 +291,7 @@ class ReadPipeline:
                                fusion=self.fusion, limit=limit)
                 fused = keep_first(fused, fuse(cat, scored, scope, fusion=self.fusion, weights=weights,
                                                pool_size=pool_size, as_of=request.as_of, text_of=text_of,
-                                               restating=restating, past=past),
+                                               restating=restating, past=past, query=query),
                                    cfg.feedback_keep)
             feedback_ms = _ms(t_feedback)
         fused = lift_slot_values(fused, cat, text_of, request.action_state, query)  # a missing slot's value (slots.py)
