@@ -436,7 +436,7 @@ class WritePipeline:
             archive_turns(conn, ns_id, store.turns_from_seq(conn, ns_id, seq), soft_tokens=life.file_soft_tokens)
         if life.supersession:
             supersede(conn, ns_id, records, rids[:len(records)], derived=anchored,
-                      derived_rids=rids[len(records):])
+                      derived_rids=rids[len(records):], frames=life.statement_frames)
         return turn_rids
 
     def rederive(self, conn: Connection, ns_id: int, rows: list[IngestTurn],

@@ -32,12 +32,14 @@ CLAIM_ROLES = ("user",)
 
 
 def supersede(conn: Connection, ns_id: int, records: Sequence[DerivedRecord], rids: Sequence[int], *,
-              derived: Sequence[DerivedRecord] = (), derived_rids: Sequence[int] = ()) -> int:
+              derived: Sequence[DerivedRecord] = (), derived_rids: Sequence[int] = (), frames: bool = False) -> int:
     """Record the claims of new records and supersede older conflicting ones; returns how many records were.
 
     ``records``/``rids`` are the new turn records (their claims are read from their text); ``derived``/
     ``derived_rids`` the records derived from the new turns (only those with ``claims`` count: facts and
     preferences), so a derived fact is superseded as its turn is. Statements are applied in time order.
+    ``frames`` (``lifecycle.statement_frames``): statements also supersede by their frames
+    (:mod:`memory_ext.ingest.supersede`).
     """
     pending: list[tuple[DerivedRecord, int, Sequence[Claim] | None]] = [
         (r, rid, None) for r, rid in zip(records, rids, strict=True) if r.kind == "turn"]
@@ -64,7 +66,7 @@ def supersede(conn: Connection, ns_id: int, records: Sequence[DerivedRecord], ri
                 supersede_record(conn, ns_id, old_rid, ts, rec.id)
                 changed += 1
             insert_claim(conn, ns_id, rid, holder, c.subject, c.attribute, c.value, c.negated, ts)
-        if given is None:  # a statement, not a derived record: its frame ("I'm on a Pixel 8 now")
+        if frames and given is None:  # a statement, not a derived record: its frame ("I'm on a Pixel 8 now")
             changed += supersede_frames(conn, ns_id, holder, rid, rec.id, rec.text, ts, replace=talk)
     if changed:
         bump_flags(conn, ns_id)

@@ -30,7 +30,7 @@ def _chat(engine: MemoryEngine, ns: str, first: str, later: str) -> list[str]:
 
 @pytest.fixture
 def engine(tmp_path: Path):
-    with MemoryEngine.open(tmp_path / "m", embedder="hashing") as e:
+    with MemoryEngine.open(tmp_path / "m", embedder="hashing", config={"lifecycle": {"statement_frames": True}}) as e:
         yield e
 
 
