@@ -16,6 +16,7 @@ from pydantic import ConfigDict, Field
 
 from memory_ext import ActionState, EngineLike, MemoryEngine, Namespace, RetrievedItem, SearchResult
 from memory_ext.errors import InvalidQueryError
+from memory_ext.ingest.calls import calls_text
 
 __all__ = ["MemoryRetriever", "item_to_document", "with_metadata_filter"]
 
@@ -26,7 +27,8 @@ def item_to_document(item: RetrievedItem) -> Document:
     """One retrieved memory as a ``Document``: ``id`` is the memory id; metadata is JSON-friendly — the turn's
     own metadata keys, then ``id``, ``score`` (relevance in [0, 1]), ``source`` and the engine's keys (see
     :meth:`memory_ext.RetrievedItem.face_metadata`)."""
-    return Document(id=item.id, page_content=item.text, metadata=item.face_metadata())
+    return Document(id=item.id, page_content=item.text or calls_text(item.tool_calls),  # a tool-call turn: its calls
+                    metadata=item.face_metadata())
 
 
 def with_metadata_filter(filters: Mapping[str, Any] | None, metadata_filter: Any) -> dict[str, Any] | None:

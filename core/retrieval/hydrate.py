@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from ..ingest.calls import calls_text
 from ..models import RecordKind, RetrievedItem, Role
 from ..store.interface import TruthStore
 from ..store.rows import TurnRow
@@ -45,7 +44,7 @@ def hydrate(store: TruthStore, ns_id: int, rids: Sequence[int], scores: Sequence
         kept.append(rid)
         calls = tuple(src[0].tool_calls) if src and rec.kind == RecordKind.TURN.value else ()
         items.append(RetrievedItem(
-            id=rec.id, text=rec.text if rec.text.strip() or not calls else calls_text(calls), score=float(score),
+            id=rec.id, text=rec.text, score=float(score),
             kind=RecordKind(rec.kind), turn_ids=tuple(rec.turn_ids),
             external_ids=tuple(t.external_id for t in src), session_id=rec.session_id,
             timestamp=datetime.fromtimestamp(rec.ref_ts, UTC) if rec.ref_ts is not None else None,

@@ -22,7 +22,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 import langchain_memory_ext.retrievers
 from langchain_memory_ext import MemoryRetriever
-from memory_ext import ActionState, MemoryEngine
+from memory_ext import ActionState, MemoryEngine, Turn
 from memory_ext.errors import InvalidQueryError
 
 
@@ -148,3 +148,14 @@ def test_lcel_chain_sync_and_async(filled: MemoryEngine) -> None:
     assert "Porto" in out and out.endswith("Question: Where is Lena moving?")
     assert asyncio.run(chain.ainvoke("Where is Lena moving?")) == out
     assert chain.batch(["Lena Porto", "beagle Toby"])[1].count("Toby") >= 1
+
+
+def test_a_turn_that_only_calls_tools_is_a_document_of_its_calls(engine: MemoryEngine) -> None:
+    engine.add_turns([
+        Turn(role="user", content="Book a hotel in Porto for 14/04/2026", session_id="t1"),
+        Turn(role="assistant", content="", session_id="t1", tool_calls=[
+            {"id": "c1", "name": "book_hotel", "args": {"city": "Porto", "check_in": "14/04/2026"}}]),
+    ], "maya", wait=True)
+    docs = MemoryRetriever(engine=engine, user_id="maya", k=5).invoke("book_hotel Porto check_in")
+    assert 'book_hotel(city="Porto", check_in="14/04/2026")' in [d.page_content for d in docs]
+    assert all(d.page_content.strip() for d in docs)

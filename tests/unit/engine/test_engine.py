@@ -289,18 +289,6 @@ def test_action_state_changes_the_ranking(engine: MemoryEngine) -> None:
     assert first_tool_memory(ranked) <= 3
 
 
-def test_an_item_of_a_turn_that_only_calls_tools_reads_as_its_calls(engine: MemoryEngine) -> None:
-    engine.add_turns([
-        Turn(role="user", content="Book a hotel in Porto for 14/04/2026", session_id="t1"),
-        Turn(role="assistant", content="", session_id="t1", tool_calls=[
-            {"id": "c1", "name": "book_hotel", "args": {"city": "Porto", "check_in": "14/04/2026"}}]),
-    ], "u")
-    items = engine.search("book_hotel Porto check_in", "u", k=5).items
-    call = next(i for i in items if i.tool_calls)
-    assert call.text == 'book_hotel(city="Porto", check_in="14/04/2026")'
-    assert all(i.text.strip() for i in items)
-
-
 def test_explain_shows_the_fusion_arithmetic(filled: MemoryEngine) -> None:
     item = filled.search("beagle puppy", "ana", k=1, explain=True).items[0]
     exp = item.explanation
