@@ -194,6 +194,7 @@ def carriers(cat: Catalog, positions: Sequence[int], text_of: Callable[[Sequence
     position. ``text_of(positions)`` returns the texts of catalog positions; ``restating=False`` leaves the
     assistant's replies alone (a question about what the assistant said)."""
     near = {p: (_neighbour(cat, p, -1), _neighbour(cat, p, 1)) for p in positions if cat.kind[p] == _TURN}
+    near = {p: n for p, n in near.items() if max(n) >= 0}  # a turn alone in its session depends on nothing
     if not near:
         return {}
     wanted = sorted({q for p, (b, a) in near.items() for q in (p, b, a) if q >= 0})
