@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -347,19 +347,25 @@ def _retried_gist(failed: ToolCall | None, call: ToolCall) -> str:
     return f"retried {call.name} with {diff}" if diff else f"retried {call.name}"
 
 
-def _same_tool_success(turns: Sequence[TurnView | None], i: int, tool: str, failed: ToolCall | None
-                       ) -> tuple[str, list[TurnView], int, ToolCall] | None:
-    """The first successful call of ``tool`` after the error at turn ``i`` in its session, as a fix."""
+def _later_turns(turns: Sequence[TurnView | None], i: int, lookahead: int) -> Iterator[tuple[int, TurnView]]:
+    """The turns after turn ``i`` in its session, at most ``lookahead`` on, without tool results (a result is the
+    same failure again, a new one, or the answer to a call seen before)."""
     src = turns[i]
     assert src is not None
-    for k in range(i + 1, min(len(turns), i + RETRY_LOOKAHEAD + 1)):
+    for k in range(i + 1, min(len(turns), i + lookahead + 1)):
         t = turns[k]
         if t is None:
             continue
         if not same_session(t, src):
-            break
-        if t.role == "tool":
-            continue
+            return
+        if t.role != "tool":
+            yield k, t
+
+
+def _same_tool_success(turns: Sequence[TurnView | None], i: int, tool: str, failed: ToolCall | None
+                       ) -> tuple[str, list[TurnView], int, ToolCall] | None:
+    """The first successful call of ``tool`` after the error at turn ``i`` in its session, as a fix."""
+    for k, t in _later_turns(turns, i, RETRY_LOOKAHEAD):
         for call in t.calls:
             if call.name != tool:
                 continue
@@ -373,19 +379,10 @@ def _find_fix(turns: Sequence[TurnView | None], i: int, tool: str | None, failed
               ) -> tuple[str, list[TurnView], int | None, ToolCall | None]:
     """(fix gist, the turns that show it, index of the turn that gives it, the successful call of the same tool
     when that is the fix) for an error at turn ``i``."""
-    src = turns[i]
-    assert src is not None
     retried = _same_tool_success(turns, i, tool, failed) if tool else None
     if retried is not None:
         return retried
-    for k in range(i + 1, min(len(turns), i + LOOKAHEAD + 1)):
-        t = turns[k]
-        if t is None:
-            continue
-        if not same_session(t, src):
-            break
-        if t.role == "tool":
-            continue  # a result: the same failure again, a new one, or the answer to a call seen before
+    for k, t in _later_turns(turns, i, LOOKAHEAD):
         if t.calls:
             for call in t.calls:
                 status, _, result = call_outcome(turns, k, call)
