@@ -52,6 +52,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -89,10 +90,15 @@ _ASKS_RE: Final = re.compile(r"[?？]")
 _WORD_RE: Final = re.compile(r"[^\W_]+", re.UNICODE)
 _CJK_RE: Final = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 _TURN: Final = KIND_CODES["turn"]
+SHAPE_CACHE: Final = 4096
+"""How many measured texts (and turn shapes) are kept: a store's turns are measured again by every search that
+ranks them, and a turn's text does not change under its id (an edit is a new text, a new key)."""
 
 
-def _tokens(text: str) -> tuple[set[str], set[str], int]:
-    """``(words and characters, content tokens, Chinese character count)`` of ``text``."""
+@functools.lru_cache(maxsize=SHAPE_CACHE)
+def _tokens(text: str) -> tuple[frozenset[str], frozenset[str], int]:
+    """``(words and characters, content tokens, Chinese character count)`` of ``text`` (cached: searches measure the
+    same turns again)."""
     words: set[str] = set()
     content: set[str] = set()
     cjk = 0
@@ -111,7 +117,7 @@ def _tokens(text: str) -> tuple[set[str], set[str], int]:
             words.add(w)
             if len(w) >= CONTENT_MIN_LEN or any(c.isdigit() for c in w):
                 content.add(w)
-    return words, content, cjk
+    return frozenset(words), frozenset(content), cjk
 
 
 @dataclass(frozen=True)
@@ -128,8 +134,10 @@ class TurnShape:
     """Content tokens its non-asking sentences share with the neighbour."""
 
 
+@functools.lru_cache(maxsize=SHAPE_CACHE)
 def turn_shape(text: str, neighbour: str | None) -> TurnShape:
-    """The shape of turn ``text`` against the ``neighbour`` turn's text (None: measured against nothing)."""
+    """The shape of turn ``text`` against the ``neighbour`` turn's text (None: measured against nothing; cached, the
+    shape is a function of the two texts)."""
     sentences = [s.strip() for s in _SENTENCE_RE.findall(text) if s.strip()]
     asks = any(_ASKS_RE.search(s) for s in sentences)
     said = " ".join(s for s in sentences if not _ASKS_RE.search(s))

@@ -11,6 +11,8 @@ book_hotel(check_in="14/04/2026")``, ``tool book_hotel (error): HTTP 422 …``.
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -32,6 +34,32 @@ __all__ = ["DISCLOSE_MIN_CHARS", "MEMORY_BLOCK_HEADER", "context_line", "memory_
 DISCLOSE_MIN_CHARS = 600
 """In ``SearchResult.context`` a turn at least this long may be shown as its L1 abstract or L0 title when the
 whole text does not fit the budget."""
+
+
+LAYER_CACHE = 1024
+"""How many long turns' L0/L1 layers (title, abstract) are kept between searches: the heuristic summary of a
+long turn costs milliseconds and the same manuals and long turns are disclosed search after search."""
+_layers: OrderedDict[tuple[str, str, str], tuple[str, str]] = OrderedDict()
+_layers_lock = threading.Lock()
+
+
+def _layer_of(r: Any) -> tuple[str, str]:
+    """``(title, abstract)`` of long turn row ``r``, cached by its id, role and text (an edit is a new key)."""
+    key = (str(r.id), str(r.role or ""), str(r.content))
+    with _layers_lock:
+        hit = _layers.get(key)
+        if hit is not None:
+            _layers.move_to_end(key)
+            return hit
+    from ..lifecycle.summary import summarize
+
+    summary = summarize([r])
+    value = (summary.title, summary.abstract or summary.title)
+    with _layers_lock:
+        _layers[key] = value
+        while len(_layers) > LAYER_CACHE:
+            _layers.popitem(last=False)
+    return value
 
 
 def context_line(when: float | None, speaker: str | None, role: str | None, text: str,
@@ -87,18 +115,11 @@ def render_context(store: TruthStore, ns_id: int, items: Sequence[RetrievedItem]
         rows = shown_turns(rows, cat, visible)
     by_seq = {r.seq: r for r in rows}
 
-    layers: dict[str, tuple[str, str]] = {}
-
     def disclose(r: Any, level: int) -> str:
         """A turn at disclosure level 2 (whole text), 1 (L1 abstract) or 0 (L0 title) — long turns only."""
         if level == 2 or len(r.content) < DISCLOSE_MIN_CHARS:
             return context_line(r.ts, r.speaker, r.role, r.content, r.tool_calls, r.metadata)
-        if r.id not in layers:
-            from ..lifecycle.summary import summarize
-
-            summary = summarize([r])
-            layers[r.id] = (summary.title, summary.abstract or summary.title)
-        text = layers[r.id][1 if level == 1 else 0]
+        text = _layer_of(r)[1 if level == 1 else 0]
         return context_line(r.ts, r.speaker, r.role, f"{text} [abridged from {len(r.content)} characters; "
                                                      f"get_turns has the whole turn {r.id}]", r.tool_calls,
                             r.metadata)
