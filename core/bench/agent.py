@@ -516,48 +516,68 @@ def _spread(ranks: Sequence[int | None], folds: int) -> dict[str, Any]:
 def run_agent_bench(data: AgentData, systems: Sequence[str] = AGENT_SYSTEMS, *, embedder: Any = None,
                     config: Any = None, folds: int = 5, workdir: Path,
                     progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Every system on every probe of ``data``: ``{"systems": {name: {"suites": {suite: metrics}, "latency_ms":
-    {...}, "sources": {memory key: metrics}}}, "folds": {name: {suite: spread}}, "failed": {name: error}}``
-    (``sources``: the slots suite by data source, When2Call and BFCL, when both are there)."""
+    """Every system on every probe of ``data``, the systems interleaved (each probe is asked of every system in
+    turn, the first one rotating, so a busy machine slows them alike): ``{"systems": {name: {"suites": {suite:
+    metrics}, "latency_ms": {...}, "sources": {memory key: metrics}}}, "folds": {name: {suite: spread}},
+    "failed": {name: error}}`` (``sources``: the slots suite by data source,
+    When2Call and BFCL, when both are there)."""
     out: dict[str, Any] = {"systems": {}, "folds": {}, "failed": {}}
     by_memory: dict[str, list[Probe]] = {}
     for suite in data.probes:
         for p in data.probes[suite]:
             by_memory.setdefault(p.memory, []).append(p)
-    for name in systems:
-        ranks: dict[str, dict[str, int | None]] = {s: {} for s in data.probes}
-        latency: dict[str, list[float]] = {s: [] for s in data.probes}
-        system: Any = None
+    ranks: dict[str, dict[str, dict[str, int | None]]] = {n: {s: {} for s in data.probes} for n in systems}
+    latency: dict[str, dict[str, list[float]]] = {n: {s: [] for s in data.probes} for n in systems}
+    live: dict[str, Any] = {}
+    for name in systems:  # every system answers the same probe one after the other (interleaved timing)
         try:
-            if name in ("memory-ext", "memory-ext-query-only"):
-                system = _MemoryExt(embedder, config, name == "memory-ext", workdir / name)
-            else:
-                system = _Baseline(name, embedder)
-            for key, probes in by_memory.items():
-                if progress:
-                    progress(f"{name}: {key} ({len(data.memories[key])} turns, {len(probes)} probes)")
-                system.ingest(key, data.memories[key])
-                for p in probes:
-                    t0 = time.perf_counter()
-                    items = system.query(p)
-                    latency[p.suite].append((time.perf_counter() - t0) * 1000)
-                    ranks[p.suite][p.id] = _rank(items, p.gold)
+            live[name] = (_MemoryExt(embedder, config, name == "memory-ext", workdir / name)
+                          if name in ("memory-ext", "memory-ext-query-only") else _Baseline(name, embedder))
         except Exception as exc:  # noqa: BLE001 -- one failed system is reported, the others still run
             out["failed"][name] = f"{type(exc).__name__}: {exc}"
+
+    def fail(name: str, exc: Exception) -> None:
+        out["failed"][name] = f"{type(exc).__name__}: {exc}"
+        live.pop(name).close()
+
+    try:
+        for key, probes in by_memory.items():
+            for name in list(live):
+                if progress:
+                    progress(f"{name}: {key} ({len(data.memories[key])} turns, {len(probes)} probes)")
+                try:
+                    live[name].ingest(key, data.memories[key])
+                except Exception as exc:  # noqa: BLE001
+                    fail(name, exc)
+            for i, p in enumerate(probes):
+                names = list(live)
+                for name in names[i % len(names):] + names[:i % len(names)] if names else ():
+                    if name not in live:
+                        continue
+                    try:
+                        t0 = time.perf_counter()
+                        items = live[name].query(p)
+                        latency[name][p.suite].append((time.perf_counter() - t0) * 1000)
+                    except Exception as exc:  # noqa: BLE001
+                        fail(name, exc)
+                        continue
+                    ranks[name][p.suite][p.id] = _rank(items, p.gold)
+    finally:
+        for system in live.values():
+            system.close()
+    for name in systems:
+        if name not in live:
             continue
-        finally:
-            if system is not None:
-                system.close()
-        ordered = {s: [ranks[s][p.id] for p in data.probes[s]] for s in data.probes}
-        every = [v for s in latency for v in latency[s]]
+        ordered = {s: [ranks[name][s][p.id] for p in data.probes[s]] for s in data.probes}
+        every = [v for s in latency[name] for v in latency[name][s]]
         out["systems"][name] = {
             "suites": {s: _metrics(ordered[s]) for s in data.probes},
             "latency_ms": {"p50": percentile(every, 50), "p95": percentile(every, 95),
                            "mean": sum(every) / len(every) if every else 0.0,
                            "by_suite": {s: {"p50": percentile(v, 50), "p95": percentile(v, 95)}
-                                        for s, v in latency.items()}}}
+                                        for s, v in latency[name].items()}}}
         out["folds"][name] = {s: _spread(ordered[s], folds) for s in data.probes}
-        sources = _by_source(data, ranks)
+        sources = _by_source(data, ranks[name])
         if sources:
             out["systems"][name]["sources"] = sources
     return out
