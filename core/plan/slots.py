@@ -50,6 +50,7 @@ from typing import Any, Final
 
 __all__ = ["MAX_MISSING", "TOOL_SCORE_RATIO", "ParamSpec", "asked_params", "given_params", "hint_param",
            "missing_params", "missing_slots", "open_references", "param_cues", "param_specs", "rank_tools",
+           "referenced_params",
            "slot_hint", "states_value"]
 
 MAX_MISSING: Final = 3
@@ -453,23 +454,67 @@ def missing_params(request: str, specs: Sequence[Any], *, said: str | None = Non
     ranked = rank_tools(request, specs)
     if not ranked:
         return []
-    text = request if said is None else said
     done = set(passed)
-    out: list[ParamSpec] = []
+    out: list[ParamSpec] = referenced_params(request, ranked) if OPEN_REFERENCE_SLOTS else []
     for score, spec in ranked:
-        if score < TOOL_SCORE_RATIO * ranked[0][0]:
+        if score < TOOL_SCORE_RATIO * ranked[0][0] or len(out) >= MAX_MISSING:
             break
-        params = {p.name: p for p in getattr(spec, "params", ()) or ()}
-        for name in spec.required:
-            params.setdefault(name, ParamSpec(name))
-        given = given_params(tuple(params.values()), text)
+        params = _params_of(spec)
+        said_now = given_params(tuple(params.values()), request)
+        before = said_now if said is None else given_params(tuple(params.values()), said)
         asked = asked_params(tuple(params.values()), request)
         names = {p.name for p in out}
-        out += [params[r] for r in spec.required
-                if r not in given and (r not in done or r in asked) and r not in names]
-        if len(out) >= MAX_MISSING:
-            break
+        # what the request asks for anew ("a different file") is missing even when said or passed before
+        out += [params[r] for r in spec.required if r not in said_now and r not in names
+                and (r in asked or (r not in before and r not in done))]
     return out[:MAX_MISSING]
+
+
+OPEN_REFERENCE_SLOTS: Final = True
+"""Whether the parameters the request's open references name (:func:`referenced_params`) come first among the
+missing slots."""
+
+
+def _params_of(spec: Any) -> dict[str, ParamSpec]:
+    params = {p.name: p for p in getattr(spec, "params", ()) or ()}
+    for name in spec.required:
+        params.setdefault(name, ParamSpec(name))
+    return params
+
+
+def referenced_params(request: str, ranked: Sequence[tuple[float, Any]]) -> list[ParamSpec]:
+    """The required parameters ``request`` names by an open reference (:func:`open_references`: "some shares", "a
+    comment", "a different file") that it does not give: for each reference, the parameter of a ranked tool
+    (``ranked``: :func:`rank_tools`) whose name holds its noun, else whose description's head does
+    (:func:`param_cues`); the better-ranked tool's first. Such a parameter is what the request lacks whichever tool
+    its other words pick.
+
+    >>> from memory_ext.plan.derive import tool_specs
+    >>> tools = tool_specs([
+    ...     {"name": "get_available_stocks", "description": "Get a list of stock symbols in a sector.", "parameters":
+    ...      {"properties": {"sector": {"type": "string"}}, "required": ["sector"]}},
+    ...     {"name": "place_order", "description": "Place an order.", "parameters": {"properties": {
+    ...      "amount": {"type": "integer", "description": "Number of shares to trade."}}, "required": ["amount"]}}])
+    >>> [p.name for p in referenced_params("List technology stocks and buy some shares.",
+    ...                                    rank_tools("List technology stocks and buy some shares.", tools))]
+    ['amount']
+    """
+    refs = [_norm(r) for r in open_references(request)]
+    out: list[ParamSpec] = []
+    for ref in refs:
+        best: tuple[int, int, ParamSpec] | None = None
+        for i, (_score, spec) in enumerate(ranked):
+            for name in spec.required:
+                p = _params_of(spec)[name]
+                if ref not in param_cues(p):
+                    continue
+                key = (0 if ref in _words(p.name) else 1, i)
+                if best is None or key < best[:2]:
+                    best = (*key, p)
+        if best is not None and best[2].name not in {p.name for p in out} \
+                and best[2].name not in given_params((best[2],), request):
+            out.append(best[2])
+    return out
 
 
 def missing_slots(request: str, specs: Sequence[Any], *, said: str | None = None,

@@ -142,3 +142,20 @@ def test_only_a_call_in_view_lifts_what_the_query_leaves_open(tmp_path: Path) ->
         assert plain.items[0].text != "The term is 'Deadline'."
         assert [i.id for i in chatting.items] == [i.id for i in plain.items]  # no call in view: unchanged
         assert calling.items[0].text == "The term is 'Deadline'."  # an agent about to call a tool
+
+
+def test_a_thing_the_request_leaves_open_names_its_parameter_whichever_tool_ranks_first() -> None:
+    tools = [*TOOLS, _tool("get_available_stocks", TRADE + "Get a list of stock symbols in the technology sector.",
+                           {"sector": ("string", "The sector to retrieve stocks from.")}, ["sector"])]
+    request = "I like technology stocks: get the sector's stock symbols, then purchase some shares for me."
+    state = derive_action_state([Turn(role="user", content=request)], tools)
+    assert state.missing_slots[0] == "amount"  # "some shares": the number of shares to trade
+    assert state.slot_hints is not None and state.slot_hints["amount"] == "Number of shares to trade. (integer)"
+
+
+def test_a_value_said_in_an_earlier_turn_does_not_give_what_the_request_asks_anew() -> None:
+    messages = [{"role": "user", "content": "Copy all the text files of the 'Q1_Reports' directory."},
+                _call("cd", folder="Q1_Reports"),
+                {"role": "user", "content": "Within a different file, display the content and sort it."}]
+    state = derive_action_state(turns_from_messages(messages), TOOLS)
+    assert "file_name" in state.missing_slots  # 'Q1_Reports' after "files" gave file_name before; not this one
