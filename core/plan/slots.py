@@ -210,6 +210,9 @@ VALUE_SHAPES: Final = (
         re.IGNORECASE)),
     (frozenset({"origin", "from", "departure", "source", "start"}), re.compile(r"\bfrom\s+[A-Z0-9][\w'.-]*")),
     (frozenset({"destination", "to", "arrival", "dest", "target"}), re.compile(r"\bto\s+[A-Z0-9][\w'.-]*")),
+    (frozenset({"price", "cost", "fee", "fare", "budget", "payment"}), re.compile(
+        r"[$€£¥]\s?\d[\d,]*(?:\.\d+)?|\b\d[\d,]*(?:\.\d+)?\s*(?:USD|EUR|GBP|JPY|CNY|dollars?|euros?|pounds?|bucks)\b",
+        re.IGNORECASE)),  # a sum of money
     (frozenset({"city", "location", "loc", "place", "where", "address", "area"}),
      re.compile(r"\b(?:in|near|from|to)\s+[A-Z][a-z][\w'.-]*")),  # a proper name (not "CA", not a venue "at")
 )
@@ -502,17 +505,19 @@ def referenced_params(request: str, ranked: Sequence[tuple[float, Any]]) -> list
     refs = [_norm(r) for r in open_references(request)]
     out: list[ParamSpec] = []
     for ref in refs:
-        best: tuple[int, int, ParamSpec] | None = None
+        best: tuple[int, int, ParamSpec, dict[str, ParamSpec]] | None = None
         for i, (_score, spec) in enumerate(ranked):
+            params = _params_of(spec)
             for name in spec.required:
-                p = _params_of(spec)[name]
+                p = params[name]
                 if ref not in param_cues(p):
                     continue
                 key = (0 if ref in _words(p.name) else 1, i)
                 if best is None or key < best[:2]:
-                    best = (*key, p)
+                    best = (*key, p, params)
+        # given or not is read among all the tool's parameters: a value goes to the one whose naming word is nearest
         if best is not None and best[2].name not in {p.name for p in out} \
-                and best[2].name not in given_params((best[2],), request):
+                and best[2].name not in given_params(tuple(best[3].values()), request):
             out.append(best[2])
     return out
 

@@ -159,3 +159,14 @@ def test_a_value_said_in_an_earlier_turn_does_not_give_what_the_request_asks_ane
                 {"role": "user", "content": "Within a different file, display the content and sort it."}]
     state = derive_action_state(turns_from_messages(messages), TOOLS)
     assert "file_name" in state.missing_slots  # 'Q1_Reports' after "files" gave file_name before; not this one
+
+
+def test_a_sum_of_money_states_a_price_and_an_open_price_is_missing() -> None:
+    hints = {"price": "Price at which to place the order. (float)"}
+    assert states_value("25.50 USD per share you should purchase at.", ["price"], hints) == ("price",)
+    assert states_value("It costs $12.", ["price"], hints) == ("price",)
+    assert states_value("I want 100 shares.", ["price"], hints) == ()
+    # "150" goes to amount (after "shares"), not to price: the open price is still missing
+    state = derive_action_state([Turn(role="user", content="Place an order to acquire 150 shares of 'NEPT' at some "
+                                                           "price.")], TOOLS)
+    assert state.missing_slots[0] == "price"
