@@ -16,7 +16,10 @@ never from a list of known tools.
   for anew, even when an earlier call passed one.
 * **Missing** (:func:`missing_params`): the unsupplied required parameters of the best-ranked tools (those
   scoring at least :data:`TOOL_SCORE_RATIO` of the best), the best tool's first, at most :data:`MAX_MISSING`;
-  each with a hint of what its value is (:func:`slot_hint`: its description, enum values and type).
+  each with a hint of what its value is (:func:`slot_hint`: its description, enum values and type). A parameter
+  the request names by an open reference ("some shares": the number of shares to trade) comes first, whichever
+  tool ranks first (:func:`referenced_params`); a request of several steps ("refuel it …; then start the
+  engine") adds each clause's clear best tool after the request's own.
 * **The value, later** (:func:`states_value`): whether a memory's text states a value for a slot — the same
   reading, applied to the memory; and :func:`open_references`, the things a request names without saying which
   ("a specific term"), whose values a memory may state too. Used by the read pipeline's slot lift
@@ -453,14 +456,26 @@ def missing_params(request: str, specs: Sequence[Any], *, said: str | None = Non
     """The required parameters of the tools ``request`` is about to call (:func:`rank_tools`: the best and those
     within :data:`TOOL_SCORE_RATIO` of it) that are not given (:func:`given_params` over ``said``, by default the
     request) and were not ``passed`` by an earlier call — unless the request asks for a new one
-    (:func:`asked_params`); the best tool's first, at most :data:`MAX_MISSING`."""
+    (:func:`asked_params`); the best tool's first, at most :data:`MAX_MISSING`. Before them, the parameters the
+    request's open references name (:func:`referenced_params`); after them, those of each clause's clear best tool
+    in a request of several steps (:data:`CLAUSE_TOOLS`)."""
     ranked = rank_tools(request, specs)
     if not ranked:
         return []
     done = set(passed)
     out: list[ParamSpec] = referenced_params(request, ranked) if OPEN_REFERENCE_SLOTS else []
-    for score, spec in ranked:
-        if score < TOOL_SCORE_RATIO * ranked[0][0] or len(out) >= MAX_MISSING:
+    tools = [spec for score, spec in ranked if score >= TOOL_SCORE_RATIO * ranked[0][0]]
+    if CLAUSE_TOOLS:  # a request of several steps: each step's best tool too
+        clauses = _clauses(request)
+        for clause in clauses if len(clauses) > 1 else ():
+            best = rank_tools(clause, specs)
+            # the clause's tool when it clearly is one: well ahead of the clause's next tool and not far behind the
+            # request's best
+            if best and best[0][1] not in tools and best[0][0] >= CLAUSE_SHARE * ranked[0][0] \
+                    and (len(best) == 1 or best[0][0] >= CLAUSE_MARGIN * best[1][0]):
+                tools.append(best[0][1])
+    for spec in tools:
+        if len(out) >= MAX_MISSING:
             break
         params = _params_of(spec)
         said_now = given_params(tuple(params.values()), request)
@@ -471,6 +486,21 @@ def missing_params(request: str, specs: Sequence[Any], *, said: str | None = Non
         out += [params[r] for r in spec.required if r not in said_now and r not in names
                 and (r in asked or (r not in before and r not in done))]
     return out[:MAX_MISSING]
+
+
+CLAUSE_TOOLS: Final = True
+"""Whether each clause of a request of several steps ("refuel it to a certain level; then start the engine")
+adds its best tool's missing parameters after those of the request's best tools."""
+CLAUSE_SHARE: Final = 0.5
+"""A clause's best tool scores at least this share of the request's best tool's score to count."""
+CLAUSE_MARGIN: Final = 2.0
+"""… and at least this many times its clause's second tool's score."""
+_CLAUSE_RE: Final = re.compile(r"(?<=[.!?;])\s+|(?:^|,?\s+)(?:and then|then|after that|following that|afterwards|"
+                               r"once (?:that|done)|and also|also)\b,?\s*", re.I)
+
+
+def _clauses(request: str) -> list[str]:
+    return [c.strip() for c in _CLAUSE_RE.split(request) if c and len(c.strip()) > 3]
 
 
 OPEN_REFERENCE_SLOTS: Final = True

@@ -170,3 +170,24 @@ def test_a_sum_of_money_states_a_price_and_an_open_price_is_missing() -> None:
     state = derive_action_state([Turn(role="user", content="Place an order to acquire 150 shares of 'NEPT' at some "
                                                            "price.")], TOOLS)
     assert state.missing_slots[0] == "price"
+
+
+CAR = "This tool belongs to the vehicle control system. Tool description: "
+CAR_TOOLS = [
+    _tool("fillFuelTank", CAR + "Fill the fuel tank of the vehicle.",
+          {"fuelAmount": ("float", "The amount of fuel to fill in gallons.")}, ["fuelAmount"]),
+    _tool("startEngine", CAR + "Start the engine of the vehicle.",
+          {"ignitionMode": ("string", "The ignition mode of the vehicle. [Enum]: START, STOP")}, ["ignitionMode"]),
+    _tool("activateParkingBrake", CAR + "Activate the parking brake of the vehicle.",
+          {"mode": ("string", "The mode to set. [Enum]: engage, release")}, ["mode"]),
+]
+
+
+def test_each_step_of_a_request_of_several_adds_its_own_tool() -> None:
+    request = ("My vehicle's fuel tank is low; please top it up. Following that, initiate the engine using "
+               "ignition mode 'START' and make sure the parking brake is engaged.")
+    assert rank_tools(request, tool_specs(CAR_TOOLS))[0][1].name != "fillFuelTank"
+    assert derive_action_state([Turn(role="user", content=request)], CAR_TOOLS).missing_slots == ("fuelAmount",)
+    # a clause whose best tool is no clearer than its second adds nothing
+    assert missing_slots("Start the engine in START mode, then tell me about the vehicle.",
+                         tool_specs(CAR_TOOLS)) == ()
