@@ -386,6 +386,11 @@ _MODIFIERS: Final = frozenset("specific certain particular different new other a
                               "more most good great nice quick rough".split())
 
 
+_ADVERBS: Final = frozenset("now right here there today tonight tomorrow then too also again soon later please "
+                             "quickly asap first instead anyway already yet still just only even back away".split())
+"""Words that end a noun phrase ("some shares *right now*": the thing is the shares)."""
+
+
 def open_references(request: str) -> list[str]:
     """The things ``request`` names without saying which: the nouns of its indefinite references ("a specific
     term", "some shares", "a different file", "a certain level"), when no value follows them. They are what a
@@ -409,7 +414,7 @@ def open_references(request: str) -> list[str]:
             raw = toks[j].text
             word = raw.rstrip(".,;:!?").lower()
             if toks[j].value is not None or not word.isalpha() or word in _STOP or word in _PRONOUNS \
-                    or word in _DETERMINERS or (phrase and _NOT_NOUN.search(word)):
+                    or word in _DETERMINERS or (phrase and (_NOT_NOUN.search(word) or word in _ADVERBS)):
                 break
             phrase.append(word)
             j += 1

@@ -191,3 +191,7 @@ def test_each_step_of_a_request_of_several_adds_its_own_tool() -> None:
     # a clause whose best tool is no clearer than its second adds nothing
     assert missing_slots("Start the engine in START mode, then tell me about the vehicle.",
                          tool_specs(CAR_TOOLS)) == ()
+
+
+def test_an_adverb_ends_the_open_reference() -> None:
+    assert open_references("I'd like to snag some shares right now at the market price.") == ["shares"]
