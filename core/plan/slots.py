@@ -5,7 +5,8 @@ never from a list of known tools.
 * **Which tool** (:func:`rank_tools`): the request's words against each tool's name (counted
   :data:`NAME_WEIGHT` times), its description and its parameters' names and descriptions, each word weighted by
   how few of the offered tools use it; a description sentence two tools share word for word (a product's
-  preamble) is left out.
+  preamble) is left out. A word's general synonyms (:data:`SYNONYM_GROUPS`: purchase / buy, erase / remove)
+  match at :data:`SYNONYM_WEIGHT`.
 * **Which parameters are given** (:func:`given_params`): a parameter is given when an earlier call of the
   conversation passed it, when one of its enum values is said, when a value of its shape is said (a date, a time,
   a place; :data:`VALUE_SHAPES`), or when a value — a quoted string, a number, an identifier-like token (a file
@@ -177,6 +178,25 @@ def _tool_index(specs: tuple[Any, ...]) -> tuple[list[tuple[set[str], set[str], 
     return bags, {w: math.log((n + 1) / c) for w, c in df.items()}
 
 
+ACTION_SYNONYMS: Final = True
+"""Whether a request word also matches a tool's name or description by its synonyms (:data:`SYNONYM_GROUPS`)."""
+SYNONYM_WEIGHT: Final = 0.5
+"""A synonym's match counts this share of the word's own."""
+SYNONYM_GROUPS: Final = (
+    # general English action words and their near-synonyms (a thesaurus's view; no tool's or benchmark's words)
+    "buy purchase acquire procure", "sell liquidate", "remove delete erase discard eliminate",
+    "create make draft generate", "display show view peek print", "find locate search seek look",
+    "check verify confirm validate inspect examine", "send message inform notify tell",
+    "cost price fare airfare fee charge", "copy duplicate backup clone replicate", "move transfer relocate",
+    "change modify edit update alter adjust", "cancel abort revoke", "book reserve",
+    "start begin launch initiate ignite", "stop halt terminate", "compare juxtapose contrast",
+    "calculate compute estimate determine", "authenticate login sign", "limit cap ceiling",
+    "fill refuel replenish refill", "write record save store", "list catalogue catalog enumerate",
+    "add append include insert attach", "distance far mileage", "status condition state",
+)
+_SYNONYMS: Final = {w: g for g in (frozenset(_norm(x) for x in grp.split()) for grp in SYNONYM_GROUPS) for w in g}
+
+
 def rank_tools(request: str, specs: Sequence[Any]) -> list[tuple[float, Any]]:
     """The tools ``request`` may call next, best first, as ``(score, spec)`` with a positive score: each request
     word found in a tool counts its inverse document frequency among the tools, :data:`NAME_WEIGHT` times in the
@@ -187,9 +207,12 @@ def rank_tools(request: str, specs: Sequence[Any]) -> list[tuple[float, Any]]:
     if not asked or not specs:
         return []
     bags, idf = _tool_index(tuple(specs))
+    alike = {a for w in asked for a in _SYNONYMS.get(w, ())} - asked if ACTION_SYNONYMS else set()
     scored = []
     for i, (name, desc, params) in enumerate(bags):
         score = sum(idf[w] * (NAME_WEIGHT if w in name else 1.0) for w in asked & (name | desc | params))
+        score += SYNONYM_WEIGHT * sum(idf[w] * (NAME_WEIGHT if w in name else 1.0)
+                                      for w in alike & (name | desc | params))
         if score > 0:
             scored.append((score, i))
     scored.sort(key=lambda si: (-si[0], si[1]))

@@ -195,3 +195,14 @@ def test_each_step_of_a_request_of_several_adds_its_own_tool() -> None:
 
 def test_an_adverb_ends_the_open_reference() -> None:
     assert open_references("I'd like to snag some shares right now at the market price.") == ["shares"]
+
+
+def test_a_synonym_of_a_tool_s_words_picks_the_tool() -> None:
+    tools = [_tool("rmdir", FILES + "Remove a directory.", {"dir_name": ("string", "The directory to remove.")},
+                   ["dir_name"]),
+             _tool("delete_message", "Delete the latest message sent to a receiver.",
+                   {"receiver_id": ("string", "User ID of the receiver.")}, ["receiver_id"])]
+    specs = tool_specs(tools)
+    assert rank_tools("Erase the empty directory, please.", specs)[0][1].name == "rmdir"  # erase ~ remove
+    # "purchase" is "buy" in place_order's order type (Buy/Sell)
+    assert rank_tools("I'd like to purchase a few of them.", tool_specs(TOOLS))[0][1].name == "place_order"
