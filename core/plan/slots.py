@@ -328,16 +328,17 @@ def given_params(params: Sequence[ParamSpec], text: str, *, cue_words: set[str] 
     ['file_name']
     """
     toks = _tokens(text)
-    low = text.lower()
     given: set[str] = set()
     cues = {p.name: param_cues(p) if cue_words is None else param_cues(p) & cue_words for p in params}
     taken: list[tuple[int, int]] = []  # the spans of values a shape gave: not a value for another parameter
     for p in params:
-        said_enum = any(re.search(rf"(?<!\w){re.escape(v.lower())}(?!\w)", low) for v in p.enum)
+        # an enum value said gives one parameter: "1500 USD" is the base currency or the target, not both
+        said_enum = next((m.span() for v in p.enum for m in re.finditer(rf"(?<!\w){re.escape(v)}(?!\w)", text, re.I)
+                          if not any(a <= m.start() < b for a, b in taken)), None)
         spans = _shape_spans(p, text)
         if said_enum or spans:
             given.add(p.name)
-            taken += spans or []
+            taken += (spans or []) + ([said_enum] if said_enum else [])
     for i, tok in enumerate(toks):
         if tok.value is None or any(a <= tok.start < b for a, b in taken):
             continue

@@ -206,3 +206,11 @@ def test_a_synonym_of_a_tool_s_words_picks_the_tool() -> None:
     assert rank_tools("Erase the empty directory, please.", specs)[0][1].name == "rmdir"  # erase ~ remove
     # "purchase" is "buy" in place_order's order type (Buy/Sell)
     assert rank_tools("I'd like to purchase a few of them.", tool_specs(TOOLS))[0][1].name == "place_order"
+
+
+def test_an_enum_value_said_once_gives_one_parameter() -> None:
+    codes = ("USD", "EUR", "GBP")
+    params = (ParamSpec("base_currency", "The currency to convert from.", "string", codes),
+              ParamSpec("target_currency", "The currency to convert to.", "string", codes))
+    assert given_params(params, "Convert 1500 USD for me.") == {"base_currency"}
+    assert given_params(params, "Convert 1500 USD to EUR.") == {"base_currency", "target_currency"}
