@@ -18,8 +18,8 @@ Each probe is a real message list cut at a decision point; every system answers 
   schemas; memory: every item's ``orig_question`` as an earlier session; gold: this item's) and BFCL v4
   ``multi_turn_miss_param`` (cut at the user turn whose gold answer is empty, after the earlier turns and their
   gold calls; the classes' function docs as tools; memory: every case's next user turn, the one that supplies
-  the parameter, as an earlier session; scored where that turn states a value of the next gold call literally
-  that the conversation has not given; gold: the memory turns that state it).
+  the parameter, as an earlier session; scored where that turn states a value of the next gold call literally,
+  as a whole word or number, that the conversation has not given; gold: the memory turns that state it so).
 * ``memory`` (BFCL v4 ``memory``): a question against the user turns of its scenario's prereq conversations;
   gold: the turns covering at least 80 % of the words of the answer's ``source``.
 
@@ -51,6 +51,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from ..text.tokenize import EN_STOP_WORDS
 from .datasets import BenchTurn
 from .metrics import percentile
 
@@ -292,6 +293,27 @@ def parse_call(text: str, docs: Mapping[str, Mapping[str, Any]]) -> tuple[str, d
     return name, args
 
 
+def _says(text: str, value: str) -> bool:
+    """Whether ``text`` states ``value`` as a whole: not inside a longer word or number ("30" is not said by "300
+    miles", "abc123xyz" not by "abc123xyz456", "smith" not by "msmith").
+
+    A number is said by any writing of the same number ("25.50" says 25.5).
+
+    >>> _says("i think the total trip is about 300 miles.", "30"), _says("let's fill it with 30 gallons.", "30")
+    (False, True)
+    >>> _says("25.50 usd per share you should purchase at.", "25.5")
+    True
+    """
+    if re.search(rf"(?<!\w){re.escape(value)}(?!\w)", text):
+        return True
+    try:
+        number = float(value)
+    except ValueError:
+        return False
+    numbers = re.findall(r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?![\w.]\w)", text)
+    return any(float(n.replace(",", "")) == number for n in numbers)
+
+
 def _load_slots(root: Path, data: AgentData) -> None:
     probes = []
     items = _read_jsonl(root / "when2call" / "when2call_test_llm_judge.jsonl")
@@ -334,20 +356,21 @@ def _load_slots(root: Path, data: AgentData) -> None:
         follow = " ".join(str(x.get("content") or "") for x in turns[m + 1])
         ext = f"{case['id']}-followup"
         memory.append(MemTurn(ext, "user", follow, ext))
-        # the missing values: arguments of the next turn's gold calls that the follow-up states literally and the
-        # conversation so far does not
+        # the missing values: arguments of the next turn's gold calls that the follow-up states literally (as a
+        # whole word or number: "30" is not in "300 miles"; not a function word such as "on", which any turn says)
+        # and the conversation so far does not
         said = json.dumps(msgs).lower()
         values = set()
         for call_text in gt[m + 1]:
             call = parse_call(call_text, docs)
             for v in (call[1].values() if call else ()):
                 v = str(v).lower() if isinstance(v, (str, int, float)) and not isinstance(v, bool) else ""
-                if len(v) >= 2 and v in follow.lower() and v not in said:
+                if len(v) >= 2 and v not in EN_STOP_WORDS and _says(follow.lower(), v) and not _says(said, v):
                     values.add(v)
         if values:
             pending.append((case["id"], tuple(msgs), values, tuple(_tool_spec(d) for d in docs.values())))
     for case_id, msgs_t, values, tools_t in pending:
-        gold = frozenset(t.external_id for t in memory if any(v in t.content.lower() for v in values))
+        gold = frozenset(t.external_id for t in memory if any(_says(t.content.lower(), v) for v in values))
         probes.append(Probe("slots", case_id, "slots:bfcl", msgs_t, gold, tools_t))
     data.memories["slots:bfcl"] = memory
     data.probes["slots"] = probes

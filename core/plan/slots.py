@@ -5,7 +5,8 @@ never from a list of known tools.
 * **Which tool** (:func:`rank_tools`): the request's words against each tool's name (counted
   :data:`NAME_WEIGHT` times), its description and its parameters' names and descriptions, each word weighted by
   how few of the offered tools use it; a description sentence two tools share word for word (a product's
-  preamble) is left out.
+  preamble) is left out. A word's general synonyms (:data:`SYNONYM_GROUPS`: purchase / buy, erase / remove)
+  match at :data:`SYNONYM_WEIGHT`.
 * **Which parameters are given** (:func:`given_params`): a parameter is given when an earlier call of the
   conversation passed it, when one of its enum values is said, when a value of its shape is said (a date, a time,
   a place; :data:`VALUE_SHAPES`), or when a value — a quoted string, a number, an identifier-like token (a file
@@ -16,7 +17,10 @@ never from a list of known tools.
   for anew, even when an earlier call passed one.
 * **Missing** (:func:`missing_params`): the unsupplied required parameters of the best-ranked tools (those
   scoring at least :data:`TOOL_SCORE_RATIO` of the best), the best tool's first, at most :data:`MAX_MISSING`;
-  each with a hint of what its value is (:func:`slot_hint`: its description, enum values and type).
+  each with a hint of what its value is (:func:`slot_hint`: its description, enum values and type). A parameter
+  the request names by an open reference ("some shares": the number of shares to trade) comes first, whichever
+  tool ranks first (:func:`referenced_params`); a request of several steps ("refuel it …; then start the
+  engine") adds each clause's clear best tool after the request's own.
 * **The value, later** (:func:`states_value`): whether a memory's text states a value for a slot — the same
   reading, applied to the memory; and :func:`open_references`, the things a request names without saying which
   ("a specific term"), whose values a memory may state too. Used by the read pipeline's slot lift
@@ -50,6 +54,7 @@ from typing import Any, Final
 
 __all__ = ["MAX_MISSING", "TOOL_SCORE_RATIO", "ParamSpec", "asked_params", "given_params", "hint_param",
            "missing_params", "missing_slots", "open_references", "param_cues", "param_specs", "rank_tools",
+           "referenced_params",
            "slot_hint", "states_value"]
 
 MAX_MISSING: Final = 3
@@ -173,6 +178,25 @@ def _tool_index(specs: tuple[Any, ...]) -> tuple[list[tuple[set[str], set[str], 
     return bags, {w: math.log((n + 1) / c) for w, c in df.items()}
 
 
+ACTION_SYNONYMS: Final = True
+"""Whether a request word also matches a tool's name or description by its synonyms (:data:`SYNONYM_GROUPS`)."""
+SYNONYM_WEIGHT: Final = 0.5
+"""A synonym's match counts this share of the word's own."""
+SYNONYM_GROUPS: Final = (
+    # general English action words and their near-synonyms (a thesaurus's view; no tool's or benchmark's words)
+    "buy purchase acquire procure", "sell liquidate", "remove delete erase discard eliminate",
+    "create make draft generate", "display show view peek print", "find locate search seek look",
+    "check verify confirm validate inspect examine", "send message inform notify tell",
+    "cost price fare airfare fee charge", "copy duplicate backup clone replicate", "move transfer relocate",
+    "change modify edit update alter adjust", "cancel abort revoke", "book reserve",
+    "start begin launch initiate ignite", "stop halt terminate", "compare juxtapose contrast",
+    "calculate compute estimate determine", "authenticate login sign", "limit cap ceiling",
+    "fill refuel replenish refill", "write record save store", "list catalogue catalog enumerate",
+    "add append include insert attach", "distance far mileage", "status condition state",
+)
+_SYNONYMS: Final = {w: g for g in (frozenset(_norm(x) for x in grp.split()) for grp in SYNONYM_GROUPS) for w in g}
+
+
 def rank_tools(request: str, specs: Sequence[Any]) -> list[tuple[float, Any]]:
     """The tools ``request`` may call next, best first, as ``(score, spec)`` with a positive score: each request
     word found in a tool counts its inverse document frequency among the tools, :data:`NAME_WEIGHT` times in the
@@ -183,9 +207,12 @@ def rank_tools(request: str, specs: Sequence[Any]) -> list[tuple[float, Any]]:
     if not asked or not specs:
         return []
     bags, idf = _tool_index(tuple(specs))
+    alike = {a for w in asked for a in _SYNONYMS.get(w, ())} - asked if ACTION_SYNONYMS else set()
     scored = []
     for i, (name, desc, params) in enumerate(bags):
         score = sum(idf[w] * (NAME_WEIGHT if w in name else 1.0) for w in asked & (name | desc | params))
+        score += SYNONYM_WEIGHT * sum(idf[w] * (NAME_WEIGHT if w in name else 1.0)
+                                      for w in alike & (name | desc | params))
         if score > 0:
             scored.append((score, i))
     scored.sort(key=lambda si: (-si[0], si[1]))
@@ -209,6 +236,9 @@ VALUE_SHAPES: Final = (
         re.IGNORECASE)),
     (frozenset({"origin", "from", "departure", "source", "start"}), re.compile(r"\bfrom\s+[A-Z0-9][\w'.-]*")),
     (frozenset({"destination", "to", "arrival", "dest", "target"}), re.compile(r"\bto\s+[A-Z0-9][\w'.-]*")),
+    (frozenset({"price", "cost", "fee", "fare", "budget", "payment"}), re.compile(
+        r"[$€£¥]\s?\d[\d,]*(?:\.\d+)?|\b\d[\d,]*(?:\.\d+)?\s*(?:USD|EUR|GBP|JPY|CNY|dollars?|euros?|pounds?|bucks)\b",
+        re.IGNORECASE)),  # a sum of money
     (frozenset({"city", "location", "loc", "place", "where", "address", "area"}),
      re.compile(r"\b(?:in|near|from|to)\s+[A-Z][a-z][\w'.-]*")),  # a proper name (not "CA", not a venue "at")
 )
@@ -298,16 +328,17 @@ def given_params(params: Sequence[ParamSpec], text: str, *, cue_words: set[str] 
     ['file_name']
     """
     toks = _tokens(text)
-    low = text.lower()
     given: set[str] = set()
     cues = {p.name: param_cues(p) if cue_words is None else param_cues(p) & cue_words for p in params}
     taken: list[tuple[int, int]] = []  # the spans of values a shape gave: not a value for another parameter
     for p in params:
-        said_enum = any(re.search(rf"(?<!\w){re.escape(v.lower())}(?!\w)", low) for v in p.enum)
+        # an enum value said gives one parameter: "1500 USD" is the base currency or the target, not both
+        said_enum = next((m.span() for v in p.enum for m in re.finditer(rf"(?<!\w){re.escape(v)}(?!\w)", text, re.I)
+                          if not any(a <= m.start() < b for a, b in taken)), None)
         spans = _shape_spans(p, text)
         if said_enum or spans:
             given.add(p.name)
-            taken += spans or []
+            taken += (spans or []) + ([said_enum] if said_enum else [])
     for i, tok in enumerate(toks):
         if tok.value is None or any(a <= tok.start < b for a, b in taken):
             continue
@@ -379,6 +410,11 @@ _MODIFIERS: Final = frozenset("specific certain particular different new other a
                               "more most good great nice quick rough".split())
 
 
+_ADVERBS: Final = frozenset("now right here there today tonight tomorrow then too also again soon later please "
+                             "quickly asap first instead anyway already yet still just only even back away".split())
+"""Words that end a noun phrase ("some shares *right now*": the thing is the shares)."""
+
+
 def open_references(request: str) -> list[str]:
     """The things ``request`` names without saying which: the nouns of its indefinite references ("a specific
     term", "some shares", "a different file", "a certain level"), when no value follows them. They are what a
@@ -402,7 +438,7 @@ def open_references(request: str) -> list[str]:
             raw = toks[j].text
             word = raw.rstrip(".,;:!?").lower()
             if toks[j].value is not None or not word.isalpha() or word in _STOP or word in _PRONOUNS \
-                    or word in _DETERMINERS or (phrase and _NOT_NOUN.search(word)):
+                    or word in _DETERMINERS or (phrase and (_NOT_NOUN.search(word) or word in _ADVERBS)):
                 break
             phrase.append(word)
             j += 1
@@ -449,27 +485,100 @@ def missing_params(request: str, specs: Sequence[Any], *, said: str | None = Non
     """The required parameters of the tools ``request`` is about to call (:func:`rank_tools`: the best and those
     within :data:`TOOL_SCORE_RATIO` of it) that are not given (:func:`given_params` over ``said``, by default the
     request) and were not ``passed`` by an earlier call — unless the request asks for a new one
-    (:func:`asked_params`); the best tool's first, at most :data:`MAX_MISSING`."""
+    (:func:`asked_params`); the best tool's first, at most :data:`MAX_MISSING`. Before them, the parameters the
+    request's open references name (:func:`referenced_params`); after them, those of each clause's clear best tool
+    in a request of several steps (:data:`CLAUSE_TOOLS`)."""
     ranked = rank_tools(request, specs)
     if not ranked:
         return []
-    text = request if said is None else said
     done = set(passed)
-    out: list[ParamSpec] = []
-    for score, spec in ranked:
-        if score < TOOL_SCORE_RATIO * ranked[0][0]:
-            break
-        params = {p.name: p for p in getattr(spec, "params", ()) or ()}
-        for name in spec.required:
-            params.setdefault(name, ParamSpec(name))
-        given = given_params(tuple(params.values()), text)
-        asked = asked_params(tuple(params.values()), request)
-        names = {p.name for p in out}
-        out += [params[r] for r in spec.required
-                if r not in given and (r not in done or r in asked) and r not in names]
+    out: list[ParamSpec] = referenced_params(request, ranked) if OPEN_REFERENCE_SLOTS else []
+    tools = [spec for score, spec in ranked if score >= TOOL_SCORE_RATIO * ranked[0][0]]
+    if CLAUSE_TOOLS:  # a request of several steps: each step's best tool too
+        clauses = _clauses(request)
+        for clause in clauses if len(clauses) > 1 else ():
+            best = rank_tools(clause, specs)
+            # the clause's tool when it clearly is one: well ahead of the clause's next tool and not far behind the
+            # request's best
+            if best and best[0][1] not in tools and best[0][0] >= CLAUSE_SHARE * ranked[0][0] \
+                    and (len(best) == 1 or best[0][0] >= CLAUSE_MARGIN * best[1][0]):
+                tools.append(best[0][1])
+    for spec in tools:
         if len(out) >= MAX_MISSING:
             break
+        params = _params_of(spec)
+        said_now = given_params(tuple(params.values()), request)
+        before = said_now if said is None else given_params(tuple(params.values()), said)
+        asked = asked_params(tuple(params.values()), request)
+        names = {p.name for p in out}
+        # what the request asks for anew ("a different file") is missing even when said or passed before
+        out += [params[r] for r in spec.required if r not in said_now and r not in names
+                and (r in asked or (r not in before and r not in done))]
     return out[:MAX_MISSING]
+
+
+CLAUSE_TOOLS: Final = True
+"""Whether each clause of a request of several steps ("refuel it to a certain level; then start the engine")
+adds its best tool's missing parameters after those of the request's best tools."""
+CLAUSE_SHARE: Final = 0.5
+"""A clause's best tool scores at least this share of the request's best tool's score to count."""
+CLAUSE_MARGIN: Final = 2.0
+"""… and at least this many times its clause's second tool's score."""
+_CLAUSE_RE: Final = re.compile(r"(?<=[.!?;])\s+|(?:^|,?\s+)(?:and then|then|after that|following that|afterwards|"
+                               r"once (?:that|done)|and also|also)\b,?\s*", re.I)
+
+
+def _clauses(request: str) -> list[str]:
+    return [c.strip() for c in _CLAUSE_RE.split(request) if c and len(c.strip()) > 3]
+
+
+OPEN_REFERENCE_SLOTS: Final = True
+"""Whether the parameters the request's open references name (:func:`referenced_params`) come first among the
+missing slots."""
+
+
+def _params_of(spec: Any) -> dict[str, ParamSpec]:
+    params = {p.name: p for p in getattr(spec, "params", ()) or ()}
+    for name in spec.required:
+        params.setdefault(name, ParamSpec(name))
+    return params
+
+
+def referenced_params(request: str, ranked: Sequence[tuple[float, Any]]) -> list[ParamSpec]:
+    """The required parameters ``request`` names by an open reference (:func:`open_references`: "some shares", "a
+    comment", "a different file") that it does not give: for each reference, the parameter of a ranked tool
+    (``ranked``: :func:`rank_tools`) whose name holds its noun, else whose description's head does
+    (:func:`param_cues`); the better-ranked tool's first. Such a parameter is what the request lacks whichever tool
+    its other words pick.
+
+    >>> from memory_ext.plan.derive import tool_specs
+    >>> tools = tool_specs([
+    ...     {"name": "get_available_stocks", "description": "Get a list of stock symbols in a sector.", "parameters":
+    ...      {"properties": {"sector": {"type": "string"}}, "required": ["sector"]}},
+    ...     {"name": "place_order", "description": "Place an order.", "parameters": {"properties": {
+    ...      "amount": {"type": "integer", "description": "Number of shares to trade."}}, "required": ["amount"]}}])
+    >>> [p.name for p in referenced_params("List technology stocks and buy some shares.",
+    ...                                    rank_tools("List technology stocks and buy some shares.", tools))]
+    ['amount']
+    """
+    refs = [_norm(r) for r in open_references(request)]
+    out: list[ParamSpec] = []
+    for ref in refs:
+        best: tuple[int, int, ParamSpec, dict[str, ParamSpec]] | None = None
+        for i, (_score, spec) in enumerate(ranked):
+            params = _params_of(spec)
+            for name in spec.required:
+                p = params[name]
+                if ref not in param_cues(p):
+                    continue
+                key = (0 if ref in _words(p.name) else 1, i)
+                if best is None or key < best[:2]:
+                    best = (*key, p, params)
+        # given or not is read among all the tool's parameters: a value goes to the one whose naming word is nearest
+        if best is not None and best[2].name not in {p.name for p in out} \
+                and best[2].name not in given_params(tuple(best[3].values()), request):
+            out.append(best[2])
+    return out
 
 
 def missing_slots(request: str, specs: Sequence[Any], *, said: str | None = None,

@@ -142,3 +142,75 @@ def test_only_a_call_in_view_lifts_what_the_query_leaves_open(tmp_path: Path) ->
         assert plain.items[0].text != "The term is 'Deadline'."
         assert [i.id for i in chatting.items] == [i.id for i in plain.items]  # no call in view: unchanged
         assert calling.items[0].text == "The term is 'Deadline'."  # an agent about to call a tool
+
+
+def test_a_thing_the_request_leaves_open_names_its_parameter_whichever_tool_ranks_first() -> None:
+    tools = [*TOOLS, _tool("get_available_stocks", TRADE + "Get a list of stock symbols in the technology sector.",
+                           {"sector": ("string", "The sector to retrieve stocks from.")}, ["sector"])]
+    request = "I like technology stocks: get the sector's stock symbols, then purchase some shares for me."
+    state = derive_action_state([Turn(role="user", content=request)], tools)
+    assert state.missing_slots[0] == "amount"  # "some shares": the number of shares to trade
+    assert state.slot_hints is not None and state.slot_hints["amount"] == "Number of shares to trade. (integer)"
+
+
+def test_a_value_said_in_an_earlier_turn_does_not_give_what_the_request_asks_anew() -> None:
+    messages = [{"role": "user", "content": "Copy all the text files of the 'Q1_Reports' directory."},
+                _call("cd", folder="Q1_Reports"),
+                {"role": "user", "content": "Within a different file, display the content and sort it."}]
+    state = derive_action_state(turns_from_messages(messages), TOOLS)
+    assert "file_name" in state.missing_slots  # 'Q1_Reports' after "files" gave file_name before; not this one
+
+
+def test_a_sum_of_money_states_a_price_and_an_open_price_is_missing() -> None:
+    hints = {"price": "Price at which to place the order. (float)"}
+    assert states_value("25.50 USD per share you should purchase at.", ["price"], hints) == ("price",)
+    assert states_value("It costs $12.", ["price"], hints) == ("price",)
+    assert states_value("I want 100 shares.", ["price"], hints) == ()
+    # "150" goes to amount (after "shares"), not to price: the open price is still missing
+    state = derive_action_state([Turn(role="user", content="Place an order to acquire 150 shares of 'NEPT' at some "
+                                                           "price.")], TOOLS)
+    assert state.missing_slots[0] == "price"
+
+
+CAR = "This tool belongs to the vehicle control system. Tool description: "
+CAR_TOOLS = [
+    _tool("fillFuelTank", CAR + "Fill the fuel tank of the vehicle.",
+          {"fuelAmount": ("float", "The amount of fuel to fill in gallons.")}, ["fuelAmount"]),
+    _tool("startEngine", CAR + "Start the engine of the vehicle.",
+          {"ignitionMode": ("string", "The ignition mode of the vehicle. [Enum]: START, STOP")}, ["ignitionMode"]),
+    _tool("activateParkingBrake", CAR + "Activate the parking brake of the vehicle.",
+          {"mode": ("string", "The mode to set. [Enum]: engage, release")}, ["mode"]),
+]
+
+
+def test_each_step_of_a_request_of_several_adds_its_own_tool() -> None:
+    request = ("My vehicle's fuel tank is low; please top it up. Following that, initiate the engine using "
+               "ignition mode 'START' and make sure the parking brake is engaged.")
+    assert rank_tools(request, tool_specs(CAR_TOOLS))[0][1].name != "fillFuelTank"
+    assert derive_action_state([Turn(role="user", content=request)], CAR_TOOLS).missing_slots == ("fuelAmount",)
+    # a clause whose best tool is no clearer than its second adds nothing
+    assert missing_slots("Start the engine in START mode, then tell me about the vehicle.",
+                         tool_specs(CAR_TOOLS)) == ()
+
+
+def test_an_adverb_ends_the_open_reference() -> None:
+    assert open_references("I'd like to snag some shares right now at the market price.") == ["shares"]
+
+
+def test_a_synonym_of_a_tool_s_words_picks_the_tool() -> None:
+    tools = [_tool("rmdir", FILES + "Remove a directory.", {"dir_name": ("string", "The directory to remove.")},
+                   ["dir_name"]),
+             _tool("delete_message", "Delete the latest message sent to a receiver.",
+                   {"receiver_id": ("string", "User ID of the receiver.")}, ["receiver_id"])]
+    specs = tool_specs(tools)
+    assert rank_tools("Erase the empty directory, please.", specs)[0][1].name == "rmdir"  # erase ~ remove
+    # "purchase" is "buy" in place_order's order type (Buy/Sell)
+    assert rank_tools("I'd like to purchase a few of them.", tool_specs(TOOLS))[0][1].name == "place_order"
+
+
+def test_an_enum_value_said_once_gives_one_parameter() -> None:
+    codes = ("USD", "EUR", "GBP")
+    params = (ParamSpec("base_currency", "The currency to convert from.", "string", codes),
+              ParamSpec("target_currency", "The currency to convert to.", "string", codes))
+    assert given_params(params, "Convert 1500 USD for me.") == {"base_currency"}
+    assert given_params(params, "Convert 1500 USD to EUR.") == {"base_currency", "target_currency"}
