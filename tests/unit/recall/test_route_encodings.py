@@ -230,3 +230,28 @@ def test_texts_are_split_by_length_into_at_most_the_groups_asked() -> None:
 def test_the_module_examples_hold() -> None:
     result = doctest.testmod(encodings)
     assert result.attempted >= 4 and result.failed == 0
+
+
+class QueriesHashing(SparseHashing):
+    """The same encodings; it also embeds several queries in one call (``embed_queries``, as e5 does)."""
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        self._record("embed_queries", True, texts)
+        return np.stack([HashingEmbedder.embed_query(self, t) for t in texts])
+
+
+def test_several_dense_route_texts_are_embedded_in_one_call(tmp_path: Path) -> None:
+    # no sparse encoding to make (the sparse channel off): the excerpt's three route texts still share one call
+    off = {"globals": {"sparse_enabled": False}}
+    batching, plain = QueriesHashing(), SparseHashing()
+    with _engine(tmp_path / "a", batching, off) as a, _engine(tmp_path / "b", plain, off) as b:
+        got, want = a.search(EXCERPT, "xiaoming", k=5, explain=True), b.search(EXCERPT, "xiaoming", k=5, explain=True)
+        routes = list(dict.fromkeys(" ".join(r.queries) for r in got.plan.routes))
+        assert len(routes) == 3
+        assert batching.query_calls() == [("embed_queries", tuple(routes))]
+        assert sorted(t for m, [t] in plain.query_calls()) == sorted(routes)  # one embed_query per route text
+        assert [i.external_ids for i in got.items] == [i.external_ids for i in want.items]
+        assert [i.score for i in got.items] == [i.score for i in want.items]
+        batching.calls.clear()
+        assert a.search(QUESTION, "xiaoming", k=3).items is not None
+        assert batching.query_calls() == [("embed_query", (QUESTION,))]  # one text: the channel's own call
