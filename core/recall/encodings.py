@@ -33,7 +33,7 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from itertools import pairwise
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 
@@ -131,7 +131,7 @@ class RouteEncodings:
         self.sparse = sparse
         self.embedder: Any = ctx.embedder
         self.texts = tuple(dict.fromkeys(texts))
-        self._spans = _span_plan(self.embedder, self.texts) if sparse else None
+        self._spans = _span_plan(cast(DenseSparseEmbedder, self.embedder), self.texts) if sparse else None
         groups = groups if sparse else 1
         self._groups = [_Group(g) for g in ([list(self.texts)] if self._spans is not None
                                             else split_texts(self.texts, groups))]
