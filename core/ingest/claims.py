@@ -39,7 +39,7 @@ from memory_ext.ingest.claim_words import EN_MID_OK, NAME_STOP, PRONOUNS_EN, ZH_
 from memory_ext.text.script import HAN, has_han
 from memory_ext.text.sentences import is_question, sentences
 
-__all__ = ["ATTRIBUTES", "Claim", "extract_claims", "normalize_value", "statement_subjects"]
+__all__ = ["ATTRIBUTES", "Claim", "clause_subjects", "extract_claims", "normalize_value", "statement_subjects"]
 
 _HAN_RUN_RE = re.compile(f"[{HAN}]+")
 
@@ -319,6 +319,32 @@ def statement_subjects(text: str) -> frozenset[str] | None:
             if isinstance(lead, str):
                 subjects.add(lead)
     return frozenset(subjects) if current else None
+
+
+_EN_APPOSITION = re.compile(r"\s*(?i:my)\s+[a-z]+\s+([A-Z][a-z]+)\b")
+
+
+def clause_subjects(sentence: str) -> list[tuple[int, str, str | None, str | None]]:
+    """The clauses of one sentence: ``(offset, clause, subject, name)``, where ``subject`` is the explicit subject
+    the clause starts with, named as in :func:`statement_subjects` (None: a pronoun, or no subject named), and
+    ``name`` the name that subject is given ("My sister Lena lives ..." -> ``self:sister``, ``lena``).
+
+    >>> [(c, s, n) for _, c, s, n in clause_subjects("My sister Lena moved, she lives in Porto.")]
+    [('My sister Lena moved', 'self:sister', 'lena'), ('she lives in Porto.', None, None)]
+    """
+    sentence = sentence.replace("\u2019", "'").replace("\u2018", "'")  # one character each: offsets hold
+    zh = has_han(sentence)
+    out: list[tuple[int, str, str | None, str | None]] = []
+    for off, clause in _clauses(sentence, zh):
+        lead = _lead_subject(clause, zh)
+        subject = lead if isinstance(lead, str) else None
+        name: str | None = None
+        if subject is not None and subject.startswith("self:") and not zh:
+            fm = _EN_FILLERS.match(clause)
+            m = _EN_APPOSITION.match(clause, fm.end() if fm else 0)
+            name = m.group(1).lower() if m and _is_name(m.group(1)) else None
+        out.append((off, clause, subject, name))
+    return out
 
 
 def extract_claims(text: str, *, speaker: str | None = None) -> list[Claim]:
