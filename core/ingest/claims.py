@@ -322,28 +322,49 @@ def statement_subjects(text: str) -> frozenset[str] | None:
 
 
 _EN_APPOSITION = re.compile(r"\s*(?i:my)\s+[a-z]+\s+([A-Z][a-z]+)\b")
+_EN_POSSESSIVE = re.compile(r"\s*([A-Z][a-z]+)'s\s+([a-z]+)")
+_EN_NOUN_PHRASE = re.compile(r"\s*(?:(?i:the|a|an|this|that|these|those|our|their|his|her|its|some|each|every|no)\b"
+                             r"|[A-Z0-9])")
+"""A clause that starts with a noun phrase (an article, a determiner, a capitalised word or a number) has a subject
+of its own; one that starts otherwise ("based in London", "booked from …") continues the clause before."""
 
 
 def clause_subjects(sentence: str) -> list[tuple[int, str, str | None, str | None]]:
     """The clauses of one sentence: ``(offset, clause, subject, name)``, where ``subject`` is the explicit subject
-    the clause starts with, named as in :func:`statement_subjects` (None: a pronoun, or no subject named), and
-    ``name`` the name that subject is given ("My sister Lena lives ..." -> ``self:sister``, ``lena``).
+    the clause starts with, named as in :func:`statement_subjects` (``lena:coach`` for "Lena's coach"), the one
+    before's for a clause that starts with neither a subject nor a noun phrase ("…, based in London"), None for a
+    pronoun or an unnamed noun phrase ("the gym is …"); ``name`` is the name the subject is given ("My sister Lena
+    lives ..." -> ``self:sister``, ``lena``).
 
     >>> [(c, s, n) for _, c, s, n in clause_subjects("My sister Lena moved, she lives in Porto.")]
     [('My sister Lena moved', 'self:sister', 'lena'), ('she lives in Porto.', None, None)]
+    >>> [s for _, _, s, _ in clause_subjects("Leo's coach is Mark, based in Madrid; the gym is new.")]
+    ['leo:coach', 'leo:coach', None]
     """
     sentence = sentence.replace("\u2019", "'").replace("\u2018", "'")  # one character each: offsets hold
     zh = has_han(sentence)
     out: list[tuple[int, str, str | None, str | None]] = []
+    previous: str | None = None
     for off, clause in _clauses(sentence, zh):
         lead = _lead_subject(clause, zh)
-        subject = lead if isinstance(lead, str) else None
+        fm = None if zh else _EN_FILLERS.match(clause)
+        body = clause[fm.end() if fm else 0:]
+        subject: str | None
+        if isinstance(lead, str):
+            subject = lead
+            m = None if zh else _EN_POSSESSIVE.match(body)
+            if m and m.group(1).lower() == subject:
+                subject += ":" + m.group(2).lower()
+        elif lead is None or (not zh and _EN_NOUN_PHRASE.match(body)):
+            subject = None
+        else:
+            subject = previous  # no subject of its own: the one before's ("我妈改签了，变成十二号下午到")
         name: str | None = None
         if subject is not None and subject.startswith("self:") and not zh:
-            fm = _EN_FILLERS.match(clause)
-            m = _EN_APPOSITION.match(clause, fm.end() if fm else 0)
+            m = _EN_APPOSITION.match(body)
             name = m.group(1).lower() if m and _is_name(m.group(1)) else None
         out.append((off, clause, subject, name))
+        previous = subject
     return out
 
 

@@ -30,6 +30,7 @@ False
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from dataclasses import replace as dc_replace
 from typing import Final
@@ -62,6 +63,8 @@ class _Sentence:
     frame: Frame
     names: frozenset[str]
     values: tuple[tuple[str, str], ...]
+    units: frozenset[str] = frozenset()
+    """Stemmed words that say what a number counts ("150 euros", "20 minutes"): they link no two statements."""
     text: str = ""
 
 
@@ -86,8 +89,15 @@ def _sentences(text: str) -> list[_Sentence]:
             continue
         names = frozenset(n for _, _, _, n in clause_subjects(part) if n)
         out.append(_Sentence(dc_replace(frame, subjects=subjects), names,
-                             tuple((v.kind, v.value) for v in value_spans(part)), part))
+                             tuple((v.kind, v.value) for v in value_spans(part)), _units(part), part))
     return out
+
+
+_UNIT = re.compile(r"\d[\d,.]*\s*([a-z]{3,})\b")
+
+
+def _units(sentence: str) -> frozenset[str]:
+    return frozenset(stem(m.group(1)) for m in _UNIT.finditer(sentence.casefold()))
 
 
 def frame_row(text: str) -> str | None:
@@ -100,14 +110,15 @@ def frame_row(text: str) -> str | None:
     return json.dumps({"f": [{"a": sorted(p.frame.anchors),
                               "v": {k: sorted(v) for k, v in p.frame.values.items() if v},
                               "s": sorted(p.frame.subjects or ()), "n": sorted(p.names),
-                              "t": [list(v) for v in p.values]} for p in parts]}, ensure_ascii=False)
+                              "t": [list(v) for v in p.values], "u": sorted(p.units)} for p in parts]},
+                      ensure_ascii=False)
 
 
 def _stored(row: str) -> list[_Sentence]:
     data = json.loads(row)
     return [_Sentence(Frame(anchors=frozenset(f["a"]), subjects=frozenset(f["s"]),
                             values={k: frozenset(f["v"].get(k, ())) for k in ("time", "number", "name", "object")}),
-                      frozenset(f["n"]), tuple((k, v) for k, v in f["t"]))
+                      frozenset(f["n"]), tuple((k, v) for k, v in f["t"]), frozenset(f.get("u", ())))
             for f in data["f"] if "t" in f]  # rows of an earlier version: read as stating nothing
 
 
@@ -120,20 +131,36 @@ def _agrees(subject: str | None, name: str | None, anchors: frozenset[str], old:
     olds = old.frame.subjects or frozenset()
     if subject is None or not olds:
         return True
-    if not subject.startswith("self") and subject != "assistant" and (
+    owner, _, thing = subject.partition(":")
+    if not thing and owner != "self" and owner != "assistant" and (
             old.names | {s for s in olds if not s.startswith("self") and s != "assistant"}) & anchors:
         return True  # someone else acts on the one it was about: "Mrs. Hall moved Emma's lessons to Thursdays"
     for other in olds:
         if subject == other or (name is not None and name == other) or subject in old.names:
             return True
-        if "self" not in (subject, other) and _same_tail(subject, other):
+        if _same_one(subject, other):
             return True
-        if {subject, other} & {"self"} and (subject + other).count("self:") == 1:
-            thing = (subject if subject != "self" else other).split(":", 1)[1]
-            words = old.frame.anchors if subject != "self" else anchors  # the "I" side must speak of the thing
-            if thing not in PEOPLE and stem(thing) in {stem(w) for w in words}:
-                return True
+        if _owned(subject, other, old, anchors) or _owned(other, subject, old, anchors, new_side=False):
+            return True
     return False
+
+
+def _same_one(a: str, b: str) -> bool:
+    """"Mom" and "my mom" (mom, self:mom), 我妈 and 我妈妈; not "Leo's coach" and "my coach"."""
+    if "self" in (a, b):
+        return False
+    owner_a, owner_b = a.rpartition(":")[0], b.rpartition(":")[0]
+    return (not owner_a or not owner_b or owner_a == owner_b) and _same_tail(a, b)
+
+
+def _owned(whose: str, owner: str, old: _Sentence, anchors: frozenset[str], *, new_side: bool = True) -> bool:
+    """``whose`` is the thing of ``owner`` ("my phone", "Leo's lessons": self:phone, leo:lessons) that the other
+    sentence speaks of: the thing is no person and the sentence of ``owner`` names it."""
+    first, _, thing = whose.partition(":")
+    if not thing or thing in PEOPLE or not (first == owner or _same_one(first, owner) or first in old.names):
+        return False
+    words = old.frame.anchors if new_side else anchors  # the owner's sentence must speak of the thing
+    return stem(thing) in {stem(w) for w in words}
 
 
 def _changes(new: str, old: _Sentence) -> bool:
@@ -167,13 +194,16 @@ def _changes(new: str, old: _Sentence) -> bool:
 
 def replaces(newer: str, older: str | None, common: frozenset[str] = frozenset()) -> bool:
     """Whether the statement ``newer`` (its text) replaces the one of frame row ``older`` (``common``: stemmed
-    anchors that link nothing): a sentence of one restates a sentence of the other (:func:`updates`) and changes
-    one of its values (:func:`_changes`)."""
+    anchors that link nothing): a sentence of one restates a sentence of the other (:func:`updates`, through a
+    word that is no unit: "350 euros" says nothing of "a budget of 2000 euros") and changes one of its values
+    (:func:`_changes`)."""
     if older is None:
         return False
     olds = _stored(older)
     for part in _sentences(newer):
-        if any(updates(old.frame, part.frame, common) and _changes(part.text, old) for old in olds):
+        words = {stem(w) for w in part.frame.anchors} - part.units - common
+        if any(words & {stem(w) for w in old.frame.anchors} - old.units and updates(old.frame, part.frame, common)
+               and _changes(part.text, old) for old in olds):
             return True
     return False
 
