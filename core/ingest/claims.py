@@ -322,7 +322,8 @@ def statement_subjects(text: str) -> frozenset[str] | None:
 
 
 _EN_APPOSITION = re.compile(r"\s*(?i:my)\s+[a-z]+\s+([A-Z][a-z]+)\b")
-_EN_POSSESSIVE = re.compile(r"\s*([A-Z][a-z]+)'s\s+([a-z]+)")
+_EN_POSSESSIVE = re.compile(r"\s*([A-Z][a-z]+)'s\s+([a-z]+)(?=\s+[A-Z][a-z]+\b)")
+""""Leo's coach Mark": someone else, named (as "my sister Lena" is); "Lena's new flat" is still Lena's."""
 _EN_NOUN_PHRASE = re.compile(r"\s*(?:(?i:the|a|an|this|that|these|those|our|their|his|her|its|some|each|every|no)\b"
                              r"|[A-Z0-9])")
 """A clause that starts with a noun phrase (an article, a determiner, a capitalised word or a number) has a subject
@@ -331,14 +332,14 @@ of its own; one that starts otherwise ("based in London", "booked from …") con
 
 def clause_subjects(sentence: str) -> list[tuple[int, str, str | None, str | None]]:
     """The clauses of one sentence: ``(offset, clause, subject, name)``, where ``subject`` is the explicit subject
-    the clause starts with, named as in :func:`statement_subjects` (``lena:coach`` for "Lena's coach"), the one
+    the clause starts with, named as in :func:`statement_subjects` (``leo:coach`` for "Leo's coach Mark"), the one
     before's for a clause that starts with neither a subject nor a noun phrase ("…, based in London"), None for a
     pronoun or an unnamed noun phrase ("the gym is …"); ``name`` is the name the subject is given ("My sister Lena
     lives ..." -> ``self:sister``, ``lena``).
 
     >>> [(c, s, n) for _, c, s, n in clause_subjects("My sister Lena moved, she lives in Porto.")]
     [('My sister Lena moved', 'self:sister', 'lena'), ('she lives in Porto.', None, None)]
-    >>> [s for _, _, s, _ in clause_subjects("Leo's coach is Mark, based in Madrid; the gym is new.")]
+    >>> [s for _, _, s, _ in clause_subjects("Leo's coach Mark moved, based in Madrid; the gym is new.")]
     ['leo:coach', 'leo:coach', None]
     """
     sentence = sentence.replace("\u2019", "'").replace("\u2018", "'")  # one character each: offsets hold
