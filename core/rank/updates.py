@@ -157,7 +157,7 @@ _SPANS: Final = (
     ("weekday", re.compile(r"(?:周|星期|礼拜)[一二三四五六日天末]")),
     ("part", re.compile(r"[上下中]午|早上|晚上|傍晚|凌晨|夜里")),
     ("clock", re.compile(rf"{_ZH_NUM}+点(?:半|{_ZH_NUM}+分|钟)?")),
-    ("date", re.compile(rf"{_ZH_NUM}+月(?:{_ZH_NUM}+[号日])?|{_ZH_NUM}+[号日]")),
+    ("date", re.compile(rf"{_ZH_NUM}+月(?:(?P<zd>{_ZH_NUM}+)[号日])?|(?P<zd2>{_ZH_NUM}+)[号日]")),
 )
 """Times by what they tell: a date, a weekday, a clock time, a part of the day. A later statement changes a time
 when it gives another value of one of these ("Friday" for "Thursday"); a clock time where the earlier statement
@@ -177,16 +177,21 @@ class Value:
 
 
 def _time_values(kind: str, m: re.Match[str]) -> list[str]:
+    """A date is its day when it has one ("November 20", "the 20th", 十一月二十号 and 二十号 are all ``20`` /
+    ``二十``), its month when not: a later statement that gives the day alone restates it."""
     if kind == "weekday":
         word = m.group().casefold()
         return ["weekend" if word.startswith("weekend") else word[:3]] if word.isascii() else [word]
-    if kind != "date" or not m.group().isascii():
+    if kind != "date":
         return [_norm(m.group())]
-    month = (m.group("m") or m.group("m2") or "").casefold()[:3]
-    days = [d for d in (m.group("d"), m.group("e"), m.group("d2")) if d]
-    if not month:
+    if not m.group().isascii():
+        day = m.group("zd") or m.group("zd2")
+        return [day or m.group()]
+    days = [_DAY_KEY.sub("", d) for d in (m.group("d"), m.group("e"), m.group("d2")) if d]
+    month = m.group("m") or m.group("m2")
+    if not days and not month:
         return [_DAY_KEY.sub("", m.group().casefold())]
-    return [f"{month} {_DAY_KEY.sub('', d)}" for d in days] or [month]
+    return days or [month.casefold()[:3]]
 
 
 def value_spans(sentence: str) -> list[Value]:
@@ -195,7 +200,7 @@ def value_spans(sentence: str) -> list[Value]:
     quantity, a possessive is its name ("Clara's" is ``clara``), a name that is a month or a day is a time.
 
     >>> [(v.kind, v.value) for v in value_spans("My flight to Lisbon is TP 433 on November 20 at 07:10.")]
-    [('date', 'nov 20'), ('clock', '07:10'), ('name', 'lisbon'), ('name', 'tp')]
+    [('date', '20'), ('clock', '07:10'), ('name', 'lisbon'), ('name', 'tp')]
     >>> [(v.kind, v.value) for v in value_spans("评审会改到周五上午十点了。")]
     [('weekday', '周五'), ('part', '上午'), ('clock', '十点')]
     """

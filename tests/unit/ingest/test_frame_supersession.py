@@ -98,3 +98,44 @@ def test_memories_without_an_assistant_are_events_not_updates(engine: MemoryEngi
                             Turn(role="user", content="Bart won the long jump at the school games on 9 May.",
                                  timestamp=CHANGED)], "memories", wait=True).turn_ids
     assert [v.operation for v in engine.history("memories", ids[0])] == ["add"]
+
+
+LISBON = [  # the lifecycle notebook's chat, shortened: several topics, places and dates shared between them
+    ("I live in Paris and I work as a data engineer at a logistics company.", "Noted."),
+    ("I'm going to a conference in Lisbon from November 20 to 23. My hotel budget is 150 euros a night.",
+     "Noted: Lisbon, November 20-23, hotel up to 150 EUR per night."),
+    ("My sister Clara is visiting me in Paris on December 12; she is vegetarian.",
+     "Noted: Clara visits on December 12 and is vegetarian."),
+    ("Clara's train was cancelled, she is now visiting on December 14.", "Noted: Clara arrives on December 14."),
+    ("My flight to Lisbon is TP 433 from Orly on November 20 at 07:10.",
+     "Saved: TP 433, Orly to Lisbon, November 20, 07:10."),
+    ("My hotel in Lisbon is Chiado Rooms, booked from November 20 to November 23.", "Saved."),
+    ("The Lisbon conference was great. Next: find a vegetarian restaurant in Paris for Clara's visit.",
+     "I'll look for vegetarian restaurants in Paris for December 12."),
+]
+SHENZHEN = [  # the same in Chinese: a trip, its train and hotel, a school meeting, the wife's job in the same city
+    ("我下周三去深圳见客户，住两晚。", "好的，记下了。"),
+    ("我女儿的家长会在周五下午三点。", "好的。"),
+    ("去深圳的高铁票买好了，周三早上九点出发。", "好的，记下了。"),
+    ("我老婆在深圳工作，是做设计的。", "好的。"),
+    ("我在深圳住的酒店是南山的希尔顿，周三入住。", "酒店记下了。"),
+    ("家长会改到下周一晚上七点了。", "好的，已更新。"),
+]
+
+
+@pytest.mark.parametrize(("chat", "updated"), [(LISBON, {2: 3}), (SHENZHEN, {1: 5})])
+def test_a_multi_topic_chat_supersedes_only_its_updates(tmp_path: Path, chat: list[tuple[str, str]],
+                                                         updated: dict[int, int]) -> None:
+    """With the default configuration: statements that share a place and a date with an earlier one but add to
+    it (a flight and a hotel for the conference trip, a restaurant for the sister's visit, the wife's job in the
+    same city) stay current; the later time of the sister's visit, the moved school meeting supersede theirs."""
+    turns = []
+    for i, (said, reply) in enumerate(chat):
+        at = SAID + timedelta(days=i)
+        turns += [Turn(role="user", content=said, session_id=f"s{i}", timestamp=at),
+                  Turn(role="assistant", content=reply, session_id=f"s{i}", timestamp=at + timedelta(minutes=1))]
+    with MemoryEngine.open(tmp_path / "m", embedder="hashing", config={"lifecycle": {"statement_frames": True}}) as engine:
+        ids = engine.add_turns(turns, "chat", wait=True).turn_ids[::2]
+        superseded = {i for i, turn_id in enumerate(ids)
+                      if any(v.operation == "supersede" for v in engine.history("chat", turn_id))}
+    assert superseded == set(updated)
