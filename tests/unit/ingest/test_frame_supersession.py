@@ -134,7 +134,7 @@ def test_a_multi_topic_chat_supersedes_only_its_updates(tmp_path: Path, chat: li
         at = SAID + timedelta(days=i)
         turns += [Turn(role="user", content=said, session_id=f"s{i}", timestamp=at),
                   Turn(role="assistant", content=reply, session_id=f"s{i}", timestamp=at + timedelta(minutes=1))]
-    with MemoryEngine.open(tmp_path / "m", embedder="hashing", config={"lifecycle": {"statement_frames": True}}) as engine:
+    with MemoryEngine.open(tmp_path / "m", embedder="hashing") as engine:  # the default configuration
         ids = engine.add_turns(turns, "chat", wait=True).turn_ids[::2]
         superseded = {i for i, turn_id in enumerate(ids)
                       if any(v.operation == "supersede" for v in engine.history("chat", turn_id))}
