@@ -39,7 +39,7 @@ from memory_ext.ingest.claim_words import EN_MID_OK, NAME_STOP, PRONOUNS_EN, ZH_
 from memory_ext.text.script import HAN, has_han
 from memory_ext.text.sentences import is_question, sentences
 
-__all__ = ["ATTRIBUTES", "Claim", "extract_claims", "normalize_value", "statement_subjects"]
+__all__ = ["ATTRIBUTES", "Claim", "clause_subjects", "extract_claims", "normalize_value", "statement_subjects"]
 
 _HAN_RUN_RE = re.compile(f"[{HAN}]+")
 
@@ -319,6 +319,54 @@ def statement_subjects(text: str) -> frozenset[str] | None:
             if isinstance(lead, str):
                 subjects.add(lead)
     return frozenset(subjects) if current else None
+
+
+_EN_APPOSITION = re.compile(r"\s*(?i:my)\s+[a-z]+\s+([A-Z][a-z]+)\b")
+_EN_POSSESSIVE = re.compile(r"\s*([A-Z][a-z]+)'s\s+([a-z]+)(?=\s+[A-Z][a-z]+\b)")
+""""Leo's coach Mark": someone else, named (as "my sister Lena" is); "Lena's new flat" is still Lena's."""
+_EN_NOUN_PHRASE = re.compile(r"\s*(?:(?i:the|a|an|this|that|these|those|our|their|his|her|its|some|each|every|no)\b"
+                             r"|[A-Z0-9])")
+"""A clause that starts with a noun phrase (an article, a determiner, a capitalised word or a number) has a subject
+of its own; one that starts otherwise ("based in London", "booked from …") continues the clause before."""
+
+
+def clause_subjects(sentence: str) -> list[tuple[int, str, str | None, str | None]]:
+    """The clauses of one sentence: ``(offset, clause, subject, name)``, where ``subject`` is the explicit subject
+    the clause starts with, named as in :func:`statement_subjects` (``leo:coach`` for "Leo's coach Mark"), the one
+    before's for a clause that starts with neither a subject nor a noun phrase ("…, based in London"), None for a
+    pronoun or an unnamed noun phrase ("the gym is …"); ``name`` is the name the subject is given ("My sister Lena
+    lives ..." -> ``self:sister``, ``lena``).
+
+    >>> [(c, s, n) for _, c, s, n in clause_subjects("My sister Lena moved, she lives in Porto.")]
+    [('My sister Lena moved', 'self:sister', 'lena'), ('she lives in Porto.', None, None)]
+    >>> [s for _, _, s, _ in clause_subjects("Leo's coach Mark moved, based in Madrid; the gym is new.")]
+    ['leo:coach', 'leo:coach', None]
+    """
+    sentence = sentence.replace("\u2019", "'").replace("\u2018", "'")  # one character each: offsets hold
+    zh = has_han(sentence)
+    out: list[tuple[int, str, str | None, str | None]] = []
+    previous: str | None = None
+    for off, clause in _clauses(sentence, zh):
+        lead = _lead_subject(clause, zh)
+        fm = None if zh else _EN_FILLERS.match(clause)
+        body = clause[fm.end() if fm else 0:]
+        subject: str | None
+        if isinstance(lead, str):
+            subject = lead
+            m = None if zh else _EN_POSSESSIVE.match(body)
+            if m and m.group(1).lower() == subject:
+                subject += ":" + m.group(2).lower()
+        elif lead is None or (not zh and _EN_NOUN_PHRASE.match(body)):
+            subject = None
+        else:
+            subject = previous  # no subject of its own: the one before's ("我妈改签了，变成十二号下午到")
+        name: str | None = None
+        if subject is not None and subject.startswith("self:") and not zh:
+            m = _EN_APPOSITION.match(body)
+            name = m.group(1).lower() if m and _is_name(m.group(1)) else None
+        out.append((off, clause, subject, name))
+        previous = subject
+    return out
 
 
 def extract_claims(text: str, *, speaker: str | None = None) -> list[Claim]:

@@ -276,7 +276,8 @@ def content_first(cat: Catalog, total: np.ndarray, text_of: Callable[[Sequence[i
     carrier is among them too (in place; the carrier keeps its own score). Returns {dependent position: carrier
     position}. With ``query``, an assistant's reply to a user's statement that holds more of the query's words
     than the statement is what the question asks for ("order 4412 refund" → "Order 4412 is cancelled, refund in
-    5 days" after "Please cancel order 4412"): it is left alone."""
+    5 days" after "Please cancel order 4412"): it is left alone, unless a later statement replaced the one it
+    answers (``cat.successor``): then it is as out of date as that statement and stays below it."""
     finite = np.flatnonzero(np.isfinite(total))
     if finite.size < 2:
         return {}
@@ -289,6 +290,8 @@ def content_first(cat: Catalog, total: np.ndarray, text_of: Callable[[Sequence[i
     if words and replies:
         texts = text_of(sorted({q for p in replies for q in (p, links[p])}))
         for p in replies:
+            if links[p] in cat.successor:
+                continue  # a reply to a statement a later one replaced is as out of date as the statement
             if len(words & _units(texts.get(p, ""))) > len(words & _units(texts.get(links[p], ""))):
                 del links[p]  # the reply holds more of what is asked: no dependent for this question
 

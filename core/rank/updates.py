@@ -44,7 +44,7 @@ from ..ingest.claim_words import PEOPLE, ZH_CITIES
 from ..ingest.claims import statement_subjects
 from ..store.catalog import KIND_CODES, Catalog
 
-__all__ = ["Frame", "asks_past", "frame_of", "newest_first", "restates", "stem", "updates"]
+__all__ = ["Frame", "Value", "asks_past", "frame_of", "newest_first", "restates", "stem", "updates", "value_spans"]
 
 _TURN: Final = KIND_CODES["turn"]
 MARGIN: Final = 1e-4
@@ -140,6 +140,101 @@ def frame_of(text: str) -> Frame:
                        if a not in _ZH_FUNCTION and b not in _ZH_FUNCTION)
     return Frame(anchors=frozenset(anchors), values={k: frozenset(v) for k, v in values.items()},
                  subjects=statement_subjects(text))
+
+
+_MONTH: Final = (r"(?:(?i:january|february|april|june|july|august|september|october|november|december)"
+                 r"|May|March|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)")
+_DAY: Final = r"\d{1,2}(?:st|nd|rd|th)?"
+_SPANS: Final = (
+    ("date", re.compile(rf"\b(?P<m>{_MONTH})\b(?:\s+(?P<d>{_DAY})\b(?:\s*(?:-|–|to|until|through)\s*(?P<e>{_DAY})\b)?)?"
+                        rf"|\b(?P<d2>{_DAY})\s+(?:of\s+)?(?P<m2>{_MONTH})\b|\b\d{{1,2}}(?:st|nd|rd|th)\b"
+                        r"|\b\d{4}-\d{2}-\d{2}\b")),
+    ("weekday", re.compile(r"(?i:\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b|\bweekends?\b)"
+                           r"|\b(?:Mon|Tue|Tues|Wed|Thu|Thur|Thurs|Fri|Sat|Sun)\b")),
+    ("clock", re.compile(r"(?i:\b\d{1,2}(?::\d{2})?\s*(?:am|pm)\b|\b\d{1,2}:\d{2}\b|\bnoon\b|\bmidnight\b"
+                         r"|(?<=\bat\s)\d{1,2}\b(?![:.,]?\d|\s*(?:%|percent|euros?|dollars?|people|kids)\b))")),
+    ("part", re.compile(r"(?i:\b(?:morning|afternoon|evening|night)s?\b|\btonight\b)")),
+    ("weekday", re.compile(r"(?:周|星期|礼拜)[一二三四五六日天末]")),
+    ("part", re.compile(r"[上下中]午|早上|晚上|傍晚|凌晨|夜里")),
+    ("clock", re.compile(rf"{_ZH_NUM}+点(?:半|{_ZH_NUM}+分|钟)?")),
+    ("date", re.compile(rf"{_ZH_NUM}+月(?:(?P<zd>{_ZH_NUM}+)[号日])?|(?P<zd2>{_ZH_NUM}+)[号日]")),
+)
+"""Times by what they tell: a date, a weekday, a clock time, a part of the day. A later statement changes a time
+when it gives another value of one of these ("Friday" for "Thursday"); a clock time where the earlier statement
+gave only a date adds a detail."""
+_DAY_KEY: Final = re.compile(r"(?:st|nd|rd|th)$")
+_EN_NAME_SPAN: Final = re.compile(r"(?<![.!?]\s)(?<!^)\b(?!I\b)[A-ZÀ-ÖØ-Þ][\w'-]*|\b[a-z]+[A-Z]\w*")
+
+
+@dataclass(frozen=True)
+class Value:
+    """A typed value of a statement and where it stands: ``kind`` is ``date``, ``weekday``, ``clock``, ``part``
+    (of the day), ``number``, ``name`` or ``object`` (a thing a Chinese measure word counts)."""
+
+    kind: str
+    value: str
+    start: int
+
+
+def _time_values(kind: str, m: re.Match[str]) -> list[str]:
+    """A date is its day when it has one ("November 20", "the 20th", 十一月二十号 and 二十号 are all ``20`` /
+    ``二十``), its month when not: a later statement that gives the day alone restates it."""
+    if kind == "weekday":
+        word = m.group().casefold()
+        return ["weekend" if word.startswith("weekend") else word[:3]] if word.isascii() else [word]
+    if kind != "date":
+        return [_norm(m.group())]
+    if not m.group().isascii():
+        day = m.group("zd") or m.group("zd2")
+        return [day or m.group()]
+    days = [_DAY_KEY.sub("", d) for d in (m.group("d"), m.group("e"), m.group("d2")) if d]
+    month = m.group("m") or m.group("m2")
+    if not days and not month:
+        return [_DAY_KEY.sub("", m.group().casefold())]
+    return days or [month.casefold()[:3]]
+
+
+def value_spans(sentence: str) -> list[Value]:
+    """The typed values of one sentence with their offsets, as :func:`frame_of` reads them but finer: times by
+    what they tell (:data:`_SPANS`), a number that is part of a name ("TP 433", "iPhone 12") or of a date is no
+    quantity, a possessive is its name ("Clara's" is ``clara``), a name that is a month or a day is a time.
+
+    >>> [(v.kind, v.value) for v in value_spans("My flight to Lisbon is TP 433 on November 20 at 07:10.")]
+    [('date', '20'), ('clock', '07:10'), ('name', 'lisbon'), ('name', 'tp')]
+    >>> [(v.kind, v.value) for v in value_spans("评审会改到周五上午十点了。")]
+    [('weekday', '周五'), ('part', '上午'), ('clock', '十点')]
+    """
+    zh = bool(_HAN.search(sentence))
+    out: list[Value] = []
+    taken: list[tuple[int, int]] = []
+    for kind, pattern in _SPANS:
+        for m in pattern.finditer(sentence):
+            if any(m.start() < e and s < m.end() for s, e in taken):
+                continue
+            taken.append(m.span())
+            if _NARRATED.search(sentence[:m.start()]) or _AGO.match(sentence, m.end()):
+                continue  # "last Friday", 上周二: when a story happened
+            out.extend(Value(kind, v, m.start()) for v in _time_values(kind, m))
+    names: list[tuple[int, int]] = []
+    addressed = {_norm(g) for m in _VOCATIVE.finditer(sentence) for g in m.groups() if g}
+    if zh:
+        found = [(m.span(), _norm(m.group())) for m in _LATIN_IN_ZH.finditer(sentence)]
+        found += [(m.span(), m.group()) for m in _CITY_RE.finditer(sentence)]
+        out.extend(Value("object", m.group(1), m.start(1)) for m in _ZH_OBJECT.finditer(sentence))
+    else:
+        found = [(m.span(), _norm(m.group()).removesuffix("'s").removesuffix("\u2019s").strip("'\u2019"))
+                 for m in _EN_NAME_SPAN.finditer(sentence)]
+    for (start, end), name in found:
+        if name and name not in addressed and not any(start < e and s < end for s, e in taken):
+            names.append((start, end))
+            out.append(Value("name", name, start))
+    for m in _NUMBER.finditer(sentence):
+        before = sentence[:m.start()]
+        if (any(m.start() < e and s < m.end() for s, e in taken) or re.search(r"[A-Za-z]$", before)
+                or any(e <= m.start() <= e + 1 for _, e in names)):
+            continue  # a time's, or a name's ("TP 433", "iPhone 12", "MU5101")
+        out.append(Value("number", _norm(m.group()).replace(",", "").rstrip("."), m.start()))
+    return out
 
 
 def stem(word: str) -> str:

@@ -119,3 +119,18 @@ def test_between_two_named_people_a_short_reply_to_a_question_keeps_its_place(tm
         engine.add_turns(turns, "locomo", wait=True)
         puppy = _texts(engine, "What is Melanie's puppy called?", "locomo")
     assert puppy[0] == "Oscar, after my grandfather."
+
+
+def test_the_agents_reply_to_a_replaced_statement_stays_below_it(tmp_path: Path) -> None:
+    """The reply holds the question's word (工作) and the old statement does not: it would stand for the answer,
+    but the statement it answers was replaced, so it is as out of date and comes after it."""
+    turns = [Turn(role=role, content=text, session_id=f"s{i // 2}", timestamp=f"2026-03-0{2 + i // 2}T09:0{i}:00Z")
+             for i, (role, text) in enumerate([
+                 ("user", "我在一家广告公司做设计，已经三年了。"), ("assistant", "广告公司的工作挺有意思的。"),
+                 ("user", "我跳槽了，下个月开始去一家游戏公司做设计。"), ("assistant", "恭喜！"),
+             ])]
+    with MemoryEngine.open(tmp_path / "m", embedder="e5") as engine:
+        engine.add_turns(turns, "job", wait=True)
+        job = _texts(engine, "我现在在哪工作？", "job")
+    assert job[0] == "我跳槽了，下个月开始去一家游戏公司做设计。"
+    assert job.index("广告公司的工作挺有意思的。") > job.index("我在一家广告公司做设计，已经三年了。")
