@@ -212,6 +212,11 @@ class RecallConfig(_Section):
     """The second hop runs only when the first ranking's best turn has at least this bounded relevance (the
     ``item.score`` it would get, :mod:`memory_ext.rank.calibration`): a question the store has nothing close to
     is not expanded with unrelated turns (0: always). It never runs on a plan with an action or slot route."""
+    answer_slot_logit: float = Field(default=0.0, ge=0.0, le=20.0)
+    """Item scores only (``item.score``; rankings never change): with the default e5 embedder, the logits taken
+    from an item that does not fill the slot its question asks for (:mod:`memory_ext.rank.answer_slot`: no time
+    in the turn for "when", no name for "what's her name" or "叫什么", no number for "how much" or "多少", neither
+    the thing asked nor a name for "what airline" or "哪个车次"); 0: off."""
     cold_penalty: float = Field(default=1.0, ge=0.0, le=100.0)
     """The cold tier is a ranking prior, never a gate: a turn the compaction moved to the cold tier loses this
     much of its fused score (zscore fusion: this many standard deviations; rrf: its score is divided by

@@ -188,7 +188,9 @@ class ReadPipeline:
         carried = {at[d]: at[c] for d, c in (dependents or {}).items() if d in at and c in at}
         bounded = bounded_scores(fused_values, texts=[i.text for i in hydrated.items], query=request.query,
                                  fusion=self.fusion.name, rrf_max=best, cosines=cosines,
-                                 calibration=self._calibration, stats=stats, carriers=carried)
+                                 calibration=replace(self._calibration,
+                                                     slot_logit=self.config.recall.answer_slot_logit),
+                                 stats=stats, carriers=carried)
         out = []
         for n, (rid, item, fused_value, score) in enumerate(
                 zip(hydrated.rids, hydrated.items, fused_values, bounded, strict=True)):
