@@ -36,13 +36,14 @@ True
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
 from ..ingest.claim_words import PEOPLE, ZH_CITIES
 from ..text import extract_entities, segment, tokenize
 
-__all__ = ["AnswerSlot", "answer_slot", "fills"]
+__all__ = ["SLOT_TOP", "AnswerSlot", "answer_slot", "fills", "slot_first"]
 
 KINDS: Final = ("time", "number", "name", "person")
 
@@ -87,7 +88,8 @@ _EN_AUX: Final = frozenset(
 _EN_NP_STOP: Final = frozenset(
     "at in on for of from to with about by do does did is are was were will would can could i you we he she they "
     "it my your".split())
-_EN_WHAT: Final = re.compile(r"\b(?:what|which)\b((?:\s+[a-z][\w'-]*){1,4})", re.I)
+_EN_WHAT: Final = re.compile(r"\b(?:what|which)\b((?:\s+[a-z][\w'-]*){1,3}?)\s+"
+                             r"(?:do|does|did|is|are|was|were|am|has|have|had|will|would|can|could)\b", re.I)
 _EN_WHATS: Final = re.compile(r"\bwhat(?:'s|\s+is|\s+was|\s+are|\s+were)\s+((?:[\w'-]+\s*){1,6})", re.I)
 _ZH_FOCUS: Final = re.compile(
     r"(?:(?<!为)什么|哪个|哪家|哪款|哪种|哪所|哪(?![里儿天一年些位])|啥)([\u4e00-\u9fff]{1,6})")
@@ -114,7 +116,7 @@ def _en_focus(question: str) -> list[str]:
                 words.append(word)
     else:
         m = _EN_WHAT.search(low)
-        if m:  # "what laptop do I use", "which insurance company do I use"
+        if m:  # "what laptop do I use", "which insurance company do I use"; not "what made Gina choose"
             for word in m.group(1).split():
                 word = word.strip("?.!,")
                 if word in _EN_NP_STOP or word in _EN_AUX:
@@ -261,3 +263,24 @@ def fills(slot: AnswerSlot, text: str, question: str) -> bool | None:
     if zh and _ZH_OBJECT.search(text):
         return True  # "一辆比亚迪海豹": a counted thing
     return any(n.casefold() not in q_low for n in _names(text, zh))
+
+
+SLOT_TOP: Final = 3
+""":func:`slot_first` looks this deep: the answer the e5 ranking puts just under a turn of its topic."""
+
+
+def slot_first(question: str, texts: Sequence[str], *, top: int = SLOT_TOP) -> int | None:
+    """The index (below 0, within ``top``) of the turn to put first: the first of ``texts`` (a ranking's best
+    turns, best first) that fills the slot of a question asking for a kind of value (a time, a number, a name, a
+    person) when the first one does not ("when do I water plants": "I water them every Sunday." above "I keep a
+    monstera and two snake plants"); None to keep the order. A question naming only a thing is left alone.
+
+    >>> slot_first("雅思考试是哪天？", ["我在准备雅思考试，目标是总分七分。", "加油！", "考试定在六月二十号。"])
+    2
+    >>> slot_first("which plants do I have", ["I water them every Sunday.", "I keep a monstera."]) is None
+    True
+    """
+    slot = answer_slot(question)
+    if slot.kind is None or not texts or fills(slot, texts[0], question) is not False:
+        return None
+    return next((i for i in range(1, min(top, len(texts))) if fills(slot, texts[i], question)), None)
