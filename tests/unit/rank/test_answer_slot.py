@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memory_ext import MemoryEngine
-from memory_ext.rank.answer_slot import AnswerSlot, answer_slot, fills
+from memory_ext.rank.answer_slot import AnswerSlot, answer_slot, fills, slot_first
 from memory_ext.rank.calibration import SENTENCE_MIXED, bounded_scores, unfilled
 
 
@@ -111,3 +111,41 @@ def test_a_near_topic_question_without_its_answer_scores_lower_and_the_ranking_s
     assert results[3.0][answered][0].score == results[0.0][answered][0].score
     assert results[3.0][answered][0].score >= 0.5
     assert results[3.0][absent][0].score < results[0.0][absent][0].score
+
+
+@pytest.mark.parametrize(("question", "texts", "first"), [
+    ("when do I water the plants", ["I keep a monstera and two snake plants in the living room.",
+                                    "Lovely. The monstera likes bright indirect light.", "I water them every Sunday."],
+     2),
+    ("雅思考试是哪天？", ["我在准备雅思考试，目标是总分七分。", "加油！口语和写作需要多练。",
+                  "考试定在六月二十号。"], 2),
+    ("钢琴老师姓什么", ["钢琴老师换了时间，以后是每周三下午五点。", "明白，周三下午五点。", "老师姓林。"], 2),
+    ("When is Mia's birthday?", ["My daughter Mia turns seven on May 3rd.", "How exciting!"], None),  # holds it
+    ("which plants do I have", ["I water them every Sunday.", "I keep a monstera."], None),  # no kind asked
+    ("when do I water the plants", ["I keep a monstera.", "Nice.", "Sounds right.", "Every Sunday."], None),
+])
+def test_the_best_three_turn_holding_the_asked_value_goes_first(question: str, texts: list[str],
+                                                                 first: int | None) -> None:
+    assert slot_first(question, texts) == first
+
+
+def test_slot_first_reorders_the_first_three_only_and_keeps_a_short_answer(tmp_path: Path) -> None:
+    turns = [("user", "I'm seeing a new dentist, Dr. Okafor, her clinic is on Mill Lane near the station."),
+             ("assistant", "Good to know, a clinic close to the station is handy."),
+             ("user", "The first cleaning is on October 3rd."),
+             ("assistant", "Noted."),
+             ("user", "钢琴老师换了时间，以后是每周三下午五点。"),
+             ("assistant", "明白，周三下午五点。"),
+             ("user", "老师姓林。"),
+             ("assistant", "好的，林老师。")]
+    ranked = {}
+    for on in (False, True):
+        with MemoryEngine.open(tmp_path / str(on), config={"recall": {"answer_slot_first": on}}) as engine:
+            engine.add_turns([{"role": r, "content": t} for r, t in turns], "chat")
+            ranked[on] = {q: [i.text for i in engine.search(q, "chat", k=5).items]
+                          for q in ("When is my dentist appointment?", "钢琴老师姓什么")}
+    for q, items in ranked[True].items():
+        assert sorted(items) == sorted(ranked[False][q])  # the same turns
+        assert items[3:] == ranked[False][q][3:]  # below the first three, the same order
+    assert ranked[True]["When is my dentist appointment?"][0] == "The first cleaning is on October 3rd."
+    assert ranked[True]["钢琴老师姓什么"][0] == "老师姓林。"
