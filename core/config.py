@@ -226,7 +226,11 @@ class RecallConfig(_Section):
     """For a question asking for a kind of value (a time, a number, a name, a person:
     :func:`memory_ext.rank.answer_slot.slot_first`), the first of the best three turns holding one goes first
     when the best turn holds none ("when do I water plants": "I water them every Sunday." above "I keep a
-    monstera and two snake plants"). Only the order of the first three changes, never which turns are returned."""
+    monstera and two snake plants"), and is no acknowledgement of its neighbour for that search. Only the order of
+    the first three changes, never which turns are returned. Off: small-store suite fact P@1 dev 0.857 -> 0.952,
+    held out 0.885 -> 0.923, but LoCoMo dev evid_recall@1 0.479 -> 0.475 and MRR 0.642 -> 0.641 (@5 / @10
+    unchanged: a "When did…" gold turn often holds no time of its own, the date is the session's), and the agent
+    suites were not measured (docs/design-notes/small-store.md, "Third round")."""
     cold_penalty: float = Field(default=1.0, ge=0.0, le=100.0)
     """The cold tier is a ranking prior, never a gate: a turn the compaction moved to the cold tier loses this
     much of its fused score (zscore fusion: this many standard deviations; rrf: its score is divided by
