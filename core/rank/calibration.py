@@ -4,7 +4,8 @@ With an embedder whose cosines were calibrated (the default e5, :data:`COSINE_EM
 item::
 
     relevance = max(sigmoid((cosine - midpoint) / scale + coverage_logit * coverage
-                            + reference_logit * (cosine - reference) + cjk_logit * cjk),
+                            + reference_logit * (cosine - reference) + cjk_logit * cjk
+                            - slot_logit * unfilled),
                     COVERAGE_WEIGHT * coverage ** 2)
 
 * ``cosine``: the similarity of the query's and the item's own e5 vectors (the main route's vector channel
@@ -16,6 +17,10 @@ item::
   a chat's topic whose answer is absent ("What does Lena's husband do?" over "Lena moved to Coimbra") — and an
   item's cosine counts for less the closer its query already is to text that says nothing. It depends on the query
   alone, never on the store, so scores still mean the same in every store.
+* ``unfilled``: 1 when the item does not hold what the question asks for (:mod:`memory_ext.rank.answer_slot`:
+  a time for "when", a name for "叫什么", the thing or a name for "what airline"); ``slot_logit`` is
+  ``recall.answer_slot_logit``, chosen as the largest that keeps every rank-1 gold item of the LoCoMo dev
+  calibration stores at >= 0.5.
 * ``cjk``: the query's share of CJK characters. Chinese questions lie closer to the Chinese turns of their topic
   than English ones do, even measured from the reference; :data:`CJK_LOGIT` was chosen on the small-store
   suite's dev chats (LoCoMo holds no Chinese).
