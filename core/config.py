@@ -212,6 +212,26 @@ class RecallConfig(_Section):
     """The second hop runs only when the first ranking's best turn has at least this bounded relevance (the
     ``item.score`` it would get, :mod:`memory_ext.rank.calibration`): a question the store has nothing close to
     is not expanded with unrelated turns (0: always). It never runs on a plan with an action or slot route."""
+    answer_slot_logit: float = Field(default=1.0, ge=0.0, le=20.0)
+    """Item scores only (``item.score``; rankings never change): with the default e5 embedder, the logits taken
+    from an item that does not fill the slot its question asks for (:mod:`memory_ext.rank.answer_slot`: no time
+    in the turn for "when", no name for "what's her name" or "叫什么", no number for "how much" or "多少", neither
+    the thing asked nor a name for "what airline" or "哪个车次"); 0: off. 1.0 is the largest of 0.5-3 for which
+    every LoCoMo dev conversation still scores all its rank-1 gold turns at >= 0.5 at every store size
+    (``memext bench calibration``; 1.25 lost one of 14 in conv-26's 10-turn stores): there the first result of
+    a question whose answer the store lacks scores < 0.5 in 0.57 / 0.23 of the 3- / 10-turn stores (0.50 / 0.13
+    without). Small-store suite, no-answer questions below 0.5: dev 0.870 -> 0.913, held out 0.696 -> 0.826
+    (docs/design-notes/small-store.md)."""
+    answer_slot_first: bool = False
+    """For a question asking for a kind of value (a time, a number, a name, a person:
+    :func:`memory_ext.rank.answer_slot.slot_first`), the first of the best three turns holding one goes first
+    when the best turn holds none ("when do I water plants": "I water them every Sunday." above "I keep a
+    monstera and two snake plants"), and is no acknowledgement of its neighbour for that search. Only the order of
+    the first three changes, never which turns are returned. Off: small-store suite fact P@1 dev 0.857 -> 0.952,
+    held out 0.885 -> 0.923, but LoCoMo dev evid_recall@1 0.479 -> 0.475 and MRR 0.642 -> 0.641 (@5 / @10
+    unchanged: a "When did…" gold turn often holds no time of its own, the date is the session's) and the agent
+    bench's memory suite hit@1 0.846 -> 0.833, MRR 0.904 -> 0.897 (docs/design-notes/small-store.md, "Third
+    round")."""
     cold_penalty: float = Field(default=1.0, ge=0.0, le=100.0)
     """The cold tier is a ranking prior, never a gate: a turn the compaction moved to the cold tier loses this
     much of its fused score (zscore fusion: this many standard deviations; rrf: its score is divided by

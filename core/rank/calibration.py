@@ -4,7 +4,8 @@ With an embedder whose cosines were calibrated (the default e5, :data:`COSINE_EM
 item::
 
     relevance = max(sigmoid((cosine - midpoint) / scale + coverage_logit * coverage
-                            + reference_logit * (cosine - reference) + cjk_logit * cjk),
+                            + reference_logit * (cosine - reference) + cjk_logit * cjk
+                            - slot_logit * unfilled),
                     COVERAGE_WEIGHT * coverage ** 2)
 
 * ``cosine``: the similarity of the query's and the item's own e5 vectors (the main route's vector channel
@@ -16,6 +17,10 @@ item::
   a chat's topic whose answer is absent ("What does Lena's husband do?" over "Lena moved to Coimbra") — and an
   item's cosine counts for less the closer its query already is to text that says nothing. It depends on the query
   alone, never on the store, so scores still mean the same in every store.
+* ``unfilled``: 1 when the item does not hold what the question asks for (:mod:`memory_ext.rank.answer_slot`:
+  a time for "when", a name for "叫什么", the thing or a name for "what airline"); ``slot_logit`` is
+  ``recall.answer_slot_logit``, chosen as the largest that keeps every rank-1 gold item of the LoCoMo dev
+  calibration stores at >= 0.5.
 * ``cjk``: the query's share of CJK characters. Chinese questions lie closer to the Chinese turns of their topic
   than English ones do, even measured from the reference; :data:`CJK_LOGIT` was chosen on the small-store
   suite's dev chats (LoCoMo holds no Chinese).
@@ -71,13 +76,15 @@ import numpy as np
 
 from ..text import tokenize
 from ..text.tokenize import cjk_ratio
+from .answer_slot import answer_slot, fills
 
 if TYPE_CHECKING:
     from ..recall.base import Hits
 
 __all__ = ["CJK_LOGIT", "COVERAGE_WEIGHT", "NEAR_WEIGHT", "CosineCalibration", "REFERENCE_TEXTS", "SENTENCE_MIXED",
            "TURN_VECTORS", "ZSCORE_MIDPOINT", "ZSCORE_SCALE", "background_cosine", "bounded_scores",
-           "cosine_calibration", "cosine_relevance", "coverage", "item_cosines", "reference_cosine", "relevance"]
+           "cosine_calibration", "cosine_relevance", "coverage", "item_cosines", "reference_cosine", "relevance",
+           "unfilled"]
 
 ZSCORE_MIDPOINT = 10.0
 """The fused z-score sum that maps to 0.5."""
@@ -107,6 +114,10 @@ class CosineCalibration:
     """Logits per unit of cosine above the query's reference (:func:`reference_cosine`); 0: not used."""
     cjk_logit: float = 0.0
     """Logits added for a query written in Chinese (times its share of CJK characters); 0: not used."""
+    slot_logit: float = 0.0
+    """Logits taken from an item that does not fill the slot its question asks for
+    (:mod:`memory_ext.rank.answer_slot`: no time for "when", no name for "what's her name", neither the thing
+    nor a name for "what airline"); 0: not used."""
 
     def logit(self, cosine: float, cover: float, background: float | None = None,
               reference: float | None = None, cjk: float = 0.0) -> float:
@@ -207,10 +218,12 @@ def reference_cosine(query_vector: np.ndarray | None, embedder: Any) -> float | 
 
 
 def cosine_relevance(cosine: float, cover: float, calibration: CosineCalibration = SENTENCE_MIXED,
-                     background: float | None = None, reference: float | None = None, cjk: float = 0.0) -> float:
+                     background: float | None = None, reference: float | None = None, cjk: float = 0.0, *,
+                     unfilled: bool = False) -> float:
     """The absolute relevance of one item from its cosine, the query coverage of its text, (when known) the
-    query's background and reference cosines and the query's share of CJK characters."""
-    x = calibration.logit(cosine, cover, background, reference, cjk)
+    query's background and reference cosines, the query's share of CJK characters and whether the item leaves
+    the question's slot unfilled (``calibration.slot_logit`` taken off)."""
+    x = calibration.logit(cosine, cover, background, reference, cjk) - (calibration.slot_logit if unfilled else 0.0)
     return 1.0 / (1.0 + math.exp(-x)) if x >= -700 else 0.0
 
 
@@ -229,6 +242,13 @@ def coverage(query_words: set[str], text: str) -> float:
     if not query_words:
         return 0.0
     return len(query_words & set(tokenize(text))) / len(query_words)
+
+
+def unfilled(query: str, texts: Sequence[str]) -> list[bool]:
+    """Whether each of ``texts`` leaves the slot ``query`` asks for unfilled
+    (:func:`memory_ext.rank.answer_slot.fills` is False); all False when it asks none."""
+    slot = answer_slot(query)
+    return [bool(slot) and fills(slot, text, query) is False for text in texts]
 
 
 def bounded_scores(fused: Sequence[float], *, texts: Sequence[str] | None = None, query: str | None = None,
@@ -253,8 +273,10 @@ def bounded_scores(fused: Sequence[float], *, texts: Sequence[str] | None = None
     covers = [coverage(words, t) for t in texts] if words and texts is not None else None
     if cosines is not None:
         cjk = cjk_ratio(query) if query else 0.0
-        out = [cosine_relevance(c, v, calibration, background, reference, cjk)
-               for c, v in zip(cosines, covers or [0.0] * len(cosines), strict=True)]
+        empty = (unfilled(query, texts) if calibration.slot_logit and query and texts is not None
+                 else [False] * len(cosines))
+        out = [cosine_relevance(c, v, calibration, background, reference, cjk, unfilled=u)
+               for c, v, u in zip(cosines, covers or [0.0] * len(cosines), empty, strict=True)]
     else:
         out = [relevance(value, fusion=fusion, rrf_max=rrf_max) for value in fused]
     if covers is not None:

@@ -23,6 +23,7 @@ from ..plan.heuristic import plan_search
 from ..plan.llm_planner import Planner
 from ..plan.procedures import fit_to_store
 from ..plan.strategy import strategy_for
+from ..rank.answer_slot import SLOT_TOP, slot_first
 from ..rank.calibration import background_cosine, bounded_scores, cosine_calibration, item_cosines, reference_cosine
 from ..rank.carriers import after_carriers
 from ..rank.rerank import Reranker
@@ -42,7 +43,7 @@ from .recall import CONVERSATION_GOALS, Recalled, plan_calls, recall
 from .request import SearchRequest, parse_request
 from .rerank import rerank
 from .scope import scope_of
-from .select import select
+from .select import Selection, select
 from .slots import lift_slot_values
 
 __all__ = ["ReadPipeline"]
@@ -188,7 +189,9 @@ class ReadPipeline:
         carried = {at[d]: at[c] for d, c in (dependents or {}).items() if d in at and c in at}
         bounded = bounded_scores(fused_values, texts=[i.text for i in hydrated.items], query=request.query,
                                  fusion=self.fusion.name, rrf_max=best, cosines=cosines,
-                                 calibration=self._calibration, stats=stats, carriers=carried)
+                                 calibration=replace(self._calibration,
+                                                     slot_logit=self.config.recall.answer_slot_logit),
+                                 stats=stats, carriers=carried)
         out = []
         for n, (rid, item, fused_value, score) in enumerate(
                 zip(hydrated.rids, hydrated.items, fused_values, bounded, strict=True)):
@@ -322,8 +325,13 @@ class ReadPipeline:
         selection = select(store, ns_id, cat, pool_rids, pool_scores, per_route=quota_routes,
                            routes=scored.routes, total=fused.total, k=max(k, POOL_MIN_K), config=cfg,
                            use_vectors=self.vector_index is not None)
-        if fused.dependents:  # diversification may have swapped a dependent turn above its carrier
-            ordered, ordered_scores = after_carriers(selection.rids, selection.scores, fused.dependents)
+        dependents = fused.dependents
+        if cfg.answer_slot_first and len(selection.rids) > 1:  # the turn holding the asked kind of value first
+            selection, moved = _slot_first(selection, query, text_of, cat)
+            if moved is not None:  # a short turn holding the value asked ("老师姓林。") answers it: no acknowledgement
+                dependents = {d: c for d, c in dependents.items() if d != moved}
+        if dependents:  # diversification may have swapped a dependent turn above its carrier
+            ordered, ordered_scores = after_carriers(selection.rids, selection.scores, dependents)
             selection = replace(selection, rids=ordered, scores=ordered_scores)
         selection = replace(selection, rids=selection.rids[:k], scores=selection.scores[:k])
         for rid, step in selection.mmr.items():
@@ -335,7 +343,7 @@ class ReadPipeline:
                            request.explain, raw_scores=selection.scores)
         # bounded scores (rank/calibration.py): from each item's fused score and query coverage, monotone
         items = self._bounded(hydrated, cat, fused.total, selection.scores, selection.rids, scored, request,
-                              recalled, cold_penalty=scope.cold_penalty, dependents=fused.dependents)
+                              recalled, cold_penalty=scope.cold_penalty, dependents=dependents)
         if request.min_score is not None:  # below the caller's line: left out of the items and of the context
             items = [item for item in items if item.score >= request.min_score]
         timings = {f"channel.{n}": v for n, v in recalled.timings_ms.items()}
@@ -357,3 +365,18 @@ class ReadPipeline:
         return SearchResult(query=query, items=tuple(items), context=context, plan=plan,
                             channel_errors=tuple(errors), warnings=warnings, timings_ms=timings,
                             trace=trace_data), pending, waited_ms
+
+
+def _slot_first(selection: Selection, query: str, text_of: Callable[[Sequence[int]], Mapping[int, str]],
+                cat: Catalog) -> tuple[Selection, int | None]:
+    """``selection`` with the turn :func:`memory_ext.rank.answer_slot.slot_first` names moved first (its score
+    raised to the first one's), and that turn's rid; ``(selection, None)`` when it names none."""
+    head = [int(p) for p in cat.pos_of(np.asarray(selection.rids[:SLOT_TOP], np.int64))]
+    texts = text_of([p for p in head if p >= 0])
+    j = slot_first(query, [texts.get(p, "") for p in head])
+    if j is None:
+        return selection, None
+    rids, scores = list(selection.rids), list(selection.scores)
+    rids.insert(0, rids.pop(j))
+    scores.insert(0, max(scores.pop(j), scores[0]))
+    return replace(selection, rids=rids, scores=scores), rids[0]

@@ -1,0 +1,286 @@
+"""Does a turn fill the slot a question asks for? (pure functions, no model)
+
+A question near a chat's topic whose answer the chat does not hold ("What airline is mom flying?" over "Mom's
+flight got rebooked: she lands at Heathrow…", "陈静的生日是哪天？" over "我最好的朋友叫陈静，她在深圳当律师。")
+has a high cosine and covers most of its words in the topic's turns: what is missing is the *slot*, the one thing
+asked. :func:`answer_slot` reads it from the question:
+
+* its **kind**, when the question word fixes one a value can be checked for: ``time`` (when, what time, 什么时候,
+  哪天, 几点, a birthday, 生日), ``number`` (how many / much / old, 多少, 几个, a budget, a phone number, 价格),
+  ``name`` (what's X's name, called, 叫什么, 姓什么) and ``person`` (who, 谁; a name or a person word);
+* its **focus**, the noun naming the thing asked ("what *laptop*", "which *phone*", "what's my *postcode*",
+  "什么*交通工具*", "哪个*车次*", "我的*血型*是什么").
+
+:func:`fills` reads the turn: a slot with a kind is filled by a value of that kind the question does not already
+hold (a time, a number that is no time, a capitalised name, 叫/姓 + a name, a Latin name in Chinese, a person word
+that is not the question's own person: "我儿子小宇" names 小宇 of "小宇的班主任是谁", it is no answer to it); a
+focus by the focus word itself, or by a name that may be an instance of it ("which phone" — "a Pixel 8",
+"什么牌子" — "La Sportiva", "什么车" — "一辆比亚迪海豹"). A question with neither (where, why, how, yes/no)
+gives no slot, and every turn passes.
+
+The calibration (:mod:`memory_ext.rank.calibration`) lowers the logit of an item that does not fill its question's
+slot by ``SLOT_LOGIT``: a score, not a ranking.
+
+>>> answer_slot("What airline is mom flying?")
+AnswerSlot(kind=None, focus=('airline',))
+>>> answer_slot("陈静的生日是哪天？")  # 生日 names a time: the kind says it all
+AnswerSlot(kind='time', focus=())
+>>> fills(answer_slot("陈静的生日是哪天？"), "我最好的朋友叫陈静，她在深圳当律师。", "陈静的生日是哪天？")
+False
+>>> fills(answer_slot("when do I water plants"), "I water them every Sunday.", "when do I water plants")
+True
+>>> fills(answer_slot("Where does Lena live now?"), "Lena moved to Coimbra.", "Where does Lena live now?") is None
+True
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from ..ingest.claim_words import PEOPLE, ZH_CITIES
+from ..text import extract_entities, segment, tokenize
+
+__all__ = ["SLOT_TOP", "AnswerSlot", "answer_slot", "fills", "slot_first"]
+
+KINDS: Final = ("time", "number", "name", "person")
+
+
+@dataclass(frozen=True)
+class AnswerSlot:
+    """What a question asks for: the kind of value (None: any) and the words naming the thing asked."""
+
+    kind: str | None
+    focus: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return self.kind is not None or bool(self.focus)
+
+
+# ----------------------------------------------------------------------------------------------- the question
+
+_EN_KIND: Final = (
+    ("time", re.compile(r"^\W*when\b|\bwhat (?:time|date|day|year|month)\b|\bwhich (?:year|month|day|date)\b|"
+                        r"\bhow long ago\b|\bsince when\b", re.I)),
+    ("number", re.compile(r"\bhow (?:many|much|old|far|tall|big|heavy|long)\b", re.I)),
+    ("name", re.compile(r"\bnamed?\b|\bcalled\b", re.I)),
+    ("person", re.compile(r"^\W*who(?:m|se)?\b", re.I)),
+)
+_ZH_KIND: Final = (
+    ("time", re.compile(r"什么时候|哪天|哪一天|几号|几点|几月|哪年|哪一年|何时|什么时间")),
+    ("number", re.compile(r"多少|几[个岁次口人天年位名台辆分块元]|多大|多高|多重|多远|多长")),
+    ("name", re.compile(r"叫什么|叫啥|什么名字|名字|姓什么|姓啥")),
+    ("person", re.compile(r"谁")),
+)
+_NOUN_KIND: Final = {
+    # nouns naming a value of one kind: "What's my landlord's phone number?", "陈静的生日是哪天？"
+    "time": ("birthday", "date", "deadline", "anniversary", "生日", "日期", "时间"),
+    "number": ("budget", "price", "cost", "salary", "rent", "fee", "number", "age", "weight", "height", "score",
+               "postcode", "zip", "预算", "价格", "工资", "房租", "费用", "号码", "电话", "年龄", "体重", "身高",
+               "分数", "车牌号", "邮编"),
+    "name": ("name", "名字"),
+}
+_EN_AUX: Final = frozenset(
+    "is are was were do does did am 's has have had will would can could should of the a an my your "
+    "our their his her its this that".split())
+_EN_NP_STOP: Final = frozenset(
+    "at in on for of from to with about by do does did is are was were will would can could i you we he she they "
+    "it my your".split())
+_EN_WHAT: Final = re.compile(r"\b(?:what|which)\b((?:\s+[a-z][\w'-]*){1,3}?)\s+"
+                             r"(?:do|does|did|is|are|was|were|am|has|have|had|will|would|can|could)\b", re.I)
+_EN_WHATS: Final = re.compile(r"\bwhat(?:'s|\s+is|\s+was|\s+are|\s+were)\s+((?:[\w'-]+\s*){1,6})", re.I)
+_ZH_FOCUS: Final = re.compile(
+    r"(?:(?<!为)什么|哪个|哪家|哪款|哪种|哪所|哪(?![里儿天一年些位])|啥)([\u4e00-\u9fff]{1,6})")
+_ZH_SUBJECT: Final = re.compile(r"([\u4e00-\u9fff]{2,8}?)(?:是|叫)(?:什么|多少|哪|谁|啥)")
+_ZH_FUNCTION: Final = frozenset("的了是在有和也都就还不没这那个一吗呢吧啊么着过去来做用我你他她它们家")
+_KIND_OF: Final = re.compile(r"\b(?:kinds?|types?|sorts?)\s+of\b")
+_ZH_NOT_FOCUS: Final = frozenset(("时候", "时间", "名字", "地方", "样", "么", "里", "儿", "天", "一天"))
+
+
+def _en_focus(question: str) -> list[str]:
+    """The head noun of the thing an English question asks for ("what's my landlord's phone number" -> number,
+    "which insurance company do I use" -> company); [] when it names none."""
+    low = _KIND_OF.sub(" ", question.lower())
+    words: list[str] = []
+    m = _EN_WHATS.search(low)
+    if m:  # "what's my landlord's phone number" -> phone number
+        for word in m.group(1).split():
+            word = word.strip("?.!,")
+            if word in _EN_NP_STOP and words:
+                break
+            if word.endswith("'s"):  # a possessor: the thing asked is what follows
+                words = []
+            elif word and word not in _EN_AUX:
+                words.append(word)
+    else:
+        m = _EN_WHAT.search(low)
+        if m:  # "what laptop do I use", "which insurance company do I use"; not "what made Gina choose"
+            for word in m.group(1).split():
+                word = word.strip("?.!,")
+                if word in _EN_NP_STOP or word in _EN_AUX:
+                    break
+                words.append(word)
+    return words[-1:]
+
+
+def _zh_focus(question: str) -> list[str]:
+    """The nouns a Chinese question asks about: the word after 什么 / 哪个 (什么交通工具, 哪个车次) and the
+    subject of "X是什么 / X叫什么" (我的血型是什么, 客户公司叫什么)."""
+    out: list[str] = []
+    for m in _ZH_FOCUS.finditer(question):
+        words = segment.lcut(m.group(1))
+        if words and words[0] not in _ZH_NOT_FOCUS and words[0] not in _ZH_FUNCTION:
+            out.append(words[0])
+    for m in _ZH_SUBJECT.finditer(question):
+        run = m.group(1)
+        cut = max((i for i, c in enumerate(run) if c in _ZH_FUNCTION), default=-1)
+        if len(run) - cut - 1 >= 2:
+            out.append(run[cut + 1:])
+    return out
+
+
+def answer_slot(question: str) -> AnswerSlot:
+    """The kind of value and the focus words ``question`` asks for (see the module docstring).
+
+    >>> answer_slot("What's my landlord's phone number?")
+    AnswerSlot(kind='number', focus=('number',))
+    >>> answer_slot("我妈坐哪个车次？"), answer_slot("小宇的班主任是谁？").kind
+    (AnswerSlot(kind=None, focus=('车次',)), 'person')
+    >>> bool(answer_slot("why did we move")), bool(answer_slot("does she eat pork?"))
+    (False, False)
+    """
+    zh = bool(re.search(r"[\u4e00-\u9fff]", question))
+    kind = next((name for name, pattern in (_ZH_KIND if zh else _EN_KIND) if pattern.search(question)), None)
+    focus = _zh_focus(question) if zh else _en_focus(question)
+    if kind is None:
+        for name, nouns in _NOUN_KIND.items():
+            if any(f == n or (zh and f.endswith(n)) for f in focus for n in nouns) or (
+                    not zh and focus and focus[-1] in nouns):
+                kind = name
+                break
+    if kind is not None and kind != "number":
+        focus = [f for f in focus if f not in _NOUN_KIND.get(kind, ())]
+    return AnswerSlot(kind=kind, focus=tuple(dict.fromkeys(focus)))
+
+
+# --------------------------------------------------------------------------------------------------- the turn
+
+_EN_TIME: Final = re.compile(
+    r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b|\b(?:january|february|march|april|may|june|july|august"
+    r"|september|october|november|december)\b|\b\d{1,2}(?::\d{2})?\s*(?:am|pm)\b|\b\d{1,2}:\d{2}\b"
+    r"|\b\d{1,2}(?:st|nd|rd|th)\b|\b(?:noon|midnight|mornings?|afternoons?|evenings?|nights?|weekends?|tonight"
+    r"|today|tomorrow|yesterday|weekly|daily|monthly|yearly|annually)\b|\b(?:19|20)\d\d\b"
+    r"|\b(?:last|next|this|every|each)\s+(?:week|month|year|day|time|spring|summer|fall|autumn|winter)\b"
+    r"|\b\w+\s+(?:days?|weeks?|months?|years?)\s+ago\b|\b(?:spring|summer|autumn|winter)\b|\bago\b"
+    r"|\b(?-i:Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)\b|\b\d{1,4}[/-]\d{1,2}(?:[/-]\d{1,4})?\b",
+    re.IGNORECASE)
+_ZH_NUM: Final = "[0-9０-９一二三四五六七八九十两百千万零半几]"
+_ZH_TIME: Final = re.compile(
+    rf"[每上下这本]?(?:周|星期|礼拜)[一二三四五六日天末]|[上下中]午|早上|晚上|傍晚|凌晨|今天|明天|昨天|前天|后天|今晚|"
+    rf"[上下这本每]个?(?:周|星期|月|礼拜)|(?:今|明|去|前)年|每天|每年|每晚|春节|国庆|元旦|中秋|"
+    rf"{_ZH_NUM}+(?:点|号|日|月|年)(?:半|{_ZH_NUM}+分)?|{_ZH_NUM}+(?:天|周|个月|年)(?:前|后|以后|之后)")
+_NUMBER: Final = re.compile(r"\d|[一二三四五六七八九十两半][一二三四五六七八九十两百千万零]*|[百千万]")
+_EN_NUMBER_WORD: Final = re.compile(
+    r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|(?:thir|four|fif|six|seven|eigh|nine)teen"
+    r"|(?:twen|thir|for|fif|six|seven|eigh|nine)ty|hundred|thousand|million|billion|dozen|half|a couple|a few"
+    r"|several|once|twice)\b", re.I)
+_EN_CALLED: Final = re.compile(r"\b(?:called|named|name is|name's)\s+\"?([A-Za-z][\w'-]*)")
+_ZH_CALLED: Final = re.compile(r"(?:叫|姓|名叫|叫做)([\u4e00-\u9fffA-Za-z]{1,4})")
+_LATIN: Final = re.compile(r"[A-Za-z][A-Za-z0-9-]+")
+_MODEL: Final = re.compile(r"\b[a-z]+[A-Z][\w-]*|\b[A-Z]+\d[\w-]*")
+_ZH_OBJECT: Final = re.compile(r"[一两这那](?:辆|台|部|家|款|套|只|条|所|位)")
+
+
+def _values(text: str, kind: str, question: str, zh: bool) -> bool:
+    """Whether ``text`` holds a value of ``kind`` that ``question`` does not already hold."""
+    q_low = question.casefold()
+    if kind == "time":
+        return bool(_EN_TIME.search(text) or (zh and _ZH_TIME.search(text)))
+    if kind == "number":
+        masked = (_ZH_TIME if zh else _EN_TIME).sub(" ", text)
+        return bool(_NUMBER.search(masked) or _EN_NUMBER_WORD.search(masked))
+    names = _names(text, zh)
+    fresh = [n for n in names if n.casefold() not in q_low]
+    if kind == "name":
+        called = (_ZH_CALLED if zh else _EN_CALLED).findall(text)
+        return any(c.casefold() not in q_low and c[:1] not in ("什", "啥") for c in called) or bool(
+            [n for n in fresh if " " not in n and not zh])
+    # person: a name, or a person word that is not the question's own person (apposition: "我儿子小宇")
+    if fresh:
+        return True
+    low = text.casefold()
+    q_words = set(tokenize(question))
+    for word in PEOPLE:
+        at = low.find(word)
+        if at < 0 or word in q_low:
+            continue
+        if not zh and not re.search(rf"\b{re.escape(word)}s?\b", low):
+            continue
+        after = low[at + len(word): at + len(word) + 12]
+        if any(w and after.lstrip(" ,").startswith(w) for w in q_words):
+            continue  # "my daughter Mia" when Mia is asked about
+        return True
+    return False
+
+
+def _names(text: str, zh: bool) -> list[str]:
+    """Names in ``text``: capitalised words and runs, Latin words inside Chinese, cities, proper nouns."""
+    out = [e for e in extract_entities(text) if not _NUMBER.match(e)]
+    out += _MODEL.findall(text)  # iPhone, M3, X1: spelled like a product, not a word
+    if zh:
+        out += _LATIN.findall(text)
+        out += [c for c in ZH_CITIES if c in text]
+    return out
+
+
+def _has_focus(text: str, focus: tuple[str, ...], zh: bool) -> bool:
+    if zh:
+        return any(f in text or (len(f) >= 3 and f[-2:] in text) for f in focus)
+    words = set(tokenize(text))
+    return any(set(tokenize(f)) & words for f in focus)
+
+
+def fills(slot: AnswerSlot, text: str, question: str) -> bool | None:
+    """Whether ``text`` fills ``slot`` (see the module docstring); None when the question asks no slot.
+
+    >>> q = "What's the budget for the Acme project?"
+    >>> fills(answer_slot(q), "Kenji from Acme will join remotely.", q)
+    False
+    >>> q = "我开什么车？"
+    >>> fills(answer_slot(q), "卡罗拉卖掉了，上周提了一辆比亚迪海豹。", q)
+    True
+    """
+    if not slot:
+        return None
+    zh = bool(re.search(r"[\u4e00-\u9fff]", question))
+    if slot.kind is not None:
+        return _values(text, slot.kind, question, zh)
+    if _has_focus(text, slot.focus, zh):
+        return True
+    q_low = question.casefold()
+    if zh and _ZH_OBJECT.search(text):
+        return True  # "一辆比亚迪海豹": a counted thing
+    return any(n.casefold() not in q_low for n in _names(text, zh))
+
+
+SLOT_TOP: Final = 3
+""":func:`slot_first` looks this deep: the answer the e5 ranking puts just under a turn of its topic."""
+
+
+def slot_first(question: str, texts: Sequence[str], *, top: int = SLOT_TOP) -> int | None:
+    """The index (below 0, within ``top``) of the turn to put first: the first of ``texts`` (a ranking's best
+    turns, best first) that fills the slot of a question asking for a kind of value (a time, a number, a name, a
+    person) when the first one does not ("when do I water plants": "I water them every Sunday." above "I keep a
+    monstera and two snake plants"); None to keep the order. A question naming only a thing is left alone.
+
+    >>> slot_first("雅思考试是哪天？", ["我在准备雅思考试，目标是总分七分。", "加油！", "考试定在六月二十号。"])
+    2
+    >>> slot_first("which plants do I have", ["I water them every Sunday.", "I keep a monstera."]) is None
+    True
+    """
+    slot = answer_slot(question)
+    if slot.kind is None or not texts or fills(slot, texts[0], question) is not False:
+        return None
+    return next((i for i in range(1, min(top, len(texts))) if fills(slot, texts[i], question)), None)

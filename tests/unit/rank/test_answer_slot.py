@@ -1,0 +1,151 @@
+"""The slot a question asks for (:mod:`memory_ext.rank.answer_slot`) and the score of a turn that leaves it empty:
+a chat about a topic is not an answer to every question about that topic."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memory_ext import MemoryEngine
+from memory_ext.rank.answer_slot import AnswerSlot, answer_slot, fills, slot_first
+from memory_ext.rank.calibration import SENTENCE_MIXED, bounded_scores, unfilled
+
+
+@pytest.mark.parametrize(("question", "kind", "focus"), [
+    ("When is Mia's birthday?", "time", ()),
+    ("what do I do when it rains", None, ()),  # "when" inside the question is no question word
+    ("How many guests are coming to the wedding?", "number", ()),
+    ("What's my landlord's phone number?", "number", ("number",)),
+    ("What is Mia's teacher's name?", "name", ()),
+    ("Who is the best man?", "person", ()),
+    ("Which insurance company do I use?", None, ("company",)),
+    ("What kind of music does Tom like?", None, ("music",)),
+    ("Where does Lena live now?", None, ()),
+    ("why did we move", None, ()),
+    ("雅思考试是哪天？", "time", ("雅思考试",)),
+    ("钢琴课多少钱一节？", "number", ()),
+    ("我的房东叫什么名字？", "name", ("房东",)),
+    ("伴郎是谁？", "person", ("伴郎",)),
+    ("我们坐什么交通工具去？", None, ("交通工具",)),
+    ("我现在用什么电脑写代码？", None, ("电脑",)),
+    ("我的血型是什么？", None, ("血型",)),
+    ("国庆去哪里旅游？", None, ()),
+    ("为什么下午不喝咖啡", None, ()),
+])
+def test_the_slot_of_a_question(question: str, kind: str | None, focus: tuple[str, ...]) -> None:
+    assert answer_slot(question) == AnswerSlot(kind=kind, focus=focus)
+
+
+@pytest.mark.parametrize(("question", "turn", "filled"), [
+    # the answer fills the slot, in other words than the question's
+    ("when do I water the plants", "I water them every Sunday.", True),
+    ("When did Caroline go to the support group?", "I went to a LGBTQ support group yesterday.", True),
+    ("how many guests", "We have about eighty guests.", True),
+    ("What's my dog called?", "He's a beagle called Biscuit, three years old.", True),
+    ("who joins remotely", "Kenji from Acme will join remotely.", True),
+    ("which phone do I have?", "I finally replaced the old iPhone — I'm on a Pixel 8 now.", True),
+    ("What language am I learning?", "I'm learning Portuguese on Duolingo.", True),
+    ("雅思考试是哪天？", "考试定在六月二十号。", True),
+    ("我家猫叫什么名字", "它叫年糕，是一只橘猫，今年四岁。", True),
+    ("我开什么车？", "卡罗拉卖掉了，上周提了一辆比亚迪海豹。", True),
+    ("我最好的朋友是谁？", "我最好的朋友叫陈静，她在深圳当律师。", True),
+    ("婚礼请多少客人", "大概请一百个客人。", True),
+    # the topic without the answer
+    ("When do I water the plants?", "I keep a monstera and two snake plants in the living room.", False),
+    ("What's the budget for the Acme project?", "Kenji from Acme will join remotely.", False),
+    ("What is Mia's teacher's name?", "My daughter Mia turns seven on May 3rd.", False),
+    ("牙医叫什么名字？", "牙医诊所打电话来，说预约推迟到下周四下午两点。", False),
+    ("钢琴课多少钱一节？", "钢琴老师换了时间，以后是每周三下午五点。", False),  # times are no prices
+    ("陈静的生日是哪天？", "我最好的朋友叫陈静，她在深圳当律师。", False),
+    ("小宇的班主任是谁？", "我儿子小宇在读二年级，每周六上午学游泳。", False),  # 儿子 is 小宇 himself
+    ("我们坐什么交通工具去？", "国庆我们打算去成都玩，吃火锅看熊猫。", True),  # a name may be the thing: kept
+    ("我报了哪个培训班？", "我在准备雅思考试，目标是总分七分。", False),
+    # no slot: nothing to check
+    ("Where does Lena live now?", "Lena moved to Coimbra last month.", None),
+    ("我晚上吃主食吗", "我最近在减肥，晚上不吃主食。", None),
+])
+def test_whether_a_turn_fills_the_slot(question: str, turn: str, filled: bool | None) -> None:
+    assert fills(answer_slot(question), turn, question) is filled
+
+
+def test_only_the_turns_that_leave_the_slot_empty_lose_score() -> None:
+    question = "When is Mia's birthday party?"
+    texts = ["Mia's party is on Saturday at the climbing gym.", "Mia wants a unicorn cake for her party."]
+    assert unfilled(question, texts) == [False, True]
+    cosines = [0.93, 0.93]
+    off = bounded_scores([0.0, 0.0], texts=texts, query=question, cosines=cosines, stats=(None, 0.85))
+    on = bounded_scores([0.0, 0.0], texts=texts, query=question, cosines=cosines, stats=(None, 0.85),
+                        calibration=SENTENCE_MIXED.__class__(**{**SENTENCE_MIXED.__dict__, "slot_logit": 3.0}))
+    assert on[0] == off[0] and on[1] < off[1]  # the answer keeps its score; the cap still holds
+    alone = bounded_scores([0.0], texts=texts[1:], query=question, cosines=cosines[1:], stats=(None, 0.85),
+                           calibration=SENTENCE_MIXED.__class__(**{**SENTENCE_MIXED.__dict__, "slot_logit": 3.0}))
+    assert alone[0] < off[1]
+
+
+CHATS = {
+    "en": (["My mom is flying in on the 12th, landing at Gatwick around 6pm.",
+            "Do you need a reminder to pick her up?",
+            "Yes please, an hour before.",
+            "My sister Lena lives in Porto, she teaches chemistry at a high school there."],
+           "When does my mom land?", "What's Lena's phone number?"),
+    "zh": (["我约了下周二上午九点看牙医。", "好的，需要提醒吗？", "需要，前一天晚上提醒我。",
+            "我最好的朋友叫陈静，她在深圳当律师。"],
+           "我什么时候看牙医？", "陈静的生日是哪天？"),
+}
+
+
+@pytest.mark.parametrize("language", sorted(CHATS))
+def test_a_near_topic_question_without_its_answer_scores_lower_and_the_ranking_stays(
+        tmp_path: Path, language: str) -> None:
+    turns, answered, absent = CHATS[language]
+    results = {}
+    for logit in (0.0, 3.0):
+        with MemoryEngine.open(tmp_path / f"{language}-{logit}",
+                               config={"recall": {"answer_slot_logit": logit}}) as engine:
+            engine.add_turns([{"role": "user" if i % 2 == 0 else "assistant", "content": t}
+                              for i, t in enumerate(turns)], "chat")
+            results[logit] = {q: engine.search(q, "chat", k=4).items for q in (answered, absent)}
+    for q in (answered, absent):  # scores only: the same turns in the same order
+        assert [i.text for i in results[0.0][q]] == [i.text for i in results[3.0][q]]
+    assert results[3.0][answered][0].score == results[0.0][answered][0].score
+    assert results[3.0][answered][0].score >= 0.5
+    assert results[3.0][absent][0].score < results[0.0][absent][0].score
+
+
+@pytest.mark.parametrize(("question", "texts", "first"), [
+    ("when do I water the plants", ["I keep a monstera and two snake plants in the living room.",
+                                    "Lovely. The monstera likes bright indirect light.", "I water them every Sunday."],
+     2),
+    ("雅思考试是哪天？", ["我在准备雅思考试，目标是总分七分。", "加油！口语和写作需要多练。",
+                  "考试定在六月二十号。"], 2),
+    ("钢琴老师姓什么", ["钢琴老师换了时间，以后是每周三下午五点。", "明白，周三下午五点。", "老师姓林。"], 2),
+    ("When is Mia's birthday?", ["My daughter Mia turns seven on May 3rd.", "How exciting!"], None),  # holds it
+    ("which plants do I have", ["I water them every Sunday.", "I keep a monstera."], None),  # no kind asked
+    ("when do I water the plants", ["I keep a monstera.", "Nice.", "Sounds right.", "Every Sunday."], None),
+])
+def test_the_best_three_turn_holding_the_asked_value_goes_first(question: str, texts: list[str],
+                                                                 first: int | None) -> None:
+    assert slot_first(question, texts) == first
+
+
+def test_slot_first_reorders_the_first_three_only_and_keeps_a_short_answer(tmp_path: Path) -> None:
+    turns = [("user", "I'm seeing a new dentist, Dr. Okafor, her clinic is on Mill Lane near the station."),
+             ("assistant", "Good to know, a clinic close to the station is handy."),
+             ("user", "The first cleaning is on October 3rd."),
+             ("assistant", "Noted."),
+             ("user", "钢琴老师换了时间，以后是每周三下午五点。"),
+             ("assistant", "明白，周三下午五点。"),
+             ("user", "老师姓林。"),
+             ("assistant", "好的，林老师。")]
+    ranked = {}
+    for on in (False, True):
+        with MemoryEngine.open(tmp_path / str(on), config={"recall": {"answer_slot_first": on}}) as engine:
+            engine.add_turns([{"role": r, "content": t} for r, t in turns], "chat")
+            ranked[on] = {q: [i.text for i in engine.search(q, "chat", k=5).items]
+                          for q in ("When is my dentist appointment?", "钢琴老师姓什么")}
+    for q, items in ranked[True].items():
+        assert sorted(items) == sorted(ranked[False][q])  # the same turns
+        assert items[3:] == ranked[False][q][3:]  # below the first three, the same order
+    assert ranked[True]["When is my dentist appointment?"][0] == "The first cleaning is on October 3rd."
+    assert ranked[True]["钢琴老师姓什么"][0] == "老师姓林。"
