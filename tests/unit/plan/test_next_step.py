@@ -107,3 +107,12 @@ def test_an_argument_that_names_a_tool_gives_its_name_and_an_id_gives_its_parame
     assert argument_names({"agent_tool_name": "get_user_dispute_history_7291", "account_id": "cc_8903_silver",
                            "transaction_id": "txn_a8f1", "arguments": {"user_id": "u-755"}}) == [
         "get_user_dispute_history_7291", "account_id", "transaction_id", "user_id"]
+
+
+def test_a_value_left_out_gives_nothing_but_a_call_of_placeholders_keeps_its_slots() -> None:
+    # a wrapper whose tool name a log hid: the inner call's parameters say what the step works with
+    assert argument_names({"agent_tool_name": "[hidden]", "arguments": '{"card_id": "c1", "reason": "lost"}'}) == [
+        "card_id", "reason"]
+    assert argument_names({"tool": "<redacted>", "account_id": "***", "user_id": "u-755"}) == ["user_id"]
+    # nothing but placeholders: the slots' names are all the call says
+    assert argument_names({"agent_tool_name": "[hidden]"}) == ["agent_tool_name"]
