@@ -9,9 +9,11 @@ from pathlib import Path
 
 from memory_ext import ActionState, MemoryEngine, Turn, derive_action_state
 from memory_ext.ingest.kinds import derive_kinds
+from memory_ext.models import SearchPlan
 from memory_ext.plan.derive import turns_from_messages
 from memory_ext.plan.heuristic import plan_search
 from memory_ext.plan.procedures import NEXT_STEP_ROUTE, QUIET_ACTION_WEIGHT, argument_names, fit_to_store
+from memory_ext.retrieval.procedures import action_shaped
 
 T0 = datetime(2026, 3, 2, 9, tzinfo=UTC)
 MANUALS = {
@@ -116,3 +118,35 @@ def test_a_value_left_out_gives_nothing_but_a_call_of_placeholders_keeps_its_slo
     assert argument_names({"tool": "<redacted>", "account_id": "***", "user_id": "u-755"}) == ["user_id"]
     # nothing but placeholders: the slots' names are all the call says
     assert argument_names({"agent_tool_name": "[hidden]"}) == ["agent_tool_name"]
+
+
+def _lift_plan(**state: object) -> SearchPlan:
+    plan = plan_search(REQUEST, now=None, speakers=(), action_state=ActionState(
+        last_tool_name="list_transactions", last_tool_args={"user_id": "u-755"}, **state))  # type: ignore[arg-type]
+    return fit_to_store(plan, has_procedures=True)
+
+
+def test_only_a_plan_with_a_next_step_route_and_nothing_missing_is_action_shaped() -> None:
+    assert action_shaped(_lift_plan())
+    assert not action_shaped(_lift_plan(failure_signal="HTTP 500"))
+    assert not action_shaped(_lift_plan(missing_slots=("account_id",)))
+    assert not action_shaped(plan_search(REQUEST, now=None, speakers=(), action_state=None))
+    assert not action_shaped(fit_to_store(plan_search(REQUEST, now=None, speakers=(), action_state=ActionState(
+        last_tool_name="list_transactions", last_tool_args={"user_id": "u-755"})), has_procedures=False))
+
+
+def test_between_two_calls_the_tool_pages_rank_above_the_prose(tmp_path: Path) -> None:
+    engine = _engine(tmp_path)
+    state = ActionState(current_subgoal=REQUEST, last_tool_name="lookup_customer",
+                        last_tool_args={"customer_email": "a@b.c"})  # a step that says nothing of the next one
+    try:
+        between = [i.external_ids[0] for i in engine.search(REQUEST, "agent", k=7, action_state=state).items]
+        plain = [i.external_ids[0] for i in engine.search(REQUEST, "agent", k=7).items]
+        failed = [i.external_ids[0] for i in engine.search(REQUEST, "agent", k=7, action_state=state.model_copy(
+            update={"failure_signal": "HTTP 500"})).items]
+    finally:
+        engine.close()
+    tool_pages = {"dispute", "card-replacement"}
+    assert set(between[:2]) == tool_pages, between
+    assert set(plain[:2]) != tool_pages, plain  # the request alone ranks the cash back prose first
+    assert set(failed[:2]) != tool_pages, failed  # after a failure the lesson's route decides, not the lift
