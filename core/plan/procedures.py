@@ -11,10 +11,11 @@ parameters a tool takes) and past procedures. The procedures that take what the 
 
 Where the namespace holds no procedure record the route is left out (:func:`fit_to_store`, run by the search
 pipeline once it knows the store). While the route is there (a call succeeded or is pending, nothing is missing,
-nothing failed), the action route — which asks for the tool just used, the step already taken — counts for
-``QUIET_ACTION_WEIGHT``: the documents that name the last tool describe the step behind the agent, and a generic
-tool name (a wrapper that runs other tools) would otherwise fill the top with the wrapper's own pages. After a
-failure the action route asks for the lesson at its full weight and there is no next-step route; a missing slot
+nothing failed), the action route — which asks for the tool just used, the step already taken — is left out: the
+documents that name the last tool describe the step behind the agent, and a generic tool name (a wrapper that runs
+other tools) would fill the top with the wrapper's own pages (at weight 0.05 it still kept its quota item right
+below the top: dropping it took τ² dev hit@1 / @3 / @10 from 0.276 / 0.375 / 0.607 to 0.311 / 0.429 / 0.618). After
+a failure the action route asks for the lesson at its full weight and there is no next-step route; a missing slot
 keeps the action route too.
 
 τ²-bench banking_knowledge dev (hashing embedder, ``memext bench agent --suites procedures``, memory-ext with the
@@ -41,8 +42,7 @@ from typing import Any, Final
 
 from ..models import SECONDARY_ROUTE_WEIGHT, ActionState, EvidenceRoute, RecordKind, RouteGoal, SearchPlan
 
-__all__ = ["NEXT_STEP_ROUTE", "NEXT_STEP_WEIGHT", "QUIET_ACTION_WEIGHT", "argument_names", "next_step_routes",
-           "fit_to_store"]
+__all__ = ["NEXT_STEP_ROUTE", "NEXT_STEP_WEIGHT", "argument_names", "next_step_routes", "fit_to_store"]
 
 NEXT_STEP_ROUTE: Final = "next-step"
 """The name of the route (``EvidenceRoute.name``; ``keyword@next-step`` in explain)."""
@@ -52,9 +52,6 @@ NEXT_STEP_WEIGHT: Final = SECONDARY_ROUTE_WEIGHT
 """The route's weight in the fusion (the main route weighs 1.0). A heavier route finds more next steps but puts
 them above what the request itself asks for (τ²-bench dev, hit@1 / @3 / @10: 0.265 / 0.311 / 0.492 at 0.5,
 0.230 / 0.274 / 0.555 at 1.0; the request alone 0.230 / 0.300 / 0.389)."""
-QUIET_ACTION_WEIGHT: Final = 0.05
-"""The action route's weight while a next-step route is there and nothing failed or is missing (0.25 gave
-0.222 / 0.283 / 0.501 with the route at 0.5: the wrapper's own pages took the second place)."""
 
 
 _IDENTIFIER_RE: Final = re.compile(r"[A-Za-z]+(?:_[A-Za-z]+)+(?:_\d+)?")
@@ -122,15 +119,15 @@ def next_step_routes(state: ActionState) -> list[EvidenceRoute]:
 
 def fit_to_store(plan: SearchPlan, *, has_procedures: bool) -> SearchPlan:
     """``plan`` as the namespace can serve its next-step route: where the namespace holds no procedure record the
-    route is left out (it would only add noise); where it does and no slot is missing, the action route counts
-    ``QUIET_ACTION_WEIGHT``. A plan without a next-step route is returned as it is.
+    route is left out (it would only add noise); where it does and no slot is missing, the action route is left
+    out (it asks for the step behind). A plan without a next-step route is returned as it is.
 
     >>> from memory_ext.models import ActionState
     >>> from memory_ext.plan.heuristic import plan_search
     >>> plan = plan_search("what next?", now=None, speakers=(), action_state=ActionState(
     ...     last_tool_name="lookup", last_tool_args={"user_id": "u1"}))
     >>> [(r.name, r.weight) for r in fit_to_store(plan, has_procedures=True).routes]
-    [('query', 1.0), ('action', 0.05), ('next-step', 0.5)]
+    [('query', 1.0), ('next-step', 0.5)]
     >>> [(r.name, r.weight) for r in fit_to_store(plan, has_procedures=False).routes]
     [('query', 1.0), ('action', 0.5)]
     """
@@ -141,6 +138,5 @@ def fit_to_store(plan: SearchPlan, *, has_procedures: bool) -> SearchPlan:
     elif any(r.goal == RouteGoal.SLOT for r in plan.routes):
         return plan
     else:
-        routes = [r.model_copy(update={"weight": QUIET_ACTION_WEIGHT})
-                  if r.goal == RouteGoal.ACTION and r.name == RouteGoal.ACTION.value else r for r in plan.routes]
+        routes = [r for r in plan.routes if not (r.goal == RouteGoal.ACTION and r.name == RouteGoal.ACTION.value)]
     return plan.model_copy(update={"routes": tuple(routes)})

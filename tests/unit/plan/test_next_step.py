@@ -12,7 +12,7 @@ from memory_ext.ingest.kinds import derive_kinds
 from memory_ext.models import SearchPlan
 from memory_ext.plan.derive import turns_from_messages
 from memory_ext.plan.heuristic import plan_search
-from memory_ext.plan.procedures import NEXT_STEP_ROUTE, QUIET_ACTION_WEIGHT, argument_names, fit_to_store
+from memory_ext.plan.procedures import NEXT_STEP_ROUTE, argument_names, fit_to_store
 from memory_ext.retrieval.procedures import action_shaped
 
 T0 = datetime(2026, 3, 2, 9, tzinfo=UTC)
@@ -98,7 +98,7 @@ def test_the_route_follows_a_call_only_while_nothing_failed_or_is_missing() -> N
     plan = plan_search("fix my cash back", now=None, speakers=(), action_state=ActionState(
         last_tool_name="list_transactions", last_tool_args=args))
     assert {r.name: r.queries for r in plan.routes}[NEXT_STEP_ROUTE] == ("user_id transaction_id",)
-    assert routes()["action"] == QUIET_ACTION_WEIGHT
+    assert "action" not in routes()  # between two calls the action route would ask for the step behind
     assert NEXT_STEP_ROUTE not in routes(failure_signal="HTTP 500")
     assert routes(missing_slots=("account_id",))["action"] == 0.5  # a missing slot keeps the action route
     # a store without procedures: no next-step route, the action route as it was
