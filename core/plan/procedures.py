@@ -42,7 +42,7 @@ from typing import Any, Final
 
 from ..models import SECONDARY_ROUTE_WEIGHT, ActionState, EvidenceRoute, RecordKind, RouteGoal, SearchPlan
 
-__all__ = ["NEXT_STEP_ROUTE", "NEXT_STEP_WEIGHT", "argument_names", "next_step_routes", "fit_to_store"]
+__all__ = ["NEXT_STEP_ROUTE", "NEXT_STEP_WEIGHT", "argument_names", "fit_to_store", "next_step_routes", "used_tools"]
 
 NEXT_STEP_ROUTE: Final = "next-step"
 """The name of the route (``EvidenceRoute.name``; ``keyword@next-step`` in explain)."""
@@ -101,6 +101,24 @@ def argument_names(args: Mapping[str, Any]) -> list[str]:
     if not out:  # every value left out: the slots' names are all there is
         out = [str(k) for k in args]
     return out[:MAX_ARGUMENT_NAMES]
+
+
+def used_tools(state: ActionState) -> frozenset[str]:
+    """The tools the agent has used in the recent turns: the calls' names (``recent_calls``, the last call) and
+    the tools a wrapper call named in its arguments (a snake_case value: ``run_tool(name="get_history")``).
+
+    >>> sorted(used_tools(ActionState(last_tool_name="call_tool", recent_calls=(
+    ...     {"name": "log_in", "args": {"user_id": "u1"}},
+    ...     {"name": "call_tool", "args": {"tool": "get_history", "arguments": '{"user_id": "u1"}'}}))))
+    ['call_tool', 'get_history', 'log_in']
+    """
+    calls = [*state.recent_calls, {"name": state.last_tool_name or "", "args": state.last_tool_args or {}}]
+    out = {str(c.get("name") or "") for c in calls}
+    for c in calls:
+        args = c.get("args")
+        out.update(v.strip() for v in (args.values() if isinstance(args, Mapping) else ())
+                   if isinstance(v, str) and _IDENTIFIER_RE.fullmatch(v.strip()))
+    return frozenset(out - {""})
 
 
 def next_step_routes(state: ActionState) -> list[EvidenceRoute]:

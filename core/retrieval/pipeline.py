@@ -296,7 +296,8 @@ class ReadPipeline:
                                    cfg.feedback_keep)
             feedback_ms = _ms(t_feedback)
         fused = lift_slot_values(fused, cat, text_of, request.action_state, query)  # a missing slot's value (slots.py)
-        fused = lift_procedures(fused, cat, plan)  # tool pages first between two calls (procedures.py)
+        # between two calls, the pages of tools not used yet first (procedures.py)
+        fused = lift_procedures(fused, cat, plan, request.action_state, text_of)
         pool_rids, pool_scores = fused.rids, fused.scores
         details = {rid: dict(parts) for rid, parts in fused.details.items()}
         rerank_ms: float | None = None

@@ -20,13 +20,16 @@ placeholder fix; 2.0: 0.614; a lift over the whole catalog rather than the pool:
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from functools import lru_cache
 from typing import Final
 
 import numpy as np
 
-from ..models import RouteGoal, SearchPlan
-from ..plan.procedures import NEXT_STEP_ROUTE
+from ..ingest.manuals import documented_tools
+from ..models import ActionState, RouteGoal, SearchPlan
+from ..plan.procedures import NEXT_STEP_ROUTE, used_tools
 from ..store.catalog import KIND_CODES, Catalog
 from .fuse import Fused
 
@@ -43,9 +46,18 @@ def action_shaped(plan: SearchPlan) -> bool:
     return NEXT_STEP_ROUTE in names and not any(r.goal == RouteGoal.SLOT for r in plan.routes)
 
 
-def lift_procedures(fused: Fused, cat: Catalog, plan: SearchPlan, *, lift: float = PROCEDURE_LIFT) -> Fused:
+@lru_cache(maxsize=2048)
+def _tools_of(text: str) -> frozenset[str]:
+    return frozenset(documented_tools(text)[0])
+
+
+def lift_procedures(fused: Fused, cat: Catalog, plan: SearchPlan, state: ActionState | None = None,
+                    text_of: Callable[[Sequence[int]], Mapping[int, str]] | None = None, *,
+                    lift: float = PROCEDURE_LIFT) -> Fused:
     """``fused`` with its pool reordered by the lift of the module docstring; ``fused`` itself when the plan is not
-    action-shaped (:func:`action_shaped`) or no pool turn documents a tool."""
+    action-shaped (:func:`action_shaped`) or no pool turn documents a tool. With the ``state`` and ``text_of``
+    (catalog positions -> record texts), a page whose tools the agent has all used already
+    (:func:`memory_ext.plan.procedures.used_tools`) is not lifted: it describes a step behind the agent."""
     if not lift or not fused.rids or not action_shaped(plan):
         return fused
     procedure = (cat.kind == KIND_CODES["procedure"]) & (cat.anchor >= 0)
@@ -53,6 +65,11 @@ def lift_procedures(fused: Fused, cat: Catalog, plan: SearchPlan, *, lift: float
     documents[cat.anchor[procedure]] = True
     positions = cat.pos_of(np.asarray(fused.rids, np.int64))
     lifted = [bool(p >= 0 and documents[p]) for p in positions]
+    used = used_tools(state) if state is not None and text_of is not None else frozenset()
+    if used and any(lifted):
+        texts = text_of([int(p) for p, up in zip(positions, lifted, strict=True) if up])
+        lifted = [up and not (_tools_of(texts.get(int(p), "")) or {""}) <= used
+                  for p, up in zip(positions, lifted, strict=True)]
     if not any(lifted):
         return fused
     top = fused.scores[:_SPREAD_ITEMS]

@@ -12,7 +12,7 @@ from memory_ext.ingest.kinds import derive_kinds
 from memory_ext.models import SearchPlan
 from memory_ext.plan.derive import turns_from_messages
 from memory_ext.plan.heuristic import plan_search
-from memory_ext.plan.procedures import NEXT_STEP_ROUTE, argument_names, fit_to_store
+from memory_ext.plan.procedures import NEXT_STEP_ROUTE, argument_names, fit_to_store, used_tools
 from memory_ext.retrieval.procedures import action_shaped
 
 T0 = datetime(2026, 3, 2, 9, tzinfo=UTC)
@@ -150,3 +150,28 @@ def test_between_two_calls_the_tool_pages_rank_above_the_prose(tmp_path: Path) -
     assert set(between[:2]) == tool_pages, between
     assert set(plain[:2]) != tool_pages, plain  # the request alone ranks the cash back prose first
     assert set(failed[:2]) != tool_pages, failed  # after a failure the lesson's route decides, not the lift
+
+
+def test_derive_keeps_the_recent_calls_and_the_tools_they_used() -> None:
+    messages = [*MESSAGES, {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {
+        "name": "invoke_helper", "arguments": json.dumps({"helper": "[hidden]"})}}]}]
+    state = derive_action_state(turns_from_messages(messages))
+    assert [c["name"] for c in state.recent_calls] == ["invoke_helper", "invoke_helper"]
+    assert state.recent_calls[0]["args"]["helper"] == "list_transactions"
+    assert used_tools(state) == {"invoke_helper", "list_transactions"}
+
+
+def test_the_page_of_a_tool_already_used_is_not_lifted(tmp_path: Path) -> None:
+    engine = _engine(tmp_path)
+    state = ActionState(current_subgoal=REQUEST, last_tool_name="lookup_customer",
+                        last_tool_args={"customer_email": "a@b.c"})
+    used = state.model_copy(update={"recent_calls": (
+        {"name": "submit_cash_back_dispute", "args": {"user_id": "u-755", "transaction_id": "txn_a8f1"}},
+        {"name": "lookup_customer", "args": {"customer_email": "a@b.c"}})})
+    try:
+        fresh = [i.external_ids[0] for i in engine.search(REQUEST, "agent", k=7, action_state=state).items]
+        after = [i.external_ids[0] for i in engine.search(REQUEST, "agent", k=7, action_state=used).items]
+    finally:
+        engine.close()
+    assert fresh.index("dispute") < 2, fresh
+    assert after[0] == "card-replacement" and after.index("dispute") > 1, after  # the step behind the agent
