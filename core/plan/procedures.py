@@ -22,7 +22,9 @@ keeps the action route too.
 derived state): hit@10 0.372 before, 0.41 with the manuals' procedure records alone, 0.49 with this route and the
 quiet action route (the numbers of the constants below), 0.52 when an argument that names a tool gives its value,
 0.529 (hit@3 0.319 -> 0.351) when a value a log left out (``[hidden]``) gives nothing: its slot's name
-(``agent_tool_name``) only found the wrapper's own pages.
+(``agent_tool_name``) only found the wrapper's own pages. After a call whose values were all left out, the route
+asks for the latest call before it that says something (``ActionState.recent_calls``): with the procedure lift
+(:mod:`memory_ext.retrieval.procedures`), 0.646 -> 0.681.
 
 >>> from memory_ext.models import ActionState
 >>> state = ActionState(current_subgoal="my cash back is wrong", last_tool_name="call_tool", last_tool_args={
@@ -86,6 +88,11 @@ def argument_names(args: Mapping[str, Any]) -> list[str]:
     >>> argument_names({"tool_name": "[hidden]", "arguments": '{"card_id": "c1"}'})
     ['card_id']
     """
+    return _said(args) or [str(k) for k in args][:MAX_ARGUMENT_NAMES]  # every value left out: the slots' names
+
+
+def _said(args: Mapping[str, Any]) -> list[str]:
+    """:func:`argument_names` without the fallback: ``[]`` when every value was left out."""
     out: list[str] = []
     for key, value in args.items():
         inner = _nested(value)
@@ -98,8 +105,6 @@ def argument_names(args: Mapping[str, Any]) -> list[str]:
         else:
             names = [str(key)]
         out += [n for n in names if n not in out]
-    if not out:  # every value left out: the slots' names are all there is
-        out = [str(k) for k in args]
     return out[:MAX_ARGUMENT_NAMES]
 
 
@@ -126,7 +131,11 @@ def next_step_routes(state: ActionState) -> list[EvidenceRoute]:
     or for a call without arguments."""
     if state.failure_signal or not (state.last_tool_name or state.tentative_action):
         return []
-    names = argument_names(state.last_tool_args or {})
+    args = state.last_tool_args or {}
+    names = _said(args)
+    if not names and args:  # a call whose values were all left out says nothing: the latest call before it that does
+        earlier = [c.get("args") for c in state.recent_calls[:-1] if isinstance(c.get("args"), Mapping)]
+        names = next((said for a in reversed(earlier) if (said := _said(a))), None) or argument_names(args)
     if not names:
         return []
     # goal "other": a guess at the next step keeps its quota item at the bottom of the result, not right below the

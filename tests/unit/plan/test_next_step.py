@@ -12,7 +12,7 @@ from memory_ext.ingest.kinds import derive_kinds
 from memory_ext.models import SearchPlan
 from memory_ext.plan.derive import turns_from_messages
 from memory_ext.plan.heuristic import plan_search
-from memory_ext.plan.procedures import NEXT_STEP_ROUTE, argument_names, fit_to_store, used_tools
+from memory_ext.plan.procedures import NEXT_STEP_ROUTE, argument_names, fit_to_store, next_step_routes, used_tools
 from memory_ext.retrieval.procedures import action_shaped
 
 T0 = datetime(2026, 3, 2, 9, tzinfo=UTC)
@@ -175,3 +175,13 @@ def test_the_page_of_a_tool_already_used_is_not_lifted(tmp_path: Path) -> None:
         engine.close()
     assert fresh.index("dispute") < 2, fresh
     assert after[0] == "card-replacement" and after.index("dispute") > 1, after  # the step behind the agent
+
+
+def test_after_a_call_whose_values_were_all_left_out_the_route_asks_for_the_call_before() -> None:
+    earlier = {"name": "invoke_helper", "args": {"helper": "list_transactions", "arguments": '{"user_id": "u-755"}'}}
+    hidden = {"name": "unlock_helper", "args": {"helper": "[hidden]"}}
+    state = ActionState(last_tool_name="unlock_helper", last_tool_args=hidden["args"], recent_calls=(earlier, hidden))
+    assert [r.queries for r in next_step_routes(state)] == [("list_transactions user_id",)]
+    # without the earlier calls (a state built by hand): the slots' names, as before
+    alone = state.model_copy(update={"recent_calls": ()})
+    assert [r.queries for r in next_step_routes(alone)] == [("helper",)]
