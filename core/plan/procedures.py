@@ -7,7 +7,9 @@ given as a JSON object or string, as wrappers that call another tool pass them, 
 argument names — and boosts ``procedure``
 records: the documents that explain a tool (:mod:`memory_ext.ingest.manuals`, whose records list the
 parameters a tool takes) and past procedures. The procedures that take what the agent already has (a
-``user_id``, a ``transaction_id``) are the usual shape of "what comes after this step".
+``user_id``, a ``transaction_id``) are the usual shape of "what comes after this step": when the call identified
+records (arguments named ``*_id``), the route asks for those and the tool it named only — the call's other
+inputs (a name, an address, a reason) were its own, and they pulled the pages about the same form.
 
 Where the namespace holds no procedure record the route is left out (:func:`fit_to_store`, run by the search
 pipeline once it knows the store). While the route is there (a call succeeded or is pending, nothing is missing,
@@ -24,13 +26,14 @@ quiet action route (the numbers of the constants below), 0.52 when an argument t
 0.529 (hit@3 0.319 -> 0.351) when a value a log left out (``[hidden]``) gives nothing: its slot's name
 (``agent_tool_name``) only found the wrapper's own pages. After a call whose values were all left out, the route
 asks for the latest call before it that says something (``ActionState.recent_calls``): with the procedure lift
-(:mod:`memory_ext.retrieval.procedures`), 0.646 -> 0.681.
+(:mod:`memory_ext.retrieval.procedures`), 0.646 -> 0.681; asking for the records identified, 0.717; with the route
+at weight 1.0, 0.754 (hit@1 / @3 0.323 / 0.555; the request alone 0.230 / 0.300 / 0.389).
 
 >>> from memory_ext.models import ActionState
 >>> state = ActionState(current_subgoal="my cash back is wrong", last_tool_name="call_tool", last_tool_args={
 ...     "tool": "[hidden]", "arguments": '{"user_id": "u1", "transaction_id": "t9"}'})
 >>> [(r.name, r.queries, [k.value for k in r.boost_kinds], r.weight) for r in next_step_routes(state)]
-[('next-step', ('user_id transaction_id',), ['procedure'], 0.5)]
+[('next-step', ('user_id transaction_id',), ['procedure'], 1.0)]
 >>> next_step_routes(ActionState(last_tool_name="book_hotel", failure_signal="HTTP 422"))
 []
 """
@@ -42,7 +45,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from ..models import SECONDARY_ROUTE_WEIGHT, ActionState, EvidenceRoute, RecordKind, RouteGoal, SearchPlan
+from ..models import MAIN_ROUTE_WEIGHT, ActionState, EvidenceRoute, RecordKind, RouteGoal, SearchPlan
 
 __all__ = ["NEXT_STEP_ROUTE", "NEXT_STEP_WEIGHT", "argument_names", "fit_to_store", "next_step_routes", "used_tools"]
 
@@ -50,10 +53,13 @@ NEXT_STEP_ROUTE: Final = "next-step"
 """The name of the route (``EvidenceRoute.name``; ``keyword@next-step`` in explain)."""
 MAX_ARGUMENT_NAMES: Final = 12
 """At most this many argument names go into the route's query."""
-NEXT_STEP_WEIGHT: Final = SECONDARY_ROUTE_WEIGHT
-"""The route's weight in the fusion (the main route weighs 1.0). A heavier route finds more next steps but puts
-them above what the request itself asks for (τ²-bench dev, hit@1 / @3 / @10: 0.265 / 0.311 / 0.492 at 0.5,
-0.230 / 0.274 / 0.555 at 1.0; the request alone 0.230 / 0.300 / 0.389)."""
+NEXT_STEP_WEIGHT: Final = MAIN_ROUTE_WEIGHT
+"""The route's weight in the fusion (the main route weighs 1.0). Before the procedure lift, a heavier route found
+more next steps but put them above what the request itself asks for (τ²-bench dev, hit@1 / @3 / @10: 0.265 / 0.311
+/ 0.492 at 0.5, 0.230 / 0.274 / 0.555 at 1.0; the request alone 0.230 / 0.300 / 0.389). With the lift (tool pages
+above prose), the quiet action route left out and the route asking for the records the call identified, the
+route's pages compete with tool pages only, and weight helps every metric up to 1.0: 0.283 / 0.492 / 0.717 at
+0.5, 0.323 / 0.555 / 0.754 at 1.0, 0.253 / 0.560 / 0.787 at 1.5 (hit@1 falls)."""
 
 
 _IDENTIFIER_RE: Final = re.compile(r"[A-Za-z]+(?:_[A-Za-z]+)+(?:_\d+)?")
@@ -61,6 +67,8 @@ _IDENTIFIER_RE: Final = re.compile(r"[A-Za-z]+(?:_[A-Za-z]+)+(?:_\d+)?")
 an id (``txn_a8f1``, ``cc_8903_silver``)."""
 
 
+_ID_NAME_RE: Final = re.compile(r"(?:^|_)ids?$", re.IGNORECASE)
+"""A parameter that identifies a record: ``user_id``, ``card_id``, ``transaction_ids``, ``id``."""
 _PLACEHOLDER_RE: Final = re.compile(r"\[[^\[\]]*\]|<[^<>]*>|\*+|\.\.\.|…")
 """A value a log left out: a bracketed placeholder (``[hidden]``, ``<redacted>``), stars or an ellipsis."""
 
@@ -132,10 +140,14 @@ def next_step_routes(state: ActionState) -> list[EvidenceRoute]:
     if state.failure_signal or not (state.last_tool_name or state.tentative_action):
         return []
     args = state.last_tool_args or {}
-    names = _said(args)
-    if not names and args:  # a call whose values were all left out says nothing: the latest call before it that does
+    if args and not _said(args):  # a call whose values were all left out says nothing: the latest earlier one that does
         earlier = [c.get("args") for c in state.recent_calls[:-1] if isinstance(c.get("args"), Mapping)]
-        names = next((said for a in reversed(earlier) if (said := _said(a))), None) or argument_names(args)
+        args = next((a for a in reversed(earlier) if _said(a)), args)
+    names = argument_names(args)
+    ids = [n for n in names if _ID_NAME_RE.search(n)]
+    if ids:  # the records the call identified are what the next step takes; its other inputs were its own
+        names = [str(v).strip() for v in args.values() if isinstance(v, str) and _IDENTIFIER_RE.fullmatch(v.strip())
+                 and str(v).strip() in names] + ids
     if not names:
         return []
     # goal "other": a guess at the next step keeps its quota item at the bottom of the result, not right below the
@@ -154,7 +166,7 @@ def fit_to_store(plan: SearchPlan, *, has_procedures: bool) -> SearchPlan:
     >>> plan = plan_search("what next?", now=None, speakers=(), action_state=ActionState(
     ...     last_tool_name="lookup", last_tool_args={"user_id": "u1"}))
     >>> [(r.name, r.weight) for r in fit_to_store(plan, has_procedures=True).routes]
-    [('query', 1.0), ('next-step', 0.5)]
+    [('query', 1.0), ('next-step', 1.0)]
     >>> [(r.name, r.weight) for r in fit_to_store(plan, has_procedures=False).routes]
     [('query', 1.0), ('action', 0.5)]
     """

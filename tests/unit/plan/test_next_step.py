@@ -185,3 +185,15 @@ def test_after_a_call_whose_values_were_all_left_out_the_route_asks_for_the_call
     # without the earlier calls (a state built by hand): the slots' names, as before
     alone = state.model_copy(update={"recent_calls": ()})
     assert [r.queries for r in next_step_routes(alone)] == [("helper",)]
+
+
+def test_a_call_that_identified_records_asks_for_them_not_for_its_other_inputs() -> None:
+    verified = ActionState(last_tool_name="log_verification", last_tool_args={
+        "name": "Ana Lima", "user_id": "u-755", "email": "ana@example.com", "date_of_birth": "1990-01-02"})
+    assert [r.queries for r in next_step_routes(verified)] == [("user_id",)]
+    wrapped = ActionState(last_tool_name="call_tool", last_tool_args={
+        "tool": "get_history", "arguments": '{"account_id": "a1", "limit": 5}'})
+    assert [r.queries for r in next_step_routes(wrapped)] == [("get_history account_id",)]
+    # no record identified: every name, as before
+    plain = ActionState(last_tool_name="search", last_tool_args={"city": "Lisbon", "check_in": "2026-04-14"})
+    assert [r.queries for r in next_step_routes(plain)] == [("city check_in",)]
