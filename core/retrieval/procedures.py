@@ -65,8 +65,8 @@ def lift_procedures(fused: Fused, cat: Catalog, plan: SearchPlan, state: ActionS
     documents[cat.anchor[procedure]] = True
     positions = cat.pos_of(np.asarray(fused.rids, np.int64))
     lifted = [bool(p >= 0 and documents[p]) for p in positions]
-    used = used_tools(state) if state is not None and text_of is not None else frozenset()
-    if used and any(lifted):
+    used = used_tools(state) if state is not None else frozenset()
+    if used and text_of is not None and any(lifted):
         texts = text_of([int(p) for p, up in zip(positions, lifted, strict=True) if up])
         lifted = [up and not (_tools_of(texts.get(int(p), "")) or {""}) <= used
                   for p, up in zip(positions, lifted, strict=True)]
