@@ -46,7 +46,7 @@ def action_shaped(plan: SearchPlan) -> bool:
     return NEXT_STEP_ROUTE in names and not any(r.goal == RouteGoal.SLOT for r in plan.routes)
 
 
-@lru_cache(maxsize=2048)
+@lru_cache(maxsize=512)
 def _tools_of(text: str) -> frozenset[str]:
     return frozenset(documented_tools(text)[0])
 
