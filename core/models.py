@@ -435,6 +435,10 @@ class ActionState(_Value):
     failure_signal: str | None = None
     token_budget: int | None = None
     recent_context: str | None = None
+    recent_calls: tuple[dict[str, Any], ...] = ()
+    """The calls of the recent turns, oldest first, the last call included (``{"name": tool, "args": {...}}``, at
+    most :data:`memory_ext.plan.derive.RECENT_CALLS`): what the agent has done so far in the task. The next-step
+    route and the procedure lift read it (the pages of tools already used describe steps behind the agent)."""
 
 
 class RouteGoal(StrEnum):

@@ -19,7 +19,8 @@ From a conversation's recent turns (oldest first) and, when given, the tools' JS
   after a word naming its parameter); ``slot_hints``: what each one's value is (its description, enum values and
   type);
 * ``tentative_action``: a call still waiting for its result — never the name of a tool not called yet;
-* ``available_tools``: the tools' names; ``recent_context``: the last turns as readable lines.
+* ``available_tools``: the tools' names; ``recent_context``: the last turns as readable lines;
+* ``recent_calls``: every call of the turns (name and arguments), oldest first, at most :data:`RECENT_CALLS`.
 
 >>> from memory_ext import Turn
 >>> turns = [
@@ -56,7 +57,8 @@ from ..ingest.turns import ToolCall, TurnView, clean, view_turn
 from ..models import ActionState, Turn
 from .slots import ParamSpec, missing_params, param_specs, slot_hint
 
-__all__ = ["RECENT_TURNS", "ToolSpec", "derive_action_state", "error_signal", "tool_specs", "turns_from_messages"]
+__all__ = ["RECENT_CALLS", "RECENT_TURNS", "ToolSpec", "derive_action_state", "error_signal", "tool_specs",
+           "turns_from_messages"]
 
 SUBGOAL_MAX_CHARS: Final = 500
 """The subgoal (the latest user request) is cut at this many characters."""
@@ -66,6 +68,8 @@ FAILURE_MAX_CHARS: Final = 200
 """The failure signal (the error line of the result) is cut at this many characters."""
 RECENT_TURNS: Final = 6
 """How many of the last turns ``recent_context`` shows."""
+RECENT_CALLS: Final = 12
+"""``recent_calls`` keeps at most this many calls (the latest)."""
 RECENT_MAX_CHARS: Final = 1200
 """``recent_context`` keeps at most this many characters (its end: the latest turns)."""
 
@@ -328,6 +332,8 @@ def derive_action_state(turns: Sequence[Turn | Mapping[str, Any]],
     subgoal = clean(items[last_user].content, SUBGOAL_MAX_CHARS) if last_user is not None else None
     fields: dict[str, Any] = {"current_subgoal": subgoal or None, "available_tools": tuple(s.name for s in specs),
                               "token_budget": token_budget, "recent_context": _recent(items)}
+    fields["recent_calls"] = tuple({"name": c.name, "args": dict(c.args or {})}
+                                   for i in range(len(items)) for c in _calls_of(items[i], views[i]))[-RECENT_CALLS:]
     k = next((i for i in range(len(items) - 1, -1, -1) if _calls_of(items[i], views[i])), None)
     if k is not None:
         calls = views[k].calls

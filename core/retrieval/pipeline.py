@@ -39,6 +39,7 @@ from .explain import build_trace, channel_ranks, zscore_details
 from .feedback import FEEDBACK_ROUTE, feedback_hits, keep_first, score_feedback
 from .fuse import Fusion, RouteScores, fuse, fusion_for, score_routes
 from .hydrate import Hydrated, hydrate
+from .procedures import lift_procedures
 from .recall import CONVERSATION_GOALS, Recalled, plan_calls, recall
 from .request import SearchRequest, parse_request
 from .rerank import rerank
@@ -298,6 +299,8 @@ class ReadPipeline:
                                    cfg.feedback_keep)
             feedback_ms = _ms(t_feedback)
         fused = lift_slot_values(fused, cat, text_of, request.action_state, query)  # a missing slot's value (slots.py)
+        # between two calls, the pages of tools not used yet first (procedures.py)
+        fused = lift_procedures(fused, cat, plan, request.action_state, text_of)
         pool_rids, pool_scores = fused.rids, fused.scores
         details = {rid: dict(parts) for rid, parts in fused.details.items()}
         rerank_ms: float | None = None
