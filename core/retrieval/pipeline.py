@@ -259,7 +259,8 @@ class ReadPipeline:
                            layer_min_chars=self.config.ingest.layer_min_chars,
                            evidence_is_empty=lambda: evidence is not None
                            and evidence.record_count(store.reader(), ns_id) == 0, allowed=scope.allowed,
-                           pool=self.pool)
+                           pool=self.pool,
+                           no_vectors=frozenset() if cfg.slot_route_vectors else frozenset({RouteGoal.SLOT}))
         warnings = (*warnings, *calls.warnings)
         recalled = recall(self.pool, calls, cfg.channel_timeout_s)
         errors += recalled.errors

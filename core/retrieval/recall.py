@@ -56,12 +56,14 @@ class ChannelCalls:
 
 def plan_calls(plan: SearchPlan, cat: Catalog, ns_id: int, channels: ChannelSet, *, limit: int,
                layer_min_chars: int, evidence_is_empty: Callable[[], bool],
-               allowed: np.ndarray | None = None, pool: Executor | None = None) -> ChannelCalls:
+               allowed: np.ndarray | None = None, pool: Executor | None = None,
+               no_vectors: frozenset[RouteGoal] = frozenset()) -> ChannelCalls:
     """The channel calls ``plan`` needs (``limit`` candidates each) and the warnings about channels that can
     find nothing in this namespace. ``evidence_is_empty`` says whether the namespace has evidence nodes;
     ``allowed`` (the scope's filter mask over the catalog) restricts every channel to the records passing the
     search's filters, so the channels rank inside the filtered set (nothing is over-fetched and dropped).
-    ``pool`` (the one the calls will run on) may lend the query encodings a worker."""
+    ``pool`` (the one the calls will run on) may lend the query encodings a worker; routes whose goal is in
+    ``no_vectors`` ask no channel that needs vectors (``recall.slot_route_vectors`` off: slot routes)."""
     specs = channels.specs
     kind_rids: dict[str, np.ndarray] = {}
 
@@ -113,6 +115,8 @@ def plan_calls(plan: SearchPlan, cat: Catalog, ns_id: int, channels: ChannelSet,
                 if only.size == 0:
                     continue
             if spec.conversation_only and not conversational:
+                continue
+            if spec.needs_vectors and route.goal in no_vectors:
                 continue
             if (channel, text) not in call_of:
                 name = call_of[(channel, text)] = call_name(channel, route, r_index)

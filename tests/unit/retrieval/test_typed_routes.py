@@ -101,3 +101,23 @@ def test_route_speakers_and_boosted_kinds_reach_the_ranking(tmp_path) -> None:  
         assert named.plan.routes[0].speakers == ("Ben",)
         boosts = {item.speaker: item.explanation["routes"]["query"]["speaker_boost"] for item in named.items}
         assert boosts["Ben"] > 0 and boosts["Ana"] == 0  # the route's speaker lifts their turns only
+
+
+@pytest.mark.parametrize("vectors", [False, True])
+def test_a_slot_route_asks_the_keyword_channels_only_unless_configured(tmp_path, vectors: bool) -> None:
+    from memory_ext import Turn
+
+    config = {"recall": {"slot_route_vectors": vectors}}
+    with MemoryEngine.open(tmp_path / "s", embedder="hashing", config=config) as eng:
+        eng.add_turns([Turn(role="user", content="Book me a table for Friday at Da Enzo."),
+                       Turn(role="user", content="My passport number is X1234567, issued in Lisbon."),
+                       Turn(role="assistant", content="Sure, what time would you like?")], "u", wait=True)
+        state = ActionState(current_subgoal="check in for my flight to Porto", last_tool_name="check_in",
+                            missing_slots=("passport_number",),
+                            slot_hints={"passport_number": "The traveller's passport number"})
+        res = eng.search("check in for my flight to Porto", "u", k=3, action_state=state)
+        calls = [name.removeprefix("channel.") for name in res.timings_ms if name.startswith("channel.")]
+        assert "keyword@slot:passport_number" in calls
+        assert ("vector@slot:passport_number" in calls) is vectors
+        assert "vector" in calls and "vector@action" in calls  # the other routes keep their vectors
+        assert "X1234567" in res.items[0].text  # the slot's value is found either way
