@@ -275,9 +275,16 @@ class ReadPipeline:
         scored = score_routes(cat, plan, recalled, strategy=strategy, weights=weights, scope=scope,
                               channel_kinds=calls.channel_kinds, fusion=self.fusion, limit=limit)
 
+        read: dict[int, str | None] = {}  # position -> text: the fusions and lifts of one search read the same pool
+
         def text_of(positions: Sequence[int]) -> dict[int, str]:
-            rows = store.records_by_rid(ns_id, [int(r) for r in cat.rids[np.asarray(positions, np.int64)]])
-            return {p: rows[int(cat.rids[p])].text for p in positions if int(cat.rids[p]) in rows}
+            todo = [p for p in positions if p not in read]
+            if todo:
+                rows = store.records_by_rid(ns_id, [int(r) for r in cat.rids[np.asarray(todo, np.int64)]])
+                for p in todo:
+                    row = rows.get(int(cat.rids[p]))
+                    read[p] = None if row is None else row.text
+            return {p: text for p in positions if (text := read[p]) is not None}
 
         restating, past = not strategy.assistant, asks_past(query)
         fused = fuse(cat, scored, scope, fusion=self.fusion, weights=weights, pool_size=pool_size,
