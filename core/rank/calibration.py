@@ -75,7 +75,7 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 
 from ..text import tokenize
-from ..text.tokenize import cjk_ratio
+from ..text.tokenize import cjk_ratio, term_set
 from .answer_slot import answer_slot, fills
 
 if TYPE_CHECKING:
@@ -241,7 +241,7 @@ def coverage(query_words: set[str], text: str) -> float:
     """The share of ``query_words`` (from :func:`memory_ext.text.tokenize`) that ``text`` contains."""
     if not query_words:
         return 0.0
-    return len(query_words & set(tokenize(text))) / len(query_words)
+    return len(query_words & term_set(text)) / len(query_words)
 
 
 def unfilled(query: str, texts: Sequence[str]) -> list[bool]:

@@ -62,7 +62,7 @@ from typing import Final
 import numpy as np
 
 from ..store.catalog import KIND_CODES, Catalog
-from ..text import tokenize
+from ..text.tokenize import term_set
 
 __all__ = ["ACK_TOKENS", "CJK_PER_TOKEN", "CONTENT_MIN_LEN", "RESTATE_CONTENT", "TurnShape", "after_carriers",
            "carriers", "content_first", "turn_shape"]
@@ -153,16 +153,10 @@ def turn_shape(text: str, neighbour: str | None) -> TurnShape:
 
 
 def _neighbour(cat: Catalog, pos: int, step: int) -> int:
-    """The turn before (``step`` -1) or after (+1) ``pos`` in its session (-1: none near)."""
-    session = cat.session[pos]
-    p = pos + step
-    for _ in range(NEIGHBOUR_SCAN):
-        if p < 0 or p >= len(cat):
-            return -1
-        if cat.kind[p] == _TURN and cat.session[p] == session:
-            return p
-        p += step
-    return -1
+    """The turn before (``step`` -1) or after (+1) ``pos`` in its session (-1: none within
+    :data:`NEIGHBOUR_SCAN` positions)."""
+    q = int((cat.prev_turn if step < 0 else cat.next_turn)[pos])
+    return q if q >= 0 and abs(q - pos) <= NEIGHBOUR_SCAN else -1
 
 
 def _other(cat: Catalog, p: int, q: int) -> bool:
@@ -264,10 +258,15 @@ def _units(text: str) -> set[str]:
     """A text's words (:func:`memory_ext.text.tokenize`), Chinese by character: where a word boundary falls in
     Chinese is arbitrary ("家猫" in the question, "橘猫" in the answer), so two Chinese texts are compared by the
     characters they share."""
+    return set(_units_cached(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _units_cached(text: str) -> frozenset[str]:
     out: set[str] = set()
-    for word in tokenize(text):
+    for word in term_set(text):
         out.update(word if _CJK_RE.search(word) else (word,))
-    return out
+    return frozenset(out)
 
 
 def content_first(cat: Catalog, total: np.ndarray, text_of: Callable[[Sequence[int]], Mapping[int, str]], *,

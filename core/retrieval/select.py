@@ -22,7 +22,7 @@ from ..rank.select import AGENT_QUOTA_SLOT, CONVERSATION_QUOTA_SLOT, apply_episo
 from ..rank.zscore import TurnScores
 from ..store.catalog import Catalog
 from ..store.interface import TruthStore
-from ..text import tokenize
+from ..text.tokenize import term_set
 
 __all__ = ["Selection", "mmr_order", "quotas_and_budget", "select"]
 
@@ -47,7 +47,7 @@ def mmr_order(store: TruthStore, ns_id: int, rids: list[int], scores: list[float
         similarity = mat @ mat.T
     else:  # no vectors (switched off, or not embedded): word overlap
         texts = store.records_by_rid(ns_id, rids)
-        similarity = jaccard_matrix([set(tokenize(texts[r].text)) if r in texts else set() for r in rids])
+        similarity = jaccard_matrix([set(term_set(texts[r].text)) if r in texts else set() for r in rids])
     order = mmr(np.asarray(scores, dtype=np.float64), similarity, k=len(rids), lam=lam)
     steps = {rids[i]: {"lambda": lam, "pool_rank": i + 1, "selected_at": position + 1}
              for position, i in enumerate(order)}

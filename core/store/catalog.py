@@ -67,6 +67,12 @@ class Catalog:
     reply_to: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     """position of the turn a turn answers: the turn before it in its session (in arrival order) when that one
     asks a question (its text holds ``?`` or ``？``) and another speaker (or role) said it; -1 otherwise"""
+    prev_turn: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    """position of the turn before each turn in its session (in arrival order); -1 for the first turn of its
+    session and for records that are not turns"""
+    next_turn: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    """position of the turn after each turn in its session; -1 for the latest turn and for other records (an
+    append replaces the array: a snapshot taken before it keeps its own)"""
     last_turn: dict[int, tuple[int, bool, int, bool]] = field(default_factory=dict, repr=False, compare=False)
     """session code -> its latest turn: (position, whether it asks a question, speaker code, assistant's); kept
     across appends"""
@@ -126,12 +132,20 @@ class Catalog:
                                                                    len(rows))])
         anchor_rids = np.fromiter((r[2] if r[2] is not None else -1 for r in rows), np.int64, len(rows))
         self.anchor = np.concatenate([self.anchor, self.pos_of(anchor_rids)])
-        self.reply_to = np.concatenate([self.reply_to, self._replies(rows, len(self) - len(rows))])
+        replies, prev = self._replies(rows, len(self) - len(rows))
+        self.reply_to = np.concatenate([self.reply_to, replies])
+        self.prev_turn = np.concatenate([self.prev_turn, prev])
+        nxt = np.concatenate([self.next_turn, np.full(len(rows), -1, np.int64)])
+        linked = np.flatnonzero(prev >= 0)
+        nxt[prev[linked]] = linked + (len(self) - len(rows))  # a fresh array: snapshots keep the old one
+        self.next_turn = nxt
         self.last_rid = int(rids[-1])
 
-    def _replies(self, rows: list[tuple], start: int) -> np.ndarray:
-        """:attr:`reply_to` of the appended ``rows`` (at positions from ``start``; the other columns are in)."""
+    def _replies(self, rows: list[tuple], start: int) -> tuple[np.ndarray, np.ndarray]:
+        """:attr:`reply_to` and :attr:`prev_turn` of the appended ``rows`` (at positions from ``start``; the other
+        columns are in)."""
         out = np.full(len(rows), -1, np.int64)
+        prev = np.full(len(rows), -1, np.int64)
         turn = KIND_CODES["turn"]
         kinds, sessions = self.kind[start:].tolist(), self.session[start:].tolist()
         speakers, assistants = self.speaker[start:].tolist(), self.assistant[start:].tolist()
@@ -139,10 +153,12 @@ class Catalog:
             if kinds[i] != turn:
                 continue
             before = self.last_turn.get(sessions[i])
+            if before is not None:
+                prev[i] = before[0]
             if before is not None and before[1] and (before[2], before[3]) != (speakers[i], assistants[i]):
                 out[i] = before[0]
             self.last_turn[sessions[i]] = (start + i, len(r) > 10 and bool(r[10]), speakers[i], assistants[i])
-        return out
+        return out, prev
 
 
 class RecordCatalog(CachedIndex[Catalog]):

@@ -89,3 +89,16 @@ def test_a_search_ranks_the_answer_above_the_question_that_asked_for_it(tmp_path
             assert (reply.explanation["routes"]["query"]["answer"] > 0) == (answer > 0)
     assert STRATEGIES["single"].answer > 0
     assert ranks[STRATEGIES["single"].answer] < ranks[0.0]
+
+
+def test_each_turn_knows_its_neighbours_in_its_session_across_appends() -> None:
+    """``prev_turn`` / ``next_turn``: the turns before and after in the same session, interleaved sessions and a
+    record that is not a turn skipped; a snapshot taken before an append keeps its own ``next_turn``."""
+    cat = _catalog([[("a", "u", "user", False), ("b", "u", "user", False), ("a", "x", "assistant", False)]])
+    snapshot = cat.next_turn
+    cat._append([(4, "fact", 1, "a", "u", 400.0, "user", False, None, False, False)])  # a derived record
+    cat._append([(5, "turn", 5, "b", "x", 500.0, "assistant", False, None, False, False),
+                 (6, "turn", 6, "a", "u", 600.0, "user", False, None, False, False)])
+    assert cat.prev_turn.tolist() == [-1, -1, 0, -1, 1, 2]
+    assert cat.next_turn.tolist() == [2, 4, 5, -1, -1, -1]
+    assert snapshot.tolist() == [2, -1, -1]
