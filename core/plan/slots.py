@@ -52,10 +52,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Final
 
-__all__ = ["MAX_MISSING", "TOOL_SCORE_RATIO", "ParamSpec", "asked_params", "given_params", "hint_param",
-           "missing_params", "missing_slots", "open_references", "param_cues", "param_specs", "rank_tools",
-           "referenced_params",
-           "slot_hint", "states_value"]
+__all__ = ["MAX_MISSING", "TOOL_SCORE_RATIO", "ParamSpec", "asked_params", "given_params", "given_values",
+           "hint_param", "is_new", "missing_params", "missing_slots", "open_references", "param_cues", "param_specs",
+           "rank_tools", "referenced_params", "restates_given",
+           "slot_hint", "stated_values", "states_value", "value_cues"]
 
 MAX_MISSING: Final = 3
 """At most this many missing slots are derived for a request."""
@@ -313,7 +313,19 @@ def _shape_spans(param: ParamSpec, text: str) -> list[tuple[int, int]] | None:
 def _in_description(tok: _Token, param: ParamSpec) -> bool:
     """Whether a value is one the parameter's description gives as an example ("such as 'NYSE', 'NASDAQ'")."""
     value = tok.text.strip("'\"‘“’”.,;:!?")
-    return len(value) >= 2 and re.search(rf"(?<!\w){re.escape(value)}(?!\w)", param.description, re.I) is not None
+    if len(value) < 2:
+        return False
+    for m in re.finditer(rf"(?<!\w){re.escape(value)}(?!\w)", param.description, re.I):
+        # as an example: quoted, or after "e.g." / "such as" / … — not a word of the description's own sentence
+        # ("ID of the ticket" gives no value "ID")
+        if param.description[m.start() - 1:m.start()] in ("'", '"', "‘", "“") \
+                or _EXAMPLE_CUE.search(param.description[max(0, m.start() - 40):m.start()]):
+            return True
+    return False
+
+
+_EXAMPLE_CUE: Final = re.compile(r"e\.g\.|\bi\.e\.|such as|for (?:example|instance)|\blike\b|\binclud|\bexamples?\b"
+                                 r"|\benum\b|\boptions\b|\bone of\b|\bvalues?\b", re.I)
 
 
 def given_params(params: Sequence[ParamSpec], text: str, *, cue_words: set[str] | None = None) -> set[str]:
@@ -327,8 +339,19 @@ def given_params(params: Sequence[ParamSpec], text: str, *, cue_words: set[str] 
     >>> sorted(given_params(ps, "Find a file named 'findings_report' within a folder."))
     ['file_name']
     """
+    return set(given_values(params, text, cue_words=cue_words))
+
+
+def given_values(params: Sequence[ParamSpec], text: str, *,
+                 cue_words: set[str] | None = None) -> dict[str, list[str]]:
+    """What :func:`given_params` reads, with the values: parameter name -> the values ``text`` gives it (as
+    written, quotes off).
+
+    >>> given_values((ParamSpec("amount", "Number of shares to trade.", "integer"),), "I want 100 shares.")
+    {'amount': ['100']}
+    """
     toks = _tokens(text)
-    given: set[str] = set()
+    given: dict[str, list[str]] = {}
     cues = {p.name: param_cues(p) if cue_words is None else param_cues(p) & cue_words for p in params}
     taken: list[tuple[int, int]] = []  # the spans of values a shape gave: not a value for another parameter
     for p in params:
@@ -337,17 +360,21 @@ def given_params(params: Sequence[ParamSpec], text: str, *, cue_words: set[str] 
                           if not any(a <= m.start() < b for a, b in taken)), None)
         spans = _shape_spans(p, text)
         if said_enum or spans:
-            given.add(p.name)
-            taken += (spans or []) + ([said_enum] if said_enum else [])
+            found = (spans or []) + ([said_enum] if said_enum else [])
+            given.setdefault(p.name, []).extend(text[a:b] for a, b in found)
+            taken += found
     for i, tok in enumerate(toks):
         if tok.value is None or any(a <= tok.start < b for a, b in taken):
             continue
         example = next((p for p in params if _in_description(tok, p)), None)
         if example is not None:  # a value the parameter's description names as an example
-            given.add(example.name)
+            given.setdefault(example.name, []).append(_bare(tok.text))
             continue
         best: tuple[int, str] | None = None
+        bare = _bare(tok.text).lower()
         for p in params:
+            if tok.text[0] not in "'\"‘“" and bare in _own_words(p.name, p.description):
+                continue  # a word naming the parameter ("user ID"), not its value (unless quoted)
             if p.type and tok.value == "number" and not _is_numeric(p) and not p.name.lower().endswith("id"):
                 continue  # (a parameter of unknown type takes any value)
             if tok.value == "string" and _is_numeric(p):
@@ -358,8 +385,18 @@ def given_params(params: Sequence[ParamSpec], text: str, *, cue_words: set[str] 
                     if best is None or d < best[0]:
                         best = (d, p.name)
         if best is not None:
-            given.add(best[1])
+            given.setdefault(best[1], []).append(_bare(tok.text))
     return given
+
+
+@lru_cache(maxsize=1024)
+def _own_words(name: str, description: str) -> frozenset[str]:
+    """The words of a parameter's name and description, lower case, as written."""
+    return frozenset(w.lower() for w in re.findall(r"[^\W_]+", f"{name.replace('_', ' ')} {description}"))
+
+
+def _bare(value: str) -> str:
+    return value.strip("'\"‘“’”.,;:!?")
 
 
 def states_value(text: str, slots: Sequence[str], hints: Mapping[str, str] | None = None, *,
@@ -374,9 +411,81 @@ def states_value(text: str, slots: Sequence[str], hints: Mapping[str, str] | Non
     ...              {"amount": "Number of shares to trade."})
     ()
     """
-    params = [hint_param(s, (hints or {}).get(s, "")) for s in slots]
-    given = given_params(params, text, cue_words=None if about is None else set(_words(about)))
+    given = stated_values(text, slots, hints, about=about)
     return tuple(s for s in slots if s in given)
+
+
+def stated_values(text: str, slots: Sequence[str], hints: Mapping[str, str] | None = None, *,
+                  about: str | None = None) -> dict[str, list[str]]:
+    """What :func:`states_value` reads, with the values: slot -> the values ``text`` states for it."""
+    params = [hint_param(s, (hints or {}).get(s, "")) for s in slots]
+    return given_values(params, text, cue_words=None if about is None else set(_words(about)))
+
+
+def is_new(value: str, said: str) -> bool:
+    """Whether ``value`` is not in ``said`` (what the conversation has said so far) as a whole word, letter case
+    and a number's ``$`` or thousands commas aside: a turn stating it tells the agent something it lacks.
+
+    >>> is_new("AAPL", "buy some shares of aapl"), is_new("100", "buy 1000 shares"), is_new("$1,500", "1500 USD")
+    (False, True, False)
+    """
+    bare = _bare(value).lower().lstrip("$€£¥").replace(",", "")
+    if not bare:
+        return False
+    plain = said.lower().replace(",", "")
+    return re.search(rf"(?<![\w.]){re.escape(bare)}(?![\w]|\.\d)", plain) is None
+
+
+def value_cues(text: str) -> dict[str, set[str]]:
+    """The content words that stand next to a value in ``text`` (at most :data:`CUE_WINDOW` tokens before it or
+    one after: "100 *shares*", "the *stock* should be NVDA"), each with its values (quotes off, lower case): the
+    things ``text`` gives a value of, whatever the tool.
+
+    >>> sorted(value_cues("Buy 50 shares at a price of $95 each."))
+    ['buy', 'each', 'pric', 'shar']
+    >>> value_cues("I want 100 shares.")["shar"]
+    {'100'}
+    """
+    toks = _tokens(text)
+    out: dict[str, set[str]] = {}
+    for i, tok in enumerate(toks):
+        if tok.value is None:
+            continue
+        for j in range(max(0, i - CUE_WINDOW), min(len(toks), i + 2)):
+            t = toks[j]
+            if j != i and t.value is None and len(t.norm) >= 3 and t.text.lower() not in _STOP \
+                    and t.norm not in _PRONOUNS and t.text.rstrip(".,;:!?").isalpha():
+                out.setdefault(t.norm, set()).add(_bare(tok.text).lower())
+    return out
+
+
+def restates_given(text: str, request: str, said: str = "") -> bool:
+    """Whether ``text`` gives another value of a thing ``request`` already gives one of (a word standing next to
+    a value in both, :func:`value_cues`, with a value in ``text`` that neither ``request`` nor ``said`` has):
+    "I want 100 shares." after "Buy 50 shares" is an answer to another request, not this one's missing value.
+
+    >>> request = "Buy 50 shares of it."
+    >>> restates_given("I want 100 shares.", request), restates_given("I want 50 shares.", request)
+    (True, False)
+    >>> restates_given("I want 100 shares.", "Buy some shares at $700 per share.")  # a price, not a number of shares
+    False
+    """
+    given = value_cues(request)
+    if not given:
+        return False
+    return any(cue in given and any(is_new(v, f"{request}\n{said}") and _kind(v) in {_kind(g) for g in given[cue]}
+                                    for v in values)
+               for cue, values in value_cues(text).items())
+
+
+def _kind(value: str) -> str:
+    """A value's kind: a sum of money, a number or a string ("$700 per share" is not a number of shares)."""
+    if value[:1] in "$€£¥" or _MONEY_RE.search(value):
+        return "money"
+    return "number" if _NUMBER_RE.fullmatch(value) else "string"
+
+
+_MONEY_RE: Final = re.compile(r"\d\s*(?:usd|eur|gbp|jpy|cny|dollars?|euros?|pounds?|bucks)\b", re.I)
 
 
 _INDEFINITE: Final = frozenset("a an some another different certain specific particular new other".split())

@@ -7,15 +7,20 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from memory_ext import ActionState, MemoryEngine, Turn, derive_action_state
 from memory_ext.plan.derive import tool_specs, turns_from_messages
 from memory_ext.plan.slots import (
     ParamSpec,
     asked_params,
     given_params,
+    is_new,
     missing_slots,
     open_references,
     rank_tools,
+    restates_given,
+    stated_values,
     states_value,
 )
 
@@ -101,6 +106,17 @@ def test_a_stated_value_is_read_by_the_slot_and_its_type() -> None:
     assert states_value("The term is 'Progress'", ["term"]) == ("term",)
 
 
+def test_a_value_the_request_has_is_no_missing_value() -> None:
+    hints = {"symbol": "Symbol of the stock to trade. (string)"}
+    assert stated_values("The stock should be NVDA.", ["symbol"], hints) == {"symbol": ["NVDA"]}
+    assert not is_new("NVDA", "Buy some shares of nvda at $120.") and is_new("AAPL", "Buy some shares of nvda.")
+    request = "Buy 50 shares at a price of $95 each for me."
+    assert restates_given("I want 100 shares.", request)  # another number of shares: another request's answer
+    assert not restates_given("The stock should be NVDA.", request)
+    assert not restates_given("Let's do 50 shares.", request)  # the same value: no other request
+    assert not restates_given("I want 100 shares.", "Buy some NVDA shares at $95 per share.")  # money, not shares
+
+
 FOLLOW_UPS = [  # earlier sessions: what the user said when asked for a missing value, and some chatter
     "The file name is 'minutes.docx'.",
     "I want 100 shares.",
@@ -113,8 +129,12 @@ FOLLOW_UPS = [  # earlier sessions: what the user said when asked for a missing 
 ]
 
 
-def test_the_missing_value_ranks_first_with_the_derived_state(tmp_path: Path) -> None:
-    with MemoryEngine.open(tmp_path, embedder="hashing") as engine:
+@pytest.mark.parametrize("vectors", [False, True])
+def test_the_missing_value_ranks_first_with_the_derived_state(tmp_path: Path, vectors: bool) -> None:
+    # recall.slot_route_vectors either way: without the vectors, "I want 100 shares." (a number of shares, which
+    # "Buy 50 shares …" already gives) still ranks below the stock the request lacks
+    config = {"recall": {"slot_route_vectors": vectors}}
+    with MemoryEngine.open(tmp_path, embedder="hashing", config=config) as engine:
         engine.add_turns([Turn(role="user", content=text, session_id=f"s{i}") for i, text in enumerate(FOLLOW_UPS)],
                          "u", wait=True)
         cases = [  # (request, the memory that gives its missing value)
