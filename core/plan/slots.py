@@ -285,15 +285,32 @@ def _tokens(text: str) -> tuple[_Token, ...]:
     return tuple(out)
 
 
-def param_cues(param: ParamSpec) -> set[str]:
+def param_cues(param: ParamSpec) -> frozenset[str]:
     """The words that name ``param`` in a request: its name's words and the first content words of its
     description (before any enum list).
 
     >>> sorted(param_cues(ParamSpec("amount", "Number of shares to trade.", "integer")))
-    ['amount', 'number', 'shar', 'trad']
+    ['amount', 'shar', 'trad']
+
+    A word the description qualifies by "of" ("The *name* of the product", "*Number* of shares") only heads the
+    thing the parameter is (the product, shares): "My name is Karan" names no product.
     """
-    head = re.split(r"[.\[(]|\benum\b", param.description, maxsplit=1, flags=re.I)[0]
-    return set(_words(param.name)) | set(_words(head)[:DESCRIPTION_CUES])
+    return _param_cues(param.name, param.description)
+
+
+@lru_cache(maxsize=4096)
+def _param_cues(name: str, description: str) -> frozenset[str]:
+    head = re.split(r"[.\[(]|\benum\b", description, maxsplit=1, flags=re.I)[0]
+    if OF_HEADS:
+        head = _OF_HEAD.sub(" ", head)
+    return frozenset(set(_words(name)) | set(_words(head)[:DESCRIPTION_CUES]))
+
+
+OF_HEADS: Final = True
+"""Whether a description word qualified by "of" ("The *name* of the product") is left out of a parameter's cues.
+Same agent-suite rankings at the slot lift's 0.5 (hashing and e5, dev); at a lift of 1.0 it keeps When2Call hit@1
+0.94 instead of 0.82 (hashing; "My name is Karan" read as a product, a game, a workspace)."""
+_OF_HEAD: Final = re.compile(r"\b[A-Za-z]+\s+of\b(?=\s+\S)", re.I)
 
 
 def _is_numeric(param: ParamSpec) -> bool:
@@ -313,8 +330,8 @@ def _shape_spans(param: ParamSpec, text: str) -> list[tuple[int, int]] | None:
 def _in_description(tok: _Token, param: ParamSpec) -> bool:
     """Whether a value is one the parameter's description gives as an example ("such as 'NYSE', 'NASDAQ'")."""
     value = tok.text.strip("'\"‘“’”.,;:!?")
-    if len(value) < 2:
-        return False
+    if len(value) < 2 or value.lower() in _STOP:
+        return False  # ("OR" is no example of "'clothing', or 'furniture'")
     for m in re.finditer(rf"(?<!\w){re.escape(value)}(?!\w)", param.description, re.I):
         # as an example: quoted, or after "e.g." / "such as" / … — not a word of the description's own sentence
         # ("ID of the ticket" gives no value "ID")

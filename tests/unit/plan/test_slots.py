@@ -106,6 +106,21 @@ def test_a_stated_value_is_read_by_the_slot_and_its_type() -> None:
     assert states_value("The term is 'Progress'", ["term"]) == ("term",)
 
 
+def test_a_word_of_the_description_is_no_value() -> None:
+    # "The name of the product": the product names it, not "name"; "ID of the ticket" gives no ticket the value
+    # "ID"; "or" in "such as 'clothing', or 'furniture'" is no example value
+    assert states_value("My name is Karan Sharma.", ["product"],
+                        {"product": "The name of the product associated with the order. (string)"}) == ()
+    assert states_value("The product name is 'Smart TV'.", ["product"],
+                        {"product": "The name of the product associated with the order. (string)"}) == ("product",)
+    assert states_value("My partner has the user ID m0lly2k24", ["ticket_id"],
+                        {"ticket_id": "ID of the ticket to be resolved. (integer)"}) == ()
+    category = ParamSpec("category", "The category of the product, such as 'electronics', 'clothing', or 'furniture'.",
+                         "string")
+    assert given_params((category,), "A music event in Portland, OR.") == set()
+    assert given_params((category,), "Anything in 'furniture' on sale?") == {"category"}
+
+
 def test_a_value_the_request_has_is_no_missing_value() -> None:
     hints = {"symbol": "Symbol of the stock to trade. (string)"}
     assert stated_values("The stock should be NVDA.", ["symbol"], hints) == {"symbol": ["NVDA"]}
