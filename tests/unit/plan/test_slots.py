@@ -104,6 +104,8 @@ def test_a_stated_value_is_read_by_the_slot_and_its_type() -> None:
     assert states_value("The stock should be AAPL.", ["amount", "symbol"], hints) == ("symbol",)
     assert states_value("The stock is doing well today.", ["amount", "symbol"], hints) == ()
     assert states_value("The term is 'Progress'", ["term"]) == ("term",)
+    assert states_value("The special word is analysis.", ["word"]) == ("word",)  # a sentence's last word after "is"
+    assert states_value("The special word is analysis of the logs.", ["word"]) == ()
 
 
 def test_a_word_of_the_description_is_no_value() -> None:
