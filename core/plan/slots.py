@@ -354,9 +354,17 @@ def _in_description(tok: _Token, param: ParamSpec) -> bool:
         # as an example: quoted, or after "e.g." / "such as" / … — not a word of the description's own sentence
         # ("ID of the ticket" gives no value "ID")
         if param.description[m.start() - 1:m.start()] in ("'", '"', "‘", "“") \
-                or _EXAMPLE_CUE.search(param.description[max(0, m.start() - 40):m.start()]):
+                or _EXAMPLE_CUE.search(param.description[max(0, m.start() - 40):m.start()]) \
+                or _in_list(param.description, m.start(), m.end()):
             return True
     return False
+
+
+def _in_list(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` stands in a list of values (an enum a hint spells out: "USD RMB EUR JPY"): at
+    least two of the two words on either side are names or codes (a capital, a digit)."""
+    around = text[max(0, start - 40):start].split()[-2:] + text[end:end + 40].split()[:2]
+    return sum(bool(re.fullmatch(r"[\"'‘“]?(?:[A-Z][\w-]*|\d[\w.-]*)[\"'’”]?[,;]?", w)) for w in around) >= 2
 
 
 _EXAMPLE_CUE: Final = re.compile(r"e\.g\.|\bi\.e\.|such as|for (?:example|instance)|\blike\b|\binclud|\bexamples?\b"

@@ -120,6 +120,9 @@ def test_a_word_of_the_description_is_no_value() -> None:
     category = ParamSpec("category", "The category of the product, such as 'electronics', 'clothing', or 'furniture'.",
                          "string")
     assert given_params((category,), "A music event in Portland, OR.") == set()
+    # a hint spells an enum out as a list of codes: a value in that list is an example
+    currency = {"target_currency": "The target currency. USD RMB EUR JPY GBP (string)"}
+    assert states_value("To EUR please", ["target_currency"], currency) == ("target_currency",)
     assert given_params((category,), "Anything in 'furniture' on sale?") == {"category"}
 
 
