@@ -217,7 +217,7 @@ class RecallConfig(_Section):
     with the request) also asks the vector channels (off: the keyword channels only; the other routes keep their
     vectors). Off is faster with e5 (a decision point of the agent bench's slots suite, dev: p50 151 -> 77 ms, the
     slot texts need no e5 pass each) and scores as well or better there on every fold (hit@1 / @10, hashing
-    0.633 / 0.917 -> 0.679 / 0.936, e5 0.596 / 0.908 -> 0.624 / 0.917, with the slot lift of
+    0.633 / 0.917 -> 0.679 / 0.936, e5 0.596 / 0.908 -> 0.624 / 0.927, with the slot lift of
     :mod:`memory_ext.retrieval.slots` and the value reading of :mod:`memory_ext.plan.slots` as of issue 44; the
     other suites and the small-store suite unchanged). The case only the
     vectors used to settle ("Buy 50 shares at $95 each" finding "I want 100 shares." above "The stock should be
