@@ -212,14 +212,16 @@ class RecallConfig(_Section):
     """The second hop runs only when the first ranking's best turn has at least this bounded relevance (the
     ``item.score`` it would get, :mod:`memory_ext.rank.calibration`): a question the store has nothing close to
     is not expanded with unrelated turns (0: always). It never runs on a plan with an action or slot route."""
-    slot_route_vectors: bool = True
+    slot_route_vectors: bool = False
     """Whether a missing parameter's route (:mod:`memory_ext.plan.slots`: the parameter's name and description
     with the request) also asks the vector channels (off: the keyword channels only; the other routes keep their
     vectors). Off is faster with e5 (a decision point of the agent bench's slots suite, dev: p50 151 -> 77 ms, the
-    slot texts need no e5 pass each) and scores better there (hashing hit@1 / @10 0.633 / 0.917 -> 0.661 / 0.936,
-    e5 0.596 / 0.908 -> 0.606 / 0.936; the other suites unchanged), but it loses a case the vectors settle: "Buy 50
-    shares at $95 each" then finds "I want 100 shares." above "The stock should be NVDA." (tests/unit/plan/
-    test_slots.py), so it is not the default yet."""
+    slot texts need no e5 pass each) and scores as well or better there on every fold (hit@1 / @10, hashing
+    0.633 / 0.917 -> 0.679 / 0.936, e5 0.596 / 0.908 -> 0.624 / 0.927, with the slot lift of
+    :mod:`memory_ext.retrieval.slots` and the value reading of :mod:`memory_ext.plan.slots` as of issue 44; the
+    other suites and the small-store suite unchanged). The case only the
+    vectors used to settle ("Buy 50 shares at $95 each" finding "I want 100 shares." above "The stock should be
+    NVDA.") the slot lift settles now: a turn giving another value of a thing the request gives loses."""
     answer_slot_logit: float = Field(default=1.0, ge=0.0, le=20.0)
     """Item scores only (``item.score``; rankings never change): with the default e5 embedder, the logits taken
     from an item that does not fill the slot its question asks for (:mod:`memory_ext.rank.answer_slot`: no time

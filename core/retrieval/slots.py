@@ -6,7 +6,11 @@ what the agent's action lacks gains part of the pool's score spread (the gap bet
   slot's type right after a word naming it — "I want 100 shares" for ``amount``, "Number of shares to trade"):
   :data:`SLOT_VALUE_LIFT`;
 * a value of a thing the query names without saying which (:func:`memory_ext.plan.slots.open_references`: "a
-  specific term" — "The term is 'Progress'"): :data:`OPEN_REFERENCE_LIFT`.
+  specific term" — "The term is 'Progress'"): :data:`OPEN_REFERENCE_LIFT`;
+* a missing slot's value the conversation has already said (:func:`memory_ext.plan.slots.is_new`: "The sector is
+  Technology" after "technology stocks") gains nothing; a turn that states no missing value but another value of
+  a thing the request gives (:func:`memory_ext.plan.slots.restates_given`: "I want 100 shares" after "Buy 50
+  shares", the stock missing) loses :data:`RESTATED_GIVEN_DROP`: it answers another request.
 
 Only with an action state (an agent at a decision point), the open references only when it offers tools or
 misses slots (a call in view); a plain search is unchanged.
@@ -25,11 +29,11 @@ import numpy as np
 
 from ..models import ActionState
 from ..plan.heuristic import MAX_SLOT_ROUTES
-from ..plan.slots import open_references, states_value
+from ..plan.slots import is_new, open_references, restates_given, stated_values, states_value
 from ..store.catalog import Catalog
 from .fuse import Fused
 
-__all__ = ["OPEN_REFERENCE_LIFT", "SLOT_VALUE_LIFT", "lift_slot_values"]
+__all__ = ["OPEN_REFERENCE_LIFT", "RESTATED_GIVEN_DROP", "SLOT_VALUE_LIFT", "lift_slot_values"]
 
 SLOT_VALUE_LIFT: Final = 0.5
 """What a turn stating a missing slot's value gains, as a share of the pool's score spread (BFCL miss_param and
@@ -38,6 +42,13 @@ probes: a schema's parameter words also name values the request already has)."""
 OPEN_REFERENCE_LIFT: Final = 1.0
 """What a turn stating a value of a thing the query leaves open gains, likewise: the query itself names that
 thing, so the match is surer than a schema parameter's."""
+RESTATED_GIVEN_DROP: Final = 0.15
+"""What a turn loses, as a share of the spread, when it states no missing value but gives another value of a thing
+the request already gives a value of (:func:`memory_ext.plan.slots.restates_given`: "I want 100 shares." after "Buy
+50 shares …" that lacks the stock): an answer to another request. The least that settles that case with a margin
+(0.1 barely does): larger drops cost the agent bench's slots suite (dev, hashing: 0.25 one BFCL hit@3 probe, 0.5
+also a hit@10 one; e5, 0.25: two hit@10 probes — a value of another parameter under the same word, "from
+Rivermist (zip 83214)" after "to Greenway (zip 74532)")."""
 _SPREAD_ITEMS: Final = 10
 
 
@@ -53,6 +64,7 @@ def lift_slot_values(fused: Fused, cat: Catalog, text_of: Callable[[Sequence[int
     refs = open_references(query) if slots or state.available_tools else []
     if not slots and not refs:
         return fused
+    said = "\n".join(x for x in (query, state.current_subgoal, state.recent_context) if x)
     positions = cat.pos_of(np.asarray(fused.rids, np.int64))
     texts = text_of([int(p) for p in positions if p >= 0])
     top = fused.scores[:_SPREAD_ITEMS]
@@ -63,8 +75,7 @@ def lift_slot_values(fused: Fused, cat: Catalog, text_of: Callable[[Sequence[int
         text = texts.get(int(pos)) if pos >= 0 else None
         if not text:
             continue
-        gain = max(lift if slots and states_value(text, slots, state.slot_hints) else 0.0,
-                   ref_lift if refs and states_value(text, refs) else 0.0) * spread
+        gain = _gain(text, slots, refs, state.slot_hints, said, query, lift, ref_lift) * spread
         if gain:
             scores[i] += gain
             total[pos] += gain
@@ -72,3 +83,17 @@ def lift_slot_values(fused: Fused, cat: Catalog, text_of: Callable[[Sequence[int
         return fused
     order = sorted(range(len(scores)), key=lambda i: -scores[i])
     return replace(fused, rids=[fused.rids[i] for i in order], scores=[scores[i] for i in order], total=total)
+
+
+def _gain(text: str, slots: Sequence[str], refs: Sequence[str], hints: Mapping[str, str] | None, said: str,
+          query: str, lift: float, ref_lift: float) -> float:
+    """A pool turn's lift, as a share of the spread (module docstring): a missing slot's value counts when the
+    conversation (``said``) has not said it already."""
+    values = stated_values(text, slots, hints) if slots else {}
+    new = any(is_new(v, said) for vs in values.values() for v in vs)
+    gain = max(lift if new else 0.0, ref_lift if refs and states_value(text, refs) else 0.0)
+    if gain:
+        return gain
+    if not values and restates_given(text, query, said):  # another value of a thing the request already gives
+        return -RESTATED_GIVEN_DROP
+    return 0.0

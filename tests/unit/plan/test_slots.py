@@ -7,15 +7,20 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from memory_ext import ActionState, MemoryEngine, Turn, derive_action_state
 from memory_ext.plan.derive import tool_specs, turns_from_messages
 from memory_ext.plan.slots import (
     ParamSpec,
     asked_params,
     given_params,
+    is_new,
     missing_slots,
     open_references,
     rank_tools,
+    restates_given,
+    stated_values,
     states_value,
 )
 
@@ -99,6 +104,37 @@ def test_a_stated_value_is_read_by_the_slot_and_its_type() -> None:
     assert states_value("The stock should be AAPL.", ["amount", "symbol"], hints) == ("symbol",)
     assert states_value("The stock is doing well today.", ["amount", "symbol"], hints) == ()
     assert states_value("The term is 'Progress'", ["term"]) == ("term",)
+    assert states_value("The special word is analysis.", ["word"]) == ("word",)  # a sentence's last word after "is"
+    assert states_value("The special word is analysis of the logs.", ["word"]) == ()
+
+
+def test_a_word_of_the_description_is_no_value() -> None:
+    # "The name of the product": the product names it, not "name"; "ID of the ticket" gives no ticket the value
+    # "ID"; "or" in "such as 'clothing', or 'furniture'" is no example value
+    assert states_value("My name is Karan Sharma.", ["product"],
+                        {"product": "The name of the product associated with the order. (string)"}) == ()
+    assert states_value("The product name is 'Smart TV'.", ["product"],
+                        {"product": "The name of the product associated with the order. (string)"}) == ("product",)
+    assert states_value("My partner has the user ID m0lly2k24", ["ticket_id"],
+                        {"ticket_id": "ID of the ticket to be resolved. (integer)"}) == ()
+    category = ParamSpec("category", "The category of the product, such as 'electronics', 'clothing', or 'furniture'.",
+                         "string")
+    assert given_params((category,), "A music event in Portland, OR.") == set()
+    # a hint spells an enum out as a list of codes: a value in that list is an example
+    currency = {"target_currency": "The target currency. USD RMB EUR JPY GBP (string)"}
+    assert states_value("To EUR please", ["target_currency"], currency) == ("target_currency",)
+    assert given_params((category,), "Anything in 'furniture' on sale?") == {"category"}
+
+
+def test_a_value_the_request_has_is_no_missing_value() -> None:
+    hints = {"symbol": "Symbol of the stock to trade. (string)"}
+    assert stated_values("The stock should be NVDA.", ["symbol"], hints) == {"symbol": ["NVDA"]}
+    assert not is_new("NVDA", "Buy some shares of nvda at $120.") and is_new("AAPL", "Buy some shares of nvda.")
+    request = "Buy 50 shares at a price of $95 each for me."
+    assert restates_given("I want 100 shares.", request)  # another number of shares: another request's answer
+    assert not restates_given("The stock should be NVDA.", request)
+    assert not restates_given("Let's do 50 shares.", request)  # the same value: no other request
+    assert not restates_given("I want 100 shares.", "Buy some NVDA shares at $95 per share.")  # money, not shares
 
 
 FOLLOW_UPS = [  # earlier sessions: what the user said when asked for a missing value, and some chatter
@@ -113,8 +149,12 @@ FOLLOW_UPS = [  # earlier sessions: what the user said when asked for a missing 
 ]
 
 
-def test_the_missing_value_ranks_first_with_the_derived_state(tmp_path: Path) -> None:
-    with MemoryEngine.open(tmp_path, embedder="hashing") as engine:
+@pytest.mark.parametrize("vectors", [False, True])
+def test_the_missing_value_ranks_first_with_the_derived_state(tmp_path: Path, vectors: bool) -> None:
+    # recall.slot_route_vectors either way: without the vectors, "I want 100 shares." (a number of shares, which
+    # "Buy 50 shares …" already gives) still ranks below the stock the request lacks
+    config = {"recall": {"slot_route_vectors": vectors}}
+    with MemoryEngine.open(tmp_path, embedder="hashing", config=config) as engine:
         engine.add_turns([Turn(role="user", content=text, session_id=f"s{i}") for i, text in enumerate(FOLLOW_UPS)],
                          "u", wait=True)
         cases = [  # (request, the memory that gives its missing value)
