@@ -25,16 +25,26 @@ import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from typing import Final
 
 import numpy as np
 
-from ..models import SearchPlan
+from ..models import RouteGoal, SearchPlan
 from ..store.catalog import Catalog
 from ..text.participants import participants
 from .fuse import Fused
 from .recall import CONVERSATION_GOALS
 
-__all__ = ["lift_participants", "shared_counts"]
+__all__ = ["excerpt_only", "lift_participants", "shared_counts"]
+
+_AGENT_GOALS: Final = frozenset({RouteGoal.ACTION, RouteGoal.SLOT, RouteGoal.OTHER})
+
+
+def excerpt_only(plan: SearchPlan) -> bool:
+    """Whether ``plan`` is a conversation excerpt's and nothing else: ``opening`` / ``focus`` routes and no route of
+    an agent's state (``action``, ``slot``) or a planner's own (``other``), whose order other lifts decide."""
+    goals = {r.goal for r in plan.routes}
+    return bool(goals & set(CONVERSATION_GOALS)) and not goals & _AGENT_GOALS
 
 
 def shared_counts(query: str, texts: Sequence[str]) -> list[int]:
@@ -52,9 +62,9 @@ def shared_counts(query: str, texts: Sequence[str]) -> list[int]:
 def lift_participants(fused: Fused, cat: Catalog, plan: SearchPlan, query: str,
                       text_of: Callable[[Sequence[int]], Mapping[int, str]], *, weight: float) -> Fused:
     """``fused`` with its pool re-ordered as the module docstring says; ``fused`` itself when ``weight`` is 0, the
-    plan is not a conversation excerpt's, or no pool turn shares a participant with the query."""
-    if weight <= 0 or len(fused.rids) < 2 or not any(r.goal in CONVERSATION_GOALS for r in plan.routes) \
-            or not participants(query):
+    plan is not a conversation excerpt's alone (:func:`excerpt_only`), or no pool turn shares a participant with
+    the query."""
+    if weight <= 0 or len(fused.rids) < 2 or not excerpt_only(plan) or not participants(query):
         return fused
     positions = cat.pos_of(np.asarray(fused.rids, np.int64))
     texts = text_of([int(p) for p in positions if p >= 0])

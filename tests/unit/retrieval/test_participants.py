@@ -87,3 +87,11 @@ def test_questions_no_people_and_weight_zero_leave_the_pool_alone() -> None:
     assert lift_participants(before, cat, excerpt_plan(), EXCERPT, text_of(cat), weight=0.0) is before
     nobody = "今天下雨了。我在家看书。书很好看。我很喜欢。"
     assert lift_participants(before, cat, excerpt_plan(), nobody, text_of(cat), weight=1.0) is before
+
+
+def test_an_agent_state_route_keeps_the_order_its_own_lifts_made() -> None:
+    cat = catalog(5)
+    before = fused_pool(cat)
+    for goal in ("action", "slot", "other"):
+        plan = SearchPlan(routes=(*excerpt_plan().routes, EvidenceRoute(goal=goal, queries=("book_hotel",))))
+        assert lift_participants(before, cat, plan, EXCERPT, text_of(cat), weight=1.0) is before
