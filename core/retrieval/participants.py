@@ -1,10 +1,10 @@
 """A conversation excerpt's memories with the same people first (stage 4½, after fusion): for a plan with the
 excerpt routes (``opening`` / ``focus``, :data:`memory_ext.retrieval.recall.CONVERSATION_GOALS`), each pool turn
 that names a participant the excerpt names (:func:`memory_ext.text.participants.participants`: a parent, a friend,
-a teacher, a pet, a Latin-script name) moves up: the pool is re-ordered by ``-ln(1 + rank) + weight x shared``,
-``rank`` its place in the fused pool (0 first) and ``shared`` the number of participant keys it shares with the
-excerpt. A key that more than half the pool's turns name (the store owner's own name, a role every memory has)
-tells nothing and is not counted. The pool's scores stay where they were, handed out again in the new order.
+a teacher, a pet) moves up: the pool is re-ordered by ``-ln(1 + rank) + weight x shared``, ``rank`` its place in
+the fused pool (0 first) and ``shared`` the number of roles it shares with the excerpt. A role that more than half
+the pool's turns name tells nothing and is not counted. The pool's scores stay where they were, handed out again in
+the new order.
 
 Why: an emotional-support conversation recalls the user's memories *with the people it is about* — a child upset
 that his parents argue is reminded of an afternoon swimming with his father, one teased by classmates of a
@@ -14,7 +14,6 @@ channels rank them. MADial-Bench zh dev (80 dialogues, e5, ``recall.participant_
 in-sample 0.565 / 0.691 (docs/design-notes/excerpt-search.md). Searches that are not excerpts (questions, an
 agent's state) are unchanged.
 
->>> from memory_ext.text.participants import participants
 >>> shared_counts("爸爸妈妈总是吵架", ["Bart和爸爸一起去游泳", "Bart在海边放风筝", "Bart和妈妈一起看动画片"])
 [1, 0, 1]
 """

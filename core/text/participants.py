@@ -1,13 +1,11 @@
-"""Who a text is about, besides its speaker: the people (and pets) it names, by a small lexicon, for English and
-Chinese.
+"""Who a text is about, besides its speaker: the people (and pets) it names by their role, by a small lexicon, for
+English and Chinese.
 
-:func:`participants` returns a set of keys:
-
-* a **role** from :data:`ROLES` when the text names someone by that role: a parent (``爸爸``, ``mum``), a
-  grandparent, a sibling, a cousin, another relative, a teacher, a friend, a classmate, a neighbour, a pet.
-  ``父母`` / ``parents`` name both parents, so they match a text about either;
-* ``name:<Name>`` for each capitalised Latin word that is not a sentence-starting common word
-  (:data:`memory_ext.text.entities.EN_STOP_CAPS`) — ``Jimmy``, ``Oliver``.
+:func:`participants` returns the **roles** of :data:`ROLES` the text names someone by: a parent (``爸爸``,
+``mum``), a grandparent, a sibling, a cousin, another relative, a teacher, a friend, a classmate, a neighbour, a pet.
+``父母`` / ``parents`` name both parents, so they match a text about either. Proper names are not roles: the keyword
+channels match them already, and capitalised words of English agent transcripts (products, tools, plans) are mostly
+not people (as keys they re-ordered τ²-bench searches for the worse; on MADial they changed nothing).
 
 A memory of an episode is kept by who took part in it as much as by what happened
 (:mod:`memory_ext.retrieval.participants` ranks a conversation excerpt's memories by the participants they share).
@@ -16,9 +14,9 @@ The lexicon is written from general knowledge of how people refer to family and 
 >>> sorted(participants("我今天听到妈妈和爸爸在争吵"))
 ['father', 'mother']
 >>> sorted(participants("Bart和好朋友Jimmy一起在公园玩荡秋千"))
-['friend', 'name:Bart', 'name:Jimmy']
+['friend']
 >>> sorted(participants("Why do my parents always argue? My friend Tom says it's normal."))
-['father', 'friend', 'mother', 'name:Tom']
+['father', 'friend', 'mother']
 >>> participants("今天天气很好")
 frozenset()
 """
@@ -28,8 +26,6 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from typing import Final
-
-from memory_ext.text.entities import EN_STOP_CAPS
 
 __all__ = ["ROLES", "participants"]
 
@@ -58,10 +54,8 @@ ROLES: Final[dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
 not spaced); an English word matches as a whole word, case-insensitively."""
 
 _EN_WORD = re.compile(r"[A-Za-z]+")
-_NAME = re.compile(r"(?<![A-Za-z])[A-Z][a-z]+(?![A-Za-z])")
-_EN_ROLE = {word: role for role, (_, words) in ROLES.items() for word in words}
-_EN_PAIRS = {word: tuple(r for r, (_, words) in ROLES.items() if word in words) for word in _EN_ROLE}
-_ROLE_WORDS = frozenset(_EN_ROLE)
+_EN_ROLES = {word: tuple(r for r, (_, words) in ROLES.items() if word in words)
+             for _, words in ROLES.values() for word in words}
 
 
 @lru_cache(maxsize=4096)
@@ -72,10 +66,5 @@ def participants(text: str) -> frozenset[str]:
         if any(term in text for term in zh):
             found.add(role)
     for word in _EN_WORD.findall(text):
-        roles = _EN_PAIRS.get(word.lower())
-        if roles:
-            found.update(roles)
-    for name in _NAME.findall(text):
-        if name.lower() not in EN_STOP_CAPS and name.lower() not in _ROLE_WORDS:
-            found.add(f"name:{name}")
+        found.update(_EN_ROLES.get(word.lower(), ()))
     return frozenset(found)

@@ -49,11 +49,12 @@ def text_of(cat: Catalog):
 
 @pytest.mark.parametrize(("text", "keys"), [
     ("我今天和我最好的朋友吵架了", {"friend"}),
-    ("Lisa和邻居李大爷一起在小区花园种花", {"neighbour", "name:Lisa"}),
-    ("爷爷奶奶带Lisa一起种花", {"grandparent", "name:Lisa"}),
-    ("Bart和表哥Oliver一起玩了一下午", {"cousin", "name:Bart", "name:Oliver"}),
+    ("Lisa和邻居李大爷一起在小区花园种花", {"neighbour"}),
+    ("爷爷奶奶带Lisa一起种花", {"grandparent"}),
+    ("Bart和表哥Oliver一起玩了一下午", {"cousin"}),
     ("我好想养一只大狗狗，但是妈妈说我们家太小了", {"pet", "mother"}),
-    ("My mum and my teacher met Jimmy's dog.", {"mother", "teacher", "pet", "name:Jimmy"}),
+    ("My mum and my teacher met Jimmy's dog.", {"mother", "teacher", "pet"}),
+    ("Please upgrade my Gold Card plan, Sophie from Support said so.", set()),
     ("Why? Thanks, I went hiking alone.", set()),
 ])
 def test_participants_by_role_and_name(text: str, keys: set[str]) -> None:
