@@ -32,8 +32,7 @@ __all__ = ["ROLES", "participants"]
 ROLES: Final[dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
     # role: (Chinese substrings, English words)
     "father": (("爸", "父亲", "父母", "爹"), ("dad", "daddy", "father", "parent", "parents", "papa")),
-    "mother": (("妈", "母亲", "父母", "娘"), ("mom", "mommy", "mum", "mummy", "mother", "parent", "parents",
-                                           "mama")),
+    "mother": (("妈", "母亲", "父母"), ("mom", "mommy", "mum", "mummy", "mother", "parent", "parents", "mama")),
     "grandparent": (("爷爷", "奶奶", "外公", "外婆", "姥姥", "姥爷", "祖父", "祖母"),
                     ("grandpa", "grandma", "grandfather", "grandmother", "grandparent", "grandparents",
                      "granny")),
