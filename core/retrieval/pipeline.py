@@ -39,6 +39,7 @@ from .explain import build_trace, channel_ranks, zscore_details
 from .feedback import FEEDBACK_ROUTE, feedback_hits, keep_first, score_feedback
 from .fuse import Fusion, RouteScores, fuse, fusion_for, score_routes
 from .hydrate import Hydrated, hydrate
+from .participants import lift_participants
 from .procedures import lift_procedures
 from .recall import CONVERSATION_GOALS, Recalled, plan_calls, recall
 from .request import SearchRequest, parse_request
@@ -309,6 +310,8 @@ class ReadPipeline:
         fused = lift_slot_values(fused, cat, text_of, request.action_state, query)  # a missing slot's value (slots.py)
         # between two calls, the pages of tools not used yet first (procedures.py)
         fused = lift_procedures(fused, cat, plan, request.action_state, text_of)
+        # a conversation excerpt's memories with the same people first (participants.py)
+        fused = lift_participants(fused, cat, plan, query, text_of, weight=cfg.participant_weight)
         pool_rids, pool_scores = fused.rids, fused.scores
         details = {rid: dict(parts) for rid, parts in fused.details.items()}
         rerank_ms: float | None = None

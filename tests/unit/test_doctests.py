@@ -47,6 +47,8 @@ MODULES = [
     "memory_ext.registry",
     "memory_ext.retrieval.context",
     "memory_ext.text.entities",
+    "memory_ext.text.participants",
+    "memory_ext.retrieval.participants",
     "memory_ext.text.timecalendar",
     "memory_ext.text.timeexpr",
     "memory_ext.text.timerules_en",
