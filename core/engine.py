@@ -110,8 +110,8 @@ class MemoryEngine:
                                   planner=planner, config=config, reranker=reranker,
                                   vector_index=self._vector, evidence_index=self._evidence,
                                   embedder_warning=embedder_warning,
-                                  settle=lambda ns_id, sparse: self._writer.settle_search(
-                                      ns_id, config.ingest.search_wait_s, sparse=sparse),
+                                  settle=lambda ns_id, sparse, excerpt: self._writer.settle_search(
+                                      ns_id, config.ingest.search_wait_s, sparse=sparse, excerpt=excerpt),
                                   health=lambda ns_id: self._writer.health(ns_id),
                                   mixed_vectors=(stored or self.vector_kind) == MIXED)
         # the model work of writes (vectors, sparse encodings) is queued and made by the writer's indexer

@@ -222,8 +222,10 @@ class Indexer:
                 self._thread.start()
             self._cond.notify_all()
 
-    def wait(self, ns_id: int | None, timeout: float | None = None) -> bool:
+    def wait(self, ns_id: int | None, timeout: float | None = None, *, dense_only: bool = False) -> bool:
         """Until nothing of ``ns_id`` (of the store if None) is queued: True, or False after ``timeout`` seconds.
+        ``dense_only``: until no record of ``ns_id`` waits for its vector (a sparse encoding alone may still be
+        queued).
 
         A record that fails alone is retried and then quarantined (:meth:`drain_once`): it leaves the queue, so the
         wait ends. When the embedder fails on everything (:attr:`error`), this returns False once a batch tried
@@ -240,7 +242,7 @@ class Indexer:
         # and its passes no longer stand aside for searches in flight (a search may be what waits here)
         with PASS_GATE.waited_work(), self._cond:
             try:
-                while self._store.pending(ns_id) > 0:
+                while self._store.pending(ns_id, dense_only=dense_only and ns_id is not None) > 0:
                     if self.error is not None and self._failures > failures:
                         return False
                     if self._stop and (self._thread is None or not self._thread.is_alive()):
@@ -256,16 +258,20 @@ class Indexer:
                 self._waiting -= 1
         return True
 
-    def settle(self, ns_id: int | None, wait_s: float) -> tuple[int, float | None]:
+    def settle(self, ns_id: int | None, wait_s: float, *, dense_only: bool = False) -> tuple[int, float | None]:
         """Read-your-writes before a search: wait up to ``wait_s`` for the namespace's queued vectors; returns
         ``(records still pending, milliseconds waited or None when nothing was pending)``. A failing embedder
-        does not fail the search: it searches what is indexed and reports the rest as pending."""
+        does not fail the search: it searches what is indexed and reports the rest as pending. ``dense_only``:
+        wait only for the records that still need a vector, not for sparse encodings alone (a search that does
+        not read them); the records still pending count both."""
         pending = self._store.pending(ns_id) if ns_id is not None else 0
-        if not pending or wait_s <= 0:
+        waiting = self._store.pending(ns_id, dense_only=True) if pending and dense_only and self.background \
+            else pending
+        if not waiting or wait_s <= 0:
             return pending, None
         t0 = time.perf_counter()
         with contextlib.suppress(Exception):
-            self.wait(ns_id, wait_s)
+            self.wait(ns_id, wait_s, dense_only=dense_only)
         return self._store.pending(ns_id), round((time.perf_counter() - t0) * 1000, 3)
 
     def close(self, timeout: float | None) -> bool:

@@ -62,6 +62,11 @@ if TYPE_CHECKING:
 __all__ = ["KIND_CONTEXT_TURNS", "WritePipeline", "dedup_rows", "index_records", "stored_tail", "turn_rows"]
 
 KIND_CONTEXT_TURNS = 8
+SPARSE_WAIT_TURNS = 256
+"""The most turns of a sparse-encoding backfill (a namespace's first excerpt search,
+``ingest.sparse_encodings: on_demand``) a search waits for, up to ``ingest.search_wait_s``: a conversation's turns
+are encoded in a few seconds; a shelf of manuals would hold every search of it for minutes, so past this the
+searches read what is encoded while the rest is made in the background (``SearchResult.pending`` counts it)."""
 """Stored turns the derivation of procedures and failure patterns may look back at."""
 
 
@@ -278,20 +283,29 @@ class WritePipeline:
         index = self._sparse_index
         return not ((index is not None and index.has_rows(conn, ns_id)) or self._store.sparse_queued(conn, ns_id))
 
-    def settle_search(self, ns_id: int, wait_s: float, *, sparse: Sequence[int] = ()) -> tuple[int, float | None]:
+    def settle_search(self, ns_id: int, wait_s: float, *, sparse: Sequence[int] = (),
+                      excerpt: bool = True) -> tuple[int, float | None]:
         """Before a search of ``ns_id``: :meth:`demand_sparse` of the turn records ``sparse`` when it is an
         excerpt search that found turns without a sparse encoding, else the indexer's wait for the namespace's
-        queued vectors."""
+        queued vectors — and for an ``excerpt`` search, for its queued sparse encodings too, unless they are a
+        backfill of more than :data:`SPARSE_WAIT_TURNS` turns (a search never stalls behind the encoding of a
+        whole manual shelf: it reads what is encoded, and the rest comes in the background)."""
         if sparse:
             return self.demand_sparse(ns_id, sparse, wait_s)
         if self.indexer is None:
             return self._store.pending(ns_id), None
-        return self.indexer.settle(ns_id, wait_s)
+        return self.indexer.settle(ns_id, wait_s, dense_only=not excerpt or self._backfill(ns_id))
+
+    def _backfill(self, ns_id: int) -> bool:
+        """Whether more than :data:`SPARSE_WAIT_TURNS` records of ``ns_id`` wait for a sparse encoding alone."""
+        store = self._store
+        return store.pending(ns_id) - store.pending(ns_id, dense_only=True) > SPARSE_WAIT_TURNS
 
     def demand_sparse(self, ns_id: int, rids: Sequence[int], wait_s: float) -> tuple[int, float | None]:
         """An excerpt search of ``ns_id`` found turn records ``rids`` without a sparse encoding: queue them (from
         then on the namespace's turns are encoded at write, :meth:`_sparse_deferred`) and wait up to ``wait_s``
-        for the namespace's queue, as a search after a write does. Returns ``(records still pending, ms waited
+        for the namespace's queue, as a search after a write does (for its vectors only when the backfill is of
+        more than :data:`SPARSE_WAIT_TURNS` turns). Returns ``(records still pending, ms waited
         or None)``; ``(pending, None)`` when this engine cannot make them (read-only, no indexer, no sparse
         encodings)."""
         store = self._store
@@ -300,7 +314,7 @@ class WritePipeline:
         with store.namespace_lock(store.namespace_key(ns_id)), store.transaction("queue sparse") as conn:
             store.queue_sparse(conn, ns_id, rids)
         self._kick([(Work.NONE, 1)])
-        return self.indexer.settle(ns_id, wait_s)
+        return self.indexer.settle(ns_id, wait_s, dense_only=self._backfill(ns_id))
 
     def add_in(self, conn: Connection, turns: Iterable[Turn | Mapping[str, Any]],
                ns: Namespace, *, dedup: bool = True) -> AddResult:

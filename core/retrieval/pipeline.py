@@ -72,10 +72,11 @@ class ReadPipeline:
     ``pool`` they run on, the ``planner``, the optional ``reranker``, the ``config``, the ``vector_index`` (MMR
     uses the stored vectors when there is one), the ``evidence_index`` (to warn when it is empty), the
     embedder fallback warning, if any, and ``settle``: read-your-writes before the channels run, ``(ns_id,
-    sparse) -> (records still pending, ms waited or None)`` (the writer's
+    sparse, excerpt) -> (records still pending, ms waited or None)`` (the writer's
     :meth:`~memory_ext.ingest.pipeline.WritePipeline.settle_search`; ``sparse``: the turn records an excerpt
     search found without the sparse encodings its sparse channel scores, which a namespace gets on its first
-    excerpt search). ``health``: ``ns_id -> channel errors`` of the namespace's indexing (an embedder that is down,
+    excerpt search; ``excerpt``: whether the search reads sparse encodings at all). ``health``: ``ns_id ->
+    channel errors`` of the namespace's indexing (an embedder that is down,
     records in quarantine), added to every search of it so that a search without some vectors says so.
     """
 
@@ -83,7 +84,7 @@ class ReadPipeline:
                  planner: Planner, config: EngineConfig, reranker: Reranker | None = None,
                  vector_index: VectorIndex | None = None, evidence_index: EvidenceIndex | None = None,
                  embedder_warning: str | None = None,
-                 settle: Callable[[int, Sequence[int]], tuple[int, float | None]] | None = None,
+                 settle: Callable[[int, Sequence[int], bool], tuple[int, float | None]] | None = None,
                  health: Callable[[int], list[ChannelError]] | None = None,
                  mixed_vectors: bool) -> None:
         self.store = store
@@ -241,9 +242,11 @@ class ReadPipeline:
         plan = fit_to_store(plan, has_procedures=bool(np.any(cat.kind == KIND_CODES["procedure"])))
         plan = expand_plan(plan, expansion=cfg.expansion, expansion_weight=cfg.expansion_weight,
                            split_conjunctions=cfg.split_conjunctions, associative_weight=cfg.associative_weight)
-        # read-your-writes: the namespace's queued vectors, and for an excerpt its turns' sparse encodings
-        gaps = self._sparse_gaps(cat, ns_id) if any(r.goal in CONVERSATION_GOALS for r in plan.routes) else []
-        pending, waited_ms = self.settle(ns_id, gaps) if self.settle is not None else (0, None)
+        # read-your-writes: the namespace's queued vectors, and for an excerpt its turns' sparse encodings (an
+        # agent's decision point reads the encodings the namespace has: it neither starts nor waits for a backfill)
+        excerpt = any(r.goal in CONVERSATION_GOALS for r in plan.routes)
+        gaps = self._sparse_gaps(cat, ns_id) if excerpt and request.action_state is None else []
+        pending, waited_ms = self.settle(ns_id, gaps, excerpt) if self.settle is not None else (0, None)
         if self.health is not None:
             errors += self.health(ns_id)
         if gaps:

@@ -420,8 +420,9 @@ class QueueRepository(Protocol):
     def claimed_work(self, limit: int) -> AbstractContextManager[list[WorkItem]]:
         """The next batch for this process's indexer, claimed against other processes while the block runs."""
 
-    def pending(self, ns_id: int | None = None) -> int:
-        """Records (of ``ns_id``, or of the store) whose model work is not written yet."""
+    def pending(self, ns_id: int | None = None, *, dense_only: bool = False) -> int:
+        """Records (of ``ns_id``, or of the store) whose model work is not written yet; ``dense_only``: those
+        whose vector is not written yet (of ``ns_id``; not those waiting only for a sparse encoding)."""
 
     def work_sources(self, rids: Sequence[int]) -> dict[int, tuple[str, str, list[int], int | None]]:
         """``rid -> (index_text, text, rids of its turns' turn records, anchor rid)`` of queued records."""

@@ -63,6 +63,8 @@ class QueueSql:
     """-> how many items the queue holds."""
     pending_ns: str
     """``(ns_id,)`` -> how many items of one namespace."""
+    pending_dense_ns: str
+    """``(ns_id,)`` -> how many items of one namespace still need a dense vector."""
     work_records: str
     """``{marks}`` template, ``(*rids)`` -> ``rid, ns_id, index_text, text, turn_ids, anchor_rid``."""
     work_turns: str
@@ -221,11 +223,13 @@ class QueueRepo(CommonStore):
         namespace at a time (see :meth:`memory_ext.store.pg.truth.PgTruthStore.claimed_work`)."""
         yield self.queued(self.reader(), limit)
 
-    def pending(self, ns_id: int | None = None) -> int:
-        """Records (of ``ns_id``, or of the store) whose vectors or sparse encodings are not written yet."""
+    def pending(self, ns_id: int | None = None, *, dense_only: bool = False) -> int:
+        """Records (of ``ns_id``, or of the store) whose vectors or sparse encodings are not written yet;
+        ``dense_only``: those still waiting for a vector (of ``ns_id``), not for a sparse encoding alone."""
         conn = self.reader()
         queue = sql_of(conn).queue
-        sql, args = (queue.pending, ()) if ns_id is None else (queue.pending_ns, (ns_id,))
+        sql, args = ((queue.pending, ()) if ns_id is None else
+                     (queue.pending_dense_ns if dense_only else queue.pending_ns, (ns_id,)))
         try:
             return int(conn.execute(sql, args).fetchone()[0])
         except self._missing_table:  # a store written before the queue existed (read-only opener)

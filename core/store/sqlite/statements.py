@@ -161,6 +161,7 @@ class SqliteStatements(Statements):
                             " ON r.rid = q.rid WHERE r.anchor_rid IN ({marks}) AND r.kind = 'window'"),
             pending="SELECT COUNT(*) FROM index_queue",
             pending_ns="SELECT COUNT(*) FROM index_queue WHERE ns_id=?",
+            pending_dense_ns="SELECT COUNT(*) FROM index_queue WHERE ns_id=? AND dense<>0",
             work_records=("SELECT rid, ns_id, index_text, text, turn_ids, anchor_rid FROM records"
                           " WHERE rid IN ({marks})"),
             work_turns=("SELECT id, seq, record_rid FROM turns WHERE +ns_id=? AND id IN ({marks})"

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import threading
 import zlib
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
+import pytest
 
-from memory_ext import MemoryEngine, Turn
+from memory_ext import ActionState, MemoryEngine, Turn
 from memory_ext.embed import HashingEmbedder
 from memory_ext.plan.heuristic import conversation_parts, plan_search, split_sentences
 
@@ -115,3 +117,51 @@ def test_sparse_enabled_false_removes_the_channel(tmp_path: Path) -> None:
     with _engine(tmp_path, emb, {"globals": {"sparse_enabled": False}}) as eng:
         eng.search(EXCERPT, "u", k=2)
         assert emb.sparse_calls == []
+
+
+class _SlowSparse(_SparseHashing):
+    """Sparse encodings of stored notes (they start with "Bart") wait until ``ready`` is set: a backfill that
+    takes as long as the test wants."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ready = threading.Event()
+
+    def embed_sparse(self, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+        if any(t.startswith("Bart") for t in texts):
+            self.ready.wait()
+        return super().embed_sparse(texts)
+
+
+def test_a_search_does_not_stall_behind_a_large_sparse_backfill(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A namespace's first excerpt search queues the sparse encodings of its turns; when they are more than
+    ``SPARSE_WAIT_TURNS`` (a shelf of manuals, here 3 for 4 notes) it does not wait for them (the indexer is held,
+    so a wait would last ``search_wait_s``): it answers from the other channels, says what the sparse channel
+    missed, and neither it nor a question waits for that backfill afterwards."""
+    monkeypatch.setattr("memory_ext.ingest.pipeline.SPARSE_WAIT_TURNS", 3)
+    emb = _SlowSparse()
+    eng = _engine(tmp_path, emb, {"ingest": {"search_wait_s": 600}})
+    try:
+        res = eng.search(EXCERPT, "u", k=2)
+        assert "pending_wait" not in res.timings_ms and res.pending == 4
+        assert res.items and "fox" in res.items[0].text
+        assert any(w.startswith("sparse channel: 4 turn(s)") for w in res.warnings)
+        question = eng.search("When did Bart see a fox?", "u", k=2)
+        assert "pending_wait" not in question.timings_ms and "fox" in question.items[0].text
+    finally:
+        emb.ready.set()
+    eng.flush()
+    res = eng.search(EXCERPT, "u", k=2)
+    assert res.pending == 0 and "sparse" in res.items[0].channels
+    eng.close()
+
+
+def test_an_agents_search_neither_starts_nor_waits_for_a_sparse_backfill(tmp_path: Path) -> None:
+    """A decision point (a search with an action state) whose request reads as an excerpt uses the encodings the
+    namespace has; it does not queue the encoding of every stored turn."""
+    emb = _SparseHashing()
+    with _engine(tmp_path, emb) as eng:
+        res = eng.search(EXCERPT, "u", k=2, action_state=ActionState(current_subgoal="find the fox story"))
+        assert res.items and res.pending == 0
+        assert not any(c.startswith("Bart") for c in emb.sparse_calls)
