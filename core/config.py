@@ -314,7 +314,9 @@ class IngestConfig(_Section):
     ``search_wait_s``, like a search after a write; ``SearchResult.pending`` counts what is left), and from then
     on every turn written to it is encoded at write time. A namespace only ever asked questions never pays for
     them: the raw pass and the sparse head are nearly half of the indexer's model work (LoCoMo dev, e5, fully
-    indexed ingest 0.64x a plain vector store's speed at write, 1.10x without). ``at_write``: every turn is
+    indexed ingest 0.64x a plain vector store's speed at write, 1.10x without). System turns (an agent's manuals
+    and policy pages, which its long requests search) are encoded at write either way, and an agent's search
+    (with an action state) never starts the backfill. ``at_write``: every turn is
     encoded when it is written, whether or not the namespace is ever searched with an excerpt."""
     indexer_batch: int = Field(default=64, ge=1, le=100_000)
     """Queued records the indexer takes per batch (one write transaction each)."""

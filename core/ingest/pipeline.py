@@ -438,7 +438,11 @@ class WritePipeline:
         anchors: list[int | None] = [*rids, *(rid_of[w.anchor_turn_id or ""] for w in anchored)]
         rids += store.insert_records(conn, ns_id, [r.as_row() for r in anchored], anchor_rids=anchors[len(records):])
         if any(sp for _, sp in work) and self._sparse_deferred(conn, ns_id):
-            work = [(d, 0) for d, _ in work]  # made when an excerpt search first asks (demand_sparse)
+            # made when an excerpt search first asks (demand_sparse); but a system turn (a manual, a policy page)
+            # is reference text that an agent's long requests search: it is encoded now, not in a backfill that
+            # would run while the agent works
+            manual = [i < len(records) and records[i].source_role == "system" for i in range(len(work))]
+            work = [(d, sp if m else 0) for (d, sp), m in zip(work, manual, strict=True)]
         batch = RecordBatch(
             index_records(records + anchored, rids, anchors, turn_facets=self._turn_facets(conn, ns_id, records,
                                                                                             rows, context)),

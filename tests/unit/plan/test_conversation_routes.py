@@ -165,3 +165,15 @@ def test_an_agents_search_neither_starts_nor_waits_for_a_sparse_backfill(tmp_pat
         res = eng.search(EXCERPT, "u", k=2, action_state=ActionState(current_subgoal="find the fox story"))
         assert res.items and res.pending == 0
         assert not any(c.startswith("Bart") for c in emb.sparse_calls)
+
+
+def test_a_manual_gets_its_sparse_encoding_when_it_is_written(tmp_path: Path) -> None:
+    """``on_demand`` defers the encodings of conversation turns, not of system turns (an agent's manuals): those
+    are what its long requests search, so they are encoded at write and an agent's first search finds them whole."""
+    emb = _SparseHashing()
+    manual = ("Refund policy. A refund over 500 dollars needs a supervisor's approval; call approve_refund(order_id) "
+              "before issue_refund(order_id, amount).")
+    with _engine(tmp_path, emb) as eng:
+        eng.add_turns([Turn(role="system", content=manual, timestamp=T0)], "u", wait=True)
+        assert manual in emb.sparse_calls
+        assert not any(c.startswith("Bart") for c in emb.sparse_calls)  # the chat's turns still wait
