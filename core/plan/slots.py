@@ -46,6 +46,7 @@ English phrasing (the value shapes, the indefinite words); the tool schemas may 
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -461,8 +462,17 @@ def states_value(text: str, slots: Sequence[str], hints: Mapping[str, str] | Non
 def stated_values(text: str, slots: Sequence[str], hints: Mapping[str, str] | None = None, *,
                   about: str | None = None) -> dict[str, list[str]]:
     """What :func:`states_value` reads, with the values: slot -> the values ``text`` states for it."""
-    params = [hint_param(s, (hints or {}).get(s, "")) for s in slots]
-    return given_values(params, text, cue_words=None if about is None else set(_words(about)))
+    frozen = _stated_values(text, tuple(slots), tuple((s, (hints or {}).get(s, "")) for s in slots), about)
+    return {slot: list(values) for slot, values in frozen}
+
+
+@functools.lru_cache(maxsize=8192)
+def _stated_values(text: str, slots: tuple[str, ...], hints: tuple[tuple[str, str], ...],
+                   about: str | None) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """:func:`stated_values`, cached: every search of a store reads the same stored turns for the same slots."""
+    params = [hint_param(s, h) for s, h in hints]
+    given = given_values(params, text, cue_words=None if about is None else set(_words(about)))
+    return tuple((slot, tuple(values)) for slot, values in given.items())
 
 
 def is_new(value: str, said: str) -> bool:
@@ -513,12 +523,18 @@ def restates_given(text: str, request: str, said: str = "") -> bool:
     >>> restates_given("I want 100 shares.", "Buy some shares at $700 per share.")  # a price, not a number of shares
     False
     """
-    given = value_cues(request)
+    given = _value_cues(request)
     if not given:
         return False
     return any(cue in given and any(is_new(v, f"{request}\n{said}") and _kind(v) in {_kind(g) for g in given[cue]}
                                     for v in values)
-               for cue, values in value_cues(text).items())
+               for cue, values in _value_cues(text).items())
+
+
+@functools.lru_cache(maxsize=8192)
+def _value_cues(text: str) -> dict[str, set[str]]:
+    """:func:`value_cues`, cached (read only: callers do not change it)."""
+    return value_cues(text)
 
 
 def _kind(value: str) -> str:
