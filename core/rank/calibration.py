@@ -76,7 +76,7 @@ import numpy as np
 
 from ..text import tokenize
 from ..text.tokenize import cjk_ratio
-from .answer_slot import answer_slot, fills
+from .answer_slot import fills_each
 
 if TYPE_CHECKING:
     from ..recall.base import Hits
@@ -118,6 +118,9 @@ class CosineCalibration:
     """Logits taken from an item that does not fill the slot its question asks for
     (:mod:`memory_ext.rank.answer_slot`: no time for "when", no name for "what's her name", neither the thing
     nor a name for "what airline"); 0: not used."""
+    absent_logit: float = 0.0
+    """Logits taken, besides ``slot_logit``, from every item of a result none of whose items fills the slot: the
+    store does not hold what is asked (used only with ``slot_logit``)."""
 
     def logit(self, cosine: float, cover: float, background: float | None = None,
               reference: float | None = None, cjk: float = 0.0) -> float:
@@ -219,11 +222,14 @@ def reference_cosine(query_vector: np.ndarray | None, embedder: Any) -> float | 
 
 def cosine_relevance(cosine: float, cover: float, calibration: CosineCalibration = SENTENCE_MIXED,
                      background: float | None = None, reference: float | None = None, cjk: float = 0.0, *,
-                     unfilled: bool = False) -> float:
+                     unfilled: bool = False, absent: bool = False) -> float:
     """The absolute relevance of one item from its cosine, the query coverage of its text, (when known) the
-    query's background and reference cosines, the query's share of CJK characters and whether the item leaves
-    the question's slot unfilled (``calibration.slot_logit`` taken off)."""
+    query's background and reference cosines, the query's share of CJK characters, whether the item leaves
+    the question's slot unfilled (``calibration.slot_logit`` taken off) and whether every item of its result does
+    (``absent``: ``calibration.absent_logit`` taken off too)."""
     x = calibration.logit(cosine, cover, background, reference, cjk) - (calibration.slot_logit if unfilled else 0.0)
+    if absent and unfilled:
+        x -= calibration.absent_logit
     return 1.0 / (1.0 + math.exp(-x)) if x >= -700 else 0.0
 
 
@@ -246,9 +252,8 @@ def coverage(query_words: set[str], text: str) -> float:
 
 def unfilled(query: str, texts: Sequence[str]) -> list[bool]:
     """Whether each of ``texts`` leaves the slot ``query`` asks for unfilled
-    (:func:`memory_ext.rank.answer_slot.fills` is False); all False when it asks none."""
-    slot = answer_slot(query)
-    return [bool(slot) and fills(slot, text, query) is False for text in texts]
+    (:func:`memory_ext.rank.answer_slot.fills_each` is False); all False when it asks none."""
+    return [f is False for f in fills_each(query, texts)]
 
 
 def bounded_scores(fused: Sequence[float], *, texts: Sequence[str] | None = None, query: str | None = None,
@@ -275,7 +280,8 @@ def bounded_scores(fused: Sequence[float], *, texts: Sequence[str] | None = None
         cjk = cjk_ratio(query) if query else 0.0
         empty = (unfilled(query, texts) if calibration.slot_logit and query and texts is not None
                  else [False] * len(cosines))
-        out = [cosine_relevance(c, v, calibration, background, reference, cjk, unfilled=u)
+        absent = bool(empty) and all(empty)  # no item holds what is asked
+        out = [cosine_relevance(c, v, calibration, background, reference, cjk, unfilled=u, absent=absent)
                for c, v, u in zip(cosines, covers or [0.0] * len(cosines), empty, strict=True)]
     else:
         out = [relevance(value, fusion=fusion, rrf_max=rrf_max) for value in fused]
