@@ -49,7 +49,7 @@ from ..ingest.claim_words import PEOPLE, ZH_CITIES
 from ..text import extract_entities, segment, tokenize
 from .things import thing_kinds
 
-__all__ = ["SLOT_TOP", "AnswerSlot", "answer_slot", "fills", "fills_each", "slot_first"]
+__all__ = ["SLOT_TOP", "AnswerSlot", "answer_slot", "fills", "fills_each", "named_slot", "slot_first"]
 
 KINDS: Final = ("time", "phone", "number", "name", "person")
 
@@ -82,6 +82,7 @@ _ZH_KIND: Final = (
     ("name", re.compile(r"叫什么|叫啥|什么名字|名字|姓什么|姓啥")),
     ("person", re.compile(r"谁")),
 )
+_EN_NAME_VERB: Final = re.compile(r"\W*name\s+(?:one|two|three|a|an|the|some|any|all|each|every|\d+)\b", re.I)
 _NOUN_KIND: Final = {
     # nouns naming a value of one kind: "What's my landlord's phone number?", "陈静的生日是哪天？"
     "time": ("birthday", "date", "deadline", "anniversary", "生日", "日期", "时间"),
@@ -161,6 +162,8 @@ def answer_slot(question: str) -> AnswerSlot:
     """
     zh = bool(re.search(r"[\u4e00-\u9fff]", question))
     kind = next((name for name, pattern in (_ZH_KIND if zh else _EN_KIND) if pattern.search(question)), None)
+    if kind == "name" and _EN_NAME_VERB.match(question) and not dict(_EN_KIND)["name"].search(question, 5):
+        kind = None  # "Name one of the accessories I added": an imperative, no name asked
     focus = _zh_focus(question) if zh else _en_focus(question)
     if kind is None:
         for name, nouns in _NOUN_KIND.items():
@@ -320,6 +323,30 @@ def fills(slot: AnswerSlot, text: str, question: str, *, places: frozenset[str] 
     if zh and _ZH_OBJECT.search(text):
         return True  # "一辆比亚迪海豹": a counted thing
     return bool(_instances(text, slot.focus, question, zh, places))
+
+
+_NAMED_FOCUS: Final = frozenset((
+    "airline", "brand", "company", "employer", "bank", "insurer", "hotel", "restaurant", "cafe", "app", "school",
+    "university", "college", "team", "band", "book", "novel", "movie", "film", "show", "series", "game", "model",
+    "flight", "train", "airport", "station", "city", "country", "username", "handle", "email", "account",
+    "牌子", "品牌", "公司", "航空公司", "航班", "车次", "酒店", "餐厅", "学校", "大学", "型号", "银行", "书", "电影",
+    "城市", "账号", "用户名", "邮箱"))
+"""Things whose instances are said by their names ("which airline": Lufthansa, "哪个车次": G102, "什么牌子": La
+Sportiva): a turn holding the answer holds a name. "what job", "what diet", "什么工作" are answered by common
+nouns ("a lawyer", "pescatarian", 律师) that :func:`fills` cannot see."""
+
+
+def named_slot(slot: AnswerSlot) -> bool:
+    """Whether a turn answering ``slot`` would hold something :func:`fills` sees: a value of a kind (a time, a
+    number, a phone number, a name, a person) or the name of a thing whose instances have names (an airline, a
+    train, a phone or a laptop: :data:`_NAMED_FOCUS`, :mod:`memory_ext.rank.things`).
+
+    >>> named_slot(answer_slot("What airline is mom flying?")), named_slot(answer_slot("陈静做什么工作"))
+    (True, False)
+    """
+    if slot.kind is not None:
+        return True
+    return any(f in _NAMED_FOCUS or f[-2:] in _NAMED_FOCUS or thing_kinds(f) for f in slot.focus)
 
 
 def fills_each(question: str, texts: Sequence[str]) -> list[bool | None]:

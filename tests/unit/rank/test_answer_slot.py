@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memory_ext import MemoryEngine
-from memory_ext.rank.answer_slot import AnswerSlot, answer_slot, fills, fills_each, slot_first
+from memory_ext.rank.answer_slot import AnswerSlot, answer_slot, fills, fills_each, named_slot, slot_first
 from memory_ext.rank.calibration import SENTENCE_MIXED, bounded_scores, unfilled
 
 
@@ -206,3 +206,25 @@ def test_a_result_without_what_is_asked_scores_lower_than_one_holding_it() -> No
 ])
 def test_slot_first_skips_times_said_from_the_day(question: str, texts: list[str], first: int | None) -> None:
     assert slot_first(question, texts) == first
+
+
+@pytest.mark.parametrize(("question", "kind"), [
+    ("Name one of two accessories I added along with my espresso machine order.", None),  # an imperative
+    ("Name the dog I adopted last spring, the one named after my grandpa.", "name"),
+    ("What is Mia's teacher's name?", "name"),
+])
+def test_name_as_a_verb_asks_no_name(question: str, kind: str | None) -> None:
+    assert answer_slot(question).kind == kind
+
+
+def test_only_a_slot_whose_answer_fills_can_find_a_result_lacking_it() -> None:
+    """"陈静做什么工作" is answered by a common noun (律师) that no check sees: a result without a name is no sign
+    the store lacks it; "What airline" is answered by a name."""
+    calibration = dataclasses.replace(SENTENCE_MIXED, slot_logit=1.0, absent_logit=6.0)
+    job = "陈静做什么工作"
+    texts = ["我最好的朋友叫陈静，她在深圳当律师。", "好的，记住了。"]
+    assert named_slot(answer_slot("What airline is mom flying?")) and named_slot(answer_slot("我用什么电脑？"))
+    assert not named_slot(answer_slot(job)) and not named_slot(answer_slot("What's my diet?"))
+    kwargs = {"query": job, "cosines": [0.95, 0.90], "stats": (None, 0.85)}
+    assert bounded_scores([0.0, 0.0], texts=texts, calibration=calibration, **kwargs) == bounded_scores(
+        [0.0, 0.0], texts=texts, calibration=dataclasses.replace(calibration, absent_logit=0.0), **kwargs)
