@@ -69,10 +69,11 @@ class AnswerSlot:
 
 _EN_KIND: Final = (
     ("phone", re.compile(r"\b(?:phone|telephone|mobile|cell|contact) (?:number|no)\b", re.I)),
-    ("time", re.compile(r"^\W*when\b|\bwhat (?:time|date|day|year|month)\b|\bwhich (?:year|month|day|date)\b|"
-                        r"\bhow long ago\b|\bsince when\b", re.I)),
+    ("time", re.compile(r"^\W*when\s+(?:do|does|did|is|are|was|were|am|will|would|can|could|should|has|have"
+                        r"|had)\b|^\W*when(?:'s)?\b.*\?|\bwhat (?:time|date|day|year|month)\b"
+                        r"|\bwhich (?:year|month|day|date)\b|\bhow long ago\b|\bsince when\b", re.I)),
     ("number", re.compile(r"\bhow (?:many|much|old|far|tall|big|heavy|long)\b", re.I)),
-    ("name", re.compile(r"\bnamed?\b|\bcalled\b", re.I)),
+    ("name", re.compile(r"\b(?:named?|called)\b(?!\s+(?:['\"‘“]|(?-i:[A-Z])))", re.I)),  # not "a file called 'X'"
     ("person", re.compile(r"^\W*who(?:m|se)?\b", re.I)),
 )
 _ZH_KIND: Final = (
@@ -150,6 +151,22 @@ def _zh_focus(question: str) -> list[str]:
     return out
 
 
+_SENTENCE_END: Final = re.compile(
+    r"(?<!\b[A-Z][a-z]\.)(?<!\b[A-Z][a-z][a-z]\.)(?<!\b[A-Z]\.)(?<=[.!?])\s+|(?<=[。！？])")
+"""Where a sentence ends: not after a title or an initial ("Dr. Okafor", "Mrs. Hall", "J. Smith")."""
+
+
+def _asked(text: str) -> str:
+    """The part of ``text`` that asks: its sentences ending in a question mark, or the whole of a one-sentence
+    text ("when do I water plants"); "" for several sentences none of which asks (an agent's instructions, a
+    role-play brief mentioning a phone number, asks for no value)."""
+    sentences = [s.strip() for s in _SENTENCE_END.split(text.strip()) if s.strip()]
+    asking = [s for s in sentences if s.endswith(("?", "？"))]
+    if asking:
+        return " ".join(asking)
+    return text if len(sentences) <= 1 else ""
+
+
 def answer_slot(question: str) -> AnswerSlot:
     """The kind of value and the focus words ``question`` asks for (see the module docstring).
 
@@ -160,6 +177,9 @@ def answer_slot(question: str) -> AnswerSlot:
     >>> bool(answer_slot("why did we move")), bool(answer_slot("does she eat pork?"))
     (False, False)
     """
+    question = _asked(question)
+    if not question:
+        return AnswerSlot(kind=None)
     zh = bool(re.search(r"[\u4e00-\u9fff]", question))
     kind = next((name for name, pattern in (_ZH_KIND if zh else _EN_KIND) if pattern.search(question)), None)
     if kind == "name" and _EN_NAME_VERB.match(question) and not dict(_EN_KIND)["name"].search(question, 5):
@@ -395,5 +415,7 @@ def slot_first(question: str, texts: Sequence[str], *, top: int = SLOT_TOP) -> i
     slot = answer_slot(question)
     if slot.kind is None or not texts or fills(slot, texts[0], question) is not False:
         return None
+    if texts[0].rstrip().endswith(("?", "？")):
+        return None  # the best turn asks the same thing: what lies below it may be another event's date
     return next((i for i in range(1, min(top, len(texts)))
                  if fills(slot, _DEICTIC.sub(" ", texts[i]) if slot.kind == "time" else texts[i], question)), None)

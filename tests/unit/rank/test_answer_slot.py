@@ -228,3 +228,23 @@ def test_only_a_slot_whose_answer_fills_can_find_a_result_lacking_it() -> None:
     kwargs = {"query": job, "cosines": [0.95, 0.90], "stats": (None, 0.85)}
     assert bounded_scores([0.0, 0.0], texts=texts, calibration=calibration, **kwargs) == bounded_scores(
         [0.0, 0.0], texts=texts, calibration=dataclasses.replace(calibration, absent_logit=0.0), **kwargs)
+
+
+@pytest.mark.parametrize(("question", "kind"), [
+    ("When is my appointment with Dr. Okafor?", "time"),
+    ("Hi, I am Karan. Could you tell me the status of my flight? My phone number is 555 0199.", None),
+    ("You are a customer of Rho-Bank. Your phone number is 555 0199. Ask the agent to unlock your card.", None),
+    ("When you post the tweet, add a comment.", None),  # a clause, not a question
+    ("In my existing folder called 'Lectures', I'd like to set up a new file.", None),  # a name given, not asked
+    ("when do I water plants", "time"),
+    ("好的，谢谢。雅思考试是哪天？", "time"),
+])
+def test_only_what_asks_gives_a_slot(question: str, kind: str | None) -> None:
+    assert answer_slot(question).kind == kind
+
+
+def test_slot_first_moves_nothing_above_a_turn_asking_the_same() -> None:
+    texts = ["When is my next gym session?", "I'm looking for a Theater event in Chicago, IL on 2023-03-13."]
+    assert slot_first("When is my upcoming gym session?", texts) is None
+    assert slot_first("When is my upcoming gym session?", ["I joined a gym downtown.",
+                                                           "My gym session is on Friday at 7am."]) == 1
