@@ -154,11 +154,13 @@ its rank-1 gold at every size (0.15 kept 92 % in conv-30's 10-turn stores)."""
 TURN_VECTORS = CosineCalibration(midpoint=0.819, scale=0.0168, coverage_logit=4.87)
 """Fitted for turns whose vector is the turn's own (``ingest.sentence_vectors`` 0), against off-topic results only
 and without the reference (not refitted since)."""
-ABSENT_LOGIT = 6.0
-"""Logits for a result none of whose items fills a slot a turn would show (``CosineCalibration.absent_logit``).
-Chosen on the small-store suite's dev chats with the others fixed: 3.0 left "What airline is mom flying?" at 0.98
--> 0.75 (the chat is all about her flight), 6.0 puts it at 0.40; neither moved a rank-1 right answer below 0.5
-(33 of 36 dev, 36 of 37 held out, as without). LoCoMo's calibration stores: see docs/design-notes/small-store.md."""
+ABSENT_LOGIT = 0.0
+"""Logits for a result none of whose items fills a slot a turn would show (``CosineCalibration.absent_logit``);
+0: off. On the small-store suite (dev chosen, held out checked) 6.0 raises no-answer < 0.5 from 0.957 / 0.870 to
+1.000 / 0.957 without moving a rank-1 right answer below 0.5 ("What airline is mom flying?" 0.98 -> 0.40; 3.0
+leaves it at 0.75), but on LoCoMo's calibration stores (``memext bench calibration --sizes 3,10``) it keeps
+0.964 / 0.897 of the rank-1 gold at >= 0.5 in the 3- / 10-turn stores (2.0 and 3.0: 1.0 / 0.931; 0: 1.0 / 1.0)
+for no-answer drops 0.433 / 0.233 -> 0.467 / 0.333: off until a configuration key carries it."""
 SENTENCE_MIXED = CosineCalibration(midpoint=0.8976, scale=0.0249, coverage_logit=3.31, reference_logit=37.39,
                                    cjk_logit=CJK_LOGIT, absent_logit=ABSENT_LOGIT)
 """Fitted for turn vectors mixed with their sentences' (``ingest.sentence_vectors`` 2, the default): they lie
