@@ -6,8 +6,9 @@ has a high cosine and covers most of its words in the topic's turns: what is mis
 asked. :func:`answer_slot` reads it from the question:
 
 * its **kind**, when the question word fixes one a value can be checked for: ``time`` (when, what time, 什么时候,
-  哪天, 几点, a birthday, 生日), ``number`` (how many / much / old, 多少, 几个, a budget, a phone number, 价格),
-  ``name`` (what's X's name, called, 叫什么, 姓什么) and ``person`` (who, 谁; a name or a person word);
+  哪天, 几点, a birthday, 生日), ``phone`` (a phone number, 电话, 手机号: a run of digits, not the rent),
+  ``number`` (how many / much / old, 多少, 几个, a budget, 价格), ``name`` (what's X's name, called, 叫什么,
+  姓什么) and ``person`` (who, 谁; a name or a person word);
 * its **focus**, the noun naming the thing asked ("what *laptop*", "which *phone*", "what's my *postcode*",
   "什么*交通工具*", "哪个*车次*", "我的*血型*是什么").
 
@@ -15,11 +16,15 @@ asked. :func:`answer_slot` reads it from the question:
 hold (a time, a number that is no time, a capitalised name, 叫/姓 + a name, a Latin name in Chinese, a person word
 that is not the question's own person: "我儿子小宇" names 小宇 of "小宇的班主任是谁", it is no answer to it); a
 focus by the focus word itself, or by a name that may be an instance of it ("which phone" — "a Pixel 8",
-"什么牌子" — "La Sportiva", "什么车" — "一辆比亚迪海豹"). A question with neither (where, why, how, yes/no)
-gives no slot, and every turn passes.
+"什么牌子" — "La Sportiva", "什么车" — "一辆比亚迪海豹"). A name is no instance when it is a place and no place is
+asked ("what airline": "she lands at *Heathrow*", "哪个车次": "*北京*南站"), when it owns something ("*Anya's*
+place" for "what book"), or when the turn speaks only of things of another kind (:mod:`memory_ext.rank.things`:
+"I'm on a *Pixel 8* now" names a phone, not the laptop of "What laptop do I use?"). A question with neither (where,
+why, how, yes/no) gives no slot, and every turn passes.
 
 The calibration (:mod:`memory_ext.rank.calibration`) lowers the logit of an item that does not fill its question's
-slot by ``SLOT_LOGIT``: a score, not a ranking.
+slot by ``recall.answer_slot_logit``, and of every item when none of a result's fills it (:func:`fills_each`): a
+score, not a ranking.
 
 >>> answer_slot("What airline is mom flying?")
 AnswerSlot(kind=None, focus=('airline',))
@@ -42,10 +47,11 @@ from typing import Final
 
 from ..ingest.claim_words import PEOPLE, ZH_CITIES
 from ..text import extract_entities, segment, tokenize
+from .things import thing_kinds
 
-__all__ = ["SLOT_TOP", "AnswerSlot", "answer_slot", "fills", "slot_first"]
+__all__ = ["SLOT_TOP", "AnswerSlot", "answer_slot", "fills", "fills_each", "named_slot", "slot_first"]
 
-KINDS: Final = ("time", "number", "name", "person")
+KINDS: Final = ("time", "phone", "number", "name", "person")
 
 
 @dataclass(frozen=True)
@@ -62,18 +68,22 @@ class AnswerSlot:
 # ----------------------------------------------------------------------------------------------- the question
 
 _EN_KIND: Final = (
-    ("time", re.compile(r"^\W*when\b|\bwhat (?:time|date|day|year|month)\b|\bwhich (?:year|month|day|date)\b|"
-                        r"\bhow long ago\b|\bsince when\b", re.I)),
+    ("phone", re.compile(r"\b(?:phone|telephone|mobile|cell|contact) (?:number|no)\b", re.I)),
+    ("time", re.compile(r"^\W*when\s+(?:do|does|did|is|are|was|were|am|will|would|can|could|should|has|have"
+                        r"|had)\b|^\W*when(?:'s)?\b.*\?|\bwhat (?:time|date|day|year|month)\b"
+                        r"|\bwhich (?:year|month|day|date)\b|\bhow long ago\b|\bsince when\b", re.I)),
     ("number", re.compile(r"\bhow (?:many|much|old|far|tall|big|heavy|long)\b", re.I)),
-    ("name", re.compile(r"\bnamed?\b|\bcalled\b", re.I)),
+    ("name", re.compile(r"\b(?:named?|called)\b(?!\s+(?:['\"‘“]|(?-i:[A-Z])))", re.I)),  # not "a file called 'X'"
     ("person", re.compile(r"^\W*who(?:m|se)?\b", re.I)),
 )
 _ZH_KIND: Final = (
+    ("phone", re.compile(r"电话|手机号|联系方式")),
     ("time", re.compile(r"什么时候|哪天|哪一天|几号|几点|几月|哪年|哪一年|何时|什么时间")),
     ("number", re.compile(r"多少|几[个岁次口人天年位名台辆分块元]|多大|多高|多重|多远|多长")),
     ("name", re.compile(r"叫什么|叫啥|什么名字|名字|姓什么|姓啥")),
     ("person", re.compile(r"谁")),
 )
+_EN_NAME_VERB: Final = re.compile(r"\W*name\s+(?:one|two|three|a|an|the|some|any|all|each|every|\d+)\b", re.I)
 _NOUN_KIND: Final = {
     # nouns naming a value of one kind: "What's my landlord's phone number?", "陈静的生日是哪天？"
     "time": ("birthday", "date", "deadline", "anniversary", "生日", "日期", "时间"),
@@ -141,18 +151,39 @@ def _zh_focus(question: str) -> list[str]:
     return out
 
 
+_SENTENCE_END: Final = re.compile(
+    r"(?<!\b[A-Z][a-z]\.)(?<!\b[A-Z][a-z][a-z]\.)(?<!\b[A-Z]\.)(?<=[.!?])\s+|(?<=[。！？])")
+"""Where a sentence ends: not after a title or an initial ("Dr. Okafor", "Mrs. Hall", "J. Smith")."""
+
+
+def _asked(text: str) -> str:
+    """The part of ``text`` that asks: its sentences ending in a question mark, or the whole of a one-sentence
+    text ("when do I water plants"); "" for several sentences none of which asks (an agent's instructions, a
+    role-play brief mentioning a phone number, asks for no value)."""
+    sentences = [s.strip() for s in _SENTENCE_END.split(text.strip()) if s.strip()]
+    asking = [s for s in sentences if s.endswith(("?", "？"))]
+    if asking:
+        return " ".join(asking)
+    return text if len(sentences) <= 1 else ""
+
+
 def answer_slot(question: str) -> AnswerSlot:
     """The kind of value and the focus words ``question`` asks for (see the module docstring).
 
     >>> answer_slot("What's my landlord's phone number?")
-    AnswerSlot(kind='number', focus=('number',))
+    AnswerSlot(kind='phone', focus=('number',))
     >>> answer_slot("我妈坐哪个车次？"), answer_slot("小宇的班主任是谁？").kind
     (AnswerSlot(kind=None, focus=('车次',)), 'person')
     >>> bool(answer_slot("why did we move")), bool(answer_slot("does she eat pork?"))
     (False, False)
     """
+    question = _asked(question)
+    if not question:
+        return AnswerSlot(kind=None)
     zh = bool(re.search(r"[\u4e00-\u9fff]", question))
     kind = next((name for name, pattern in (_ZH_KIND if zh else _EN_KIND) if pattern.search(question)), None)
+    if kind == "name" and _EN_NAME_VERB.match(question) and not dict(_EN_KIND)["name"].search(question, 5):
+        kind = None  # "Name one of the accessories I added": an imperative, no name asked
     focus = _zh_focus(question) if zh else _en_focus(question)
     if kind is None:
         for name, nouns in _NOUN_KIND.items():
@@ -191,6 +222,16 @@ _ZH_CALLED: Final = re.compile(r"(?:叫|姓|名叫|叫做)([\u4e00-\u9fffA-Za-z]
 _LATIN: Final = re.compile(r"[A-Za-z][A-Za-z0-9-]+")
 _MODEL: Final = re.compile(r"\b[a-z]+[A-Z][\w-]*|\b[A-Z]+\d[\w-]*")
 _ZH_OBJECT: Final = re.compile(r"[一两这那](?:辆|台|部|家|款|套|只|条|所|位)")
+_PHONE: Final = re.compile(r"\+?\d(?:[\d\s().-]{4,}\d)")
+_PLACE_FOCUS: Final = frozenset((
+    "place", "city", "town", "country", "airport", "station", "hotel", "restaurant", "cafe", "bar", "school",
+    "university", "college", "gym", "office", "company", "employer", "shop", "store", "hospital", "clinic", "venue",
+    "destination", "address", "street", "neighborhood", "neighbourhood", "room", "building", "park", "club",
+    "地方", "城市", "国家", "机场", "车站", "酒店", "餐厅", "饭店", "学校", "大学", "公司", "医院", "健身房",
+    "会议室", "楼", "地址", "小区", "店", "站"))
+"""Focus words a place may be an instance of ("which hotel": "at the Ritz"); for any other thing ("what airline",
+"哪个车次") a place is no answer: "she lands at Heathrow", "北京南站"."""
+_EN_AT: Final = re.compile(r"\b(?:at|in|to|from|into|near|via|around|outside)\s+(?:the\s+)?$", re.I)
 
 
 def _values(text: str, kind: str, question: str, zh: bool) -> bool:
@@ -198,6 +239,8 @@ def _values(text: str, kind: str, question: str, zh: bool) -> bool:
     q_low = question.casefold()
     if kind == "time":
         return bool(_EN_TIME.search(text) or (zh and _ZH_TIME.search(text)))
+    if kind == "phone":  # a phone number is a run of digits, not the rent nor a date
+        return bool(_PHONE.search(text))
     if kind == "number":
         masked = (_ZH_TIME if zh else _EN_TIME).sub(" ", text)
         return bool(_NUMBER.search(masked) or _EN_NUMBER_WORD.search(masked))
@@ -235,6 +278,42 @@ def _names(text: str, zh: bool) -> list[str]:
     return out
 
 
+def _places(text: str, zh: bool) -> set[str]:
+    """Names ``text`` gives to places: Chinese cities (北京, and 北京南站 beginning with one), English names right after
+    a preposition of place ("lands at Heathrow", "a flat in Leeds")."""
+    if zh:
+        return {n for n in _names(text, zh) if any(n.startswith(c) for c in ZH_CITIES)}
+    out: set[str] = set()
+    for name in _names(text, zh):
+        at = text.find(name)
+        if at >= 0 and _EN_AT.search(text[:at]):
+            out.add(name)
+    return out
+
+
+def _instances(text: str, focus: tuple[str, ...], question: str, zh: bool,
+               places: frozenset[str] = frozenset()) -> list[str]:
+    """The names in ``text`` that may be an instance of the thing ``focus`` names: not one the question holds, not
+    a place unless a place is asked ("what airline": not "Heathrow"; ``places``: names other texts give to places),
+    not an owner ("Anya's place" says where, not which book)."""
+    q_low = question.casefold()
+    names = [n for n in _names(text, zh) if n.casefold() not in q_low]
+    if any(f in _PLACE_FOCUS or (zh and f[-1:] in _PLACE_FOCUS) for f in focus):
+        return names
+    places = places | _places(text, zh)
+    return [n for n in names if n not in places and not re.search(rf"\b{re.escape(n)}['\u2019]s\b", text)]
+
+
+def _other_kind(text: str, focus: tuple[str, ...]) -> bool:
+    """Whether ``text`` speaks only of things of another kind than the one ``focus`` names (a phone for "what
+    laptop", :mod:`memory_ext.rank.things`)."""
+    asked = thing_kinds(" ".join(focus))
+    if not asked:
+        return False
+    told = thing_kinds(text)
+    return bool(told) and not told & asked
+
+
 def _has_focus(text: str, focus: tuple[str, ...], zh: bool) -> bool:
     if zh:
         return any(f in text or (len(f) >= 3 and f[-2:] in text) for f in focus)
@@ -242,7 +321,7 @@ def _has_focus(text: str, focus: tuple[str, ...], zh: bool) -> bool:
     return any(set(tokenize(f)) & words for f in focus)
 
 
-def fills(slot: AnswerSlot, text: str, question: str) -> bool | None:
+def fills(slot: AnswerSlot, text: str, question: str, *, places: frozenset[str] = frozenset()) -> bool | None:
     """Whether ``text`` fills ``slot`` (see the module docstring); None when the question asks no slot.
 
     >>> q = "What's the budget for the Acme project?"
@@ -259,11 +338,64 @@ def fills(slot: AnswerSlot, text: str, question: str) -> bool | None:
         return _values(text, slot.kind, question, zh)
     if _has_focus(text, slot.focus, zh):
         return True
-    q_low = question.casefold()
+    if _other_kind(text, slot.focus):
+        return False  # "I'm on a Pixel 8 now" names a phone, not the laptop asked
     if zh and _ZH_OBJECT.search(text):
         return True  # "一辆比亚迪海豹": a counted thing
-    return any(n.casefold() not in q_low for n in _names(text, zh))
+    return bool(_instances(text, slot.focus, question, zh, places))
 
+
+_NAMED_FOCUS: Final = frozenset((
+    "airline", "brand", "company", "employer", "bank", "insurer", "hotel", "restaurant", "cafe", "app", "school",
+    "university", "college", "team", "band", "book", "novel", "movie", "film", "show", "series", "game", "model",
+    "flight", "train", "airport", "station", "city", "country", "username", "handle", "email", "account",
+    "牌子", "品牌", "公司", "航空公司", "航班", "车次", "酒店", "餐厅", "学校", "大学", "型号", "银行", "书", "电影",
+    "城市", "账号", "用户名", "邮箱"))
+"""Things whose instances are said by their names ("which airline": Lufthansa, "哪个车次": G102, "什么牌子": La
+Sportiva): a turn holding the answer holds a name. "what job", "what diet", "什么工作" are answered by common
+nouns ("a lawyer", "pescatarian", 律师) that :func:`fills` cannot see."""
+
+
+def named_slot(slot: AnswerSlot) -> bool:
+    """Whether a turn answering ``slot`` would hold something :func:`fills` sees: a value of a kind (a time, a
+    number, a phone number, a name, a person) or the name of a thing whose instances have names (an airline, a
+    train, a phone or a laptop: :data:`_NAMED_FOCUS`, :mod:`memory_ext.rank.things`).
+
+    >>> named_slot(answer_slot("What airline is mom flying?")), named_slot(answer_slot("陈静做什么工作"))
+    (True, False)
+    """
+    if slot.kind is not None:
+        return True
+    return any(f in _NAMED_FOCUS or f[-2:] in _NAMED_FOCUS or thing_kinds(f) for f in slot.focus)
+
+
+def fills_each(question: str, texts: Sequence[str]) -> list[bool | None]:
+    """:func:`fills` for each of ``texts`` (the items of one result), a name one of them gives to a place being a
+    place in all ("Updated — Heathrow, the 13th." after "she lands at Heathrow"); all None when the question asks
+    no slot.
+
+    >>> fills_each("What airline is mom flying?", ["She lands at Heathrow at noon.", "Updated — Heathrow, noon."])
+    [False, False]
+    """
+    slot = answer_slot(question)
+    if not slot:
+        return [None] * len(texts)
+    zh = bool(re.search(r"[\u4e00-\u9fff]", question))
+    places = frozenset(p for t in texts for p in _places(t, zh)) if slot.kind is None else frozenset()
+    return [fills(slot, t, question, places=places) for t in texts]
+
+
+_DEICTIC: Final = re.compile(
+    r"\b(?:yesterday|today|tonight|tomorrow|recently|lately|(?:last|this|past)\s+(?:week(?:end)?|month|year|night|"
+    r"morning|afternoon|evening|time|spring|summer|fall|autumn|winter|(?:mon|tues|wednes|thurs|fri|satur|sun)day)"
+    r"(?!\s+of\b)|(?:a|an|one|two|three|four|five|six|seven|eight|nine|ten|a few|several|\d+)\s+(?:days?|weeks?|"
+    r"months?|years?)\s+ago)\b|昨天|今天|今晚|前天|刚才|最近|上周|上个?月|去年|前年|"
+    + _ZH_NUM + r"+(?:天|周|个月|年)前",
+    re.IGNORECASE)
+"""Times that date what a turn tells by the day it was said ("Lost my job yesterday", "上周"): in a conversation
+between people, when something happened is the session's date, so such a turn is no better answer to "when" than
+its neighbour ("I just joined a new activist group"). :func:`slot_first` moves a turn only for a time of the
+calendar or the clock ("every Sunday", "六月二十号")."""
 
 SLOT_TOP: Final = 3
 """:func:`slot_first` looks this deep: the answer the e5 ranking puts just under a turn of its topic."""
@@ -283,4 +415,7 @@ def slot_first(question: str, texts: Sequence[str], *, top: int = SLOT_TOP) -> i
     slot = answer_slot(question)
     if slot.kind is None or not texts or fills(slot, texts[0], question) is not False:
         return None
-    return next((i for i in range(1, min(top, len(texts))) if fills(slot, texts[i], question)), None)
+    if texts[0].rstrip().endswith(("?", "？")):
+        return None  # the best turn asks the same thing: what lies below it may be another event's date
+    return next((i for i in range(1, min(top, len(texts)))
+                 if fills(slot, _DEICTIC.sub(" ", texts[i]) if slot.kind == "time" else texts[i], question)), None)

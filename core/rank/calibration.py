@@ -5,7 +5,7 @@ item::
 
     relevance = max(sigmoid((cosine - midpoint) / scale + coverage_logit * coverage
                             + reference_logit * (cosine - reference) + cjk_logit * cjk
-                            - slot_logit * unfilled),
+                            - slot_logit * unfilled - absent_logit * absent),
                     COVERAGE_WEIGHT * coverage ** 2)
 
 * ``cosine``: the similarity of the query's and the item's own e5 vectors (the main route's vector channel
@@ -21,6 +21,11 @@ item::
   a time for "when", a name for "叫什么", the thing or a name for "what airline"); ``slot_logit`` is
   ``recall.answer_slot_logit``, chosen as the largest that keeps every rank-1 gold item of the LoCoMo dev
   calibration stores at >= 0.5.
+* ``absent``: 1 when no item of the result fills the slot either and the slot is one whose answer a turn shows
+  (a time, a number, a phone number, a name, a person, or a thing said by its name: an airline, a train, a laptop;
+  :func:`memory_ext.rank.answer_slot.named_slot`): the store does not hold what is asked ("What airline is mom
+  flying?" over a chat about her flight landing at Heathrow). ``absent_logit`` (:data:`ABSENT_LOGIT`) applies only
+  with ``slot_logit``.
 * ``cjk``: the query's share of CJK characters. Chinese questions lie closer to the Chinese turns of their topic
   than English ones do, even measured from the reference; :data:`CJK_LOGIT` was chosen on the small-store
   suite's dev chats (LoCoMo holds no Chinese).
@@ -76,13 +81,13 @@ import numpy as np
 
 from ..text import tokenize
 from ..text.tokenize import cjk_ratio, term_set
-from .answer_slot import answer_slot, fills
+from .answer_slot import answer_slot, fills_each, named_slot
 
 if TYPE_CHECKING:
     from ..recall.base import Hits
 
-__all__ = ["CJK_LOGIT", "COVERAGE_WEIGHT", "NEAR_WEIGHT", "CosineCalibration", "REFERENCE_TEXTS", "SENTENCE_MIXED",
-           "TURN_VECTORS", "ZSCORE_MIDPOINT", "ZSCORE_SCALE", "background_cosine", "bounded_scores",
+__all__ = ["ABSENT_LOGIT", "CJK_LOGIT", "COVERAGE_WEIGHT", "NEAR_WEIGHT", "CosineCalibration", "REFERENCE_TEXTS",
+           "SENTENCE_MIXED", "TURN_VECTORS", "ZSCORE_MIDPOINT", "ZSCORE_SCALE", "background_cosine", "bounded_scores",
            "cosine_calibration", "cosine_relevance", "coverage", "item_cosines", "reference_cosine", "relevance",
            "unfilled"]
 
@@ -118,6 +123,11 @@ class CosineCalibration:
     """Logits taken from an item that does not fill the slot its question asks for
     (:mod:`memory_ext.rank.answer_slot`: no time for "when", no name for "what's her name", neither the thing
     nor a name for "what airline"); 0: not used."""
+    absent_logit: float = 0.0
+    """Logits taken, besides ``slot_logit``, from every item of a result none of whose items fills a slot whose
+    answer :func:`memory_ext.rank.answer_slot.fills` would see (a value of a kind, a name:
+    :func:`~memory_ext.rank.answer_slot.named_slot`): the store does not hold what is asked (used only with
+    ``slot_logit``)."""
 
     def logit(self, cosine: float, cover: float, background: float | None = None,
               reference: float | None = None, cjk: float = 0.0) -> float:
@@ -144,8 +154,15 @@ its rank-1 gold at every size (0.15 kept 92 % in conv-30's 10-turn stores)."""
 TURN_VECTORS = CosineCalibration(midpoint=0.819, scale=0.0168, coverage_logit=4.87)
 """Fitted for turns whose vector is the turn's own (``ingest.sentence_vectors`` 0), against off-topic results only
 and without the reference (not refitted since)."""
+ABSENT_LOGIT = 0.0
+"""Logits for a result none of whose items fills a slot a turn would show (``CosineCalibration.absent_logit``);
+0: off. On the small-store suite (dev chosen, held out checked) 6.0 raises no-answer < 0.5 from 0.957 / 0.870 to
+1.000 / 0.957 without moving a rank-1 right answer below 0.5 ("What airline is mom flying?" 0.98 -> 0.40; 3.0
+leaves it at 0.75), but on LoCoMo's calibration stores (``memext bench calibration --sizes 3,10``) it keeps
+0.964 / 0.897 of the rank-1 gold at >= 0.5 in the 3- / 10-turn stores (2.0 and 3.0: 1.0 / 0.931; 0: 1.0 / 1.0)
+for no-answer drops 0.433 / 0.233 -> 0.467 / 0.333: off until a configuration key carries it."""
 SENTENCE_MIXED = CosineCalibration(midpoint=0.8976, scale=0.0249, coverage_logit=3.31, reference_logit=37.39,
-                                   cjk_logit=CJK_LOGIT)
+                                   cjk_logit=CJK_LOGIT, absent_logit=ABSENT_LOGIT)
 """Fitted for turn vectors mixed with their sentences' (``ingest.sentence_vectors`` 2, the default): they lie
 closer to their questions. Before the reference: 0.8387 / 0.0152 / 4.29."""
 
@@ -219,11 +236,14 @@ def reference_cosine(query_vector: np.ndarray | None, embedder: Any) -> float | 
 
 def cosine_relevance(cosine: float, cover: float, calibration: CosineCalibration = SENTENCE_MIXED,
                      background: float | None = None, reference: float | None = None, cjk: float = 0.0, *,
-                     unfilled: bool = False) -> float:
+                     unfilled: bool = False, absent: bool = False) -> float:
     """The absolute relevance of one item from its cosine, the query coverage of its text, (when known) the
-    query's background and reference cosines, the query's share of CJK characters and whether the item leaves
-    the question's slot unfilled (``calibration.slot_logit`` taken off)."""
+    query's background and reference cosines, the query's share of CJK characters, whether the item leaves
+    the question's slot unfilled (``calibration.slot_logit`` taken off) and whether every item of its result does
+    (``absent``: ``calibration.absent_logit`` taken off too)."""
     x = calibration.logit(cosine, cover, background, reference, cjk) - (calibration.slot_logit if unfilled else 0.0)
+    if absent and unfilled:
+        x -= calibration.absent_logit
     return 1.0 / (1.0 + math.exp(-x)) if x >= -700 else 0.0
 
 
@@ -246,9 +266,8 @@ def coverage(query_words: set[str], text: str) -> float:
 
 def unfilled(query: str, texts: Sequence[str]) -> list[bool]:
     """Whether each of ``texts`` leaves the slot ``query`` asks for unfilled
-    (:func:`memory_ext.rank.answer_slot.fills` is False); all False when it asks none."""
-    slot = answer_slot(query)
-    return [bool(slot) and fills(slot, text, query) is False for text in texts]
+    (:func:`memory_ext.rank.answer_slot.fills_each` is False); all False when it asks none."""
+    return [f is False for f in fills_each(query, texts)]
 
 
 def bounded_scores(fused: Sequence[float], *, texts: Sequence[str] | None = None, query: str | None = None,
@@ -275,7 +294,8 @@ def bounded_scores(fused: Sequence[float], *, texts: Sequence[str] | None = None
         cjk = cjk_ratio(query) if query else 0.0
         empty = (unfilled(query, texts) if calibration.slot_logit and query and texts is not None
                  else [False] * len(cosines))
-        out = [cosine_relevance(c, v, calibration, background, reference, cjk, unfilled=u)
+        absent = bool(empty) and all(empty) and named_slot(answer_slot(query or ""))  # no item holds what is asked
+        out = [cosine_relevance(c, v, calibration, background, reference, cjk, unfilled=u, absent=absent)
                for c, v, u in zip(cosines, covers or [0.0] * len(cosines), empty, strict=True)]
     else:
         out = [relevance(value, fusion=fusion, rrf_max=rrf_max) for value in fused]

@@ -174,6 +174,17 @@ def _earlier(cat: Catalog, p: int, n: int) -> list[int]:
     return out
 
 
+def _said_before(cat: Catalog, p: int, n: int) -> list[int]:
+    """Up to ``n`` turns of the speaker of turn ``p`` before it, in any session, nearest first."""
+    out: list[int] = []
+    q = p - 1
+    while q >= 0 and len(out) < n and p - q <= NEIGHBOUR_SCAN * n:
+        if cat.kind[q] == _TURN and cat.speaker[q] == cat.speaker[p] and cat.assistant[q] == cat.assistant[p]:
+            out.append(q)
+        q -= 1
+    return out
+
+
 def _restated(text: str, earlier: Sequence[int], texts: Mapping[int, str]) -> int | None:
     """What an answer to a question that adds at most :data:`ACK_TOKENS` tokens to the turns before it
     restates: the earlier turn sharing most content tokens with it (-1: it shares none, a non-answer such as
@@ -276,7 +287,9 @@ def content_first(cat: Catalog, total: np.ndarray, text_of: Callable[[Sequence[i
     position}. With ``query``, an assistant's reply to a user's statement that holds more of the query's words
     than the statement is what the question asks for ("order 4412 refund" → "Order 4412 is cancelled, refund in
     5 days" after "Please cancel order 4412"): it is left alone, unless a later statement replaced the one it
-    answers (``cat.successor``): then it is as out of date as that statement and stays below it."""
+    answers (``cat.successor``): then it is as out of date as that statement and stays below it, or the words it
+    holds more are the user's own from the turns before (:data:`CONTEXT_TURNS`): "Norway in August is lovely."
+    after "…we booked Norway instead, same dates." tells back the "August" of "a trip to Iceland in August"."""
     finite = np.flatnonzero(np.isfinite(total))
     if finite.size < 2:
         return {}
@@ -287,12 +300,16 @@ def content_first(cat: Catalog, total: np.ndarray, text_of: Callable[[Sequence[i
     words = _units(query) if query else set()
     replies = [p for p, c in links.items() if c < p and cat.assistant[p] and not cat.assistant[c]]
     if words and replies:
-        texts = text_of(sorted({q for p in replies for q in (p, links[p])}))
+        said = {p: _said_before(cat, links[p], CONTEXT_TURNS) for p in replies}
+        texts = text_of(sorted({q for p in replies for q in (p, links[p], *said[p])}))
         for p in replies:
             if links[p] in cat.successor:
                 continue  # a reply to a statement a later one replaced is as out of date as the statement
-            if len(words & _units(texts.get(p, ""))) > len(words & _units(texts.get(links[p], ""))):
-                del links[p]  # the reply holds more of what is asked: no dependent for this question
+            own, reply = words & _units(texts.get(links[p], "")), words & _units(texts.get(p, ""))
+            if len(reply) > len(own) and reply - own - set().union(*(_units(texts.get(q, "")) for q in said[p])):
+                del links[p]  # the reply holds more of what is asked, news of its own: no dependent for this
+                # question ("Norway in August is lovely" after "we booked Norway instead, same dates" only tells
+                # back the user's "Iceland in August" before)
 
     def chain(p: int) -> list[int]:  # p, its carrier, that one's carrier, ... up to the turn carrying content
         out = [p]

@@ -43,6 +43,7 @@ import numpy as np
 from ..ingest.claim_words import PEOPLE, ZH_CITIES
 from ..ingest.claims import statement_subjects
 from ..store.catalog import KIND_CODES, Catalog
+from .things import thing_kinds
 
 __all__ = ["Frame", "Value", "asks_past", "frame_of", "newest_first", "restates", "stem", "updates", "value_spans"]
 
@@ -71,10 +72,11 @@ _NARRATED: Final = re.compile(r"(?:\blast|\bthis past|上)\s*$", re.IGNORECASE)
 _AGO: Final = re.compile(r"\s*(?:ago\b|前)")
 """A time said as when something happened ("last Friday", "two weeks ago", 上周二) dates a story; it is no value a
 later statement could change, as "on Fridays" or "下周二" is."""
-_VOCATIVE: Final = re.compile(r"(?:^|[.!?]\s+)(?:[A-Za-z]+,?\s+)?([A-Z][a-z]+)\s*(?=[,!?])"
+_VOCATIVE: Final = re.compile(r"(?:^|[.!?]\s+)(?:(?:OK|[A-Za-z][a-z]*),?\s+)?([A-Z][a-z]+)\s*(?=[,!?])"
                               r"|,\s*([A-Z][a-z]+)\s*(?:[.!?]+|$)")
 """A name said to the listener ("Hey Caroline!", "Thanks, Mel!", "Wow Jon, same here"): whom a turn speaks to is
-no subject it speaks of."""
+no subject it speaks of. The word before the name is a greeting or an interjection, never an initialism: "VS
+Code, with the vim extension." names an editor, it speaks to no one."""
 _ZH_OBJECT: Final = re.compile(r"[一两这那](?:辆|台|部|家|款|套|只|条)(?:新的)?([^，。！？,.!?；;：:\s]{2,10})")
 """A thing counted by its measure word (一辆比亚迪海豹, 一家外企, 一台ThinkPad): the measure word is the grammar
 of Chinese naming a thing, so what follows it is a value."""
@@ -135,6 +137,7 @@ def frame_of(text: str) -> Frame:
             anchors.add(word)
     anchors |= {name for name in values["name"] if " " not in name}
     anchors -= addressed
+    anchors |= thing_kinds(text)  # "an iPhone 12" and "a Pixel 8": one attribute, the phone (rank/things.py)
     for run in re.findall(r"[\u3400-\u9fff]+", text):
         anchors.update(a + b for a, b in itertools.pairwise(run)
                        if a not in _ZH_FUNCTION and b not in _ZH_FUNCTION)

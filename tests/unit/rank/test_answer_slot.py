@@ -3,12 +3,13 @@ a chat about a topic is not an answer to every question about that topic."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
 from memory_ext import MemoryEngine
-from memory_ext.rank.answer_slot import AnswerSlot, answer_slot, fills, slot_first
+from memory_ext.rank.answer_slot import AnswerSlot, answer_slot, fills, fills_each, named_slot, slot_first
 from memory_ext.rank.calibration import SENTENCE_MIXED, bounded_scores, unfilled
 
 
@@ -16,7 +17,7 @@ from memory_ext.rank.calibration import SENTENCE_MIXED, bounded_scores, unfilled
     ("When is Mia's birthday?", "time", ()),
     ("what do I do when it rains", None, ()),  # "when" inside the question is no question word
     ("How many guests are coming to the wedding?", "number", ()),
-    ("What's my landlord's phone number?", "number", ("number",)),
+    ("What's my landlord's phone number?", "phone", ("number",)),
     ("What is Mia's teacher's name?", "name", ()),
     ("Who is the best man?", "person", ()),
     ("Which insurance company do I use?", None, ("company",)),
@@ -59,7 +60,7 @@ def test_the_slot_of_a_question(question: str, kind: str | None, focus: tuple[st
     ("钢琴课多少钱一节？", "钢琴老师换了时间，以后是每周三下午五点。", False),  # times are no prices
     ("陈静的生日是哪天？", "我最好的朋友叫陈静，她在深圳当律师。", False),
     ("小宇的班主任是谁？", "我儿子小宇在读二年级，每周六上午学游泳。", False),  # 儿子 is 小宇 himself
-    ("我们坐什么交通工具去？", "国庆我们打算去成都玩，吃火锅看熊猫。", True),  # a name may be the thing: kept
+    ("我们坐什么交通工具去？", "国庆我们打算去成都玩，吃火锅看熊猫。", False),  # a city is no means of transport
     ("我报了哪个培训班？", "我在准备雅思考试，目标是总分七分。", False),
     # no slot: nothing to check
     ("Where does Lena live now?", "Lena moved to Coimbra last month.", None),
@@ -149,3 +150,101 @@ def test_slot_first_reorders_the_first_three_only_and_keeps_a_short_answer(tmp_p
         assert items[3:] == ranked[False][q][3:]  # below the first three, the same order
     assert ranked[True]["When is my dentist appointment?"][0] == "The first cleaning is on October 3rd."
     assert ranked[True]["钢琴老师姓什么"][0] == "老师姓林。"
+
+
+@pytest.mark.parametrize(("question", "turn", "filled"), [
+    # a place is no instance of a thing that is not a place
+    ("What airline is mom flying?", "Mom's flight got rebooked: she lands at Heathrow on the 13th at noon.", False),
+    ("What airline is mom flying?", "She flies with Lufthansa, landing at Gatwick.", True),
+    ("Which hotel are we staying at?", "We booked a room at the Savoy in London.", True),  # a place is asked
+    ("我妈坐哪个车次？", "我妈改签了，变成十二号下午到，还是北京南站。", False),
+    ("我妈坐哪个车次？", "她坐G102次，下午到北京南站。", True),
+    # an owner is no instance of the thing asked
+    ("what book am I reading", "Club meets on the last Tuesday of the month at Anya's place.", False),
+    ("what book am I reading", "I'm reading The Left Hand of Darkness for my book club.", True),
+    # a phone number is a run of digits, not the rent
+    ("What's my landlord's phone number?", "The landlord raised the rent — it's 1,350 from July.", False),
+    ("What's my landlord's phone number?", "His number is 0161 496 0123, call after six.", True),
+    ("房东的电话是多少？", "房租涨到三千五了，下个月开始。", False),
+    ("房东的电话是多少？", "房东电话是13812345678。", True),
+])
+def test_places_owners_and_phone_numbers(question: str, turn: str, filled: bool) -> None:
+    assert fills(answer_slot(question), turn, question) is filled
+
+
+def test_a_place_named_in_one_item_is_a_place_in_all() -> None:
+    question = "What airline is mom flying?"
+    texts = ["Mom's flight got rebooked: she lands at Heathrow on the 13th at noon.",
+             "Updated — Heathrow, the 13th, 12:00."]
+    assert fills(answer_slot(question), texts[1], question) is True  # alone, Heathrow may be the airline
+    assert fills_each(question, texts) == [False, False]
+    assert fills_each("why did we move", texts) == [None, None]
+
+
+def test_a_result_without_what_is_asked_scores_lower_than_one_holding_it() -> None:
+    question = "What's my landlord's phone number?"
+    calibration = dataclasses.replace(SENTENCE_MIXED, slot_logit=1.0, absent_logit=3.0)
+    lacking = ["The landlord raised the rent — it's 1,350 from July.", "My rent is 1,200 euros, due on the 1st."]
+    holding = [lacking[0], "The landlord's number is 0161 496 0123."]
+    kwargs = {"query": question, "cosines": [0.93, 0.92], "stats": (None, 0.85), "calibration": calibration}
+    absent = bounded_scores([0.0, 0.0], texts=lacking, **kwargs)
+    present = bounded_scores([0.0, 0.0], texts=holding, **kwargs)
+    one_logit = bounded_scores([0.0, 0.0], texts=lacking, **{**kwargs, "calibration": dataclasses.replace(
+        calibration, absent_logit=0.0)})
+    assert absent[0] < one_logit[0] and present[1] > absent[1]
+    gate = dataclasses.replace(calibration, slot_logit=0.0)  # without the slot logit, no absent logit either
+    assert bounded_scores([0.0, 0.0], texts=lacking, **{**kwargs, "calibration": gate}) > one_logit
+
+
+@pytest.mark.parametrize(("question", "texts", "first"), [
+    # a time that dates what was told by the day it was said is no answer to "when"
+    ("When did Caroline join the activist group?", ["I just joined a new activist group.",
+                                                    "Lost my job as a banker yesterday."], None),
+    ("雅思考试是哪天？", ["我在准备雅思考试，目标是总分七分。", "加油！", "我昨天刚报了名。"], None),
+    ("When does the book club meet?", ["I'm reading a novel for my book club.",
+                                       "Club meets on the last Tuesday of the month."], 1),
+])
+def test_slot_first_skips_times_said_from_the_day(question: str, texts: list[str], first: int | None) -> None:
+    assert slot_first(question, texts) == first
+
+
+@pytest.mark.parametrize(("question", "kind"), [
+    ("Name one of two accessories I added along with my espresso machine order.", None),  # an imperative
+    ("Name the dog I adopted last spring, the one named after my grandpa.", "name"),
+    ("What is Mia's teacher's name?", "name"),
+])
+def test_name_as_a_verb_asks_no_name(question: str, kind: str | None) -> None:
+    assert answer_slot(question).kind == kind
+
+
+def test_only_a_slot_whose_answer_fills_can_find_a_result_lacking_it() -> None:
+    """"陈静做什么工作" is answered by a common noun (律师) that no check sees: a result without a name is no sign
+    the store lacks it; "What airline" is answered by a name."""
+    calibration = dataclasses.replace(SENTENCE_MIXED, slot_logit=1.0, absent_logit=6.0)
+    job = "陈静做什么工作"
+    texts = ["我最好的朋友叫陈静，她在深圳当律师。", "好的，记住了。"]
+    assert named_slot(answer_slot("What airline is mom flying?")) and named_slot(answer_slot("我用什么电脑？"))
+    assert not named_slot(answer_slot(job)) and not named_slot(answer_slot("What's my diet?"))
+    kwargs = {"query": job, "cosines": [0.95, 0.90], "stats": (None, 0.85)}
+    assert bounded_scores([0.0, 0.0], texts=texts, calibration=calibration, **kwargs) == bounded_scores(
+        [0.0, 0.0], texts=texts, calibration=dataclasses.replace(calibration, absent_logit=0.0), **kwargs)
+
+
+@pytest.mark.parametrize(("question", "kind"), [
+    ("When is my appointment with Dr. Okafor?", "time"),
+    ("Hi, I am Karan. Could you tell me the status of my flight? My phone number is 555 0199.", None),
+    ("You are a customer of Rho-Bank. Your phone number is 555 0199. Ask the agent to unlock your card.", None),
+    ("When you post the tweet, add a comment.", None),  # a clause, not a question
+    ("In my existing folder called 'Lectures', I'd like to set up a new file.", None),  # a name given, not asked
+    ("when do I water plants", "time"),
+    ("好的，谢谢。雅思考试是哪天？", "time"),
+])
+def test_only_what_asks_gives_a_slot(question: str, kind: str | None) -> None:
+    assert answer_slot(question).kind == kind
+
+
+def test_slot_first_moves_nothing_above_a_turn_asking_the_same() -> None:
+    texts = ["When is my next gym session?", "I'm looking for a Theater event in Chicago, IL on 2023-03-13."]
+    assert slot_first("When is my upcoming gym session?", texts) is None
+    assert slot_first("When is my upcoming gym session?", ["I joined a gym downtown.",
+                                                           "My gym session is on Friday at 7am."]) == 1

@@ -134,3 +134,27 @@ def test_the_agents_reply_to_a_replaced_statement_stays_below_it(tmp_path: Path)
         job = _texts(engine, "我现在在哪工作？", "job")
     assert job[0] == "我跳槽了，下个月开始去一家游戏公司做设计。"
     assert job.index("广告公司的工作挺有意思的。") > job.index("我在一家广告公司做设计，已经三年了。")
+
+
+@pytest.mark.parametrize(("lines", "question", "statement", "reply"), [
+    ([("user", "We're planning a trip to Iceland in August, mainly for the ring road."),
+      ("assistant", "Great choice, August has the longest days."),
+      ("user", "My partner wants to see puffins."),
+      ("assistant", "Puffins nest on the cliffs in the south until mid-August."),
+      ("user", "Change of plans — Iceland got too expensive, so we booked Norway instead, same dates."),
+      ("assistant", "Norway in August is lovely. Want fjord suggestions?")],
+     "where are we going on holiday in August?",
+     "Change of plans — Iceland got too expensive, so we booked Norway instead, same dates.",
+     "Norway in August is lovely. Want fjord suggestions?"),
+])
+def test_a_reply_telling_back_the_users_earlier_words_stays_below_the_statement(
+        tmp_path: Path, lines: list[tuple[str, str]], question: str, statement: str, reply: str) -> None:
+    """The reply holds a word of the question the new statement does not ("August"), but the user said it
+    before ("a trip to Iceland in August"): it tells the plan back, the statement is the answer."""
+    turns = [Turn(role=role, content=text, session_id=f"s{i // 4}", timestamp=f"2026-03-0{2 + i // 4}T09:0{i}:00Z")
+             for i, (role, text) in enumerate(lines)]  # the change said in a later session
+    with MemoryEngine.open(tmp_path / "m", embedder="e5") as engine:
+        engine.add_turns(turns, "trip", wait=True)
+        ranked = _texts(engine, question, "trip")
+    assert ranked[0] == statement
+    assert ranked.index(reply) > ranked.index(statement)
