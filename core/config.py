@@ -238,6 +238,14 @@ class RecallConfig(_Section):
     a question whose answer the store lacks scores < 0.5 in 0.57 / 0.23 of the 3- / 10-turn stores (0.50 / 0.13
     without). Small-store suite, no-answer questions below 0.5: dev 0.870 -> 0.913, held out 0.696 -> 0.826
     (docs/design-notes/small-store.md)."""
+    answer_slot_absent_logit: float = Field(default=0.0, ge=0.0, le=20.0)
+    """Item scores only: the logits taken, besides ``answer_slot_logit``, from every item of a result none of
+    whose items fills the slot its question asks for, when a turn would show that slot (a value of a kind, a
+    name): the store does not hold what is asked. 0 (default): off. On the small-store suite 6.0 raises the
+    no-answer questions below 0.5 from 0.957 / 0.870 (dev / held out) to 1.000 / 0.957, but on LoCoMo's
+    calibration stores (``memext bench calibration --sizes 3,10``) it keeps 0.964 / 0.897 of the rank-1 gold at
+    >= 0.5 in the 3- / 10-turn stores (2.0 and 3.0: 1.0 / 0.931; 0: 1.0 / 1.0): a store that says little is
+    better told "nothing" only where wrong no-answers cost less than lost answers."""
     answer_slot_first: bool = True
     """For a question asking for a kind of value (a time, a number, a phone number, a name, a person:
     :func:`memory_ext.rank.answer_slot.slot_first`), the first of the best three turns holding one goes first

@@ -160,7 +160,7 @@ ABSENT_LOGIT = 0.0
 1.000 / 0.957 without moving a rank-1 right answer below 0.5 ("What airline is mom flying?" 0.98 -> 0.40; 3.0
 leaves it at 0.75), but on LoCoMo's calibration stores (``memext bench calibration --sizes 3,10``) it keeps
 0.964 / 0.897 of the rank-1 gold at >= 0.5 in the 3- / 10-turn stores (2.0 and 3.0: 1.0 / 0.931; 0: 1.0 / 1.0)
-for no-answer drops 0.433 / 0.233 -> 0.467 / 0.333: off until a configuration key carries it."""
+for no-answer drops 0.433 / 0.233 -> 0.467 / 0.333: off (``recall.answer_slot_absent_logit`` sets it)."""
 SENTENCE_MIXED = CosineCalibration(midpoint=0.8976, scale=0.0249, coverage_logit=3.31, reference_logit=37.39,
                                    cjk_logit=CJK_LOGIT, absent_logit=ABSENT_LOGIT)
 """Fitted for turn vectors mixed with their sentences' (``ingest.sentence_vectors`` 2, the default): they lie

@@ -193,7 +193,8 @@ class ReadPipeline:
         bounded = bounded_scores(fused_values, texts=[i.text for i in hydrated.items], query=request.query,
                                  fusion=self.fusion.name, rrf_max=best, cosines=cosines,
                                  calibration=replace(self._calibration,
-                                                     slot_logit=self.config.recall.answer_slot_logit),
+                                                     slot_logit=self.config.recall.answer_slot_logit,
+                                                     absent_logit=self.config.recall.answer_slot_absent_logit),
                                  stats=stats, carriers=carried)
         out = []
         for n, (rid, item, fused_value, score) in enumerate(

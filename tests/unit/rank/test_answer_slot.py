@@ -114,6 +114,25 @@ def test_a_near_topic_question_without_its_answer_scores_lower_and_the_ranking_s
     assert results[3.0][absent][0].score < results[0.0][absent][0].score
 
 
+@pytest.mark.parametrize("language", sorted(CHATS))
+def test_the_absent_answer_logit_lowers_only_a_result_that_lacks_the_answer(tmp_path: Path, language: str) -> None:
+    """``recall.answer_slot_absent_logit``: a result none of whose turns holds the asked phone number scores lower
+    still; a result holding the asked time keeps its score; the order never changes."""
+    turns, answered, _ = CHATS[language]
+    absent = {"en": "What's Lena's phone number?", "zh": "陈静的电话号码是多少？"}[language]
+    results = {}
+    for logit in (0.0, 6.0):
+        with MemoryEngine.open(tmp_path / f"{language}-{logit}",
+                               config={"recall": {"answer_slot_absent_logit": logit}}) as engine:
+            engine.add_turns([{"role": "user" if i % 2 == 0 else "assistant", "content": t}
+                              for i, t in enumerate(turns)], "chat")
+            results[logit] = {q: engine.search(q, "chat", k=4).items for q in (answered, absent)}
+    for q in (answered, absent):
+        assert [i.text for i in results[0.0][q]] == [i.text for i in results[6.0][q]]
+    assert results[6.0][answered][0].score == results[0.0][answered][0].score
+    assert results[6.0][absent][0].score < results[0.0][absent][0].score
+
+
 @pytest.mark.parametrize(("question", "texts", "first"), [
     ("when do I water the plants", ["I keep a monstera and two snake plants in the living room.",
                                     "Lovely. The monstera likes bright indirect light.", "I water them every Sunday."],
