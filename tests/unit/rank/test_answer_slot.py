@@ -96,19 +96,26 @@ CHATS = {
 }
 
 
+def _compared(tmp_path: Path, language: str, key: str, logit: float,
+              questions: tuple[str, str]) -> dict[float, dict[str, list]]:
+    """The items of ``questions`` on the language's chat with ``recall.<key>`` 0 and ``logit``; asserts that
+    only scores differ (the same turns in the same order)."""
+    results = {}
+    for value in (0.0, logit):
+        with MemoryEngine.open(tmp_path / f"{language}-{value}", config={"recall": {key: value}}) as engine:
+            engine.add_turns([{"role": "user" if i % 2 == 0 else "assistant", "content": t}
+                              for i, t in enumerate(CHATS[language][0])], "chat")
+            results[value] = {q: engine.search(q, "chat", k=4).items for q in questions}
+    for q in questions:
+        assert [i.text for i in results[0.0][q]] == [i.text for i in results[logit][q]]
+    return results
+
+
 @pytest.mark.parametrize("language", sorted(CHATS))
 def test_a_near_topic_question_without_its_answer_scores_lower_and_the_ranking_stays(
         tmp_path: Path, language: str) -> None:
-    turns, answered, absent = CHATS[language]
-    results = {}
-    for logit in (0.0, 3.0):
-        with MemoryEngine.open(tmp_path / f"{language}-{logit}",
-                               config={"recall": {"answer_slot_logit": logit}}) as engine:
-            engine.add_turns([{"role": "user" if i % 2 == 0 else "assistant", "content": t}
-                              for i, t in enumerate(turns)], "chat")
-            results[logit] = {q: engine.search(q, "chat", k=4).items for q in (answered, absent)}
-    for q in (answered, absent):  # scores only: the same turns in the same order
-        assert [i.text for i in results[0.0][q]] == [i.text for i in results[3.0][q]]
+    _, answered, absent = CHATS[language]
+    results = _compared(tmp_path, language, "answer_slot_logit", 3.0, (answered, absent))
     assert results[3.0][answered][0].score == results[0.0][answered][0].score
     assert results[3.0][answered][0].score >= 0.5
     assert results[3.0][absent][0].score < results[0.0][absent][0].score
@@ -118,17 +125,9 @@ def test_a_near_topic_question_without_its_answer_scores_lower_and_the_ranking_s
 def test_the_absent_answer_logit_lowers_only_a_result_that_lacks_the_answer(tmp_path: Path, language: str) -> None:
     """``recall.answer_slot_absent_logit``: a result none of whose turns holds the asked phone number scores lower
     still; a result holding the asked time keeps its score; the order never changes."""
-    turns, answered, _ = CHATS[language]
+    answered = CHATS[language][1]
     absent = {"en": "What's Lena's phone number?", "zh": "陈静的电话号码是多少？"}[language]
-    results = {}
-    for logit in (0.0, 6.0):
-        with MemoryEngine.open(tmp_path / f"{language}-{logit}",
-                               config={"recall": {"answer_slot_absent_logit": logit}}) as engine:
-            engine.add_turns([{"role": "user" if i % 2 == 0 else "assistant", "content": t}
-                              for i, t in enumerate(turns)], "chat")
-            results[logit] = {q: engine.search(q, "chat", k=4).items for q in (answered, absent)}
-    for q in (answered, absent):
-        assert [i.text for i in results[0.0][q]] == [i.text for i in results[6.0][q]]
+    results = _compared(tmp_path, language, "answer_slot_absent_logit", 6.0, (answered, absent))
     assert results[6.0][answered][0].score == results[0.0][answered][0].score
     assert results[6.0][absent][0].score < results[0.0][absent][0].score
 
