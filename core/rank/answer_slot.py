@@ -429,19 +429,27 @@ def slot_first(question: str, texts: Sequence[str], *, top: int = SLOT_TOP) -> i
     turns, best first) that fills the slot of a question asking for a kind of value (a time, a number, a name, a
     person, a reason) when the first one does not ("when do I water plants": "I water them every Sunday." above "I
     keep a monstera and two snake plants"; "why did we move": "The old flat was too noisy anyway." above "We've
-    moved! New address is…"); None to keep the order. A question naming only a thing is left alone.
+    moved! New address is…"), or that names the thing asked when its instances have names (:func:`named_slot`:
+    "what book am I reading": "I'm reading The Left Hand of Darkness…" above "Club meets… at Anya's place"); None
+    to keep the order. A question naming a thing said by a common noun ("what job", "什么工作") is left alone.
 
     >>> slot_first("雅思考试是哪天？", ["我在准备雅思考试，目标是总分七分。", "加油！", "考试定在六月二十号。"])
     2
     >>> slot_first("为什么下午不喝咖啡", ["我只喝燕麦拿铁。", "好的。", "下午喝会失眠。"])
     2
-    >>> slot_first("which plants do I have", ["I water them every Sunday.", "I keep a monstera."]) is None
+    >>> slot_first("what job does Anya have", ["She lives in Leeds.", "She's a nurse."]) is None
     True
     """
     slot = answer_slot(question)
-    if slot.kind is None or not texts or fills(slot, texts[0], question) is not False:
+    if not texts or (slot.kind is None and not named_slot(slot)):
         return None
-    if texts[0].rstrip().endswith(("?", "？")):
+    zh = bool(re.search(r"[\u4e00-\u9fff]", question))
+    head = texts[:top]
+    places = frozenset(p for t in head for p in _places(t, zh)) if slot.kind is None else frozenset()
+    if fills(slot, head[0], question, places=places) is not False:
+        return None
+    if head[0].rstrip().endswith(("?", "？")):
         return None  # the best turn asks the same thing: what lies below it may be another event's date
-    return next((i for i in range(1, min(top, len(texts)))
-                 if fills(slot, _DEICTIC.sub(" ", texts[i]) if slot.kind == "time" else texts[i], question)), None)
+    return next((i for i in range(1, len(head))
+                 if fills(slot, _DEICTIC.sub(" ", head[i]) if slot.kind == "time" else head[i], question,
+                          places=places)), None)

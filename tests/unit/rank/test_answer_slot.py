@@ -328,3 +328,19 @@ def test_a_reason_orders_but_never_scores() -> None:
     texts = ["I chose them for their inclusivity and support for LGBTQ+ folks.", "That's great, Caroline!"]
     assert fills_each(question, texts) == [None, None] and unfilled(question, texts) == [False, False]
     assert not named_slot(answer_slot(question))
+
+
+@pytest.mark.parametrize(("question", "texts", "first"), [
+    ("what book am I reading", ["Club meets on the last Tuesday of the month at Anya's place.",
+                                "I'm reading The Left Hand of Darkness for my book club.",
+                                "Slow start but I love the world-building."], 1),
+    ("What laptop do I use?", ["I'm on a Pixel 8 now, the old iPhone finally died.",
+                               "My work laptop is a ThinkPad X1 Carbon."], 1),
+    ("我现在用什么电脑？", ["周末去了趟超市。", "公司给配了新的MacBook Pro，以后主要用这台了。"], 1),
+    ("What airline is mom flying?", ["My mom is flying in on the 12th.",
+                                     "Mom's flight got rebooked: she lands at Heathrow on the 13th."], None),  # a place
+    ("What job does Anya have?", ["She lives in Leeds with two cats.", "She's a nurse at the Royal Infirmary."],
+     None),  # a common noun answers it: no check sees one
+])
+def test_the_turn_naming_the_thing_asked_goes_first(question: str, texts: list[str], first: int | None) -> None:
+    assert slot_first(question, texts) == first
