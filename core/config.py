@@ -264,7 +264,8 @@ class RecallConfig(_Section):
     rules it cost LoCoMo @1 0.479 -> 0.475 and the memory suite (e5) hit@1 0.846 -> 0.833
     (docs/design-notes/small-store.md, "Third round"). The reason and thing slots (issue 41) took fact P@1 to
     1.000 on dev and held out and LoCoMo dev @1 0.484 -> 0.488, MRR 0.644 -> 0.646 (two "Why did…" questions
-    gain their gold at rank 1, none loses it); agent bench (hashing) unchanged. A reason is read only for this
+    gain their gold at rank 1, none loses it), MADial dev R@1 0.207 -> 0.210, MRR 0.658 -> 0.664 (R@5
+    unchanged); agent bench (hashing) unchanged. A reason is read only for this
     order, never for an item's score: it is often told without a word marking it."""
     cold_penalty: float = Field(default=1.0, ge=0.0, le=100.0)
     """The cold tier is a ranking prior, never a gate: a turn the compaction moved to the cold tier loses this

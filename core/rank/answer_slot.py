@@ -235,10 +235,13 @@ _MODEL: Final = re.compile(r"\b[a-z]+[A-Z][\w-]*|\b[A-Z]+\d[\w-]*")
 _ZH_OBJECT: Final = re.compile(r"[一两这那](?:辆|台|部|家|款|套|只|条|所|位)")
 _EN_REASON: Final = re.compile(
     r"\b(?:because|cause|cuz|due to|owing to|thanks to|so that|so as to|in order to|as a result|that's why"
-    r"|which is why|the reason|for the sake of)\b|[,;]\s*so\b|\bsince\s+(?:i|i'm|i've|we|we're|you|he|she|they"
-    r"|it|it's|there|my|our|his|her|their)\b|\btoo\s+(?!(?:and|but|or|as|so|i|me|the|a)\b)[a-z]", re.I)
-"""A turn giving a reason: a cause or purpose ("because", "since we", "due to", "so that", ", so I") or an excess
-("The old flat was too noisy anyway.")."""
+    r"|which is why|the reason|for the sake of)\b|[,;]\s*so\s+(?:i|i'm|i'll|i've|we|we're|you|he|she|they|it|that"
+    r"|my|our)\b|\bsince\s+(?:i'm|i am|we're|we are|you're|he's|she's|it's|it is|they're|there's|there are)\b"
+    r"|\btoo\s+(?!(?:and|but|or|as|so|i|me|the|a|an|when|while|with|for|in|on|at|to|now|then|if|that|this|my"
+    r"|our|lol|haha)\b)[a-z]", re.I)
+"""A turn giving a reason: a cause or purpose ("because", "due to", "so that", ", so I", "since it's" — a "since"
+with a past tense mostly tells a time: "since we last talked", "since I moved") or an excess ("The old flat was
+too noisy anyway.", not "I had a mentor too when…")."""
 _ZH_REASON: Final = re.compile(
     r"因为|由于|所以|因此|为了|原因|导致|以免|免得|省得|不然|否则|(?<![恐哪])怕|(?<!太)太(?![太阳空极湖平原])"
     r"|(?:[了喝吃用做看玩睡熬抽碰]|就|才|容易|总|老是?)会(?![议员计儿])")

@@ -286,7 +286,11 @@ def test_a_why_question_asks_for_a_reason(question: str, kind: str | None) -> No
 @pytest.mark.parametrize(("turn", "filled"), [
     ("The old flat was too noisy anyway.", True),
     ("I closed it because they kept charging me hidden fees.", True),
-    ("We moved to Whitby since my wife got a job at the hospital there.", True),
+    ("We picked Whitby since it's close to my wife's new job.", True),
+    ("Lost my job as a banker yesterday, so I'm gonna start my own business.", True),
+    ("Hey Mel! A lot's happened since we last chatted.", False),  # a time
+    ("You captured the sunset perfectly, so peaceful!", False),  # an intensifier
+    ("I had a mentor too when I was learning how to dance.", False),  # "also"
     ("The train was cancelled due to the storm, so I took the bus.", True),
     ("We've moved! New address is 22 Harbour Road, Whitby.", False),
     ("I've lived here since 2019.", False),  # a time, not a reason
