@@ -247,10 +247,13 @@ class RecallConfig(_Section):
     >= 0.5 in the 3- / 10-turn stores (2.0 and 3.0: 1.0 / 0.931; 0: 1.0 / 1.0): a store that says little is
     better told "nothing" only where wrong no-answers cost less than lost answers."""
     answer_slot_first: bool = True
-    """For a question asking for a kind of value (a time, a number, a phone number, a name, a person:
-    :func:`memory_ext.rank.answer_slot.slot_first`), the first of the best three turns holding one goes first
-    when the best turn holds none ("when do I water plants": "I water them every Sunday." above "I keep a
-    monstera and two snake plants"), and is no acknowledgement of its neighbour for that search. A time that
+    """For a question asking for a kind of value (a time, a number, a phone number, a name, a person, a reason:
+    :func:`memory_ext.rank.answer_slot.slot_first`) or for a thing whose instances have names (a book, an
+    airline, a laptop), the first of the best three turns holding one goes first when the best turn holds none
+    ("when do I water plants": "I water them every Sunday." above "I keep a monstera and two snake plants"; "why
+    did we move": "The old flat was too noisy anyway." above "We've moved! New address is…"; "what book am I
+    reading": "I'm reading The Left Hand of Darkness…" above "Club meets… at Anya's place"), and is no
+    acknowledgement of its neighbour for that search. A time that
     dates what a turn tells by the day it was said ("yesterday", "last week", 上周) moves nothing (between
     people the date of a "When did…" answer is the session's), nor is anything moved above a best turn that is
     itself a question (what lies below may be another event's date), and only a question asks (an agent's
@@ -259,7 +262,11 @@ class RecallConfig(_Section):
     evid_recall@1 0.479 -> 0.484 and MRR 0.642 -> 0.644 (@5 / @10 unchanged; none loses its gold at rank 1);
     agent bench (hashing) failures / procedures / slots unchanged, memory hit@1 0.808 -> 0.821. Before these
     rules it cost LoCoMo @1 0.479 -> 0.475 and the memory suite (e5) hit@1 0.846 -> 0.833
-    (docs/design-notes/small-store.md, "Third round")."""
+    (docs/design-notes/small-store.md, "Third round"). The reason and thing slots (issue 41) took fact P@1 to
+    1.000 on dev and held out and LoCoMo dev @1 0.484 -> 0.488, MRR 0.644 -> 0.646 (two "Why did…" questions
+    gain their gold at rank 1, none loses it), MADial dev R@1 0.207 -> 0.210, MRR 0.658 -> 0.664 (R@5
+    unchanged); agent bench (hashing) unchanged. A reason is read only for this
+    order, never for an item's score: it is often told without a word marking it."""
     cold_penalty: float = Field(default=1.0, ge=0.0, le=100.0)
     """The cold tier is a ranking prior, never a gate: a turn the compaction moved to the cold tier loses this
     much of its fused score (zscore fusion: this many standard deviations; rrf: its score is divided by

@@ -8,19 +8,22 @@ asked. :func:`answer_slot` reads it from the question:
 * its **kind**, when the question word fixes one a value can be checked for: ``time`` (when, what time, 什么时候,
   哪天, 几点, a birthday, 生日), ``phone`` (a phone number, 电话, 手机号: a run of digits, not the rent),
   ``number`` (how many / much / old, 多少, 几个, a budget, 价格), ``name`` (what's X's name, called, 叫什么,
-  姓什么) and ``person`` (who, 谁; a name or a person word);
+  姓什么), ``person`` (who, 谁; a name or a person word) and ``reason`` (why, how come, what made…, 为什么,
+  怎么会: a cause or purpose, "because", "since we", "too noisy", 因为, 所以, 太…了, "下午喝会失眠"; read only to
+  order the best turns, :data:`ORDER_ONLY`);
 * its **focus**, the noun naming the thing asked ("what *laptop*", "which *phone*", "what's my *postcode*",
   "什么*交通工具*", "哪个*车次*", "我的*血型*是什么").
 
 :func:`fills` reads the turn: a slot with a kind is filled by a value of that kind the question does not already
-hold (a time, a number that is no time, a capitalised name, 叫/姓 + a name, a Latin name in Chinese, a person word
-that is not the question's own person: "我儿子小宇" names 小宇 of "小宇的班主任是谁", it is no answer to it); a
+hold (a time, a number that is no time, a reason, a capitalised name, 叫/姓 + a name, a Latin name in Chinese, a
+person word that is not the question's own person: "我儿子小宇" names 小宇 of "小宇的班主任是谁", it is no answer to
+it); a
 focus by the focus word itself, or by a name that may be an instance of it ("which phone" — "a Pixel 8",
 "什么牌子" — "La Sportiva", "什么车" — "一辆比亚迪海豹"). A name is no instance when it is a place and no place is
 asked ("what airline": "she lands at *Heathrow*", "哪个车次": "*北京*南站"), when it owns something ("*Anya's*
 place" for "what book"), or when the turn speaks only of things of another kind (:mod:`memory_ext.rank.things`:
 "I'm on a *Pixel 8* now" names a phone, not the laptop of "What laptop do I use?"). A question with neither (where,
-why, how, yes/no) gives no slot, and every turn passes.
+how, yes/no) gives no slot, and every turn passes.
 
 The calibration (:mod:`memory_ext.rank.calibration`) lowers the logit of an item that does not fill its question's
 slot by ``recall.answer_slot_logit``, and of every item when none of a result's fills it (:func:`fills_each`): a
@@ -51,7 +54,11 @@ from .things import thing_kinds
 
 __all__ = ["SLOT_TOP", "AnswerSlot", "answer_slot", "fills", "fills_each", "named_slot", "slot_first"]
 
-KINDS: Final = ("time", "phone", "number", "name", "person")
+KINDS: Final = ("time", "phone", "number", "name", "person", "reason")
+ORDER_ONLY: Final = frozenset(("reason",))
+"""Kinds read only to order the best turns (:func:`slot_first`), never to score one
+(:func:`fills_each`, :func:`named_slot`): a reason is often told without a word that marks it ("I wanted a
+fresh start"), so a turn without one may still be the answer."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +75,9 @@ class AnswerSlot:
 # ----------------------------------------------------------------------------------------------- the question
 
 _EN_KIND: Final = (
+    ("reason", re.compile(r"^\W*why\b|\bhow come\b|\bfor what reason\b|\bwhat(?:'s| is| was| were)? the reasons?\b"
+                          r"|^\W*what (?:made|makes|caused|causes|led|leads|prompted|prompts|motivated|motivates"
+                          r"|drove|drives)\b", re.I)),
     ("phone", re.compile(r"\b(?:phone|telephone|mobile|cell|contact) (?:number|no)\b", re.I)),
     ("time", re.compile(r"^\W*when\s+(?:do|does|did|is|are|was|were|am|will|would|can|could|should|has|have"
                         r"|had)\b|^\W*when(?:'s)?\b.*\?|\bwhat (?:time|date|day|year|month)\b"
@@ -77,6 +87,7 @@ _EN_KIND: Final = (
     ("person", re.compile(r"^\W*who(?:m|se)?\b", re.I)),
 )
 _ZH_KIND: Final = (
+    ("reason", re.compile(r"为什么|为啥|为何|怎么会|怎么(?:不|没)|干嘛|干吗|什么原因|啥原因|原因是")),
     ("phone", re.compile(r"电话|手机号|联系方式")),
     ("time", re.compile(r"什么时候|哪天|哪一天|几号|几点|几月|哪年|哪一年|何时|什么时间")),
     ("number", re.compile(r"多少|几[个岁次口人天年位名台辆分块元]|多大|多高|多重|多远|多长")),
@@ -174,8 +185,8 @@ def answer_slot(question: str) -> AnswerSlot:
     AnswerSlot(kind='phone', focus=('number',))
     >>> answer_slot("我妈坐哪个车次？"), answer_slot("小宇的班主任是谁？").kind
     (AnswerSlot(kind=None, focus=('车次',)), 'person')
-    >>> bool(answer_slot("why did we move")), bool(answer_slot("does she eat pork?"))
-    (False, False)
+    >>> answer_slot("why did we move").kind, bool(answer_slot("does she eat pork?"))
+    ('reason', False)
     """
     question = _asked(question)
     if not question:
@@ -222,6 +233,19 @@ _ZH_CALLED: Final = re.compile(r"(?:叫|姓|名叫|叫做)([\u4e00-\u9fffA-Za-z]
 _LATIN: Final = re.compile(r"[A-Za-z][A-Za-z0-9-]+")
 _MODEL: Final = re.compile(r"\b[a-z]+[A-Z][\w-]*|\b[A-Z]+\d[\w-]*")
 _ZH_OBJECT: Final = re.compile(r"[一两这那](?:辆|台|部|家|款|套|只|条|所|位)")
+_EN_REASON: Final = re.compile(
+    r"\b(?:because|cause|cuz|due to|owing to|thanks to|so that|so as to|in order to|as a result|that's why"
+    r"|which is why|the reason|for the sake of)\b|[,;]\s*so\s+(?:i|i'm|i'll|i've|we|we're|you|he|she|they|it|that"
+    r"|my|our)\b|\bsince\s+(?:i'm|i am|we're|we are|you're|he's|she's|it's|it is|they're|there's|there are)\b"
+    r"|\btoo\s+(?!(?:and|but|or|as|so|i|me|the|a|an|when|while|with|for|in|on|at|to|now|then|if|that|this|my"
+    r"|our|lol|haha)\b)[a-z]", re.I)
+"""A turn giving a reason: a cause or purpose ("because", "due to", "so that", ", so I", "since it's" — a "since"
+with a past tense mostly tells a time: "since we last talked", "since I moved") or an excess ("The old flat was
+too noisy anyway.", not "I had a mentor too when…")."""
+_ZH_REASON: Final = re.compile(
+    r"因为|由于|所以|因此|为了|原因|导致|以免|免得|省得|不然|否则|(?<![恐哪])怕|(?<!太)太(?![太阳空极湖平原])"
+    r"|(?:[了喝吃用做看玩睡熬抽碰]|就|才|容易|总|老是?)会(?![议员计儿])")
+"""因为, 所以, 为了, 怕, 太…了 and a consequence ("下午喝会失眠", "吃了就会胖")."""
 _PHONE: Final = re.compile(r"\+?\d(?:[\d\s().-]{4,}\d)")
 _PLACE_FOCUS: Final = frozenset((
     "place", "city", "town", "country", "airport", "station", "hotel", "restaurant", "cafe", "bar", "school",
@@ -237,6 +261,8 @@ _EN_AT: Final = re.compile(r"\b(?:at|in|to|from|into|near|via|around|outside)\s+
 def _values(text: str, kind: str, question: str, zh: bool) -> bool:
     """Whether ``text`` holds a value of ``kind`` that ``question`` does not already hold."""
     q_low = question.casefold()
+    if kind == "reason":
+        return bool((_ZH_REASON if zh else _EN_REASON).search(text))
     if kind == "time":
         return bool(_EN_TIME.search(text) or (zh and _ZH_TIME.search(text)))
     if kind == "phone":  # a phone number is a run of digits, not the rent nor a date
@@ -365,7 +391,7 @@ def named_slot(slot: AnswerSlot) -> bool:
     (True, False)
     """
     if slot.kind is not None:
-        return True
+        return slot.kind not in ORDER_ONLY
     return any(f in _NAMED_FOCUS or f[-2:] in _NAMED_FOCUS or thing_kinds(f) for f in slot.focus)
 
 
@@ -378,7 +404,7 @@ def fills_each(question: str, texts: Sequence[str]) -> list[bool | None]:
     [False, False]
     """
     slot = answer_slot(question)
-    if not slot:
+    if not slot or slot.kind in ORDER_ONLY:
         return [None] * len(texts)
     zh = bool(re.search(r"[\u4e00-\u9fff]", question))
     places = frozenset(p for t in texts for p in _places(t, zh)) if slot.kind is None else frozenset()
@@ -404,18 +430,29 @@ SLOT_TOP: Final = 3
 def slot_first(question: str, texts: Sequence[str], *, top: int = SLOT_TOP) -> int | None:
     """The index (below 0, within ``top``) of the turn to put first: the first of ``texts`` (a ranking's best
     turns, best first) that fills the slot of a question asking for a kind of value (a time, a number, a name, a
-    person) when the first one does not ("when do I water plants": "I water them every Sunday." above "I keep a
-    monstera and two snake plants"); None to keep the order. A question naming only a thing is left alone.
+    person, a reason) when the first one does not ("when do I water plants": "I water them every Sunday." above "I
+    keep a monstera and two snake plants"; "why did we move": "The old flat was too noisy anyway." above "We've
+    moved! New address is…"), or that names the thing asked when its instances have names (:func:`named_slot`:
+    "what book am I reading": "I'm reading The Left Hand of Darkness…" above "Club meets… at Anya's place"); None
+    to keep the order. A question naming a thing said by a common noun ("what job", "什么工作") is left alone.
 
     >>> slot_first("雅思考试是哪天？", ["我在准备雅思考试，目标是总分七分。", "加油！", "考试定在六月二十号。"])
     2
-    >>> slot_first("which plants do I have", ["I water them every Sunday.", "I keep a monstera."]) is None
+    >>> slot_first("为什么下午不喝咖啡", ["我只喝燕麦拿铁。", "好的。", "下午喝会失眠。"])
+    2
+    >>> slot_first("what job does Anya have", ["She lives in Leeds.", "She's a nurse."]) is None
     True
     """
     slot = answer_slot(question)
-    if slot.kind is None or not texts or fills(slot, texts[0], question) is not False:
+    if not texts or (slot.kind is None and not named_slot(slot)):
         return None
-    if texts[0].rstrip().endswith(("?", "？")):
+    zh = bool(re.search(r"[\u4e00-\u9fff]", question))
+    head = texts[:top]
+    places = frozenset(p for t in head for p in _places(t, zh)) if slot.kind is None else frozenset()
+    if fills(slot, head[0], question, places=places) is not False:
+        return None
+    if head[0].rstrip().endswith(("?", "？")):
         return None  # the best turn asks the same thing: what lies below it may be another event's date
-    return next((i for i in range(1, min(top, len(texts)))
-                 if fills(slot, _DEICTIC.sub(" ", texts[i]) if slot.kind == "time" else texts[i], question)), None)
+    return next((i for i in range(1, len(head))
+                 if fills(slot, _DEICTIC.sub(" ", head[i]) if slot.kind == "time" else head[i], question,
+                          places=places)), None)

@@ -23,7 +23,7 @@ from memory_ext.rank.calibration import SENTENCE_MIXED, bounded_scores, unfilled
     ("Which insurance company do I use?", None, ("company",)),
     ("What kind of music does Tom like?", None, ("music",)),
     ("Where does Lena live now?", None, ()),
-    ("why did we move", None, ()),
+    ("why did we move", "reason", ()),
     ("雅思考试是哪天？", "time", ("雅思考试",)),
     ("钢琴课多少钱一节？", "number", ()),
     ("我的房东叫什么名字？", "name", ("房东",)),
@@ -32,7 +32,7 @@ from memory_ext.rank.calibration import SENTENCE_MIXED, bounded_scores, unfilled
     ("我现在用什么电脑写代码？", None, ("电脑",)),
     ("我的血型是什么？", None, ("血型",)),
     ("国庆去哪里旅游？", None, ()),
-    ("为什么下午不喝咖啡", None, ()),
+    ("为什么下午不喝咖啡", "reason", ()),
 ])
 def test_the_slot_of_a_question(question: str, kind: str | None, focus: tuple[str, ...]) -> None:
     assert answer_slot(question) == AnswerSlot(kind=kind, focus=focus)
@@ -266,3 +266,85 @@ def test_slot_first_moves_nothing_above_a_turn_asking_the_same() -> None:
     assert slot_first("When is my upcoming gym session?", texts) is None
     assert slot_first("When is my upcoming gym session?", ["I joined a gym downtown.",
                                                            "My gym session is on Friday at 7am."]) == 1
+
+
+@pytest.mark.parametrize(("question", "kind"), [
+    ("Why did Jon shut down his bank account?", "reason"),
+    ("How come Lena left Porto?", "reason"),
+    ("What made Gina choose the furniture for her store?", "reason"),
+    ("What was the reason for the delay?", "reason"),
+    ("Why is the dog called Biscuit?", "reason"),  # a reason, not a name
+    ("你怎么不喝咖啡了？", "reason"),
+    ("他怎么会搬到深圳？", "reason"),
+    ("Where does Lena live now?", None),
+    ("What did Gina make for dinner?", None),
+])
+def test_a_why_question_asks_for_a_reason(question: str, kind: str | None) -> None:
+    assert answer_slot(question).kind == kind
+
+
+@pytest.mark.parametrize(("turn", "filled"), [
+    ("The old flat was too noisy anyway.", True),
+    ("I closed it because they kept charging me hidden fees.", True),
+    ("We picked Whitby since it's close to my wife's new job.", True),
+    ("Lost my job as a banker yesterday, so I'm gonna start my own business.", True),
+    ("Hey Mel! A lot's happened since we last chatted.", False),  # a time
+    ("You captured the sunset perfectly, so peaceful!", False),  # an intensifier
+    ("I had a mentor too when I was learning how to dance.", False),  # "also"
+    ("The train was cancelled due to the storm, so I took the bus.", True),
+    ("We've moved! New address is 22 Harbour Road, Whitby.", False),
+    ("I've lived here since 2019.", False),  # a time, not a reason
+    ("Me too. See you there!", False),
+])
+def test_a_turn_giving_a_reason_in_english(turn: str, filled: bool) -> None:
+    assert fills(answer_slot("why did we move"), turn, "why did we move") is filled
+
+
+@pytest.mark.parametrize(("turn", "filled"), [
+    ("早上一杯就够了，下午喝会失眠。", True),
+    ("因为胃不好，医生让我少喝。", True),
+    ("太贵了，换了一家。", True),
+    ("为了方便接孩子，我们搬到了学校附近。", True),
+    ("我喝咖啡只喝燕麦拿铁，不加糖。", False),
+    ("明天下午三点开会。", False),  # 开会 is a meeting, no consequence
+    ("我太太也喜欢喝茶。", False),  # 太太: a wife, not "too"
+])
+def test_a_turn_giving_a_reason_in_chinese(turn: str, filled: bool) -> None:
+    assert fills(answer_slot("为什么下午不喝咖啡"), turn, "为什么下午不喝咖啡") is filled
+
+
+@pytest.mark.parametrize(("question", "texts", "first"), [
+    ("why did we move", ["We've moved! New address is 22 Harbour Road, Whitby.",
+                         "Great, I'll use 22 Harbour Road from now on.", "The old flat was too noisy anyway."], 2),
+    ("为什么下午不喝咖啡", ["我喝咖啡只喝燕麦拿铁，不加糖。", "好的，记住了。", "早上一杯就够了，下午喝会失眠。"], 2),
+    ("Why did Jon close his bank account?", ["I closed my bank account because of the fees.",
+                                             "Did you really? I did that last year, too lazy to switch."], None),
+    ("Why did we move?", ["Why did you move, by the way?", "Because the flat was too small."], None),
+])
+def test_the_turn_giving_the_reason_goes_first(question: str, texts: list[str], first: int | None) -> None:
+    assert slot_first(question, texts) == first
+
+
+def test_a_reason_orders_but_never_scores() -> None:
+    """A reason is often told without a word marking it: a turn without one loses no score, and a result without
+    one is no sign the store lacks the answer."""
+    question = "Why did Caroline choose the adoption agency?"
+    texts = ["I chose them for their inclusivity and support for LGBTQ+ folks.", "That's great, Caroline!"]
+    assert fills_each(question, texts) == [None, None] and unfilled(question, texts) == [False, False]
+    assert not named_slot(answer_slot(question))
+
+
+@pytest.mark.parametrize(("question", "texts", "first"), [
+    ("what book am I reading", ["Club meets on the last Tuesday of the month at Anya's place.",
+                                "I'm reading The Left Hand of Darkness for my book club.",
+                                "Slow start but I love the world-building."], 1),
+    ("What laptop do I use?", ["I'm on a Pixel 8 now, the old iPhone finally died.",
+                               "My work laptop is a ThinkPad X1 Carbon."], 1),
+    ("我现在用什么电脑？", ["周末去了趟超市。", "公司给配了新的MacBook Pro，以后主要用这台了。"], 1),
+    ("What airline is mom flying?", ["My mom is flying in on the 12th.",
+                                     "Mom's flight got rebooked: she lands at Heathrow on the 13th."], None),  # a place
+    ("What job does Anya have?", ["She lives in Leeds with two cats.", "She's a nurse at the Royal Infirmary."],
+     None),  # a common noun answers it: no check sees one
+])
+def test_the_turn_naming_the_thing_asked_goes_first(question: str, texts: list[str], first: int | None) -> None:
+    assert slot_first(question, texts) == first
