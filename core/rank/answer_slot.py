@@ -238,10 +238,11 @@ _EN_REASON: Final = re.compile(
     r"|which is why|the reason|for the sake of)\b|[,;]\s*so\s+(?:i|i'm|i'll|i've|we|we're|you|he|she|they|it|that"
     r"|my|our)\b|\bsince\s+(?:i'm|i am|we're|we are|you're|he's|she's|it's|it is|they're|there's|there are)\b"
     r"|\btoo\s+(?!(?:and|but|or|as|so|i|me|the|a|an|when|while|with|for|in|on|at|to|now|then|if|that|this|my"
-    r"|our|lol|haha)\b)[a-z]", re.I)
+    r"|our|lol|haha)\b)[a-z]|\b(?:failed|error|exception|refused|denied|rejected)\s*[:—(]\s*\S", re.I)
 """A turn giving a reason: a cause or purpose ("because", "due to", "so that", ", so I", "since it's" — a "since"
-with a past tense mostly tells a time: "since we last talked", "since I moved") or an excess ("The old flat was
-too noisy anyway.", not "I had a mentor too when…")."""
+with a past tense mostly tells a time: "since we last talked", "since I moved"), an excess ("The old flat was
+too noisy anyway.", not "I had a mentor too when…") or an error message's cause ("flight_search failed: timeout
+after 30s")."""
 _ZH_REASON: Final = re.compile(
     r"因为|由于|所以|因此|为了|原因|导致|以免|免得|省得|不然|否则|(?<![恐哪])怕|(?<!太)太(?![太阳空极湖平原])"
     r"|(?:[了喝吃用做看玩睡熬抽碰]|就|才|容易|总|老是?)会(?![议员计儿])")

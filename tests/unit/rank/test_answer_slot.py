@@ -295,9 +295,21 @@ def test_a_why_question_asks_for_a_reason(question: str, kind: str | None) -> No
     ("We've moved! New address is 22 Harbour Road, Whitby.", False),
     ("I've lived here since 2019.", False),  # a time, not a reason
     ("Me too. See you there!", False),
+    ("flight_search failed: timeout after 30s contacting the airline API (LIS->KIX).", True),  # an error's cause
+    ("The payment was rejected (card expired).", True),
+    ("The job failed.", False),
 ])
 def test_a_turn_giving_a_reason_in_english(turn: str, filled: bool) -> None:
     assert fills(answer_slot("why did we move"), turn, "why did we move") is filled
+
+
+def test_a_tool_errors_cause_keeps_its_place_above_an_unrelated_reason() -> None:
+    """The README demo: "Why did the flight search fail?" is answered by the tool's error, which states its cause
+    without a reason word; another turn's ", so I'm using my phone" does not go above it."""
+    assert slot_first("Why did the flight search fail?", [
+        "flight_search failed: timeout after 30s contacting the airline API (LIS->KIX).",
+        "Also my laptop broke last week, so I'm using my phone for everything now.",
+        "The flight search timed out; retrying with a smaller date window usually works."]) is None
 
 
 @pytest.mark.parametrize(("turn", "filled"), [
