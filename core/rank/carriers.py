@@ -265,15 +265,11 @@ def _tells(cat: Catalog, p: int, after: int, texts: Mapping[int, str], earlier: 
     return not told.asks and told.novel_tokens > ACK_TOKENS
 
 
-def _units(text: str) -> set[str]:
+@functools.lru_cache(maxsize=4096)
+def _units(text: str) -> frozenset[str]:
     """A text's words (:func:`memory_ext.text.tokenize`), Chinese by character: where a word boundary falls in
     Chinese is arbitrary ("家猫" in the question, "橘猫" in the answer), so two Chinese texts are compared by the
-    characters they share."""
-    return set(_units_cached(text))
-
-
-@functools.lru_cache(maxsize=4096)
-def _units_cached(text: str) -> frozenset[str]:
+    characters they share. Cached: the same stored turns meet every question of their store."""
     out: set[str] = set()
     for word in term_set(text):
         out.update(word if _CJK_RE.search(word) else (word,))
@@ -297,7 +293,7 @@ def content_first(cat: Catalog, total: np.ndarray, text_of: Callable[[Sequence[i
     candidates = set(best.tolist())
     links = {p: c for p, c in carriers(cat, best.tolist(), text_of, restating=restating).items()
              if c in candidates}  # a carrier far down the ranking does not pull its dependent out of the results
-    words = _units(query) if query else set()
+    words = _units(query) if query else frozenset()
     replies = [p for p, c in links.items() if c < p and cat.assistant[p] and not cat.assistant[c]]
     if words and replies:
         said = {p: _said_before(cat, links[p], CONTEXT_TURNS) for p in replies}
