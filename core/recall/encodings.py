@@ -20,7 +20,11 @@ on a free worker of the search's pool meanwhile (two passes instead of six).
 Searches with one route text (a question) keep the channels' own encodings: a question gets one dense
 ``embed_query`` and no sparse encoding. A search with several route texts and no sparse encoding to make (an
 agent's action routes: the request, the failed call, each missing parameter) gets their dense vectors from one
-``embed_queries`` call (a batch of short texts costs about one of them, where one call per text costs each).
+``embed_queries`` call (a batch of short texts costs about one of them, where one call per text costs each). An
+excerpt searched in a namespace with no sparse encodings at all (an agent's store only ever searched with an
+action state, which never starts the backfill: ``retrieval/recall.py`` leaves the sparse calls out) gets its
+dense vectors exactly as if the sparse terms had been made too — its parts pooled from the one ``query:`` pass —
+without the raw pass and the sparse head.
 
 >>> from memory_ext.recall.encodings import split_texts
 >>> split_texts(["a long conversation excerpt ...", "its opening", "its focus"], 2)
@@ -122,7 +126,7 @@ class RouteEncodings:
     reads an encoding of ``text`` with :meth:`before`."""
 
     def __init__(self, ctx: RecallContext, texts: Sequence[str], groups: int = ENCODING_GROUPS,
-                 executor: Executor | None = None, *, sparse: bool = True) -> None:
+                 executor: Executor | None = None, *, sparse: bool = True, plan_texts: Sequence[str] = ()) -> None:
         if ctx.embedder is None or (sparse and not isinstance(ctx.embedder, DenseSparseEmbedder)):
             raise TypeError("RouteEncodings needs an embedder with embed_with_sparse (a DenseSparseEmbedder), "
                             "or sparse=False")
@@ -131,7 +135,11 @@ class RouteEncodings:
         self.sparse = sparse
         self.embedder: Any = ctx.embedder
         self.texts = tuple(dict.fromkeys(texts))
-        self._spans = _span_plan(cast(DenseSparseEmbedder, self.embedder), self.texts) if sparse else None
+        # the excerpt's parts are pooled from one pass when its sparse terms are asked for too, or would have been
+        # (``plan_texts``: the route texts of sparse calls left out, which still shape the pass's segments)
+        self._spans = _span_plan(cast(DenseSparseEmbedder, self.embedder),
+                                 tuple(dict.fromkeys([*self.texts, *plan_texts]))) \
+            if sparse or plan_texts else None
         groups = groups if sparse else 1
         self._groups = [_Group(g) for g in ([list(self.texts)] if self._spans is not None
                                             else split_texts(self.texts, groups))]
@@ -167,11 +175,13 @@ class RouteEncodings:
 
     def _encode(self, texts: list[str]) -> None:
         ctx, embedder = self.ctx, self.embedder
-        if not self.sparse:  # the dense vectors only, in one call
+        if not self.sparse:  # the dense vectors only: one pass of the excerpt (spans), else one batched call
             todo = [t for t in texts if not has_encoding(ctx, dense_key(embedder, t))]
             if todo:
-                for text, vector in zip(todo, check_vectors(embedder, embedder.embed_queries(todo), len(todo)),
-                                        strict=True):
+                if self._spans is not None:
+                    todo = list(texts)  # every text's vector from the same pass
+                vectors = self._dense_pass(todo) if self._spans is not None else embedder.embed_queries(todo)
+                for text, vector in zip(todo, check_vectors(embedder, vectors, len(todo)), strict=True):
                     put_encoding(ctx, dense_key(embedder, text), np.array(vector))
             return
         todo = [t for t in texts if not (has_encoding(ctx, dense_key(embedder, t))
@@ -191,16 +201,29 @@ class RouteEncodings:
             put_encoding(ctx, dense_key(embedder, text), np.array(vector))
             put_encoding(ctx, sparse_key(embedder, text), [pair])
 
+    def _dense_pass(self, texts: list[str]) -> np.ndarray:
+        """Every text's dense vector from the ``query:`` pass of the longest (the dense half of
+        :meth:`_one_pass`: the vectors are the same whether or not the search also needs sparse terms)."""
+        embedder, spans = self.embedder, self._spans
+        assert isinstance(embedder, E5Embedder) and spans is not None
+        full, _, segments, of_text = _segments(spans, texts)
+        [enc] = embedder.encode([segments], query=True)
+        rows = _rows(enc, of_text)
+        vectors = [enc.mean() if text == full else enc.mean(ids) if stop > start else None
+                   for text, ids, (start, stop) in zip(texts, of_text, rows, strict=True)]
+        cut_off = [i for i, v in enumerate(vectors) if v is None]
+        if cut_off:
+            for i, vector in zip(cut_off, embedder.embed_queries([texts[i] for i in cut_off]), strict=True):
+                vectors[i] = vector
+        return np.stack([cast(np.ndarray, v) for v in vectors])
+
     def _one_pass(self, texts: list[str]) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
         """Every text's dense vector and sparse terms from the pass(es) of the longest (see :func:`_span_plan`
         and the module docstring). The numpy e5 reads a long excerpt whole (in passes of 510 tokens), so every
         text has its tokens there; a text an embedder cut off anyway (no tokens) gets a pass of its own."""
         embedder, spans, executor = self.embedder, self._spans, self.executor
         assert isinstance(embedder, E5Embedder) and spans is not None
-        full = max(spans, key=lambda t: spans[t][1] - spans[t][0])
-        cuts = sorted({0, len(full), *(x for span in spans.values() for x in span)})
-        segments = [full[a:b] for a, b in pairwise(cuts)]
-        of_text = [[j for j, start in enumerate(cuts[:-1]) if spans[t][0] <= start < spans[t][1]] for t in texts]
+        full, _, segments, of_text = _segments(spans, texts)
         own = embedder.sparse_pass == "own"
         plain = executor.submit(embedder.encode_plain, [segments]) if own and executor is not None else None
         [enc] = embedder.encode([segments], query=True)
@@ -221,6 +244,16 @@ class RouteEncodings:
         return np.stack(vectors), sparse
 
 
+def _segments(spans: dict[str, tuple[int, int]], texts: Sequence[str]
+              ) -> tuple[str, list[int], list[str], list[list[int]]]:
+    """The longest text, its cut points, its segments between them and each text's segments (by index)."""
+    full = max(spans, key=lambda t: spans[t][1] - spans[t][0])
+    cuts = sorted({0, len(full), *(x for span in spans.values() for x in span)})
+    segments = [full[a:b] for a, b in pairwise(cuts)]
+    of_text = [[j for j, start in enumerate(cuts[:-1]) if spans[t][0] <= start < spans[t][1]] for t in texts]
+    return full, cuts, segments, of_text
+
+
 def _rows(enc: Encoded, of_text: list[list[int]]) -> list[tuple[int, int]]:
     """Each text's tokens (its consecutive segments) as a row range of the states of all the segments."""
     lo = enc.spans[0][0]  # the first segment's first token (after <s> and any prefix)
@@ -228,7 +261,8 @@ def _rows(enc: Encoded, of_text: list[list[int]]) -> list[tuple[int, int]]:
 
 
 def route_encodings(ctx: RecallContext | None, dense_texts: Sequence[str], sparse_texts: Sequence[str],
-                    groups: int | None = None, executor: Executor | None = None) -> RouteEncodings | None:
+                    groups: int | None = None, executor: Executor | None = None, *,
+                    plan_texts: Sequence[str] = ()) -> RouteEncodings | None:
     """The batch of a search whose channel calls need the dense encodings of ``dense_texts`` and the sparse ones
     of ``sparse_texts``: both in ``embed_with_sparse`` calls when the embedder makes both at once, else the dense
     vectors alone in one ``embed_queries`` call when there are several texts and the embedder has that method
@@ -239,7 +273,7 @@ def route_encodings(ctx: RecallContext | None, dense_texts: Sequence[str], spars
     if not isinstance(ctx.embedder, DenseSparseEmbedder) or not sparse_texts:
         # the dense vectors of several route texts in one call; one text: the vector channel's own call
         batches = callable(getattr(ctx.embedder, "embed_queries", None))  # not part of the Embedder protocol
-        return RouteEncodings(ctx, dense_texts, 1, executor, sparse=False) \
+        return RouteEncodings(ctx, dense_texts, 1, executor, sparse=False, plan_texts=plan_texts) \
             if batches and len(set(dense_texts)) > 1 else None
     return RouteEncodings(ctx, [*dense_texts, *sparse_texts], ENCODING_GROUPS if groups is None else groups,
                           executor)

@@ -99,6 +99,11 @@ def plan_calls(plan: SearchPlan, cat: Catalog, ns_id: int, channels: ChannelSet,
             continue  # this search would not have called it
         warnings.append(f"{channel} channel: switched on (globals.{spec.switch}) but it cannot run: {reason}; "
                         "it found nothing")
+    # a namespace with no sparse encodings (an agent's store of turns only ever searched with an action state,
+    # which never starts the backfill) gives the sparse channel nothing to find: no call, so no query encodings
+    # (a raw pass and the sparse head per route text) are made for it
+    unencoded = conversational and _no_sparse_encodings(channels, ns_id, specs)
+    skipped: list[str] = []
     requests: dict[str, tuple[str, RecallRequest]] = {}  # call name -> (channel, request)
     call_of: dict[tuple[str, str], str] = {}  # (channel, query text) -> call: routes sharing a text share it
     route_calls: list[dict[str, str]] = []
@@ -118,6 +123,9 @@ def plan_calls(plan: SearchPlan, cat: Catalog, ns_id: int, channels: ChannelSet,
                 continue
             if spec.needs_vectors and route.goal in no_vectors:
                 continue
+            if spec.needs_sparse and unencoded:
+                skipped.append(text)  # its encodings are not made, but the excerpt is pooled as if they were
+                continue
             if (channel, text) not in call_of:
                 name = call_of[(channel, text)] = call_name(channel, route, r_index)
                 requests[name] = (channel, RecallRequest(query=text, ns_id=ns_id, limit=limit, allowed=only,
@@ -129,7 +137,7 @@ def plan_calls(plan: SearchPlan, cat: Catalog, ns_id: int, channels: ChannelSet,
         channels.context,
         dense_texts=list(dict.fromkeys(q.query for ch, q in requests.values() if specs[ch].needs_vectors)),
         sparse_texts=list(dict.fromkeys(q.query for ch, q in requests.values() if specs[ch].needs_sparse)),
-        executor=pool)
+        executor=pool, plan_texts=skipped)
     calls: dict[str, Callable[[], Hits | list[tuple[int, float]]]] = {}
     for name, (channel, request) in requests.items():
         call: Callable[[], Hits | list[tuple[int, float]]] = partial(channels.recallers[channel].recall, request)
@@ -138,6 +146,15 @@ def plan_calls(plan: SearchPlan, cat: Catalog, ns_id: int, channels: ChannelSet,
         calls[name] = call
     return ChannelCalls(calls=calls, route_calls=tuple(route_calls), channel_kinds=channel_kinds,
                         warnings=tuple(warnings))
+
+
+def _no_sparse_encodings(channels: ChannelSet, ns_id: int, specs: Mapping[str, object]) -> bool:
+    """Whether the namespace's sparse index is empty, so every sparse-channel call would find nothing."""
+    ctx = channels.context
+    index = getattr(ctx, "sparse_index", None) if ctx is not None else None
+    if ctx is None or index is None or not any(CHANNEL_SPECS[ch].needs_sparse for ch in channels.recallers if ch in specs):
+        return False
+    return bool(index.matrix(ctx.store.reader(), ns_id).rids.size == 0)
 
 
 @dataclass(frozen=True)

@@ -167,6 +167,23 @@ def test_an_agents_search_neither_starts_nor_waits_for_a_sparse_backfill(tmp_pat
         assert not any(c.startswith("Bart") for c in emb.sparse_calls)
 
 
+def test_an_agents_search_makes_no_sparse_query_encodings_where_nothing_is_sparse_encoded(tmp_path: Path) -> None:
+    """With no sparse encoding in the namespace the sparse channel could find nothing: an agent's search neither
+    calls it nor encodes its route texts for it (a raw pass and the sparse head each), and ranks as before. Once a
+    manual is written (encoded at write), the channel runs again and finds it."""
+    emb = _SparseHashing()
+    state = ActionState(current_subgoal="find the fox story")
+    with _engine(tmp_path, emb) as eng:
+        res = eng.search(EXCERPT, "u", k=4, action_state=state)
+        assert emb.sparse_calls == [] and not any(k.startswith("channel.sparse") for k in res.timings_ms)
+        assert "fox" in res.items[0].text and not res.degraded and not res.warnings
+        manual = "Fox sightings by the river are logged with log_sighting(place, animal)."
+        eng.add_turns([Turn(role="system", content=manual, timestamp=T0)], "u", wait=True)
+        res = eng.search(EXCERPT, "u", k=5, action_state=state)
+        assert "channel.sparse" in res.timings_ms and EXCERPT in emb.sparse_calls
+        assert any("sparse" in i.channels for i in res.items if i.text == manual)
+
+
 def test_a_manual_gets_its_sparse_encoding_when_it_is_written(tmp_path: Path) -> None:
     """``on_demand`` defers the encodings of conversation turns, not of system turns (an agent's manuals): those
     are what its long requests search, so they are encoded at write and an agent's first search finds them whole."""
