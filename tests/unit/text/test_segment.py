@@ -85,6 +85,17 @@ def test_table_later_duplicates_win_and_absent_keys_get_the_default() -> None:
         StrTable(["a", "b"], [1])
 
 
+def test_table_agrees_with_a_dict_over_many_repeated_keys() -> None:
+    """Thousands of keys given many times each, as jieba's prefixes are: the last value of each key wins."""
+    rng = np.random.default_rng(7)
+    keys = [f"k{int(i)}" for i in rng.integers(0, 3000, 40_000)]
+    values = rng.integers(0, 10_000, len(keys)).tolist()
+    table = StrTable(keys, values)
+    expected = dict(zip(keys, values, strict=True))
+    assert len(table) == len(expected)
+    assert table.lookup(list(expected)).tolist() == list(expected.values())
+
+
 @pytest.mark.parametrize("fake_first", [True, False])
 def test_table_keeps_keys_whose_first_hashes_clash_apart(fake_first: bool) -> None:
     real = int(check_all(["key"])[0])
