@@ -118,6 +118,11 @@ class RecallConfig(_Section):
     fusion: Literal["zscore", "rrf"] = "zscore"
     """``zscore``: standardised score fusion with window, speaker, time and session evidence (the default);
     ``rrf``: reciprocal rank fusion of the channels' turn rankings (``rrf_k``)."""
+    action_query_tokens: int = Field(default=0, ge=0, le=100_000)
+    """A search with an action state (an agent's decision point) encodes each route text for the vector and sparse
+    channels from its first sentences that fit in this many of e5's tokens (0: the whole text); the keyword
+    channels read the whole text. An agent's request can be a pasted brief of thousands of words, which e5 on numpy
+    reads whole, in passes of 510 tokens each, twice with the sparse channel. Other embedders read the whole text."""
     channel_timeout_s: float = Field(default=10.0, gt=0, le=600)
     """A channel that takes longer is reported in ``SearchResult.channel_errors`` and ignored."""
     candidates_per_channel: int = Field(default=50, ge=1, le=10_000)

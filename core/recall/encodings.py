@@ -52,13 +52,42 @@ from .vector import dense_key, has_encoding, put_encoding
 if TYPE_CHECKING:
     from ..e5_numpy import Encoded
 
-__all__ = ["ENCODING_GROUPS", "RouteEncodings", "excerpt_spans", "route_encodings", "split_texts"]
+__all__ = ["ENCODING_GROUPS", "RouteEncodings", "clip_to_tokens", "excerpt_spans", "route_encodings", "split_texts"]
 
 ENCODING_GROUPS = 2
 """At most this many ``embed_with_sparse`` calls per search, run by different channel calls at the same time
 (the longest text in one, the others in the other: numpy's matrix products release the GIL)."""
 
 T = TypeVar("T")
+
+
+def clip_to_tokens(embedder: object, text: str, max_tokens: int) -> str:
+    """``text`` cut to its first sentences that fit in ``max_tokens`` of e5's tokens (a first sentence longer than
+    that: its first ``max_tokens`` tokens' worth of characters); ``text`` itself when it fits, when
+    ``max_tokens`` is 0 or when the embedder is not e5 on numpy (whose tokenizer counts them). The sentences are
+    joined by spaces, as the planner joins an excerpt's opening and focus, so those stay spans of the clipped
+    text (:func:`excerpt_spans`) while they lie inside it.
+
+    >>> from memory_ext.embed import HashingEmbedder
+    >>> clip_to_tokens(HashingEmbedder(), "A long request. " * 400, 64) == "A long request. " * 400
+    True
+    """
+    if max_tokens <= 0 or not isinstance(embedder, E5Embedder):
+        return text
+    tokenize = embedder._numpy().tokenize
+    if len(tokenize(text)) <= max_tokens:
+        return text
+    kept: list[str] = []
+    used = 0
+    for sentence in split_sentences(text):
+        n = len(tokenize(sentence))
+        if used + n > max_tokens:
+            if not kept:  # one sentence longer than the budget: its share of characters
+                return sentence[:max(1, len(sentence) * max_tokens // max(n, 1))]
+            break
+        kept.append(sentence)
+        used += n
+    return " ".join(kept)
 
 
 def split_texts(texts: Sequence[str], groups: int) -> list[list[str]]:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import replace
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,7 @@ from ..rank.carriers import after_carriers
 from ..rank.rerank import Reranker
 from ..rank.updates import asks_past
 from ..recall.channels import ChannelSet
+from ..recall.encodings import clip_to_tokens
 from ..recall.vector import cached_encoding, dense_key, has_encoding
 from ..store.catalog import KIND_CODES, Catalog, RecordCatalog
 from ..store.evidence import EvidenceIndex
@@ -161,6 +163,13 @@ class ReadPipeline:
         return (background_cosine(recalled.route_hits[0].get("vector") if recalled.route_hits else None),
                 reference_cosine(vector, embedder))
 
+    def _clip(self, request: SearchRequest) -> Callable[[str], str] | None:
+        """An agent's decision point: its route texts encoded from their first ``recall.action_query_tokens``."""
+        tokens, ctx = self.config.recall.action_query_tokens, self.channels.context
+        if request.action_state is None or tokens <= 0 or ctx is None:
+            return None
+        return partial(clip_to_tokens, ctx.embedder, max_tokens=tokens)
+
     def _first_relevance(self, cat: Catalog, total: np.ndarray, pool_rids: Sequence[int],
                          pool_scores: Sequence[float], scored: RouteScores, request: SearchRequest,
                          recalled: Recalled, ns_id: int) -> float:
@@ -265,7 +274,8 @@ class ReadPipeline:
                            evidence_is_empty=lambda: evidence is not None
                            and evidence.record_count(store.reader(), ns_id) == 0, allowed=scope.allowed,
                            pool=self.pool,
-                           no_vectors=frozenset() if cfg.slot_route_vectors else frozenset({RouteGoal.SLOT}))
+                           no_vectors=frozenset() if cfg.slot_route_vectors else frozenset({RouteGoal.SLOT}),
+                           clip=self._clip(request))
         warnings = (*warnings, *calls.warnings)
         recalled = recall(self.pool, calls, cfg.channel_timeout_s)
         errors += recalled.errors

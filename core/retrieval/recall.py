@@ -57,13 +57,16 @@ class ChannelCalls:
 def plan_calls(plan: SearchPlan, cat: Catalog, ns_id: int, channels: ChannelSet, *, limit: int,
                layer_min_chars: int, evidence_is_empty: Callable[[], bool],
                allowed: np.ndarray | None = None, pool: Executor | None = None,
-               no_vectors: frozenset[RouteGoal] = frozenset()) -> ChannelCalls:
+               no_vectors: frozenset[RouteGoal] = frozenset(),
+               clip: Callable[[str], str] | None = None) -> ChannelCalls:
     """The channel calls ``plan`` needs (``limit`` candidates each) and the warnings about channels that can
     find nothing in this namespace. ``evidence_is_empty`` says whether the namespace has evidence nodes;
     ``allowed`` (the scope's filter mask over the catalog) restricts every channel to the records passing the
     search's filters, so the channels rank inside the filtered set (nothing is over-fetched and dropped).
     ``pool`` (the one the calls will run on) may lend the query encodings a worker; routes whose goal is in
-    ``no_vectors`` ask no channel that needs vectors (``recall.slot_route_vectors`` off: slot routes)."""
+    ``no_vectors`` ask no channel that needs vectors (``recall.slot_route_vectors`` off: slot routes); ``clip``
+    gives the text the channels that read model encodings search for (``recall.action_query_tokens``: an agent's
+    long request encoded from its first sentences; the keyword channels read it whole)."""
     specs = channels.specs
     kind_rids: dict[str, np.ndarray] = {}
 
@@ -123,14 +126,15 @@ def plan_calls(plan: SearchPlan, cat: Catalog, ns_id: int, channels: ChannelSet,
                 continue
             if spec.needs_vectors and route.goal in no_vectors:
                 continue
+            query = clip(text) if clip is not None and (spec.needs_vectors or spec.needs_sparse) else text
             if spec.needs_sparse and unencoded:
-                skipped.append(text)  # its encodings are not made, but the excerpt is pooled as if they were
+                skipped.append(query)  # its encodings are not made, but the excerpt is pooled as if they were
                 continue
-            if (channel, text) not in call_of:
-                name = call_of[(channel, text)] = call_name(channel, route, r_index)
-                requests[name] = (channel, RecallRequest(query=text, ns_id=ns_id, limit=limit, allowed=only,
+            if (channel, query) not in call_of:
+                name = call_of[(channel, query)] = call_name(channel, route, r_index)
+                requests[name] = (channel, RecallRequest(query=query, ns_id=ns_id, limit=limit, allowed=only,
                                                          route=route))
-            names[channel] = call_of[(channel, text)]
+            names[channel] = call_of[(channel, query)]
         route_calls.append(names)
     # the route texts' query encodings, made together when the embedder can (recall/encodings.py)
     encodings = route_encodings(
@@ -152,7 +156,9 @@ def _no_sparse_encodings(channels: ChannelSet, ns_id: int, specs: Mapping[str, o
     """Whether the namespace's sparse index is empty, so every sparse-channel call would find nothing."""
     ctx = channels.context
     index = getattr(ctx, "sparse_index", None) if ctx is not None else None
-    if ctx is None or index is None or not any(CHANNEL_SPECS[ch].needs_sparse for ch in channels.recallers if ch in specs):
+    if ctx is None or index is None:
+        return False
+    if not any(CHANNEL_SPECS[ch].needs_sparse for ch in channels.recallers if ch in specs):
         return False
     return bool(index.matrix(ctx.store.reader(), ns_id).rids.size == 0)
 

