@@ -583,6 +583,26 @@ _ADVERBS: Final = frozenset("now right here there today tonight tomorrow then to
 """Words that end a noun phrase ("some shares *right now*": the thing is the shares)."""
 
 
+OPEN_QUANTITIES: Final = True
+"""Whether an amount named by a demonstrative without antecedent ("a stretch of *that much miles*") or a quantity
+of a named thing ("some Tesla share at $700") is an open reference: the noun is what a later turn must give."""
+_PREPOSITIONS: Final = frozenset("without within about over under before after across through during until "
+                                 "since than like".split())
+"""Words that end a noun phrase after its noun ("that much miles *without* a stop")."""
+_DEMONSTRATIVES: Final = frozenset("that this".split())
+_QUANTIFIERS: Final = frozenset("much many".split())
+_OTHER_THING: Final = frozenset("at per for each".split())
+"""After an open reference, a value behind one of these is another thing's (a price per unit), not the noun's."""
+
+
+def _is_name_modifier(toks: Sequence[_Token], j: int) -> bool:
+    """Whether ``toks[j]`` is a proper name standing before a plain noun ("some *Tesla* share")."""
+    raw = toks[j].text
+    return toks[j].value == "string" and raw[:1].isupper() and raw.isalpha() and not toks[j].stop \
+        and j + 1 < len(toks) and toks[j + 1].value is None and toks[j + 1].text.rstrip(".,;:!?").isalpha() \
+        and toks[j + 1].text.lower() not in _STOP
+
+
 def open_references(request: str) -> list[str]:
     """The things ``request`` names without saying which: the nouns of its indefinite references ("a specific
     term", "some shares", "a different file", "a certain level"), when no value follows them. They are what a
@@ -596,24 +616,34 @@ def open_references(request: str) -> list[str]:
     toks = _tokens(request)
     out: list[str] = []
     for i, tok in enumerate(toks):
-        if tok.text.lower() not in _DETERMINERS:
-            continue
+        det = tok.text.lower()
         j = i + 1
+        if OPEN_QUANTITIES and det in _DEMONSTRATIVES and j < len(toks) and toks[j].text.lower() in _QUANTIFIERS:
+            j += 1  # "that much", "this many": an amount the conversation has not said
+        elif det not in _DETERMINERS:
+            continue
         while j < len(toks) and j <= i + 2 and toks[j].text.lower() in _MODIFIERS:
             j += 1
         phrase: list[str] = []  # the noun phrase: up to PHRASE_WORDS plain words, its noun the last
         while j < len(toks) and len(phrase) < PHRASE_WORDS:
             raw = toks[j].text
             word = raw.rstrip(".,;:!?").lower()
+            if OPEN_QUANTITIES and det == "some" and not phrase and _is_name_modifier(toks, j):
+                j += 1  # "some Tesla share": the name says whose, the number is still open
+                continue
             if toks[j].value is not None or not word.isalpha() or word in _STOP or word in _PRONOUNS \
-                    or word in _DETERMINERS or (phrase and (_NOT_NOUN.search(word) or word in _ADVERBS)):
+                    or word in _DETERMINERS or (phrase and (_NOT_NOUN.search(word) or word in _ADVERBS
+                                                            or word in _PREPOSITIONS)):
                 break
             phrase.append(word)
             j += 1
             if toks[j - 1].stop:
                 break  # punctuation ends the phrase
+        after = toks[j + 1:j + CUE_WINDOW]
+        if OPEN_QUANTITIES and j < len(toks) and toks[j].text.lower() in _OTHER_THING:
+            after = ()  # "some shares at $700": the value is the price's, not the shares'
         if not phrase or len(phrase[-1]) < 3 or (j < len(toks) and toks[j].value is not None) \
-                or any(t.value is not None for t in toks[j + 1:j + CUE_WINDOW]):
+                or any(t.value is not None for t in after):
             continue  # a value follows: given, not open ("a file named 'x'")
         if phrase[-1] not in out:
             out.append(phrase[-1])
@@ -682,7 +712,25 @@ def missing_params(request: str, specs: Sequence[Any], *, said: str | None = Non
         # what the request asks for anew ("a different file") is missing even when said or passed before
         out += [params[r] for r in spec.required if r not in said_now and r not in names
                 and (r in asked or (r not in before and r not in done))]
+    if not out and FALLBACK_RATIO < TOOL_SCORE_RATIO:
+        # the request's best tools lack nothing (it gives or the conversation gave all they need): the call it asks
+        # for is the next tool down that lacks something
+        for score, spec in ranked:
+            if spec in tools:
+                continue
+            if score < FALLBACK_RATIO * ranked[0][0]:
+                break
+            params = _params_of(spec)
+            before = given_params(tuple(params.values()), request if said is None else said)
+            out = [params[r] for r in spec.required if r not in before and r not in done]
+            if out:
+                break
     return out[:MAX_MISSING]
+
+
+FALLBACK_RATIO: Final = 0.6
+"""When the best tools lack nothing, the next tool scoring at least this share of the best that lacks something
+gives the missing slots (1.0: none)."""
 
 
 CLAUSE_TOOLS: Final = True

@@ -254,3 +254,43 @@ def test_an_enum_value_said_once_gives_one_parameter() -> None:
               ParamSpec("target_currency", "The currency to convert to.", "string", codes))
     assert given_params(params, "Convert 1500 USD for me.") == {"base_currency"}
     assert given_params(params, "Convert 1500 USD to EUR.") == {"base_currency", "target_currency"}
+
+
+TRAVEL = "This tool belongs to the travel system, which lets users book flights and manage cards. Tool description: "
+TRAVEL_TOOLS = [
+    _tool("get_flight_cost", TRAVEL + "Get the cost of a flight in USD based on location, date, and class.",
+          {"travel_from": ("string", "The 3 letter code of the departing airport"),
+           "travel_to": ("string", "The 3 letter code of the arriving airport"),
+           "travel_date": ("string", "The date of the travel in the format 'YYYY-MM-DD'"),
+           "travel_class": ("string", "The class of the travel. Options are: economy, business, first.")},
+          ["travel_from", "travel_to", "travel_date", "travel_class"]),
+    _tool("book_flight", TRAVEL + "Book a flight given the travel information.",
+          {"access_token": ("string", "The access token obtained from the authenticate"),
+           "card_id": ("string", "The ID of the credit card to use for the booking"),
+           "travel_date": ("string", "The date of the travel in the format YYYY-MM-DD"),
+           "travel_from": ("string", "The location the travel is from"),
+           "travel_to": ("string", "The location the travel is to"),
+           "travel_class": ("string", "The class of the travel")},
+          ["access_token", "card_id", "travel_date", "travel_from", "travel_to", "travel_class"]),
+]
+
+
+def test_an_amount_named_by_that_much_or_some_named_thing_is_open() -> None:
+    assert open_references("Can my car endure a stretch of that much miles without a stop?") == [
+        "stretch", "miles", "stop"]
+    # a name before the noun says whose shares; a price after "at" is the price's value, not the number of shares
+    assert open_references("I've resolved to purchase some Tesla share at $700 per share.") == ["share"]
+    assert open_references("Find a file named 'notes.txt'.") == []
+    messages = [{"role": "user", "content": "Show me my watchlist."}, _call("get_stock_info", symbol="TSLA"),
+                {"role": "user", "content": "Having assessed the market, I've resolved to initiate a purchase of "
+                                            "some Tesla share at $700 per share."}]
+    assert derive_action_state(turns_from_messages(messages), TOOLS).missing_slots[0] == "amount"
+
+
+def test_when_the_best_tools_lack_nothing_the_next_tool_gives_the_slots() -> None:
+    request = ("A first-class ticket on Christmas from SFO to LAX would be a dream! I wonder how much the flight "
+               "would cost. You know what, please book a first-class ticket from SFO to LAX on 2026-12-25.")
+    specs = tool_specs(TRAVEL_TOOLS)
+    assert rank_tools(request, specs)[0][1].name == "get_flight_cost"  # which the request gives in full
+    assert derive_action_state([Turn(role="user", content=request)], TRAVEL_TOOLS).missing_slots == (
+        "access_token", "card_id", "travel_class")  # book_flight's class lists no options: "first" is not read
