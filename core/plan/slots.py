@@ -426,11 +426,19 @@ def given_values(params: Sequence[ParamSpec], text: str, *,
             for j in range(max(0, i - CUE_WINDOW), min(len(toks), i + 2)):
                 if j != i and toks[j].value is None and toks[j].norm in cues[p.name]:
                     d = i - j if j < i else 2 * (j - i)
-                    if best is None or d < best[0]:
+                    # at the same distance, a parameter without a value yet ("my name is Theodore Collins": the
+                    # first name, then the last)
+                    if best is None or d < best[0] or (ONE_VALUE_EACH and d == best[0] and best[1] in given
+                                                       and p.name not in given):
                         best = (d, p.name)
         if best is not None:
             given.setdefault(best[1], []).append(_bare(tok.text))
     return given
+
+
+ONE_VALUE_EACH: Final = True
+"""Whether a value that two parameters' naming words reach at the same distance goes to the one without a value
+yet ("my name is Theodore Collins" gives ``first_name`` and ``last_name``), rather than to the first again."""
 
 
 @lru_cache(maxsize=1024)

@@ -294,3 +294,17 @@ def test_when_the_best_tools_lack_nothing_the_next_tool_gives_the_slots() -> Non
     assert rank_tools(request, specs)[0][1].name == "get_flight_cost"  # which the request gives in full
     assert derive_action_state([Turn(role="user", content=request)], TRAVEL_TOOLS).missing_slots == (
         "access_token", "card_id", "travel_class")  # book_flight's class lists no options: "first" is not read
+
+
+def test_two_values_after_one_naming_word_go_to_the_two_parameters_it_names() -> None:
+    tools = [_tool("verify_traveler_information", TRAVEL + "Verify the traveler information",
+                   {"first_name": ("string", "The first name of the traveler"),
+                    "last_name": ("string", "The last name of the traveler"),
+                    "date_of_birth": ("string", "The date of birth of the traveler in the format YYYY-MM-DD"),
+                    "passport_number": ("string", "The passport number of the traveler")},
+                   ["first_name", "last_name", "date_of_birth", "passport_number"]), *TRAVEL_TOOLS]
+    request = ("I'm off to see my family. Could you verify my traveler details for me? Just a quick rundown: my name "
+               "is Theodore Collins.")
+    assert given_params(tuple(tool_specs(tools)[0].params), request) == {"first_name", "last_name"}
+    assert derive_action_state([Turn(role="user", content=request)], tools).missing_slots[:2] == (
+        "date_of_birth", "passport_number")
