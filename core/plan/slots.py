@@ -722,12 +722,17 @@ def missing_params(request: str, specs: Sequence[Any], *, said: str | None = Non
                 and (r in asked or (r not in before and r not in done))]
     if not out and FALLBACK_RATIO < TOOL_SCORE_RATIO:
         # the request's best tools lack nothing (it gives or the conversation gave all they need): the call it asks
-        # for is the next tool down that lacks something
+        # for is the next tool down that lacks something and that a request word names, which the best tools' names
+        # do not ("please *book* a ticket" after the flight's cost)
+        asked = set(_words(request))
+        named = {w for spec in tools for w in _words(spec.name)}
         for score, spec in ranked:
             if spec in tools:
                 continue
             if score < FALLBACK_RATIO * ranked[0][0]:
                 break
+            if not (set(_words(spec.name)) & asked) - named:
+                continue
             params = _params_of(spec)
             before = given_params(tuple(params.values()), request if said is None else said)
             out = [params[r] for r in spec.required if r not in before and r not in done]
@@ -738,7 +743,7 @@ def missing_params(request: str, specs: Sequence[Any], *, said: str | None = Non
 
 FALLBACK_RATIO: Final = 0.6
 """When the best tools lack nothing, the next tool scoring at least this share of the best that lacks something
-gives the missing slots (1.0: none)."""
+and whose name holds a request word the best tools' names lack gives the missing slots (1.0: none)."""
 
 
 CLAUSE_TOOLS: Final = True
