@@ -24,7 +24,8 @@ never from a list of known tools.
   engine") adds each clause's clear best tool after the request's own.
 * **The value, later** (:func:`states_value`): whether a memory's text states a value for a slot — the same
   reading, applied to the memory; and :func:`open_references`, the things a request names without saying which
-  ("a specific term"), whose values a memory may state too. Used by the read pipeline's slot lift
+  ("a specific term"), whose values a memory may state too; :func:`fits_format`, whether a value has the form
+  the slot's description spells out ("the 3 letter code of the airport"). Used by the read pipeline's slot lift
   (:mod:`memory_ext.retrieval.slots`).
 
 English phrasing (the value shapes, the indefinite words); the tool schemas may be in any language.
@@ -54,7 +55,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Final
 
-__all__ = ["MAX_MISSING", "TOOL_SCORE_RATIO", "ParamSpec", "asked_params", "given_params", "given_values",
+__all__ = ["MAX_MISSING", "TOOL_SCORE_RATIO", "ParamSpec", "asked_params", "fits_format", "given_params",
+           "given_values",
            "hint_param", "is_new", "missing_params", "missing_slots", "open_references", "param_cues", "param_specs",
            "rank_tools", "referenced_params", "restates_given",
            "slot_hint", "stated_values", "states_value", "value_cues"]
@@ -814,3 +816,38 @@ def missing_slots(request: str, specs: Sequence[Any], *, said: str | None = None
                   passed: Iterable[str] = ()) -> tuple[str, ...]:
     """The names of :func:`missing_params`."""
     return tuple(p.name for p in missing_params(request, specs, said=said, passed=passed))
+
+
+_FORMAT_LETTERS: Final = re.compile(r"\b(\d|two|three|four|five)[- ]letters?\b", re.I)
+_FORMAT_LIST: Final = re.compile(r"format (?:of |like |as )?['\"]?([A-Za-z]+(?:,\s*[A-Za-z]+)+)", re.I)
+_NUMBER_WORDS: Final = {"two": 2, "three": 3, "four": 4, "five": 5}
+_LEADING_PREPOSITION: Final = re.compile(r"^(?:to|from|in|at|near)\s+", re.I)
+
+
+def fits_format(value: str, hint: str, text: str = "") -> bool | None:
+    """Whether ``value`` (as :func:`stated_values` reads it from ``text``) has the form the slot's hint spells out:
+    "the 3 letter code of the airport" (LAX), "in the format YYYY-MM-DD" (2026-11-15), "HH:MM", "in the format of
+    'City, State'" (the value followed by commas in ``text``: "Berkeley, CA"); None when the hint spells out none.
+
+    >>> fits_format("to LAX", "The 3 letter code of the arriving airport"), fits_format("to Los", "The 3 letter code")
+    (True, False)
+    >>> fits_format("Berkeley", "The city, in the format of 'City, State'", "Find a salon in Berkeley, CA.")
+    True
+    >>> fits_format("Rivermist", "The destination to navigate") is None
+    True
+    """
+    bare = _LEADING_PREPOSITION.sub("", _bare(value)).strip()
+    found = _FORMAT_LETTERS.search(hint)
+    if found:
+        n = _NUMBER_WORDS.get(found.group(1).lower()) or int(found.group(1))
+        return len(bare) == n and bare.isalpha() and bare.isupper()
+    if "YYYY-MM-DD" in hint.upper():
+        return re.fullmatch(r"\d{4}-\d{1,2}-\d{1,2}", bare) is not None
+    if "HH:MM" in hint.upper():
+        return re.fullmatch(r"\d{1,2}:\d{2}", bare) is not None
+    found = _FORMAT_LIST.search(hint)
+    if found and text:
+        parts = found.group(1).count(",") + 1
+        tail = r",\s*[A-Za-z0-9][\w .'-]*?" * (parts - 1)
+        return re.search(rf"(?<!\w){re.escape(bare)}[\w .'-]*?{tail}(?:[.?!;]|\s*$|,)", text) is not None
+    return None

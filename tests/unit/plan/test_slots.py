@@ -308,3 +308,24 @@ def test_two_values_after_one_naming_word_go_to_the_two_parameters_it_names() ->
     assert given_params(tuple(tool_specs(tools)[0].params), request) == {"first_name", "last_name"}
     assert derive_action_state([Turn(role="user", content=request)], tools).missing_slots[:2] == (
         "date_of_birth", "passport_number")
+
+
+def test_a_value_in_the_form_the_slot_s_description_spells_out_ranks_first(tmp_path: Path) -> None:
+    from memory_ext.plan.slots import fits_format
+
+    hint = "The 3 letter code of the arriving airport (string)"
+    assert fits_format("to LAX", hint) is True and fits_format("to Los", hint) is False
+    assert fits_format("2026-11-15", "The date of the travel in the format YYYY-MM-DD") is True
+    assert fits_format("Rivermist", "The location the travel is to") is None  # no form spelled out
+    follow_ups = ["My road trip is from Rivermist to San Francisco.", "oh it's to Los Angeles, sorry.",
+                  "I'm planning to fly from San Francisco to Los Angeles", "my destination is to LAX",
+                  "The file name is 'minutes.docx'.", "I want 100 shares."]
+    messages = [{"role": "user", "content": "What does a flight from JFK cost on 2026-12-15 in business class?"},
+                {"role": "user", "content": "Please find the flight cost from JFK on 2026-12-15 in business class."}]
+    with MemoryEngine.open(tmp_path, embedder="hashing") as engine:
+        engine.add_turns([Turn(role="user", content=t, session_id=f"s{i}") for i, t in enumerate(follow_ups)], "u",
+                         wait=True)
+        state = derive_action_state(turns_from_messages(messages), TRAVEL_TOOLS)
+        assert state.missing_slots == ("travel_to",)
+        found = engine.search(messages[-1]["content"], "u", k=3, action_state=state)
+        assert found.items[0].text == "my destination is to LAX", [i.text for i in found.items]
