@@ -329,3 +329,25 @@ def test_a_value_in_the_form_the_slot_s_description_spells_out_ranks_first(tmp_p
         assert state.missing_slots == ("travel_to",)
         found = engine.search(messages[-1]["content"], "u", k=3, action_state=state)
         assert found.items[0].text == "my destination is to LAX", [i.text for i in found.items]
+
+
+def test_a_short_answer_below_the_usual_pool_is_still_lifted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import memory_ext.retrieval.slots as lift
+
+    request = "Please book the flight from JFK on 2026-12-15 with my card 'id_1234' and token AB12, class 'economy'."
+    words = "book flight from JFK card token please economy class my with the".split()
+    chatter = [" ".join(words[:2 + i % 11]) + f" (note {i})." for i in range(90)]  # more or less like the request
+    answer = "the travel is to LAX for me"
+    with MemoryEngine.open(tmp_path, embedder="hashing") as engine:
+        engine.add_turns([Turn(role="user", content=t, session_id=f"s{i}") for i, t in enumerate([*chatter, answer])],
+                         "u", wait=True)
+        state = derive_action_state([Turn(role="user", content=request)], TRAVEL_TOOLS)
+        assert state.missing_slots == ("travel_to",)
+
+        def top3() -> list[str]:
+            return [i.text for i in engine.search(request, "u", k=10, action_state=state).items][:3]
+
+        assert answer not in [i.text for i in engine.search(request, "u", k=10).items]  # a plain search
+        assert answer in top3()
+        monkeypatch.setattr(lift, "SLOT_POOL_FACTOR", 1)
+        assert answer not in top3()  # with the usual pool it ranks lower
