@@ -601,7 +601,7 @@ _PREPOSITIONS: Final = frozenset("without within about over under before after a
 """Words that end a noun phrase after its noun ("that much miles *without* a stop")."""
 _DEMONSTRATIVES: Final = frozenset("that this".split())
 _QUANTIFIERS: Final = frozenset("much many".split())
-_OTHER_THING: Final = frozenset("at per for each".split())
+_OTHER_THING: Final = frozenset("at per each".split())
 """After an open reference, a value behind one of these is another thing's (a price per unit), not the noun's."""
 
 

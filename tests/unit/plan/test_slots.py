@@ -281,6 +281,7 @@ def test_an_amount_named_by_that_much_or_some_named_thing_is_open() -> None:
     # a name before the noun says whose shares; a price after "at" is the price's value, not the number of shares
     assert open_references("I've resolved to purchase some Tesla share at $700 per share.") == ["share"]
     assert open_references("Find a file named 'notes.txt'.") == []
+    assert open_references("Make a backup copy for 'notes.txt'.") == []  # only a price's "at" / "per" / "each"
     messages = [{"role": "user", "content": "Show me my watchlist."}, _call("get_stock_info", symbol="TSLA"),
                 {"role": "user", "content": "Having assessed the market, I've resolved to initiate a purchase of "
                                             "some Tesla share at $700 per share."}]
