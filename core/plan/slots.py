@@ -24,7 +24,8 @@ never from a list of known tools.
   engine") adds each clause's clear best tool after the request's own.
 * **The value, later** (:func:`states_value`): whether a memory's text states a value for a slot — the same
   reading, applied to the memory; and :func:`open_references`, the things a request names without saying which
-  ("a specific term"), whose values a memory may state too. Used by the read pipeline's slot lift
+  ("a specific term"), whose values a memory may state too; :func:`fits_format`, whether a value has the form
+  the slot's description spells out ("the 3 letter code of the airport"). Used by the read pipeline's slot lift
   (:mod:`memory_ext.retrieval.slots`).
 
 English phrasing (the value shapes, the indefinite words); the tool schemas may be in any language.
@@ -54,7 +55,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Final
 
-__all__ = ["MAX_MISSING", "TOOL_SCORE_RATIO", "ParamSpec", "asked_params", "given_params", "given_values",
+__all__ = ["MAX_MISSING", "TOOL_SCORE_RATIO", "ParamSpec", "asked_params", "fits_format", "given_params",
+           "given_values",
            "hint_param", "is_new", "missing_params", "missing_slots", "open_references", "param_cues", "param_specs",
            "rank_tools", "referenced_params", "restates_given",
            "slot_hint", "stated_values", "states_value", "value_cues"]
@@ -426,11 +428,19 @@ def given_values(params: Sequence[ParamSpec], text: str, *,
             for j in range(max(0, i - CUE_WINDOW), min(len(toks), i + 2)):
                 if j != i and toks[j].value is None and toks[j].norm in cues[p.name]:
                     d = i - j if j < i else 2 * (j - i)
-                    if best is None or d < best[0]:
+                    # at the same distance, a parameter without a value yet ("my name is Theodore Collins": the
+                    # first name, then the last)
+                    if best is None or d < best[0] or (ONE_VALUE_EACH and d == best[0] and best[1] in given
+                                                       and p.name not in given):
                         best = (d, p.name)
         if best is not None:
             given.setdefault(best[1], []).append(_bare(tok.text))
     return given
+
+
+ONE_VALUE_EACH: Final = True
+"""Whether a value that two parameters' naming words reach at the same distance goes to the one without a value
+yet ("my name is Theodore Collins" gives ``first_name`` and ``last_name``), rather than to the first again."""
 
 
 @lru_cache(maxsize=1024)
@@ -583,6 +593,26 @@ _ADVERBS: Final = frozenset("now right here there today tonight tomorrow then to
 """Words that end a noun phrase ("some shares *right now*": the thing is the shares)."""
 
 
+OPEN_QUANTITIES: Final = True
+"""Whether an amount named by a demonstrative without antecedent ("a stretch of *that much miles*") or a quantity
+of a named thing ("some Tesla share at $700") is an open reference: the noun is what a later turn must give."""
+_PREPOSITIONS: Final = frozenset("without within about over under before after across through during until "
+                                 "since than like".split())
+"""Words that end a noun phrase after its noun ("that much miles *without* a stop")."""
+_DEMONSTRATIVES: Final = frozenset("that this".split())
+_QUANTIFIERS: Final = frozenset("much many".split())
+_OTHER_THING: Final = frozenset("at per each".split())
+"""After an open reference, a value behind one of these is another thing's (a price per unit), not the noun's."""
+
+
+def _is_name_modifier(toks: Sequence[_Token], j: int) -> bool:
+    """Whether ``toks[j]`` is a proper name standing before a plain noun ("some *Tesla* share")."""
+    raw = toks[j].text
+    return toks[j].value == "string" and raw[:1].isupper() and raw.isalpha() and not toks[j].stop \
+        and j + 1 < len(toks) and toks[j + 1].value is None and toks[j + 1].text.rstrip(".,;:!?").isalpha() \
+        and toks[j + 1].text.lower() not in _STOP
+
+
 def open_references(request: str) -> list[str]:
     """The things ``request`` names without saying which: the nouns of its indefinite references ("a specific
     term", "some shares", "a different file", "a certain level"), when no value follows them. They are what a
@@ -596,24 +626,34 @@ def open_references(request: str) -> list[str]:
     toks = _tokens(request)
     out: list[str] = []
     for i, tok in enumerate(toks):
-        if tok.text.lower() not in _DETERMINERS:
-            continue
+        det = tok.text.lower()
         j = i + 1
+        if OPEN_QUANTITIES and det in _DEMONSTRATIVES and j < len(toks) and toks[j].text.lower() in _QUANTIFIERS:
+            j += 1  # "that much", "this many": an amount the conversation has not said
+        elif det not in _DETERMINERS:
+            continue
         while j < len(toks) and j <= i + 2 and toks[j].text.lower() in _MODIFIERS:
             j += 1
         phrase: list[str] = []  # the noun phrase: up to PHRASE_WORDS plain words, its noun the last
         while j < len(toks) and len(phrase) < PHRASE_WORDS:
             raw = toks[j].text
             word = raw.rstrip(".,;:!?").lower()
+            if OPEN_QUANTITIES and det == "some" and not phrase and _is_name_modifier(toks, j):
+                j += 1  # "some Tesla share": the name says whose, the number is still open
+                continue
             if toks[j].value is not None or not word.isalpha() or word in _STOP or word in _PRONOUNS \
-                    or word in _DETERMINERS or (phrase and (_NOT_NOUN.search(word) or word in _ADVERBS)):
+                    or word in _DETERMINERS or (phrase and (_NOT_NOUN.search(word) or word in _ADVERBS
+                                                            or word in _PREPOSITIONS)):
                 break
             phrase.append(word)
             j += 1
             if toks[j - 1].stop:
                 break  # punctuation ends the phrase
+        after = toks[j + 1:j + CUE_WINDOW]
+        if OPEN_QUANTITIES and j < len(toks) and toks[j].text.lower() in _OTHER_THING:
+            after = ()  # "some shares at $700": the value is the price's, not the shares'
         if not phrase or len(phrase[-1]) < 3 or (j < len(toks) and toks[j].value is not None) \
-                or any(t.value is not None for t in toks[j + 1:j + CUE_WINDOW]):
+                or any(t.value is not None for t in after):
             continue  # a value follows: given, not open ("a file named 'x'")
         if phrase[-1] not in out:
             out.append(phrase[-1])
@@ -682,7 +722,30 @@ def missing_params(request: str, specs: Sequence[Any], *, said: str | None = Non
         # what the request asks for anew ("a different file") is missing even when said or passed before
         out += [params[r] for r in spec.required if r not in said_now and r not in names
                 and (r in asked or (r not in before and r not in done))]
+    if not out and FALLBACK_RATIO < TOOL_SCORE_RATIO:
+        # the request's best tools lack nothing (it gives or the conversation gave all they need): the call it asks
+        # for is the next tool down that lacks something and that a request word names, which the best tools' names
+        # do not ("please *book* a ticket" after the flight's cost)
+        asked = set(_words(request))
+        named = {w for spec in tools for w in _words(spec.name)}
+        for score, spec in ranked:
+            if spec in tools:
+                continue
+            if score < FALLBACK_RATIO * ranked[0][0]:
+                break
+            if not (set(_words(spec.name)) & asked) - named:
+                continue
+            params = _params_of(spec)
+            before = given_params(tuple(params.values()), request if said is None else said)
+            out = [params[r] for r in spec.required if r not in before and r not in done]
+            if out:
+                break
     return out[:MAX_MISSING]
+
+
+FALLBACK_RATIO: Final = 0.6
+"""When the best tools lack nothing, the next tool scoring at least this share of the best that lacks something
+and whose name holds a request word the best tools' names lack gives the missing slots (1.0: none)."""
 
 
 CLAUSE_TOOLS: Final = True
@@ -753,3 +816,38 @@ def missing_slots(request: str, specs: Sequence[Any], *, said: str | None = None
                   passed: Iterable[str] = ()) -> tuple[str, ...]:
     """The names of :func:`missing_params`."""
     return tuple(p.name for p in missing_params(request, specs, said=said, passed=passed))
+
+
+_FORMAT_LETTERS: Final = re.compile(r"\b(\d|two|three|four|five)[- ]letters?\b", re.I)
+_FORMAT_LIST: Final = re.compile(r"format (?:of |like |as )?['\"]?([A-Za-z]+(?:,\s*[A-Za-z]+)+)", re.I)
+_NUMBER_WORDS: Final = {"two": 2, "three": 3, "four": 4, "five": 5}
+_LEADING_PREPOSITION: Final = re.compile(r"^(?:to|from|in|at|near)\s+", re.I)
+
+
+def fits_format(value: str, hint: str, text: str = "") -> bool | None:
+    """Whether ``value`` (as :func:`stated_values` reads it from ``text``) has the form the slot's hint spells out:
+    "the 3 letter code of the airport" (LAX), "in the format YYYY-MM-DD" (2026-11-15), "HH:MM", "in the format of
+    'City, State'" (the value followed by commas in ``text``: "Berkeley, CA"); None when the hint spells out none.
+
+    >>> fits_format("to LAX", "The 3 letter code of the arriving airport"), fits_format("to Los", "The 3 letter code")
+    (True, False)
+    >>> fits_format("Berkeley", "The city, in the format of 'City, State'", "Find a salon in Berkeley, CA.")
+    True
+    >>> fits_format("Rivermist", "The destination to navigate") is None
+    True
+    """
+    bare = _LEADING_PREPOSITION.sub("", _bare(value)).strip()
+    found = _FORMAT_LETTERS.search(hint)
+    if found:
+        n = _NUMBER_WORDS.get(found.group(1).lower()) or int(found.group(1))
+        return len(bare) == n and bare.isalpha() and bare.isupper()
+    if "YYYY-MM-DD" in hint.upper():
+        return re.fullmatch(r"\d{4}-\d{1,2}-\d{1,2}", bare) is not None
+    if "HH:MM" in hint.upper():
+        return re.fullmatch(r"\d{1,2}:\d{2}", bare) is not None
+    found = _FORMAT_LIST.search(hint)
+    if found and text:
+        parts = found.group(1).count(",") + 1
+        tail = r",\s*[A-Za-z0-9][\w .'-]*?" * (parts - 1)
+        return re.search(rf"(?<!\w){re.escape(bare)}[\w .'-]*?{tail}(?:[.?!;]|\s*$|,)", text) is not None
+    return None

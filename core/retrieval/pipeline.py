@@ -48,7 +48,7 @@ from .request import SearchRequest, parse_request
 from .rerank import rerank
 from .scope import scope_of
 from .select import Selection, select
-from .slots import lift_slot_values
+from .slots import lift_slot_values, slot_pool_size
 
 __all__ = ["ReadPipeline"]
 
@@ -302,7 +302,9 @@ class ReadPipeline:
             return {p: text for p in positions if (text := read[p]) is not None}
 
         restating, past = not strategy.assistant, asks_past(query)
-        fused = fuse(cat, scored, scope, fusion=self.fusion, weights=weights, pool_size=pool_size,
+        # a missing slot's value may rank low before its lift (a short answer to a long request): a wider pool
+        fuse_size = slot_pool_size(pool_size, request.action_state)
+        fused = fuse(cat, scored, scope, fusion=self.fusion, weights=weights, pool_size=fuse_size,
                      as_of=request.as_of, text_of=text_of, restating=restating, past=past, query=query)
         if cfg.feedback_weight > 0 and fused.rids and self.channels.context is not None and _hop_allowed(plan) \
                 and self._first_relevance(cat, fused.total, fused.rids, fused.scores, scored, request, recalled,
@@ -317,11 +319,13 @@ class ReadPipeline:
                 score_feedback(cat, scored, feedback, strategy=strategy, weights=weights, scope=scope,
                                fusion=self.fusion, limit=limit)
                 fused = keep_first(fused, fuse(cat, scored, scope, fusion=self.fusion, weights=weights,
-                                               pool_size=pool_size, as_of=request.as_of, text_of=text_of,
+                                               pool_size=fuse_size, as_of=request.as_of, text_of=text_of,
                                                restating=restating, past=past, query=query),
                                    cfg.feedback_keep)
             feedback_ms = _ms(t_feedback)
         fused = lift_slot_values(fused, cat, text_of, request.action_state, query)  # a missing slot's value (slots.py)
+        if fuse_size > pool_size:  # the pool after the lift: as large as without it
+            fused = replace(fused, rids=fused.rids[:pool_size], scores=fused.scores[:pool_size])
         # between two calls, the pages of tools not used yet first (procedures.py)
         fused = lift_procedures(fused, cat, plan, request.action_state, text_of)
         # a conversation excerpt's memories with the same people first (participants.py)

@@ -254,3 +254,101 @@ def test_an_enum_value_said_once_gives_one_parameter() -> None:
               ParamSpec("target_currency", "The currency to convert to.", "string", codes))
     assert given_params(params, "Convert 1500 USD for me.") == {"base_currency"}
     assert given_params(params, "Convert 1500 USD to EUR.") == {"base_currency", "target_currency"}
+
+
+TRAVEL = "This tool belongs to the travel system, which lets users book flights and manage cards. Tool description: "
+TRAVEL_TOOLS = [
+    _tool("get_flight_cost", TRAVEL + "Get the cost of a flight in USD based on location, date, and class.",
+          {"travel_from": ("string", "The 3 letter code of the departing airport"),
+           "travel_to": ("string", "The 3 letter code of the arriving airport"),
+           "travel_date": ("string", "The date of the travel in the format 'YYYY-MM-DD'"),
+           "travel_class": ("string", "The class of the travel. Options are: economy, business, first.")},
+          ["travel_from", "travel_to", "travel_date", "travel_class"]),
+    _tool("book_flight", TRAVEL + "Book a flight given the travel information.",
+          {"access_token": ("string", "The access token obtained from the authenticate"),
+           "card_id": ("string", "The ID of the credit card to use for the booking"),
+           "travel_date": ("string", "The date of the travel in the format YYYY-MM-DD"),
+           "travel_from": ("string", "The location the travel is from"),
+           "travel_to": ("string", "The location the travel is to"),
+           "travel_class": ("string", "The class of the travel")},
+          ["access_token", "card_id", "travel_date", "travel_from", "travel_to", "travel_class"]),
+]
+
+
+def test_an_amount_named_by_that_much_or_some_named_thing_is_open() -> None:
+    assert open_references("Can my car endure a stretch of that much miles without a stop?") == [
+        "stretch", "miles", "stop"]
+    # a name before the noun says whose shares; a price after "at" is the price's value, not the number of shares
+    assert open_references("I've resolved to purchase some Tesla share at $700 per share.") == ["share"]
+    assert open_references("Find a file named 'notes.txt'.") == []
+    assert open_references("Make a backup copy for 'notes.txt'.") == []  # only a price's "at" / "per" / "each"
+    messages = [{"role": "user", "content": "Show me my watchlist."}, _call("get_stock_info", symbol="TSLA"),
+                {"role": "user", "content": "Having assessed the market, I've resolved to initiate a purchase of "
+                                            "some Tesla share at $700 per share."}]
+    assert derive_action_state(turns_from_messages(messages), TOOLS).missing_slots[0] == "amount"
+
+
+def test_when_the_best_tools_lack_nothing_the_next_tool_gives_the_slots() -> None:
+    request = ("A first-class ticket on Christmas from SFO to LAX would be a dream! I wonder how much the flight "
+               "would cost. You know what, please book a first-class ticket from SFO to LAX on 2026-12-25.")
+    specs = tool_specs(TRAVEL_TOOLS)
+    assert rank_tools(request, specs)[0][1].name == "get_flight_cost"  # which the request gives in full
+    assert derive_action_state([Turn(role="user", content=request)], TRAVEL_TOOLS).missing_slots == (
+        "access_token", "card_id", "travel_class")  # book_flight's class lists no options: "first" is not read
+
+
+def test_two_values_after_one_naming_word_go_to_the_two_parameters_it_names() -> None:
+    tools = [_tool("verify_traveler_information", TRAVEL + "Verify the traveler information",
+                   {"first_name": ("string", "The first name of the traveler"),
+                    "last_name": ("string", "The last name of the traveler"),
+                    "date_of_birth": ("string", "The date of birth of the traveler in the format YYYY-MM-DD"),
+                    "passport_number": ("string", "The passport number of the traveler")},
+                   ["first_name", "last_name", "date_of_birth", "passport_number"]), *TRAVEL_TOOLS]
+    request = ("I'm off to see my family. Could you verify my traveler details for me? Just a quick rundown: my name "
+               "is Theodore Collins.")
+    assert given_params(tuple(tool_specs(tools)[0].params), request) == {"first_name", "last_name"}
+    assert derive_action_state([Turn(role="user", content=request)], tools).missing_slots[:2] == (
+        "date_of_birth", "passport_number")
+
+
+def test_a_value_in_the_form_the_slot_s_description_spells_out_ranks_first(tmp_path: Path) -> None:
+    from memory_ext.plan.slots import fits_format
+
+    hint = "The 3 letter code of the arriving airport (string)"
+    assert fits_format("to LAX", hint) is True and fits_format("to Los", hint) is False
+    assert fits_format("2026-11-15", "The date of the travel in the format YYYY-MM-DD") is True
+    assert fits_format("Rivermist", "The location the travel is to") is None  # no form spelled out
+    follow_ups = ["My road trip is from Rivermist to San Francisco.", "oh it's to Los Angeles, sorry.",
+                  "I'm planning to fly from San Francisco to Los Angeles", "my destination is to LAX",
+                  "The file name is 'minutes.docx'.", "I want 100 shares."]
+    messages = [{"role": "user", "content": "What does a flight from JFK cost on 2026-12-15 in business class?"},
+                {"role": "user", "content": "Please find the flight cost from JFK on 2026-12-15 in business class."}]
+    with MemoryEngine.open(tmp_path, embedder="hashing") as engine:
+        engine.add_turns([Turn(role="user", content=t, session_id=f"s{i}") for i, t in enumerate(follow_ups)], "u",
+                         wait=True)
+        state = derive_action_state(turns_from_messages(messages), TRAVEL_TOOLS)
+        assert state.missing_slots == ("travel_to",)
+        found = engine.search(messages[-1]["content"], "u", k=3, action_state=state)
+        assert found.items[0].text == "my destination is to LAX", [i.text for i in found.items]
+
+
+def test_a_short_answer_below_the_usual_pool_is_still_lifted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import memory_ext.retrieval.slots as lift
+
+    request = "Please book the flight from JFK on 2026-12-15 with my card 'id_1234' and token AB12, class 'economy'."
+    words = "book flight from JFK card token please economy class my with the".split()
+    chatter = [" ".join(words[:2 + i % 11]) + f" (note {i})." for i in range(90)]  # more or less like the request
+    answer = "the travel is to LAX for me"
+    with MemoryEngine.open(tmp_path, embedder="hashing") as engine:
+        engine.add_turns([Turn(role="user", content=t, session_id=f"s{i}") for i, t in enumerate([*chatter, answer])],
+                         "u", wait=True)
+        state = derive_action_state([Turn(role="user", content=request)], TRAVEL_TOOLS)
+        assert state.missing_slots == ("travel_to",)
+
+        def top3() -> list[str]:
+            return [i.text for i in engine.search(request, "u", k=10, action_state=state).items][:3]
+
+        assert answer not in [i.text for i in engine.search(request, "u", k=10).items]  # a plain search
+        assert answer in top3()
+        monkeypatch.setattr(lift, "SLOT_POOL_FACTOR", 1)
+        assert answer not in top3()  # with the usual pool it ranks lower
