@@ -127,7 +127,8 @@ class RecallConfig(_Section):
     procedures (e5, dev, the only suite with texts this long) hit@1 / @3 / @10 with 0 / 510 / 256 / 128:
     0.241 / 0.485 / 0.735, 0.244 / 0.494 / 0.735, 0.272 / 0.499 / 0.719, 0.260 / 0.506 / 0.731 (128: hit@1 and hit@3
     up or equal in every fold, hit@10 down in two folds of five, up in three); the search's p95 against one e5
-    encoding of the baselines' text 4.3x / 1.7x / 1.1x / 0.69x. Other embedders read the whole text."""
+    encoding of the baselines' text, same process: 2.2x (510), 1.14x (256), 0.69x (128); the whole text's p95 was
+    6.9 s. Other embedders read the whole text."""
     channel_timeout_s: float = Field(default=10.0, gt=0, le=600)
     """A channel that takes longer is reported in ``SearchResult.channel_errors`` and ignored."""
     candidates_per_channel: int = Field(default=50, ge=1, le=10_000)
