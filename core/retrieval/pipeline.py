@@ -40,6 +40,7 @@ from .feedback import FEEDBACK_ROUTE, feedback_hits, keep_first, score_feedback
 from .fuse import Fusion, RouteScores, fuse, fusion_for, score_routes
 from .hydrate import Hydrated, hydrate
 from .participants import lift_participants
+from .phrases import lift_phrases
 from .procedures import lift_procedures
 from .recall import CONVERSATION_GOALS, Recalled, plan_calls, recall
 from .request import SearchRequest, parse_request
@@ -316,6 +317,8 @@ class ReadPipeline:
         fused = lift_procedures(fused, cat, plan, request.action_state, text_of)
         # a conversation excerpt's memories with the same people first (participants.py)
         fused = lift_participants(fused, cat, plan, query, text_of, weight=cfg.participant_weight)
+        # a question's memories that repeat its own words in a row first (phrases.py)
+        fused = lift_phrases(fused, cat, plan, query, text_of, weight=cfg.phrase_weight)
         pool_rids, pool_scores = fused.rids, fused.scores
         details = {rid: dict(parts) for rid, parts in fused.details.items()}
         rerank_ms: float | None = None
