@@ -21,7 +21,7 @@ from ..models import ActionState, ChannelError, Namespace, RetrievedItem, RouteG
 from ..plan.expand import expand_plan
 from ..plan.heuristic import plan_search
 from ..plan.llm_planner import Planner
-from ..plan.procedures import fit_to_store
+from ..plan.procedures import NEXT_STEP_ROUTE, fit_to_store
 from ..plan.strategy import strategy_for
 from ..rank.answer_slot import SLOT_TOP, slot_first
 from ..rank.calibration import background_cosine, bounded_scores, cosine_calibration, item_cosines, reference_cosine
@@ -314,7 +314,9 @@ class ReadPipeline:
             feedback_ms = _ms(t_feedback)
         fused = lift_slot_values(fused, cat, text_of, request.action_state, query)  # a missing slot's value (slots.py)
         # between two calls, the pages of tools not used yet first (procedures.py)
-        fused = lift_procedures(fused, cat, plan, request.action_state, text_of)
+        next_step = scored.per_route.get(NEXT_STEP_ROUTE)  # its own ranking of the tool pages joins the fusion's
+        fused = lift_procedures(fused, cat, plan, request.action_state, text_of,
+                                route=next_step.total if next_step is not None else None)
         # a conversation excerpt's memories with the same people first (participants.py)
         fused = lift_participants(fused, cat, plan, query, text_of, weight=cfg.participant_weight)
         # a question's memories that repeat its own words in a row first (phrases.py)
