@@ -22,7 +22,7 @@ from ..models import ActionState, ChannelError, Namespace, RetrievedItem, RouteG
 from ..plan.expand import expand_plan
 from ..plan.heuristic import plan_search
 from ..plan.llm_planner import Planner
-from ..plan.procedures import fit_to_store
+from ..plan.procedures import NEXT_STEP_ROUTE, fit_to_store
 from ..plan.strategy import strategy_for
 from ..rank.answer_slot import SLOT_TOP, slot_first
 from ..rank.calibration import background_cosine, bounded_scores, cosine_calibration, item_cosines, reference_cosine
@@ -42,6 +42,7 @@ from .feedback import FEEDBACK_ROUTE, feedback_hits, keep_first, score_feedback
 from .fuse import Fusion, RouteScores, fuse, fusion_for, score_routes
 from .hydrate import Hydrated, hydrate
 from .participants import lift_participants
+from .phrases import lift_phrases
 from .procedures import lift_procedures
 from .recall import CONVERSATION_GOALS, Recalled, plan_calls, recall
 from .request import SearchRequest, parse_request
@@ -327,9 +328,13 @@ class ReadPipeline:
         if fuse_size > pool_size:  # the pool after the lift: as large as without it
             fused = replace(fused, rids=fused.rids[:pool_size], scores=fused.scores[:pool_size])
         # between two calls, the pages of tools not used yet first (procedures.py)
-        fused = lift_procedures(fused, cat, plan, request.action_state, text_of)
+        next_step = scored.per_route.get(NEXT_STEP_ROUTE)  # its own ranking of the tool pages joins the fusion's
+        fused = lift_procedures(fused, cat, plan, request.action_state, text_of,
+                                route=next_step.total if next_step is not None else None)
         # a conversation excerpt's memories with the same people first (participants.py)
         fused = lift_participants(fused, cat, plan, query, text_of, weight=cfg.participant_weight)
+        # a question's memories that repeat its own words in a row first (phrases.py)
+        fused = lift_phrases(fused, cat, plan, query, text_of, weight=cfg.phrase_weight)
         pool_rids, pool_scores = fused.rids, fused.scores
         details = {rid: dict(parts) for rid, parts in fused.details.items()}
         rerank_ms: float | None = None

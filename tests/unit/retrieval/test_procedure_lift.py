@@ -69,3 +69,37 @@ def test_without_a_match_or_texts_the_tool_pages_gain_the_spread() -> None:
         assert out.rids == [3, 4, 1, 5, 2] and out.scores == [15.0, 10.0, 9.0, 9.0, 8.0]
     plain = SearchPlan(routes=(EvidenceRoute(goal=RouteGoal.QUERY, queries=("my cash back is wrong",)),))
     assert lift_procedures(fused, cat, plain, None, text_of) is fused  # not between two calls: unchanged
+
+
+PAGES = {1: "Filing a Credit Card Transaction Dispute (Internal)\n\nCall file_credit_card_dispute(user_id, "
+            "transaction_id, reason).",
+         2: "Checking User Dispute History (Internal)\n\nCall get_user_dispute_history(user_id).",
+         3: "Internal: Credit Card Retention Protocol\n\nCall get_retention_offers(user_id, credit_card_account_id).",
+         4: "(Internal) Applying a Credit Card Statement Credit\n\nCall apply_statement_credit(user_id, amount).",
+         5: "Internal: Downgrading a Credit Card\n\nCall downgrade_card(user_id, credit_card_account_id).",
+         6: "Checking Pending Replacement Card Orders (Internal)\n\nCall get_pending_replacement_orders("
+            "credit_card_account_id)."}
+
+
+def test_below_the_first_pages_the_next_step_route_ranking_joins_the_fusion() -> None:
+    cat = Catalog(generation=(0, 0))
+    cat._append([(i, "turn", None, f"s{i}", None, 100.0 * i, "system", False, None) for i in range(1, 7)])
+    cat._append([(10 + i, "procedure", i, f"s{i}", None, 100.0 * i, "system", False, None) for i in range(1, 7)])
+    scores = [6.0, 5.0, 4.0, 3.0, 2.0, 1.0]
+    total = np.full(12, -np.inf)
+    total[:6] = scores
+    fused = Fused(total=total, rids=[1, 2, 3, 4, 5, 6], scores=scores)
+    texts = {p: PAGES[p + 1] for p in range(6)}
+
+    def pages(positions: Sequence[int]) -> dict[int, str]:
+        return {p: texts[p] for p in positions if p in texts}
+
+    asked = plan("credit_card_account_id user_id")
+    route = np.zeros(12)
+    route[:6] = [1.0, 1.0, 3.0, 1.0, 3.0, 2.5]  # the route: the pages that take the card account first
+    without = lift_procedures(fused, cat, asked, None, pages)
+    assert without.rids == [1, 2, 3, 4, 5, 6]  # every page takes a user_id or the account: the fusion's order
+    out = lift_procedures(fused, cat, asked, None, pages, route=route)
+    # the first three keep the fusion's order; below, fusion rank + route rank: 5 (4 + 1), 6 (5 + 2), 4 (3 + 5)
+    assert out.rids == [1, 2, 3, 5, 6, 4]
+    assert out.scores == fused.scores

@@ -11,7 +11,8 @@ from memory_ext import InvalidQueryError
 from memory_ext.store.filters import RecordFilter, filter_sql
 
 MODULES = ["memory_ext.recall.channels", "memory_ext.store.filters", "memory_ext.retrieval.request",
-           "memory_ext.models", "memory_ext.plan.llm_planner", "memory_ext.retrieval.slots"]
+           "memory_ext.models", "memory_ext.plan.llm_planner", "memory_ext.retrieval.slots",
+           "memory_ext.retrieval.phrases"]
 
 
 @pytest.mark.parametrize("name", MODULES)
