@@ -118,17 +118,17 @@ class RecallConfig(_Section):
     fusion: Literal["zscore", "rrf"] = "zscore"
     """``zscore``: standardised score fusion with window, speaker, time and session evidence (the default);
     ``rrf``: reciprocal rank fusion of the channels' turn rankings (``rrf_k``)."""
-    action_query_tokens: int = Field(default=128, ge=0, le=100_000)
+    action_query_tokens: int = Field(default=256, ge=0, le=100_000)
     """A search with an action state (an agent's decision point) encodes each route text for the vector and sparse
     channels from its first sentences that fit in this many of e5's tokens (0: the whole text); the keyword
     channels read the whole text. An agent's request can be a pasted brief of thousands of words (τ²-bench's
     banking requests: median 4,400 characters), which e5 on numpy reads whole, in passes of 510 tokens each, twice
     with the sparse channel: a first decision point of such a request took several seconds. ``memext bench agent``
-    procedures (e5, dev, the only suite with texts this long) hit@1 / @3 / @10 with 0 / 510 / 256 / 128:
-    0.241 / 0.485 / 0.735, 0.244 / 0.494 / 0.735, 0.272 / 0.499 / 0.719, 0.260 / 0.506 / 0.731 (128: hit@1 and hit@3
-    up or equal in every fold, hit@10 down in two folds of five, up in three); the search's p95 against one e5
-    encoding of the baselines' text, same process: 2.2x (510), 1.14x (256), 0.69x (128); the whole text's p95 was
-    6.9 s. Other embedders read the whole text."""
+    procedures (e5, dev, the only suite with texts this long), hit@1 / @3 / @10 with 0 / 256 / 128:
+    0.241 / 0.485 / 0.773, 0.272 / 0.499 / 0.766, 0.260 / 0.513 / 0.754 (256: hit@1 up in every fold, hit@10 down
+    one probe in four folds of five); the search's p95 against one e5 encoding of the baselines' text, same process:
+    0.91x-1.14x (256, two runs), 0.60x-0.69x (128), 2.2x (510); the whole text's p95 was 6.9 s. Other embedders
+    read the whole text."""
     channel_timeout_s: float = Field(default=10.0, gt=0, le=600)
     """A channel that takes longer is reported in ``SearchResult.channel_errors`` and ignored."""
     candidates_per_channel: int = Field(default=50, ge=1, le=10_000)
