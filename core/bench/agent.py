@@ -41,8 +41,11 @@ goes to fold ``i % folds``; each fold's metrics are reported.
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
+import os
 import re
+import shutil
 import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -428,15 +431,52 @@ def load_agent_data(root: Path, suites: Sequence[str] = SUITES) -> AgentData:
 # ------------------------------------------------------------------------------------------ systems
 
 
-class _MemoryExt:
-    """The engine, one fresh store per memory; searches with the derived action state (or without it)."""
+_READ_SIDE = ("bench", "server", "retrieval", "recall")
+"""Parts of the package that never write a store (nothing under ``ingest``, ``store``, ``lifecycle`` or ``rank``
+imports them): a change there keeps the cached stores of ``--store-cache``."""
 
-    def __init__(self, embedder: Any, config: Any, derived: bool, workdir: Path) -> None:
+
+def write_side_fingerprint() -> str:
+    """A digest of the engine's source that can shape what a store holds after ingest: every module of the package
+    but the read side (:data:`_READ_SIDE`, the CLI and the client). A cached store built by other code is never
+    reused."""
+    root = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root)
+        if rel.parts[0] in _READ_SIDE or rel.name in ("cli.py", "client.py"):
+            continue
+        digest.update(str(rel).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+class _MemoryExt:
+    """The engine, one fresh store per memory; searches with the derived action state (or without it).
+
+    With ``cache`` (``--store-cache DIR``) a memory's store, once built and fully indexed, is kept in ``DIR`` under
+    a digest of its turns, the embedder, the configuration and :func:`write_side_fingerprint`; a later run (or the
+    other memory-ext system) copies it instead of ingesting again — the e5 stores of the procedures and failures
+    suites take about half an hour each on a busy 2-core machine. Searches then start on a store opened afresh."""
+
+    def __init__(self, embedder: Any, config: Any, derived: bool, workdir: Path, cache: Path | None = None) -> None:
         from memory_ext import MemoryEngine
 
         self._open = MemoryEngine.open
         self.embedder, self.config, self.derived, self.workdir = embedder, config, derived, workdir
+        self.cache = cache
         self.engine: Any = None
+
+    def _cached(self, slug: str, turns: Sequence[MemTurn]) -> Path:
+        digest = hashlib.sha256()
+        config = self.config.model_dump_json() if hasattr(self.config, "model_dump_json") else repr(self.config)
+        for part in (getattr(self.embedder, "id", repr(self.embedder)), config, write_side_fingerprint()):
+            digest.update(part.encode())
+        for t in turns:
+            digest.update(json.dumps([t.role, t.content, t.session_id, t.external_id, t.tool_calls, t.tool_name,
+                                      t.is_error], sort_keys=True, default=str).encode())
+        assert self.cache is not None
+        return self.cache / f"{slug}-{digest.hexdigest()[:20]}"
 
     def ingest(self, key: str, turns: Sequence[MemTurn]) -> None:
         from memory_ext import Turn
@@ -445,13 +485,31 @@ class _MemoryExt:
         kwargs: dict[str, Any] = {"config": self.config}
         if self.embedder is not None:
             kwargs["embedder"] = self.embedder
-        self.engine = self._open(self.workdir / re.sub(r"\W", "_", key), **kwargs)
+        slug = re.sub(r"\W", "_", key)
+        path = self.workdir / slug
+        cached = self._cached(slug, turns) if self.cache is not None else None
+        if cached is not None and (cached / "COMPLETE").is_file():
+            shutil.copytree(cached, path, ignore=shutil.ignore_patterns("COMPLETE", "LOCK"))
+            self.engine = self._open(path, **kwargs)
+            return
+        self.engine = self._open(path, **kwargs)
         batch = [Turn(role=t.role, content=t.content or ("" if t.tool_calls else "(empty)"),
                       session_id=t.session_id, external_id=t.external_id,
                       timestamp=T0 + timedelta(seconds=n), tool_calls=t.tool_calls, tool_name=t.tool_name,
                       is_error=t.is_error) for n, t in enumerate(turns)]
         for start in range(0, len(batch), 500):
             self.engine.add_turns(batch[start:start + 500], "bench", wait=True)
+        if cached is not None:  # kept once complete; searches start on the store opened afresh, as from the cache
+            self.engine.flush()
+            self.engine.close()
+            partial = cached.with_name(f"{cached.name}.part{os.getpid()}")
+            shutil.rmtree(partial, ignore_errors=True)
+            shutil.copytree(path, partial, ignore=shutil.ignore_patterns("LOCK"))
+            (partial / "COMPLETE").write_text(f"{len(turns)} turns\n")
+            if not cached.exists():
+                partial.rename(cached)
+            shutil.rmtree(partial, ignore_errors=True)
+            self.engine = self._open(path, **kwargs)
 
     def query(self, probe: Probe) -> list[tuple[str, ...]]:
         from memory_ext import derive_action_state
@@ -538,12 +596,14 @@ def _spread(ranks: Sequence[int | None], folds: int) -> dict[str, Any]:
 
 def run_agent_bench(data: AgentData, systems: Sequence[str] = AGENT_SYSTEMS, *, embedder: Any = None,
                     config: Any = None, folds: int = 5, workdir: Path,
-                    progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+                    progress: Callable[[str], None] | None = None,
+                    store_cache: Path | None = None) -> dict[str, Any]:
     """Every system on every probe of ``data``, the systems interleaved (each probe is asked of every system in
     turn, the first one rotating, so a busy machine slows them alike): ``{"systems": {name: {"suites": {suite:
     metrics}, "latency_ms": {...}, "sources": {memory key: metrics}}}, "folds": {name: {suite: spread}},
     "failed": {name: error}}`` (``sources``: the slots suite by data source,
-    When2Call and BFCL, when both are there)."""
+    When2Call and BFCL, when both are there). ``store_cache``: a folder keeping memory-ext's built stores between
+    runs (see :class:`_MemoryExt`)."""
     out: dict[str, Any] = {"systems": {}, "folds": {}, "failed": {}}
     by_memory: dict[str, list[Probe]] = {}
     for suite in data.probes:
@@ -554,7 +614,7 @@ def run_agent_bench(data: AgentData, systems: Sequence[str] = AGENT_SYSTEMS, *, 
     live: dict[str, Any] = {}
     for name in systems:  # every system answers the same probe one after the other (interleaved timing)
         try:
-            live[name] = (_MemoryExt(embedder, config, name == "memory-ext", workdir / name)
+            live[name] = (_MemoryExt(embedder, config, name == "memory-ext", workdir / name, store_cache)
                           if name in ("memory-ext", "memory-ext-query-only") else _Baseline(name, embedder))
         except Exception as exc:  # noqa: BLE001 -- one failed system is reported, the others still run
             out["failed"][name] = f"{type(exc).__name__}: {exc}"

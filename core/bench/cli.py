@@ -10,7 +10,7 @@
     memext bench ingest --data FILE [--systems memory-ext,vector,langchain-vector,llamaindex-vector]
                         [--embedder e5|hashing] [--messages N] [--batch N] [--batches N] [--config FILE] [--json OUT]
     memext bench agent  --data DIR [--systems ...] [--suites failures,procedures,slots,memory] [--embedder e5|hashing]
-                        [--folds 5] [--config FILE] [--json OUT]
+                        [--folds 5] [--config FILE] [--json OUT] [--store-cache DIR]
     memext bench small  [--part dev,heldout] [--embedder e5|hashing] [--config FILE] [--rows OUT.jsonl] [--json OUT]
     memext bench select --grid GRID [--locomo FILE] [--madial DIR] [--no-small] [--folds 5] [--embedder e5|hashing]
                         [--config FILE] [--json OUT]
@@ -265,6 +265,9 @@ def _add_commands(commands: Any) -> None:
     agent.add_argument("--config", type=Path, default=None, help="engine configuration file for memory-ext")
     agent.add_argument("--folds", type=_positive, default=5, help="probe i of a suite -> fold i %% K (5)")
     agent.add_argument("--workdir", type=Path, default=None, help="where the stores are built (default: a temp dir)")
+    agent.add_argument("--store-cache", type=Path, default=None,
+                       help="keep memory-ext's built stores here and reuse them while the turns, the embedder, the "
+                            "configuration and the engine's write-side code are the same")
     agent.add_argument("--json", type=Path, default=None, help="write the result JSON here")
     agent.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
     agent.add_argument("--quiet", action="store_true", help="do not print the Markdown summary")
@@ -684,9 +687,11 @@ def _cmd_agent(args: argparse.Namespace) -> int:
 
     with tempfile.TemporaryDirectory(prefix="memext-agent-", dir=args.workdir) as tmp:
         result = run_agent_bench(data, systems, embedder=embedder, config=_engine_config(args.config),
-                                 folds=args.folds, workdir=Path(tmp), progress=progress)
+                                 folds=args.folds, workdir=Path(tmp), progress=progress,
+                                 store_cache=args.store_cache)
     result["meta"] = {"command": args._command_line, "embedder": getattr(embedder, "id", args.embedder),
-                      "folds": args.folds, "suites": suites}
+                      "folds": args.folds, "suites": suites,
+                      "store_cache": str(args.store_cache) if args.store_cache is not None else None}
     _write_and_print(result, args, format_agent_markdown(result))
     return EXIT_SYSTEM_FAILED if result["failed"] else EXIT_OK
 def _cmd_small(args: argparse.Namespace) -> int:

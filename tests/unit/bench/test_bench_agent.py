@@ -185,3 +185,34 @@ def test_a_slot_value_is_said_as_a_whole_word_or_number() -> None:
     assert _says("let's fill it with 30 gallons.", "30") and not _says("the trip is about 300 miles.", "30")
     assert not _says("my token is 'abc123xyz456'.", "abc123xyz") and not _says("username msmith", "smith")
     assert _says("25.50 usd per share.", "25.5") and _says("i want $769 insurance", "769.0")
+
+
+def test_a_store_cache_gives_the_same_results_without_ingesting_again(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--store-cache``: the first run builds and keeps each memory's store; the second copies them (no turn is
+    written again) and ranks alike. A store built by other write-side code is not reused."""
+    from memory_ext import MemoryEngine
+    from memory_ext.bench import agent
+
+    data, cache = make_dir(tmp_path / "data"), tmp_path / "cache"
+    args = ["agent", "--data", str(data), "--embedder", "hashing", "--systems", "memory-ext,memory-ext-query-only",
+            "--folds", "2", "--quiet", "--no-progress", "--store-cache", str(cache)]
+    written: list[int] = []
+    add_turns = MemoryEngine.add_turns
+
+    def counting(self: Any, turns: Any, *a: Any, **kw: Any) -> Any:
+        written.append(len(turns))
+        return add_turns(self, turns, *a, **kw)
+
+    monkeypatch.setattr(MemoryEngine, "add_turns", counting)
+    assert main([*args, "--json", str(tmp_path / "a.json")]) == 0
+    first = sum(written)
+    stores = sorted(p.name for p in cache.iterdir())
+    assert first > 0 and stores and all((cache / s / "COMPLETE").is_file() for s in stores)
+    assert main([*args, "--json", str(tmp_path / "b.json")]) == 0
+    assert sum(written) == first  # nothing ingested again, by either system
+    a, b = (json.loads((tmp_path / f).read_text())["systems"] for f in ("a.json", "b.json"))
+    assert {n: r["suites"] for n, r in a.items()} == {n: r["suites"] for n, r in b.items()}
+    monkeypatch.setattr(agent, "write_side_fingerprint", lambda: "other-code")
+    assert main([*args, "--json", str(tmp_path / "c.json")]) == 0
+    assert sum(written) > first and len(list(cache.iterdir())) == 2 * len(stores)
