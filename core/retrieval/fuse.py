@@ -20,6 +20,7 @@ and :func:`memory_ext.assembly.validate_config` hold one and never branch on the
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
@@ -37,7 +38,7 @@ from .recall import Recalled
 from .scope import Scope
 
 __all__ = ["FUSIONS", "Fused", "Fusion", "RRFFusion", "RouteScores", "ZScoreFusion", "channel_label", "fuse",
-           "fusion_for", "promote_successors", "score_routes"]
+           "fusion_for", "pool_texts", "promote_successors", "reorder_pool", "score_routes"]
 
 
 def channel_label(channel: str, route: EvidenceRoute) -> str:
@@ -274,3 +275,25 @@ def fusion_for(fusion: Fusion | str, *, rrf_k: int = 60) -> Fusion:
     if fusion == "zscore":
         return ZScoreFusion()
     raise ValueError(f"unknown fusion {fusion!r}; valid: {', '.join(FUSIONS)}")
+
+
+def pool_texts(fused: Fused, cat: Catalog, text_of: Callable[[Sequence[int]], Mapping[int, str]]
+               ) -> tuple[np.ndarray, list[str]]:
+    """The pool's catalog positions (-1 for a record the catalog no longer holds) and texts (``""`` there)."""
+    positions = cat.pos_of(np.asarray(fused.rids, np.int64))
+    texts = text_of([int(p) for p in positions if p >= 0])
+    return positions, [texts.get(int(p), "") if p >= 0 else "" for p in positions]
+
+
+def reorder_pool(fused: Fused, positions: np.ndarray, bonus: Sequence[float]) -> Fused:
+    """``fused`` with its pool re-ordered by ``-log(1 + rank) + bonus`` (a pool step's lift: a bonus of 1 moves a
+    turn above the ones up to about e - 1 places ahead of it); the scores keep their best-first order and each
+    turn takes the one of its new place (``total`` too)."""
+    keys = [-math.log1p(n) + b for n, b in enumerate(bonus)]
+    order = sorted(range(len(keys)), key=lambda i: -keys[i])
+    scores = list(fused.scores)  # best first: the new order takes them in turn
+    total = fused.total.copy()
+    for i, score in zip(order, scores, strict=True):
+        if positions[i] >= 0:
+            total[positions[i]] = score
+    return replace(fused, rids=[fused.rids[i] for i in order], scores=scores, total=total)

@@ -20,18 +20,14 @@ agent's state) are unchanged.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from typing import Final
-
-import numpy as np
 
 from ..models import RouteGoal, SearchPlan
 from ..store.catalog import Catalog
 from ..text.participants import participants
-from .fuse import Fused
+from .fuse import Fused, pool_texts, reorder_pool
 from .recall import CONVERSATION_GOALS
 
 __all__ = ["excerpt_only", "lift_participants", "shared_counts"]
@@ -65,16 +61,8 @@ def lift_participants(fused: Fused, cat: Catalog, plan: SearchPlan, query: str,
     the query."""
     if weight <= 0 or len(fused.rids) < 2 or not excerpt_only(plan) or not participants(query):
         return fused
-    positions = cat.pos_of(np.asarray(fused.rids, np.int64))
-    texts = text_of([int(p) for p in positions if p >= 0])
-    shared = shared_counts(query, [texts.get(int(p), "") if p >= 0 else "" for p in positions])
+    positions, texts = pool_texts(fused, cat, text_of)
+    shared = shared_counts(query, texts)
     if not any(shared):
         return fused
-    keys = [-math.log1p(n) + weight * s for n, s in enumerate(shared)]
-    order = sorted(range(len(keys)), key=lambda i: -keys[i])
-    scores = list(fused.scores)  # best first: the new order takes them in turn
-    total = fused.total.copy()
-    for i, score in zip(order, scores, strict=True):
-        if positions[i] >= 0:
-            total[positions[i]] = score
-    return replace(fused, rids=[fused.rids[i] for i in order], scores=scores, total=total)
+    return reorder_pool(fused, positions, [weight * s for s in shared])

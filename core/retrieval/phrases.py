@@ -22,19 +22,15 @@ numbers and guards are in ``recall.phrase_weight`` (:class:`memory_ext.config.Re
 
 from __future__ import annotations
 
-import math
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from typing import Final
-
-import numpy as np
 
 from ..models import RouteGoal, SearchPlan
 from ..store.catalog import Catalog
 from ..text.tokenize import EN_STOP_WORDS
-from .fuse import Fused
+from .fuse import Fused, pool_texts, reorder_pool
 
 __all__ = ["MIN_CONTENT", "MIN_RUN", "lift_phrases", "question_only", "shared_runs"]
 
@@ -110,16 +106,8 @@ def lift_phrases(fused: Fused, cat: Catalog, plan: SearchPlan, query: str,
     plan is not a question's (:func:`question_only`) or no pool turn repeats a run of the question."""
     if weight <= 0 or len(fused.rids) < 2 or not question_only(plan):
         return fused
-    positions = cat.pos_of(np.asarray(fused.rids, np.int64))
-    texts = text_of([int(p) for p in positions if p >= 0])
-    shared = shared_runs(query, [texts.get(int(p), "") if p >= 0 else "" for p in positions])
+    positions, texts = pool_texts(fused, cat, text_of)
+    shared = shared_runs(query, texts)
     if not any(shared):
         return fused
-    keys = [-math.log1p(n) + weight * max(s - 1, 0) for n, s in enumerate(shared)]
-    order = sorted(range(len(keys)), key=lambda i: -keys[i])
-    scores = list(fused.scores)  # best first: the new order takes them in turn
-    total = fused.total.copy()
-    for i, score in zip(order, scores, strict=True):
-        if positions[i] >= 0:
-            total[positions[i]] = score
-    return replace(fused, rids=[fused.rids[i] for i in order], scores=scores, total=total)
+    return reorder_pool(fused, positions, [weight * max(s - 1, 0) for s in shared])

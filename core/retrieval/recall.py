@@ -107,6 +107,7 @@ def plan_calls(plan: SearchPlan, cat: Catalog, ns_id: int, channels: ChannelSet,
     # (a raw pass and the sparse head per route text) are made for it
     unencoded = conversational and _no_sparse_encodings(channels, ns_id, specs)
     skipped: list[str] = []
+    clipped: dict[str, str] = {}  # route text -> what its encodings are made of (tokenized once per search)
     requests: dict[str, tuple[str, RecallRequest]] = {}  # call name -> (channel, request)
     call_of: dict[tuple[str, str], str] = {}  # (channel, query text) -> call: routes sharing a text share it
     route_calls: list[dict[str, str]] = []
@@ -126,7 +127,9 @@ def plan_calls(plan: SearchPlan, cat: Catalog, ns_id: int, channels: ChannelSet,
                 continue
             if spec.needs_vectors and route.goal in no_vectors:
                 continue
-            query = clip(text) if clip is not None and (spec.needs_vectors or spec.needs_sparse) else text
+            query = text
+            if clip is not None and (spec.needs_vectors or spec.needs_sparse):
+                query = clipped[text] if text in clipped else clipped.setdefault(text, clip(text))
             if spec.needs_sparse and unencoded:
                 skipped.append(query)  # its encodings are not made, but the excerpt is pooled as if they were
                 continue
