@@ -145,7 +145,7 @@ class RecallConfig(_Section):
     0.731 / 0.841; keyword 1.0 with sentences, in-sample: 0.716 / 0.822); with one vector per turn (``hashing``)
     keyword 1.0 stays best (@10 0.728 vs 0.675 at 0.5). docs/design-notes/sentence-vectors.md. Re-decided
     jointly (``memext bench select``, the three data sets of ``ingest.sentence_vectors``): keyword 0.5 gives
-    0.807 / 0.607 / 0.598, keyword 1.0 0.793 / 0.610 / 0.591 (lower on LoCoMo and the small stores: kept 0.5)."""
+    0.810 / 0.628 / 0.984, keyword 1.0 0.793 / 0.621 / 0.984 (held-out gain 0 / 0 / 0: kept 0.5)."""
     strategy: dict[str, float] = Field(default_factory=dict)
     """Overrides of the ranking strategies' weights for every question type (fields of
     :class:`memory_ext.plan.strategy.Strategy`: ``window``, ``session``, ``speaker``, ``time``, ``assistant``,
@@ -203,7 +203,9 @@ class RecallConfig(_Section):
     :mod:`memory_ext.text.participants`) move up: the pool is re-ordered by ``-ln(1 + rank) + weight x
     shared participants`` (:mod:`memory_ext.retrieval.participants`); 0: off. Excerpts only: questions and
     agent searches are unchanged. MADial zh dev (80 dialogues, 5 folds, weight chosen per fold among 0 / 0.5 /
-    0.8 / 1.0 / 1.3): recall@5 / @10 0.532 / 0.684 -> 0.558 / 0.688 held out (1.0 in-sample: 0.565 / 0.691)."""
+    0.8 / 1.0 / 1.3): recall@5 / @10 0.532 / 0.684 -> 0.558 / 0.688 held out (1.0 in-sample: 0.565 / 0.691).
+    Jointly (``memext bench select``, LoCoMo / MADial / small-store means): 1.0 gives 0.810 / 0.628 / 0.984, 0
+    gives 0.810 / 0.608 / 0.984 (held-out gain 0 / 0 / 0)."""
     phrase_weight: float = Field(default=1.0, ge=0.0, le=10.0)
     """A question's pool turns that repeat a run of its words (three or more English words in a row, two of them
     not stop words) move up: the pool is re-ordered by ``-ln(1 + rank) + weight x (the run's content words - 1)``,
@@ -211,7 +213,8 @@ class RecallConfig(_Section):
     only: excerpts and agent searches are unchanged. BFCL v4 memory dev (78 questions, e5) hit@1 / @3 / @10
     0.846 / 0.974 / 0.974 -> 0.872 / 0.987 / 1.000 (0.5: 0.859 / 0.987 / 0.987; hashing 0.821 / 0.936 / 0.974 ->
     0.859 / 0.936 / 0.974); LoCoMo dev (e5) evid_recall@5 / @10 0.767 / 0.846 -> 0.772 / 0.847; the small-store
-    suite unchanged."""
+    suite unchanged. Jointly (``memext bench select``, LoCoMo / MADial / small-store means): 1.0 gives 0.810 /
+    0.628 / 0.984, 0 gives 0.807 / 0.628 / 0.984 (held-out gain on LoCoMo -0.004), 0.5 0.807 on LoCoMo."""
     split_conjunctions: bool = False
     """A question naming two or more speakers gives each speaker's route its own sub-question (the other
     speakers and "both" / "in common" taken out) instead of the whole question."""
@@ -221,7 +224,7 @@ class RecallConfig(_Section):
     call); 0: no second hop. The default (0.5, with ``feedback_decay`` 0.5, ``feedback_keep`` 2 and
     ``feedback_gate`` 0.5) was chosen held out on LoCoMo and MADial dev (docs/design-notes/second-hop.md).
     Re-decided jointly (``memext bench select``, the three data sets of ``ingest.sentence_vectors``): 0.5 gives
-    0.807 / 0.607 / 0.598, no second hop 0.799 / 0.604 / 0.598 (held-out gain -0.010 / -0.003 / 0.000)."""
+    0.810 / 0.628 / 0.984, no second hop 0.800 / 0.622 / 0.984 (held-out gain 0 / 0 / 0: kept 0.5)."""
     feedback_docs: int = Field(default=5, ge=1, le=20)
     """How many of the first ranking's best turns the second hop feeds back."""
     feedback_terms: int = Field(default=8, ge=0, le=32)
@@ -257,14 +260,16 @@ class RecallConfig(_Section):
     a question whose answer the store lacks scores < 0.5 in 0.57 / 0.23 of the 3- / 10-turn stores (0.50 / 0.13
     without). Small-store suite, no-answer questions below 0.5: dev 0.870 -> 0.913, held out 0.696 -> 0.826
     (docs/design-notes/small-store.md)."""
-    answer_slot_absent_logit: float = Field(default=0.0, ge=0.0, le=20.0)
-    """Item scores only: the logits taken, besides ``answer_slot_logit``, from every item of a result none of
-    whose items fills the slot its question asks for, when a turn would show that slot (a value of a kind, a
-    name): the store does not hold what is asked. 0 (default): off. On the small-store suite 6.0 raises the
-    no-answer questions below 0.5 from 0.957 / 0.870 (dev / held out) to 1.000 / 0.957, but on LoCoMo's
-    calibration stores (``memext bench calibration --sizes 3,10``) it keeps 0.964 / 0.897 of the rank-1 gold at
-    >= 0.5 in the 3- / 10-turn stores (2.0 and 3.0: 1.0 / 0.931; 0: 1.0 / 1.0): a store that says little is
-    better told "nothing" only where wrong no-answers cost less than lost answers."""
+    answer_slot_absent_logit: float = Field(default=6.0, ge=0.0, le=20.0)
+    """Item scores only (rankings never change): the logits taken, besides ``answer_slot_logit``, from every item
+    of a result none of whose items fills the slot its question asks for, when a turn would say that slot in words
+    (a phone number, a name, a person, a thing said by its name such as an airline, a train or a book; not a time
+    nor a count, which people leave to the session's date or to a photo): the store does not hold what is asked.
+    0: off. Small-store suite, no-answer questions below 0.5: dev 0.957 -> 1.000 (6.0 chosen there), held out
+    0.870 -> 0.913. LoCoMo calibration stores (``memext bench calibration``): every rank-1 gold item keeps >= 0.5
+    at every size (3, 10, 50 turns, whole conversations); applied to time and count questions too it kept only
+    0.964 / 0.897 in the 3- / 10-turn stores. Jointly (``memext bench select``, LoCoMo / MADial / small-store
+    means): 6.0 gives 0.810 / 0.628 / 0.984, 3.0 0.810 / 0.628 / 0.976, 0 0.810 / 0.628 / 0.969."""
     answer_slot_first: bool = True
     """For a question asking for a kind of value (a time, a number, a phone number, a name, a person, a reason:
     :func:`memory_ext.rank.answer_slot.slot_first`) or for a thing whose instances have names (a book, an
@@ -285,7 +290,9 @@ class RecallConfig(_Section):
     1.000 on dev and held out and LoCoMo dev @1 0.484 -> 0.488, MRR 0.644 -> 0.646 (two "Why did…" questions
     gain their gold at rank 1, none loses it), MADial dev R@1 0.207 -> 0.210, MRR 0.658 -> 0.664 (R@5
     unchanged); agent bench (hashing) unchanged. A reason is read only for this
-    order, never for an item's score: it is often told without a word marking it."""
+    order, never for an item's score: it is often told without a word marking it. Jointly (``memext bench
+    select``, LoCoMo / MADial / small-store means): on 0.810 / 0.628 / 0.984, off 0.810 / 0.628 / 0.937 (held-out
+    gain 0 / 0 / 0)."""
     cold_penalty: float = Field(default=1.0, ge=0.0, le=100.0)
     """The cold tier is a ranking prior, never a gate: a turn the compaction moved to the cold tier loses this
     much of its fused score (zscore fusion: this many standard deviations; rrf: its score is divided by
@@ -336,9 +343,9 @@ class IngestConfig(_Section):
     rebuilds the vectors (a one-namespace reindex refuses that change).
     Chosen jointly (``memext bench select``: LoCoMo dev leave one conversation out, mean of evid_recall@5/@10;
     MADial dev, 80 dialogues in 5 folds, mean of recall@5/@10; the small-store suite in 5 folds, share right):
-    2 gives 0.807 / 0.607 / 0.598, 0 gives 0.789 / 0.614 / 0.598 (held-out gain +0.000 / +0.008 / -0.024). The
-    best setting differs by language (Chinese memories gain a little without sentences), but 0 loses on LoCoMo
-    and held out on the small stores, and the MADial gain is inside its fold spread: one default for every
+    2 gives 0.810 / 0.628 / 0.984, 0 gives 0.790 / 0.619 / 0.803 (held-out gain 0 / 0 / 0; the item scores are
+    fitted for mixed vectors, hence the small stores' loss). On an earlier main Chinese gained a little without
+    sentences (MADial 0.614 against 0.607, inside its fold spread); it no longer does: one default for every
     language."""
     background_indexing: bool = True
     """``True``: ``add_turns`` commits turns, records and every index that needs no model with a durable queue

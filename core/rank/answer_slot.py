@@ -52,7 +52,8 @@ from ..ingest.claim_words import PEOPLE, ZH_CITIES
 from ..text import extract_entities, segment, tokenize
 from .things import thing_kinds
 
-__all__ = ["SLOT_TOP", "AnswerSlot", "answer_slot", "fills", "fills_each", "named_slot", "slot_first"]
+__all__ = ["SLOT_TOP", "UNSAID_KINDS", "AnswerSlot", "answer_slot", "fills", "fills_each", "named_slot", "shown_slot",
+           "slot_first"]
 
 KINDS: Final = ("time", "phone", "number", "name", "person", "reason")
 ORDER_ONLY: Final = frozenset(("reason",))
@@ -394,6 +395,22 @@ def named_slot(slot: AnswerSlot) -> bool:
     if slot.kind is not None:
         return slot.kind not in ORDER_ONLY
     return any(f in _NAMED_FOCUS or f[-2:] in _NAMED_FOCUS or thing_kinds(f) for f in slot.focus)
+
+
+UNSAID_KINDS: Final = frozenset(("time", "number"))
+"""Kinds of value a turn often answers without saying them: between people, when something happened is the date of
+the session ("When did Jon start reading 'The Lean Startup'?": "I just started it!"), and a count is shown or
+implied ("How many children does Melanie have?": a photo of the kids)."""
+
+
+def shown_slot(slot: AnswerSlot) -> bool:
+    """Whether a turn that answers ``slot`` says the answer in words :func:`fills` sees, so that a result none of
+    whose turns fills it lacks the answer: :func:`named_slot`, except a time or a number (:data:`UNSAID_KINDS`).
+
+    >>> shown_slot(answer_slot("What airline is mom flying?")), shown_slot(answer_slot("When did Jon start it?"))
+    (True, False)
+    """
+    return named_slot(slot) and slot.kind not in UNSAID_KINDS
 
 
 def fills_each(question: str, texts: Sequence[str]) -> list[bool | None]:

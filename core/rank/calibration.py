@@ -21,9 +21,10 @@ item::
   a time for "when", a name for "叫什么", the thing or a name for "what airline"); ``slot_logit`` is
   ``recall.answer_slot_logit``, chosen as the largest that keeps every rank-1 gold item of the LoCoMo dev
   calibration stores at >= 0.5.
-* ``absent``: 1 when no item of the result fills the slot either and the slot is one whose answer a turn shows
-  (a time, a number, a phone number, a name, a person, or a thing said by its name: an airline, a train, a laptop;
-  :func:`memory_ext.rank.answer_slot.named_slot`): the store does not hold what is asked ("What airline is mom
+* ``absent``: 1 when no item of the result fills the slot either and the slot is one whose answer a turn says (a
+  phone number, a name, a person, or a thing said by its name: an airline, a train, a laptop; not a time nor a
+  count, which people often leave to the session's date or to a photo:
+  :func:`memory_ext.rank.answer_slot.shown_slot`): the store does not hold what is asked ("What airline is mom
   flying?" over a chat about her flight landing at Heathrow). ``absent_logit`` (:data:`ABSENT_LOGIT`) applies only
   with ``slot_logit``.
 * ``cjk``: the query's share of CJK characters. Chinese questions lie closer to the Chinese turns of their topic
@@ -81,7 +82,7 @@ import numpy as np
 
 from ..text import tokenize
 from ..text.tokenize import cjk_ratio, term_set
-from .answer_slot import answer_slot, fills_each, named_slot
+from .answer_slot import answer_slot, fills_each, shown_slot
 
 if TYPE_CHECKING:
     from ..recall.base import Hits
@@ -125,9 +126,9 @@ class CosineCalibration:
     nor a name for "what airline"); 0: not used."""
     absent_logit: float = 0.0
     """Logits taken, besides ``slot_logit``, from every item of a result none of whose items fills a slot whose
-    answer :func:`memory_ext.rank.answer_slot.fills` would see (a value of a kind, a name:
-    :func:`~memory_ext.rank.answer_slot.named_slot`): the store does not hold what is asked (used only with
-    ``slot_logit``)."""
+    answer a turn says in words :func:`memory_ext.rank.answer_slot.fills` sees (a phone number, a name, a person,
+    a named thing; not a time nor a count: :func:`~memory_ext.rank.answer_slot.shown_slot`): the store does not
+    hold what is asked (used only with ``slot_logit``)."""
 
     def logit(self, cosine: float, cover: float, background: float | None = None,
               reference: float | None = None, cjk: float = 0.0) -> float:
@@ -154,13 +155,14 @@ its rank-1 gold at every size (0.15 kept 92 % in conv-30's 10-turn stores)."""
 TURN_VECTORS = CosineCalibration(midpoint=0.819, scale=0.0168, coverage_logit=4.87)
 """Fitted for turns whose vector is the turn's own (``ingest.sentence_vectors`` 0), against off-topic results only
 and without the reference (not refitted since)."""
-ABSENT_LOGIT = 0.0
-"""Logits for a result none of whose items fills a slot a turn would show (``CosineCalibration.absent_logit``);
-0: off. On the small-store suite (dev chosen, held out checked) 6.0 raises no-answer < 0.5 from 0.957 / 0.870 to
-1.000 / 0.957 without moving a rank-1 right answer below 0.5 ("What airline is mom flying?" 0.98 -> 0.40; 3.0
-leaves it at 0.75), but on LoCoMo's calibration stores (``memext bench calibration --sizes 3,10``) it keeps
-0.964 / 0.897 of the rank-1 gold at >= 0.5 in the 3- / 10-turn stores (2.0 and 3.0: 1.0 / 0.931; 0: 1.0 / 1.0)
-for no-answer drops 0.433 / 0.233 -> 0.467 / 0.333: off (``recall.answer_slot_absent_logit`` sets it)."""
+ABSENT_LOGIT = 6.0
+"""Logits for a result none of whose items fills a slot a turn would say (``CosineCalibration.absent_logit``,
+``recall.answer_slot_absent_logit``); 0: off. 6.0 was chosen on the small-store suite's dev chats (no-answer < 0.5
+0.957 -> 1.000; "What airline is mom flying?" 0.98 -> 0.40, 3.0 leaves it at 0.75). Held out 0.870 -> 0.913.
+Applied to time and count questions too, it kept only 0.964 / 0.897 of LoCoMo's rank-1 gold >= 0.5 in the 3- /
+10-turn calibration stores ("When did Jon start reading 'The Lean Startup'?" answered by "I just started it", the
+date being the session's; "How many children does Melanie have?"); for the slots a turn says, every rank-1 gold
+item keeps >= 0.5 at every size (3, 10, 50 turns, whole conversations). Scores only: rankings never change."""
 SENTENCE_MIXED = CosineCalibration(midpoint=0.8976, scale=0.0249, coverage_logit=3.31, reference_logit=37.39,
                                    cjk_logit=CJK_LOGIT, absent_logit=ABSENT_LOGIT)
 """Fitted for turn vectors mixed with their sentences' (``ingest.sentence_vectors`` 2, the default): they lie
@@ -294,7 +296,7 @@ def bounded_scores(fused: Sequence[float], *, texts: Sequence[str] | None = None
         cjk = cjk_ratio(query) if query else 0.0
         empty = (unfilled(query, texts) if calibration.slot_logit and query and texts is not None
                  else [False] * len(cosines))
-        absent = bool(empty) and all(empty) and named_slot(answer_slot(query or ""))  # no item holds what is asked
+        absent = bool(empty) and all(empty) and shown_slot(answer_slot(query or ""))  # no item holds what is asked
         out = [cosine_relevance(c, v, calibration, background, reference, cjk, unfilled=u, absent=absent)
                for c, v, u in zip(cosines, covers or [0.0] * len(cosines), empty, strict=True)]
     else:

@@ -9,7 +9,15 @@ from pathlib import Path
 import pytest
 
 from memory_ext import MemoryEngine
-from memory_ext.rank.answer_slot import AnswerSlot, answer_slot, fills, fills_each, named_slot, slot_first
+from memory_ext.rank.answer_slot import (
+    AnswerSlot,
+    answer_slot,
+    fills,
+    fills_each,
+    named_slot,
+    shown_slot,
+    slot_first,
+)
 from memory_ext.rank.calibration import SENTENCE_MIXED, bounded_scores, unfilled
 
 
@@ -360,3 +368,26 @@ def test_a_reason_orders_but_never_scores() -> None:
 ])
 def test_the_turn_naming_the_thing_asked_goes_first(question: str, texts: list[str], first: int | None) -> None:
     assert slot_first(question, texts) == first
+
+
+@pytest.mark.parametrize(("question", "texts"), [
+    # LoCoMo: the date of "When did…" is the session's, and a count may be shown, not said
+    ("When did Jon start reading \"The Lean Startup\"?", ["I just started reading The Lean Startup, so inspiring!",
+                                                          "Nice, tell me how it goes."]),
+    ("How many children does Melanie have?", ["Here's a photo of my kids at the beach!", "They look so happy."]),
+    ("雅思考试是哪天？", ["我在准备雅思考试，目标是总分七分。", "加油！"]),
+])
+def test_a_time_or_a_count_not_said_is_no_sign_the_store_lacks_it(question: str, texts: list[str]) -> None:
+    """The absent logit leaves a question about a time or a count alone (only the one-item slot logit applies);
+    a named thing the result does not say lowers the whole result."""
+    calibration = dataclasses.replace(SENTENCE_MIXED, slot_logit=1.0, absent_logit=6.0)
+    kwargs = {"query": question, "cosines": [0.95, 0.90], "stats": (None, 0.85)}
+    assert not shown_slot(answer_slot(question))
+    assert bounded_scores([0.0, 0.0], texts=texts, calibration=calibration, **kwargs) == bounded_scores(
+        [0.0, 0.0], texts=texts, calibration=dataclasses.replace(calibration, absent_logit=0.0), **kwargs)
+    airline = "What airline is mom flying?"
+    rebooked = ["Mom's flight got rebooked: she lands at Heathrow on the 13th at noon.", "Good to know, thanks."]
+    kwargs = {**kwargs, "query": airline}
+    assert shown_slot(answer_slot(airline))
+    assert bounded_scores([0.0, 0.0], texts=rebooked, calibration=calibration, **kwargs)[0] < bounded_scores(
+        [0.0, 0.0], texts=rebooked, calibration=dataclasses.replace(calibration, absent_logit=0.0), **kwargs)[0]
