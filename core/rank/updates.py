@@ -110,6 +110,30 @@ def _norm(value: str) -> str:
     return re.sub(r"\s+", " ", value.strip().casefold())
 
 
+_POSSESSIVE: Final = re.compile(r"['\u2019]s$")
+""""Clara's visit" names Clara: the same name as "Clara is visiting", not another one."""
+_SENTENCE_END: Final = re.compile(r"(?<=[.!?;。！？；])\s*")
+
+
+def said_of(older: Frame, newer: str, common: frozenset[str] | set[str] = frozenset()) -> Frame:
+    """The frame of the sentences of ``newer`` that share an anchor with ``older`` (``common`` left out): a value
+    the later turn gives in a sentence about something else changes nothing of the earlier ("The Lisbon conference
+    was great. Next: find a vegetarian restaurant in Paris for Clara's visit." after "My sister Clara is visiting
+    me in Paris on December 12; she is vegetarian.": Lisbon is no new place for Clara's visit).
+
+    >>> older = frame_of("My sister Clara is visiting me in Paris.")
+    >>> sorted(said_of(older, "The Lisbon trip was great. Next is Clara's visit to Paris.").values["name"])
+    ['clara', 'paris']
+    """
+    sentences = [t for t in _SENTENCE_END.split(newer) if t.strip()]
+    if len(sentences) < 2:
+        return frame_of(newer)
+    linked = {stem(a) for a in older.anchors} - set(common)
+    kept = [t for t in sentences if {stem(a) for a in frame_of(t).anchors} & linked]
+    return frame_of(" ".join(kept)) if kept else Frame(anchors=frozenset(), values={
+        k: frozenset() for k in ("time", "number", "name", "object")}, subjects=None)
+
+
 def frame_of(text: str) -> Frame:
     """The anchors and typed values of one statement (see the module docstring)."""
     values: dict[str, set[str]] = {"time": set(), "number": set(), "name": set(), "object": set()}
@@ -127,7 +151,7 @@ def frame_of(text: str) -> Frame:
         values["name"].update(m.group() for m in _CITY_RE.finditer(text))
         values["object"].update(m.group(1) for m in _ZH_OBJECT.finditer(text))
     else:
-        values["name"].update(_norm(m.group()) for m in _EN_NAME.finditer(text.strip()))
+        values["name"].update(_POSSESSIVE.sub("", _norm(m.group())) for m in _EN_NAME.finditer(text.strip()))
     addressed = {_norm(g) for m in _VOCATIVE.finditer(text.strip()) for g in m.groups() if g}
     values["name"] -= addressed | narrated
     anchors: set[str] = set()
@@ -306,8 +330,10 @@ def updates(a: Frame, b: Frame, common: frozenset[str] | set[str] = frozenset())
 
 
 def restates(older: str, newer: str) -> bool:
-    """Whether ``newer`` states the subject of ``older`` again with another value of the same type."""
-    return updates(frame_of(older), frame_of(newer))
+    """Whether ``newer`` states the subject of ``older`` again with another value of the same type (in a sentence
+    about it: :func:`said_of`)."""
+    frame = frame_of(older)
+    return updates(frame, said_of(frame, newer))
 
 
 def asks_past(query: str) -> bool:
@@ -339,7 +365,8 @@ def newest_first(cat: Catalog, total: np.ndarray, text_of: Callable[[Sequence[in
     order = sorted(frames, key=lambda p: (np.nan_to_num(cat.ts[p], nan=-np.inf), p))
     for i, old in enumerate(order):
         for new in order[i + 1:]:
-            if cat.speaker[old] != cat.speaker[new] or not updates(frames[old], frames[new], common):
+            if cat.speaker[old] != cat.speaker[new] or not updates(frames[old], said_of(frames[old], texts[new],
+                                                                                        common), common):
                 continue
             up, down = (old, new) if past else (new, old)
             if total[up] <= total[down]:

@@ -29,6 +29,9 @@ def test_a_restated_subject_with_another_value_is_an_update(older: str, newer: s
     ("I go to the gym on Mondays.", "At the gym I mostly do deadlifts."),
     ("My daughter Mia turns seven on May 3rd.", "Remind me to order the cake by April 28."),
     ("我每天坐地铁二号线上班，大概四十分钟。", "下雨天我就打车。"),
+    # a new name in a sentence about something else; "Clara's" is Clara
+    ("My sister Clara is visiting me in Paris on December 12; she is vegetarian.",
+     "The Lisbon conference was great. Next: find a vegetarian restaurant in Paris for Clara's visit."),
 ])
 def test_more_about_a_subject_or_another_subject_is_no_update(older: str, newer: str) -> None:
     assert not restates(older, newer)
@@ -59,3 +62,14 @@ def test_the_newer_statement_answers_the_present_and_the_older_the_past(tmp_path
         zh_before = engine.search("评审会原来是什么时候？", "b", k=3).items[0].text
     assert now.startswith("From next week") and before.startswith("Our team standup")
     assert zh_now.startswith("客户那边") and zh_before.startswith("周三下午")
+
+
+def test_a_later_turn_about_something_else_does_not_outrank_the_fact(tmp_path: Path) -> None:
+    """Notebook 04's chat: the later turn names another city (Lisbon, in a sentence about a conference) and
+    Clara's visit; it is no update of "Clara is vegetarian", so the statement answers first."""
+    fact = "My sister Clara is visiting me in Paris on December 12; she is vegetarian."
+    with MemoryEngine.open(tmp_path / "m", embedder="e5") as engine:
+        _store(engine, "ana", fact,
+               "The Lisbon conference was great. Next: find a vegetarian restaurant in Paris for Clara's visit.")
+        first = engine.search("Is Clara vegetarian?", "ana", k=3).items[0].text
+    assert first == fact
