@@ -45,7 +45,8 @@ from ..ingest.claims import statement_subjects
 from ..store.catalog import KIND_CODES, Catalog
 from .things import thing_kinds
 
-__all__ = ["Frame", "Value", "asks_past", "frame_of", "newest_first", "restates", "stem", "updates", "value_spans"]
+__all__ = ["Frame", "Value", "asks_past", "frame_of", "newest_first", "restates", "said_of", "stem", "updates",
+           "value_spans"]
 
 _TURN: Final = KIND_CODES["turn"]
 MARGIN: Final = 1e-4
