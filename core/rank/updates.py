@@ -32,6 +32,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -135,8 +136,13 @@ def said_of(older: Frame, newer: str, common: frozenset[str] | set[str] = frozen
         k: frozenset() for k in ("time", "number", "name", "object")}, subjects=None)
 
 
+FRAME_CACHE: Final = 8192
+"""Frames kept (:func:`frame_of` is a function of the text; searches read the same turns again)."""
+
+
+@functools.lru_cache(maxsize=FRAME_CACHE)
 def frame_of(text: str) -> Frame:
-    """The anchors and typed values of one statement (see the module docstring)."""
+    """The anchors and typed values of one statement (see the module docstring; cached, never change the frame)."""
     values: dict[str, set[str]] = {"time": set(), "number": set(), "name": set(), "object": set()}
     zh = bool(_HAN.search(text))
     narrated: set[str] = set()

@@ -22,6 +22,7 @@ numbers and guards are in ``recall.phrase_weight`` (:class:`memory_ext.config.Re
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -38,6 +39,8 @@ MIN_RUN: Final = 3
 """A run counts from this many words in a row."""
 MIN_CONTENT: Final = 2
 """... of which at least this many are not stop words."""
+TOLD_CACHE: Final = 8192
+"""Pool texts whose words are kept (:func:`_told_words`)."""
 _QUESTION_GOALS: Final = frozenset({RouteGoal.QUERY, RouteGoal.SPEAKER})
 _TOKEN_RE: Final = re.compile(r"[a-z0-9]+(?:'[a-z0-9]+)*|[^\sa-z0-9]")
 """A lower-cased word (inner apostrophes kept) or one other character (punctuation, a Chinese character: it breaks
@@ -62,7 +65,7 @@ def _words(text: str) -> list[str]:
     return out
 
 
-def _runs(query: list[str], text: list[str]) -> set[tuple[str, ...]]:
+def _runs(query: Sequence[str], text: Sequence[str]) -> set[tuple[str, ...]]:
     """The maximal runs of ``query``'s words that ``text`` repeats in order, of at least :data:`MIN_RUN` words
     with :data:`MIN_CONTENT` content words."""
     starts: dict[tuple[str, ...], list[int]] = {}
@@ -90,11 +93,17 @@ def _told(text: str) -> str:
     return " ".join(s for s in _SENTENCE_RE.split(text) if not s.rstrip().endswith("?"))
 
 
+@functools.lru_cache(maxsize=TOLD_CACHE)
+def _told_words(text: str) -> tuple[str, ...]:
+    """:func:`_words` of ``text`` outside its questions (cached: the pools of searches hold the same turns)."""
+    return tuple(_words(_told(text)))
+
+
 def shared_runs(query: str, texts: Sequence[str]) -> list[int]:
     """For each of ``texts``, the content words of its longest run of ``query``'s words outside its questions
     (0: none), runs that more than half of ``texts`` repeat left out."""
     asked = _words(query)
-    runs = [_runs(asked, _words(_told(t))) for t in texts]
+    runs = [_runs(asked, _told_words(t)) for t in texts]
     common = Counter(r for rs in runs for r in rs)
     return [max((sum(w not in EN_STOP_WORDS for w in r) for r in rs if common[r] * 2 <= len(texts)), default=0)
             for rs in runs]
