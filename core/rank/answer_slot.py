@@ -43,6 +43,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -55,6 +56,8 @@ from .things import thing_kinds
 __all__ = ["SLOT_TOP", "UNSAID_KINDS", "AnswerSlot", "answer_slot", "fills", "fills_each", "named_slot", "shown_slot",
            "slot_first"]
 
+SLOT_CACHE: Final = 8192
+"""Questions and texts whose slot and names are kept (functions of the text; searches read the same turns)."""
 KINDS: Final = ("time", "phone", "number", "name", "person", "reason")
 ORDER_ONLY: Final = frozenset(("reason",))
 """Kinds read only to order the best turns (:func:`slot_first`), never to score one
@@ -179,6 +182,7 @@ def _asked(text: str) -> str:
     return text if len(sentences) <= 1 else ""
 
 
+@functools.lru_cache(maxsize=SLOT_CACHE)
 def answer_slot(question: str) -> AnswerSlot:
     """The kind of value and the focus words ``question`` asks for (see the module docstring).
 
@@ -296,14 +300,15 @@ def _values(text: str, kind: str, question: str, zh: bool) -> bool:
     return False
 
 
-def _names(text: str, zh: bool) -> list[str]:
+@functools.lru_cache(maxsize=SLOT_CACHE)
+def _names(text: str, zh: bool) -> tuple[str, ...]:
     """Names in ``text``: capitalised words and runs, Latin words inside Chinese, cities, proper nouns."""
     out = [e for e in extract_entities(text) if not _NUMBER.match(e)]
     out += _MODEL.findall(text)  # iPhone, M3, X1: spelled like a product, not a word
     if zh:
         out += _LATIN.findall(text)
         out += [c for c in ZH_CITIES if c in text]
-    return out
+    return tuple(out)
 
 
 def _places(text: str, zh: bool) -> set[str]:

@@ -137,6 +137,7 @@ def said_of(older: Frame, newer: str, common: frozenset[str] | set[str] = frozen
 
 
 FRAME_CACHE: Final = 8192
+STEM_CACHE: Final = 65536
 """Frames kept (:func:`frame_of` is a function of the text; searches read the same turns again)."""
 
 
@@ -271,6 +272,7 @@ def value_spans(sentence: str) -> list[Value]:
     return out
 
 
+@functools.lru_cache(maxsize=STEM_CACHE)
 def stem(word: str) -> str:
     """A crude English stem (``moves`` -> ``mov``), so "moved" and "moves" are one anchor."""
     for suffix in ("ing", "ed", "es", "s"):
