@@ -37,6 +37,7 @@ import itertools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Final
 
 import numpy as np
@@ -132,19 +133,23 @@ def said_of(older: Frame, newer: str, common: frozenset[str] | set[str] = frozen
         return frame_of(newer)
     linked = {stem(a) for a in older.anchors} - set(common)
     kept = [t for t in sentences if {stem(a) for a in frame_of(t).anchors} & linked]
-    return frame_of(" ".join(kept)) if kept else Frame(anchors=frozenset(), values={
-        k: frozenset() for k in ("time", "number", "name", "object")}, subjects=None)
+    return frame_of(" ".join(kept)) if kept else _SAYS_NOTHING
 
 
+_VALUE_KINDS: Final = ("time", "number", "name", "object")
+_SAYS_NOTHING: Final = Frame(anchors=frozenset(), values=MappingProxyType({k: frozenset() for k in _VALUE_KINDS}),
+                             subjects=None)
+"""The frame of no sentence: no anchor, no value, nothing current (:func:`updates` finds no update in it)."""
 FRAME_CACHE: Final = 8192
-STEM_CACHE: Final = 65536
 """Frames kept (:func:`frame_of` is a function of the text; searches read the same turns again)."""
+STEM_CACHE: Final = 65536
+"""Stems kept (:func:`stem`)."""
 
 
 @functools.lru_cache(maxsize=FRAME_CACHE)
 def frame_of(text: str) -> Frame:
-    """The anchors and typed values of one statement (see the module docstring; cached, never change the frame)."""
-    values: dict[str, set[str]] = {"time": set(), "number": set(), "name": set(), "object": set()}
+    """The anchors and typed values of one statement (see the module docstring; cached: its values are read-only)."""
+    values: dict[str, set[str]] = {k: set() for k in _VALUE_KINDS}
     zh = bool(_HAN.search(text))
     narrated: set[str] = set()
     for m in (_ZH_TIME if zh else _EN_TIME).finditer(text):
@@ -173,7 +178,7 @@ def frame_of(text: str) -> Frame:
     for run in re.findall(r"[\u3400-\u9fff]+", text):
         anchors.update(a + b for a, b in itertools.pairwise(run)
                        if a not in _ZH_FUNCTION and b not in _ZH_FUNCTION)
-    return Frame(anchors=frozenset(anchors), values={k: frozenset(v) for k, v in values.items()},
+    return Frame(anchors=frozenset(anchors), values=MappingProxyType({k: frozenset(v) for k, v in values.items()}),
                  subjects=statement_subjects(text))
 
 
